@@ -1,0 +1,3 @@
+from pylog.cli.main import main
+
+main()

@@ -1,0 +1,514 @@
+"""RecordBatch v2 (magic 2): a reader and a builder.
+
+Batch layout: the 61-byte header (see header.py) then the records, compressed
+as one block when the codec bits are set. Each record (KIP-98):
+
+  length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
+  keyLength varint | key | valueLength varint | value
+  headerCount varint | [headerKeyLength varint | key | headerValueLength varint | value]
+
+Lengths of -1 mean null (keys, values, header values). `length` counts the
+bytes after itself.
+
+The decoder is the consumer's and the dump tool's hot path, so it is one
+function with the varint decoding inlined (one- and two-byte cases via a
+lookup table) instead of a call per field.
+"""
+from __future__ import annotations
+
+import struct
+import time
+from operator import attrgetter
+from typing import Iterable, Iterator, NamedTuple, Optional
+
+from crc32c import crc32c
+
+from pylog.core.records import compression
+from pylog.core.records.errors import (
+    CorruptRecordError,
+    CrcMismatchError,
+    RecordCountMismatchError,
+    RecordFormatError,
+    UnknownCodecError,
+)
+from pylog.core.records.header import (
+    ATTRIBUTES_OFFSET,
+    CODEC_MASK,
+    CODEC_NONE,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    BatchHeader,
+    _HEADER,
+    attributes_for,
+    read_batch_header,
+)
+from pylog.core.records.varint import _ZZ_TABLE, decode_uvarint, encode_varint
+
+__all__ = ["Record", "RecordBatch", "BatchBuilder", "encode_record", "record_size"]
+
+Header = tuple  # (str key, bytes | None value)
+
+
+class Record(NamedTuple):
+    """One record as read from any format (legacy records have no headers)."""
+
+    offset: int
+    timestamp: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: list
+    sequence: int = NO_SEQUENCE
+
+
+# _UNZZ[u] is the signed value of the unsigned varint payload u < 2**14.
+_UNZZ = [(u >> 1) ^ -(u & 1) for u in range(1 << 14)]
+_U32 = struct.Struct(">I")
+_new_tuple = tuple.__new__
+
+
+def _slow_varint(data, pos: int) -> tuple[int, int]:
+    """Three bytes or more: the general path (signed, zig-zag)."""
+    u, pos = decode_uvarint(data, pos)
+    return (u >> 1) ^ -(u & 1), pos
+
+
+def _decode_headers(data, pos: int, count: int) -> tuple[list, int]:
+    headers = []
+    for _ in range(count):
+        kl, pos = _slow_varint(data, pos)
+        if kl < 0:
+            raise CorruptRecordError(f"header key length {kl}")
+        raw = data[pos : pos + kl]
+        if len(raw) != kl:
+            raise CorruptRecordError("header key runs past the record")
+        try:
+            hkey = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordError("header key is not UTF-8") from None
+        pos += kl
+        vl, pos = _slow_varint(data, pos)
+        if vl < 0:
+            if vl != -1:
+                raise CorruptRecordError(f"header value length {vl}")
+            hval = None
+        else:
+            hval = data[pos : pos + vl]
+            pos += vl
+        headers.append((hkey, hval))
+    return headers, pos
+
+
+def decode_records(
+    data: bytes,
+    base_offset: int,
+    base_timestamp: int,
+    base_sequence: int = NO_SEQUENCE,
+    log_append_time: Optional[int] = None,
+) -> list:
+    """Decode every record in `data` (an uncompressed records section) into Records.
+
+    Raises CorruptRecordError when a record does not parse or its fields do
+    not fill exactly its declared length.
+    """
+    out = []
+    append = out.append
+    unzz = _UNZZ
+    new = _new_tuple
+    R = Record
+    has_seq = base_sequence >= 0
+    end = len(data)
+    pos = 0
+    try:
+        while pos < end:
+            # record length
+            b = data[pos]
+            if b < 0x80:
+                n = unzz[b]
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    n = unzz[(b & 0x7F) | (b2 << 7)]
+                    pos += 2
+                else:
+                    n, pos = _slow_varint(data, pos)
+            rec_end = pos + n
+            if n <= 0 or rec_end > end:
+                raise CorruptRecordError(f"record {len(out)}: length {n} does not fit the {end - pos} bytes left")
+            pos += 1  # attributes: unused by every Kafka version so far
+            # timestampDelta
+            b = data[pos]
+            if b < 0x80:
+                ts = base_timestamp + unzz[b]
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    ts = base_timestamp + unzz[(b & 0x7F) | (b2 << 7)]
+                    pos += 2
+                else:
+                    n, pos = _slow_varint(data, pos)
+                    ts = base_timestamp + n
+            # offsetDelta
+            b = data[pos]
+            if b < 0x80:
+                od = unzz[b]
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    od = unzz[(b & 0x7F) | (b2 << 7)]
+                    pos += 2
+                else:
+                    od, pos = _slow_varint(data, pos)
+            # key
+            b = data[pos]
+            if b < 0x80:
+                n = unzz[b]
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    n = unzz[(b & 0x7F) | (b2 << 7)]
+                    pos += 2
+                else:
+                    n, pos = _slow_varint(data, pos)
+            if n >= 0:
+                key = data[pos : pos + n]
+                pos += n
+            elif n == -1:
+                key = None
+            else:
+                raise CorruptRecordError(f"record {len(out)}: key length {n}")
+            # value
+            b = data[pos]
+            if b < 0x80:
+                n = unzz[b]
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    n = unzz[(b & 0x7F) | (b2 << 7)]
+                    pos += 2
+                else:
+                    n, pos = _slow_varint(data, pos)
+            if n >= 0:
+                value = data[pos : pos + n]
+                pos += n
+            elif n == -1:
+                value = None
+            else:
+                raise CorruptRecordError(f"record {len(out)}: value length {n}")
+            # headers
+            b = data[pos]
+            if b == 0:
+                headers = []
+                pos += 1
+            else:
+                n, pos = _slow_varint(data, pos)
+                if n < 0:
+                    raise CorruptRecordError(f"record {len(out)}: header count {n}")
+                headers, pos = _decode_headers(data, pos, n)
+            if pos != rec_end:
+                raise CorruptRecordError(
+                    f"record {len(out)}: fields end at {pos}, its length says {rec_end}"
+                )
+            append(
+                new(
+                    R,
+                    (
+                        base_offset + od,
+                        ts if log_append_time is None else log_append_time,
+                        key,
+                        value,
+                        headers,
+                        ((base_sequence + od) & 0x7FFFFFFF) if has_seq else NO_SEQUENCE,
+                    ),
+                )
+            )
+    except IndexError:
+        raise CorruptRecordError(f"record {len(out)} runs past the end of the batch") from None
+    return out
+
+
+class RecordBatch:
+    """Reader of the v2 batch at `position` in `buffer`.
+
+    Construction reads and checks the header only (magic, length, room in the
+    buffer; and the CRC when verify_crc=True). Records are decoded (and
+    decompressed) by records() / iteration. Error positions are positions in
+    `buffer`.
+    """
+
+    __slots__ = ("buffer", "position", "header")
+
+    def __init__(self, buffer, position: int = 0, *, verify_crc: bool = False):
+        self.buffer = buffer
+        self.position = position
+        self.header: BatchHeader = read_batch_header(buffer, position, verify_crc=verify_crc)
+
+    # -- header fields (delegated so batch.base_offset etc. read naturally)
+    magic = property(lambda self: 2)
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (
+            f"RecordBatch(base_offset={h.base_offset}, last_offset={h.last_offset}, "
+            f"count={h.record_count}, size={h.size}, codec={h.codec})"
+        )
+
+    @property
+    def raw(self) -> memoryview:
+        """The batch's bytes (a view into the buffer, no copy)."""
+        return memoryview(self.buffer)[self.position : self.position + self.header.size]
+
+    def compute_crc(self) -> int:
+        return crc32c(memoryview(self.buffer)[self.position + ATTRIBUTES_OFFSET : self.position + self.header.size])
+
+    def crc_ok(self) -> bool:
+        return self.compute_crc() == self.header.crc
+
+    def check_crc(self) -> None:
+        found = self.compute_crc()
+        if found != self.header.crc:
+            raise CrcMismatchError(self.header.crc, found, self.position)
+
+    def records_data(self) -> bytes:
+        """The records section, decompressed."""
+        start = self.position + HEADER_SIZE
+        body = memoryview(self.buffer)[start : self.position + self.header.size]
+        codec = self.header.attributes & CODEC_MASK
+        if codec == CODEC_NONE:
+            return bytes(body)
+        try:
+            return compression.decompress(codec, body)
+        except RecordFormatError as e:
+            if e.position is None:  # codecs know no positions: locate the error at the batch
+                e.position = self.position
+                e.args = (f"{e.args[0]} at position {self.position}",)
+            raise
+
+    def records(self) -> list:
+        """Every record, decoded; checks framing and the record count."""
+        h = self.header
+        try:
+            out = decode_records(
+                self.records_data(),
+                h.base_offset,
+                h.base_timestamp,
+                h.base_sequence,
+                h.max_timestamp if h.attributes & 0x08 else None,
+            )
+        except CorruptRecordError as e:
+            raise CorruptRecordError(e.args[0], self.position) from None
+        if len(out) != h.record_count:
+            raise RecordCountMismatchError(h.record_count, len(out), self.position)
+        return out
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+
+def _delegate(name: str) -> property:
+    get = attrgetter(name)
+    return property(lambda self: get(self.header), doc=f"header.{name}")
+
+
+for _name in BatchHeader._fields + (
+    "size",
+    "last_offset",
+    "next_offset",
+    "codec",
+    "timestamp_type",
+    "is_transactional",
+    "is_control",
+    "has_delete_horizon",
+    "delete_horizon_ms",
+    "last_sequence",
+    "has_producer_id",
+):
+    if _name != "magic":
+        setattr(RecordBatch, _name, _delegate(_name))
+
+
+# ------------------------------------------------------------------ builder
+
+
+def _encode_headers(headers) -> bytes:
+    out = bytearray(encode_varint(len(headers)))
+    for hkey, hval in headers:
+        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+        out += encode_varint(len(kb))
+        out += kb
+        if hval is None:
+            out += b"\x01"
+        else:
+            out += encode_varint(len(hval))
+            out += hval
+    return bytes(out)
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> bytes:
+    """One record's bytes, length prefix included."""
+    out = bytearray()
+    _append_record(out, offset_delta, timestamp_delta, key, value, headers)
+    return bytes(out)
+
+
+def _append_record(out: bytearray, od: int, tsd: int, key, value, headers) -> None:
+    zz = _ZZ_TABLE
+    tsd_b = zz[tsd + 0x2000] if -0x2000 <= tsd < 0x2000 else encode_varint(tsd)
+    od_b = zz[od + 0x2000] if od < 0x2000 else encode_varint(od)
+    if key is None:
+        kl = 0
+        kl_b = b"\x01"
+        key = b""
+    else:
+        kl = len(key)
+        kl_b = zz[kl + 0x2000] if kl < 0x2000 else encode_varint(kl)
+    if value is None:
+        vl = 0
+        vl_b = b"\x01"
+        value = b""
+    else:
+        vl = len(value)
+        vl_b = zz[vl + 0x2000] if vl < 0x2000 else encode_varint(vl)
+    h_b = _encode_headers(headers) if headers else b"\x00"
+    n = 1 + len(tsd_b) + len(od_b) + len(kl_b) + kl + len(vl_b) + vl + len(h_b)
+    out += zz[n + 0x2000] if n < 0x2000 else encode_varint(n)
+    out += b"\x00"
+    out += tsd_b
+    out += od_b
+    out += kl_b
+    out += key
+    out += vl_b
+    out += value
+    out += h_b
+
+
+def record_size(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> int:
+    """Encoded size of one record (length prefix included), for size estimates."""
+    return len(encode_record(offset_delta, timestamp_delta, key, value, headers))
+
+
+class BatchBuilder:
+    """Builds one v2 batch: append records, then build() the bytes.
+
+    Records are encoded as they are appended (so size_in_bytes() is exact
+    before compression); build() compresses, fills the header and the CRC.
+    baseTimestamp is the first record's timestamp, or the delete horizon when
+    one is given (the flag is then set, as KIP-534's cleaner writes it).
+    """
+
+    def __init__(
+        self,
+        magic: int = 2,
+        codec: int = CODEC_NONE,
+        base_offset: int = 0,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        timestamp_type: int = 0,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        delete_horizon: Optional[int] = None,
+    ):
+        if magic != 2:
+            raise ValueError("BatchBuilder writes magic 2; use legacy.LegacyBuilder for 0/1")
+        if codec not in compression._COMPRESS:
+            raise UnknownCodecError(codec)
+        self.magic = 2
+        self.codec = codec
+        self.base_offset = base_offset
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.timestamp_type = timestamp_type
+        self.partition_leader_epoch = partition_leader_epoch
+        self.delete_horizon = delete_horizon
+        self._buf = bytearray()
+        self._count = 0
+        self._next_delta = 0
+        self._last_delta = -1
+        self._base_ts = delete_horizon
+        self._max_ts = NO_TIMESTAMP
+
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self._next_delta
+
+    def size_in_bytes(self) -> int:
+        """Size of the batch if built now without compression."""
+        return HEADER_SIZE + len(self._buf)
+
+    def append(self, timestamp: Optional[int], key, value, headers: Iterable = (), offset: Optional[int] = None) -> int:
+        """Add a record; returns its offset. `offset` allows gaps (compaction), never going back."""
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        if offset is None:
+            od = self._next_delta
+        else:
+            od = offset - self.base_offset
+            if od < self._next_delta:
+                raise ValueError(f"offset {offset} is not above the last one {self.base_offset + self._last_delta}")
+        base_ts = self._base_ts
+        if base_ts is None:
+            base_ts = self._base_ts = timestamp
+        _append_record(self._buf, od, timestamp - base_ts, key, value, headers)
+        if timestamp > self._max_ts:
+            self._max_ts = timestamp
+        self._count += 1
+        self._last_delta = od
+        self._next_delta = od + 1
+        return self.base_offset + od
+
+    def build(self) -> bytes:
+        codec = self.codec
+        payload = self._buf if codec == CODEC_NONE else compression.compress(codec, self._buf)
+        count = self._count
+        base_ts = self._base_ts if self._base_ts is not None else NO_TIMESTAMP
+        attrs = attributes_for(
+            codec, self.timestamp_type, self.is_transactional, self.is_control, self.delete_horizon is not None
+        )
+        header = bytearray(HEADER_SIZE)
+        _HEADER.pack_into(
+            header,
+            0,
+            self.base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(payload),
+            self.partition_leader_epoch,
+            2,
+            0,
+            attrs,
+            self._last_delta if count else 0,
+            base_ts,
+            self._max_ts if count else NO_TIMESTAMP,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            count,
+        )
+        crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+        _U32.pack_into(header, 17, crc)
+        return b"".join((header, payload))
+
+
+def build_batch(records: Iterable, **kwargs) -> bytes:
+    """Convenience: build one batch from (timestamp, key, value[, headers]) tuples."""
+    b = BatchBuilder(**kwargs)
+    for rec in records:
+        b.append(*rec)
+    return b.build()
+

@@ -1,0 +1,58 @@
+"""Precise record-format errors.
+
+A truncated tail is its own class (not corruption) so that recovery can trim
+it while verify reports real damage separately.
+"""
+from __future__ import annotations
+
+from pylog.core.errors import DataError
+
+
+class RecordFormatError(DataError):
+    """Base of everything wrong with record bytes."""
+
+    def __init__(self, message: str, position: int | None = None):
+        super().__init__(message if position is None else f"{message} at position {position}")
+        self.position = position
+
+
+class TruncatedBatchError(RecordFormatError):
+    """The buffer ends inside a batch: a torn tail, not corruption."""
+
+
+class InvalidMagicError(RecordFormatError):
+    def __init__(self, magic: int, position: int | None = None):
+        super().__init__(f"invalid magic byte {magic}", position)
+        self.magic = magic
+
+
+class CrcMismatchError(RecordFormatError):
+    def __init__(self, expected: int, found: int, position: int | None = None):
+        super().__init__(f"CRC mismatch: stored {expected:#010x}, computed {found:#010x}", position)
+        self.expected = expected
+        self.found = found
+
+
+class InvalidBatchSizeError(RecordFormatError):
+    """A length field that cannot be right (negative, below the header, above a limit)."""
+
+
+class RecordCountMismatchError(RecordFormatError):
+    def __init__(self, declared: int, found: int, position: int | None = None):
+        super().__init__(f"record count mismatch: header says {declared}, found {found}", position)
+        self.declared = declared
+        self.found = found
+
+
+class UnknownCodecError(RecordFormatError):
+    def __init__(self, codec: int, position: int | None = None):
+        super().__init__(f"unknown compression codec {codec}", position)
+        self.codec = codec
+
+
+class CorruptCompressedError(RecordFormatError):
+    """The compressed payload does not decompress."""
+
+
+class CorruptRecordError(RecordFormatError):
+    """A record inside a batch does not parse (bad varint, lengths past the end)."""

@@ -1,0 +1,282 @@
+"""RecordBatch v2 header: layout, parsing, in-place patching and walking.
+
+This is the fast path shared by the broker, storage, verify and recovery: it
+reads only the 61-byte header of each batch and never decodes records.
+
+Layout (big-endian), offsets from the start of the batch:
+  0 baseOffset int64 | 8 batchLength int32 | 12 partitionLeaderEpoch int32
+  16 magic int8 | 17 crc uint32 | 21 attributes int16 | 23 lastOffsetDelta int32
+  27 baseTimestamp int64 | 35 maxTimestamp int64 | 43 producerId int64
+  51 producerEpoch int16 | 53 baseSequence int32 | 57 recordCount int32
+CRC-32C covers bytes 21..end of batch. batchLength counts bytes after offset 12.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, NamedTuple
+
+from crc32c import crc32c
+
+from pylog.core.records.errors import (
+    CrcMismatchError,
+    InvalidBatchSizeError,
+    InvalidMagicError,
+    TruncatedBatchError,
+)
+
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted by batchLength
+HEADER_SIZE = 61
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LEADER_EPOCH_OFFSET = 12
+MAX_TIMESTAMP_OFFSET = 35
+# Smallest legal batchLength for v2 (the header with zero records).
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+# attributes bits
+CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CODEC_IDS = {v: k for k, v in CODEC_NAMES.items()}
+
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies in the log."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & CODEC_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        return (self.attributes & TIMESTAMP_TYPE_MASK) >> 3
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int:
+        """The delete horizon (base timestamp when the flag is set), else -1."""
+        return self.base_timestamp if self.has_delete_horizon else NO_TIMESTAMP
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        # Sequences wrap at Int32.MAX_VALUE as in Kafka's DefaultRecordBatch.
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+
+def parse_header(buf, pos: int = 0) -> BatchHeader:
+    """Parse the v2 header at `pos`; the caller has checked magic and length."""
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def compute_crc(buf, pos: int, size: int) -> int:
+    """CRC-32C of a v2 batch of `size` bytes starting at `pos` (attributes..end)."""
+    mv = memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]
+    return crc32c(mv)
+
+
+def stored_crc(buf, pos: int = 0) -> int:
+    return _U32.unpack_from(buf, pos + CRC_OFFSET)[0]
+
+
+def check_crc(buf, pos: int, size: int) -> None:
+    expected = stored_crc(buf, pos)
+    found = compute_crc(buf, pos, size)
+    if expected != found:
+        raise CrcMismatchError(expected, found, pos)
+
+
+# ---- in-place patching (the broker assigns offsets without re-encoding) ----
+
+def set_base_offset(buf, pos: int, base_offset: int) -> None:
+    """baseOffset is outside the CRC, so no recomputation is needed."""
+    _I64.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf, pos: int, epoch: int) -> None:
+    """partitionLeaderEpoch is outside the CRC as well."""
+    _I32.pack_into(buf, pos + LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:
+    """Stamp LogAppendTime: set the timestamp-type bit and maxTimestamp, re-CRC."""
+    attrs = struct.unpack_from(">h", buf, pos + ATTRIBUTES_OFFSET)[0]
+    struct.pack_into(">h", buf, pos + ATTRIBUTES_OFFSET, attrs | TIMESTAMP_TYPE_MASK)
+    _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp)
+    write_crc(buf, pos, size)
+
+
+def write_crc(buf, pos: int, size: int) -> None:
+    _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
+
+
+# ---- walking ----
+
+def peek_size(buf, pos: int, end: int) -> int:
+    """Size of the entry (any magic) starting at `pos`, or raise Truncated."""
+    if end - pos < LOG_OVERHEAD:
+        raise TruncatedBatchError(f"{end - pos} bytes left, less than a log entry header", pos)
+    length = _I32.unpack_from(buf, pos + 8)[0]
+    return length + LOG_OVERHEAD
+
+
+def iter_headers(
+    buf,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    verify_crc: bool = True,
+    max_batch_size: int | None = None,
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) for every v2 batch in buf[start:end].
+
+    Raises TruncatedBatchError when the buffer ends inside a batch (the bytes
+    before it were good), and InvalidBatchSizeError / InvalidMagicError /
+    CrcMismatchError for real damage. Only headers are read.
+    """
+    if end is None:
+        end = len(buf)
+    pos = start
+    unpack_prefix = _PREFIX.unpack_from
+    while pos < end:
+        if end - pos < LOG_OVERHEAD:
+            raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
+        _, length = unpack_prefix(buf, pos)
+        if length < MIN_BATCH_LENGTH:
+            # v0/v1 entries are smaller, but a v2 walker must not accept them
+            if end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] in (0, 1) and length >= 14:
+                raise InvalidMagicError(buf[pos + MAGIC_OFFSET], pos)
+            raise InvalidBatchSizeError(f"batch length {length} below the minimum {MIN_BATCH_LENGTH}", pos)
+        size = length + LOG_OVERHEAD
+        if max_batch_size is not None and size > max_batch_size:
+            raise InvalidBatchSizeError(f"batch size {size} above the limit {max_batch_size}", pos)
+        if end - pos < HEADER_SIZE:
+            raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
+        magic = buf[pos + MAGIC_OFFSET]
+        if magic != 2:
+            raise InvalidMagicError(magic, pos)
+        if pos + size > end:
+            raise TruncatedBatchError(f"batch of {size} bytes but only {end - pos} remain", pos)
+        header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+        if verify_crc:
+            found = crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
+            if found != header.crc:
+                raise CrcMismatchError(header.crc, found, pos)
+        yield pos, header
+        pos += size
+
+
+def read_batch_header(
+    buf,
+    pos: int = 0,
+    end: int | None = None,
+    *,
+    verify_crc: bool = False,
+    max_batch_size: int | None = None,
+) -> BatchHeader:
+    """Check and parse the one v2 batch at `pos` (the single-batch form of iter_headers).
+
+    Raises the same errors as iter_headers for that batch; a buffer that ends
+    inside the batch is TruncatedBatchError.
+    """
+    if end is None:
+        end = len(buf)
+    if end - pos < LOG_OVERHEAD:
+        raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
+    length = _I32.unpack_from(buf, pos + 8)[0]
+    if end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != 2 and length >= 14:
+        raise InvalidMagicError(buf[pos + MAGIC_OFFSET], pos)
+    if length < MIN_BATCH_LENGTH:
+        raise InvalidBatchSizeError(f"batch length {length} below the minimum {MIN_BATCH_LENGTH}", pos)
+    size = length + LOG_OVERHEAD
+    if max_batch_size is not None and size > max_batch_size:
+        raise InvalidBatchSizeError(f"batch size {size} above the limit {max_batch_size}", pos)
+    if end - pos < HEADER_SIZE:
+        raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
+    if pos + size > end:
+        raise TruncatedBatchError(f"batch of {size} bytes but only {end - pos} remain", pos)
+    header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    if verify_crc:
+        found = crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
+        if found != header.crc:
+            raise CrcMismatchError(header.crc, found, pos)
+    return header
+
+
+def attributes_for(
+    codec: int = CODEC_NONE,
+    timestamp_type: int = TIMESTAMP_CREATE_TIME,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    has_delete_horizon: bool = False,
+) -> int:
+    """The v2 attributes int16 for these flags."""
+    return (
+        (codec & CODEC_MASK)
+        | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
+        | (TRANSACTIONAL_MASK if is_transactional else 0)
+        | (CONTROL_MASK if is_control else 0)
+        | (DELETE_HORIZON_MASK if has_delete_horizon else 0)
+    )
