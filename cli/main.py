@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     try:
-        cli.main(args=args, prog_name="pylog", standalone_mode=False)
+        # Without standalone mode Click returns ctx.exit(n)'s code instead of exiting.
+        rv = cli.main(args=args, prog_name="pylog", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
             raise
         click.echo(f"pylog: internal error: {e.__class__.__name__}: {_one_line(e)} (run with --debug for a traceback)", err=True)
         sys.exit(1)
-    sys.exit(0)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":

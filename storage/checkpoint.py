@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from pylog.core.errors import DataError
 
@@ -171,7 +171,3 @@ class OffsetCheckpointFile:
 
     def __repr__(self) -> str:
         return f"OffsetCheckpointFile({str(self.path)!r})"
-
-
-def parse_entries(items: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
-    return {(t, p): o for t, p, o in items}

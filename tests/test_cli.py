@@ -44,6 +44,8 @@ def fake_commands(monkeypatch):
             raise ZeroDivisionError("division by zero")
         if kind == "oserror":
             open("/nonexistent/dir/file")
+        if kind == "exit3":
+            click.get_current_context().exit(3)
 
     orig = cli_main.LazyGroup.get_command
 
@@ -96,3 +98,9 @@ def test_x_overrides_config_file(tmp_path):
         merge_properties(None, ("novalue",))
     with pytest.raises(UsageError):
         merge_properties(str(tmp_path / "missing"), ())
+
+
+def test_ctx_exit_code_is_kept(fake_commands):
+    with pytest.raises(SystemExit) as e:
+        cli_main.main(["boom", "--kind", "exit3"])
+    assert e.value.code == 3

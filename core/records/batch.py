@@ -49,26 +49,51 @@ from pylog.core.records.header import (
 )
 from pylog.core.records.varint import _ZZ_TABLE, decode_uvarint, encode_varint
 
-__all__ = ["Record", "RecordBatch", "BatchBuilder", "encode_record", "record_size"]
+__all__ = ["Record", "RecordBatch", "BatchBuilder", "build_batch", "decode_records", "encode_record", "record_size", "record_sequence"]
 
 Header = tuple  # (str key, bytes | None value)
 
 
 class Record(NamedTuple):
-    """One record as read from any format (legacy records have no headers)."""
+    """One record as read from any format (legacy records have no headers).
+
+    headers is a tuple of (str key, bytes | None value) pairs, () when there
+    are none: immutable like the record, and one shared empty tuple costs
+    nothing per record (a fresh list per record measurably slows decoding).
+    The producer sequence of a record is batch-level data: see
+    `record_sequence(header, record)`.
+    """
 
     offset: int
     timestamp: int
     key: Optional[bytes]
     value: Optional[bytes]
-    headers: list
-    sequence: int = NO_SEQUENCE
+    headers: tuple = ()
 
 
-# _UNZZ[u] is the signed value of the unsigned varint payload u < 2**14.
-_UNZZ = [(u >> 1) ^ -(u & 1) for u in range(1 << 14)]
+def _tables():
+    one = [(u >> 1) ^ -(u & 1) for u in range(0x80)]
+    # Two-byte varints b1 b2 (b1 >= 0x80, b2 < 0x80) are looked up at
+    # (b2 << 7) ^ b1: a bijection onto range(2**14) that costs one operation
+    # fewer than reassembling the 14 bits.
+    two = [0] * (1 << 14)
+    for b1 in range(0x80, 0x100):
+        for b2 in range(0x80):
+            u = (b1 & 0x7F) | (b2 << 7)
+            two[(b2 << 7) ^ b1] = (u >> 1) ^ -(u & 1)
+    return one, two
+
+
+_ONE, _TWO = _tables()
 _U32 = struct.Struct(">I")
 _new_tuple = tuple.__new__
+
+
+def record_sequence(header: BatchHeader, record: "Record") -> int:
+    """The producer sequence of a record (wraps at 2**31 as in Kafka), or -1."""
+    if header.base_sequence < 0:
+        return NO_SEQUENCE
+    return (header.base_sequence + record.offset - header.base_offset) & 0x7FFFFFFF
 
 
 def _slow_varint(data, pos: int) -> tuple[int, int]:
@@ -77,7 +102,7 @@ def _slow_varint(data, pos: int) -> tuple[int, int]:
     return (u >> 1) ^ -(u & 1), pos
 
 
-def _decode_headers(data, pos: int, count: int) -> tuple[list, int]:
+def _decode_headers(data, pos: int, count: int) -> tuple[tuple, int]:
     headers = []
     for _ in range(count):
         kl, pos = _slow_varint(data, pos)
@@ -100,27 +125,28 @@ def _decode_headers(data, pos: int, count: int) -> tuple[list, int]:
             hval = data[pos : pos + vl]
             pos += vl
         headers.append((hkey, hval))
-    return headers, pos
+    return tuple(headers), pos
 
 
 def decode_records(
     data: bytes,
     base_offset: int,
     base_timestamp: int,
-    base_sequence: int = NO_SEQUENCE,
     log_append_time: Optional[int] = None,
 ) -> list:
     """Decode every record in `data` (an uncompressed records section) into Records.
 
     Raises CorruptRecordError when a record does not parse or its fields do
-    not fill exactly its declared length.
+    not fill exactly its declared length. Each varint is decoded inline: one
+    byte from _ONE, two bytes from _TWO, longer ones by _slow_varint.
     """
     out = []
     append = out.append
-    unzz = _UNZZ
+    one = _ONE
+    two = _TWO
     new = _new_tuple
     R = Record
-    has_seq = base_sequence >= 0
+    no_headers = ()
     end = len(data)
     pos = 0
     try:
@@ -128,53 +154,53 @@ def decode_records(
             # record length
             b = data[pos]
             if b < 0x80:
-                n = unzz[b]
+                n = one[b]
                 pos += 1
             else:
                 b2 = data[pos + 1]
                 if b2 < 0x80:
-                    n = unzz[(b & 0x7F) | (b2 << 7)]
+                    n = two[(b2 << 7) ^ b]
                     pos += 2
                 else:
                     n, pos = _slow_varint(data, pos)
             rec_end = pos + n
             if n <= 0 or rec_end > end:
                 raise CorruptRecordError(f"record {len(out)}: length {n} does not fit the {end - pos} bytes left")
-            pos += 1  # attributes: unused by every Kafka version so far
-            # timestampDelta
-            b = data[pos]
+            # attributes (pos) are unused by every Kafka version so far; timestampDelta follows
+            b = data[pos + 1]
             if b < 0x80:
-                ts = base_timestamp + unzz[b]
-                pos += 1
+                ts = base_timestamp + one[b]
+                pos += 2
             else:
-                b2 = data[pos + 1]
+                b2 = data[pos + 2]
                 if b2 < 0x80:
-                    ts = base_timestamp + unzz[(b & 0x7F) | (b2 << 7)]
-                    pos += 2
+                    ts = base_timestamp + two[(b2 << 7) ^ b]
+                    pos += 3
                 else:
-                    n, pos = _slow_varint(data, pos)
+                    n, pos = _slow_varint(data, pos + 1)
                     ts = base_timestamp + n
             # offsetDelta
             b = data[pos]
             if b < 0x80:
-                od = unzz[b]
+                offset = base_offset + one[b]
                 pos += 1
             else:
                 b2 = data[pos + 1]
                 if b2 < 0x80:
-                    od = unzz[(b & 0x7F) | (b2 << 7)]
+                    offset = base_offset + two[(b2 << 7) ^ b]
                     pos += 2
                 else:
-                    od, pos = _slow_varint(data, pos)
+                    n, pos = _slow_varint(data, pos)
+                    offset = base_offset + n
             # key
             b = data[pos]
             if b < 0x80:
-                n = unzz[b]
+                n = one[b]
                 pos += 1
             else:
                 b2 = data[pos + 1]
                 if b2 < 0x80:
-                    n = unzz[(b & 0x7F) | (b2 << 7)]
+                    n = two[(b2 << 7) ^ b]
                     pos += 2
                 else:
                     n, pos = _slow_varint(data, pos)
@@ -188,12 +214,12 @@ def decode_records(
             # value
             b = data[pos]
             if b < 0x80:
-                n = unzz[b]
+                n = one[b]
                 pos += 1
             else:
                 b2 = data[pos + 1]
                 if b2 < 0x80:
-                    n = unzz[(b & 0x7F) | (b2 << 7)]
+                    n = two[(b2 << 7) ^ b]
                     pos += 2
                 else:
                     n, pos = _slow_varint(data, pos)
@@ -205,9 +231,8 @@ def decode_records(
             else:
                 raise CorruptRecordError(f"record {len(out)}: value length {n}")
             # headers
-            b = data[pos]
-            if b == 0:
-                headers = []
+            if data[pos] == 0:
+                headers = no_headers
                 pos += 1
             else:
                 n, pos = _slow_varint(data, pos)
@@ -218,21 +243,12 @@ def decode_records(
                 raise CorruptRecordError(
                     f"record {len(out)}: fields end at {pos}, its length says {rec_end}"
                 )
-            append(
-                new(
-                    R,
-                    (
-                        base_offset + od,
-                        ts if log_append_time is None else log_append_time,
-                        key,
-                        value,
-                        headers,
-                        ((base_sequence + od) & 0x7FFFFFFF) if has_seq else NO_SEQUENCE,
-                    ),
-                )
-            )
+            append(new(R, (offset, ts, key, value, headers)))
     except IndexError:
         raise CorruptRecordError(f"record {len(out)} runs past the end of the batch") from None
+    if log_append_time is not None:
+        # LogAppendTime: every record reads the batch's maxTimestamp (rare path)
+        out = [r._replace(timestamp=log_append_time) for r in out]
     return out
 
 
@@ -301,7 +317,6 @@ class RecordBatch:
                 self.records_data(),
                 h.base_offset,
                 h.base_timestamp,
-                h.base_sequence,
                 h.max_timestamp if h.attributes & 0x08 else None,
             )
         except CorruptRecordError as e:
@@ -355,40 +370,16 @@ def _encode_headers(headers) -> bytes:
 
 def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> bytes:
     """One record's bytes, length prefix included."""
-    out = bytearray()
-    _append_record(out, offset_delta, timestamp_delta, key, value, headers)
-    return bytes(out)
-
-
-def _append_record(out: bytearray, od: int, tsd: int, key, value, headers) -> None:
-    zz = _ZZ_TABLE
-    tsd_b = zz[tsd + 0x2000] if -0x2000 <= tsd < 0x2000 else encode_varint(tsd)
-    od_b = zz[od + 0x2000] if od < 0x2000 else encode_varint(od)
-    if key is None:
-        kl = 0
-        kl_b = b"\x01"
-        key = b""
-    else:
-        kl = len(key)
-        kl_b = zz[kl + 0x2000] if kl < 0x2000 else encode_varint(kl)
-    if value is None:
-        vl = 0
-        vl_b = b"\x01"
-        value = b""
-    else:
-        vl = len(value)
-        vl_b = zz[vl + 0x2000] if vl < 0x2000 else encode_varint(vl)
-    h_b = _encode_headers(headers) if headers else b"\x00"
-    n = 1 + len(tsd_b) + len(od_b) + len(kl_b) + kl + len(vl_b) + vl + len(h_b)
-    out += zz[n + 0x2000] if n < 0x2000 else encode_varint(n)
-    out += b"\x00"
-    out += tsd_b
-    out += od_b
-    out += kl_b
-    out += key
-    out += vl_b
-    out += value
-    out += h_b
+    parts = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta)]
+    for field in (key, value):
+        if field is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(encode_varint(len(field)))
+            parts.append(bytes(field))
+    parts.append(_encode_headers(headers) if headers else b"\x00")
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
 
 
 def record_size(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> int:
@@ -434,7 +425,8 @@ class BatchBuilder:
         self.timestamp_type = timestamp_type
         self.partition_leader_epoch = partition_leader_epoch
         self.delete_horizon = delete_horizon
-        self._buf = bytearray()
+        self._parts: list = []
+        self._size = 0  # bytes of encoded records so far
         self._count = 0
         self._next_delta = 0
         self._last_delta = -1
@@ -451,22 +443,50 @@ class BatchBuilder:
 
     def size_in_bytes(self) -> int:
         """Size of the batch if built now without compression."""
-        return HEADER_SIZE + len(self._buf)
+        return HEADER_SIZE + self._size
 
     def append(self, timestamp: Optional[int], key, value, headers: Iterable = (), offset: Optional[int] = None) -> int:
-        """Add a record; returns its offset. `offset` allows gaps (compaction), never going back."""
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
+        """Add a record; returns its offset. `offset` allows gaps (compaction), never going back.
+
+        The producer's hot path: the record encoding is inlined, small varints
+        come from a table and the record body is joined once.
+        """
         if offset is None:
             od = self._next_delta
         else:
             od = offset - self.base_offset
             if od < self._next_delta:
                 raise ValueError(f"offset {offset} is not above the last one {self.base_offset + self._last_delta}")
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
         base_ts = self._base_ts
         if base_ts is None:
             base_ts = self._base_ts = timestamp
-        _append_record(self._buf, od, timestamp - base_ts, key, value, headers)
+        zz = _ZZ_TABLE
+        tsd = timestamp - base_ts
+        tsd_b = zz[tsd + 0x2000] if -0x2000 <= tsd < 0x2000 else encode_varint(tsd)
+        od_b = zz[od + 0x2000] if od < 0x2000 else encode_varint(od)
+        if key is None:
+            kl_b = b"\x01"
+            key = b""
+        else:
+            kl = len(key)
+            kl_b = zz[kl + 0x2000] if kl < 0x2000 else encode_varint(kl)
+        if value is None:
+            vl_b = b"\x01"
+            value = b""
+        else:
+            vl = len(value)
+            vl_b = zz[vl + 0x2000] if vl < 0x2000 else encode_varint(vl)
+        body = b"".join((b"\x00", tsd_b, od_b, kl_b, key, vl_b, value, _encode_headers(headers) if headers else b"\x00"))
+        n = len(body)
+        n_b = zz[n + 0x2000] if n < 0x2000 else encode_varint(n)
+        # Parts are joined once in build(): a growing bytearray reallocates
+        # (and may copy everything so far) every few kilobytes.
+        parts = self._parts
+        parts.append(n_b)
+        parts.append(body)
+        self._size += n + len(n_b)
         if timestamp > self._max_ts:
             self._max_ts = timestamp
         self._count += 1
@@ -476,7 +496,8 @@ class BatchBuilder:
 
     def build(self) -> bytes:
         codec = self.codec
-        payload = self._buf if codec == CODEC_NONE else compression.compress(codec, self._buf)
+        records = b"".join(self._parts)
+        payload = records if codec == CODEC_NONE else compression.compress(codec, records)
         count = self._count
         base_ts = self._base_ts if self._base_ts is not None else NO_TIMESTAMP
         attrs = attributes_for(

@@ -71,6 +71,8 @@ def compress_gzip(data, level: int = 6) -> bytes:
 def decompress_gzip(data) -> bytes:
     out = []
     data = bytes(data)
+    if not data:
+        raise CorruptCompressedError("gzip: empty payload")
     try:
         while data:
             # 32+15 detects gzip or zlib headers; concatenated members are legal gzip.

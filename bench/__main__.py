@@ -1,0 +1,32 @@
+"""Dispatch `python -m bench NAME [args...]` to `bench.NAME.main(argv)`.
+
+Generic on purpose: a new benchmark is a new module with a main(argv).
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import bench
+
+
+def _available() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m bench NAME [args...]")
+        print("benchmarks: " + ", ".join(_available()))
+        return 0 if argv else 2
+    name = argv[0]
+    if name not in _available():
+        print(f"unknown benchmark {name!r}; available: {', '.join(_available())}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"bench.{name}")
+    return module.main(argv[1:]) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

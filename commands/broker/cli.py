@@ -1,0 +1,122 @@
+"""`pylog broker start`: run the embedded single-node broker."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import time
+
+import click
+
+from pylog.cli.options import merge_properties
+from pylog.commands.broker.settings import DEFAULT_LISTENER, DEFAULT_LOG_DIR, build_settings
+
+LEVELS = ("debug", "info", "warning", "error")
+
+
+@click.group()
+def broker():
+    """Run an embedded Kafka-compatible broker on pylog's storage engine.
+
+    A single node (node id 1 by default) that speaks the Kafka wire protocol,
+    so kcat, kafka-python, confluent-kafka (librdkafka) and the Java client
+    work against it with no special settings. Consumer-group APIs answer
+    COORDINATOR_NOT_AVAILABLE for now: consume with explicit partition
+    assignment.
+    """
+
+
+@broker.command()
+@click.option("--log-dir", "log_dirs", multiple=True, metavar="DIR",
+              help=f"Directory for topic data (repeatable; new partitions go to the emptiest). "
+                   f"Default: log.dirs from --config, else {DEFAULT_LOG_DIR}.")
+@click.option("--listen", metavar="HOST:PORT", default=None,
+              help=f"Address to accept clients on (default: listeners from --config, else {DEFAULT_LISTENER}). "
+                   "Port 0 picks a free port; the start-up line shows which.")
+@click.option("--advertised", metavar="HOST:PORT", default=None,
+              help="Address published to clients in metadata (default: advertised.listeners, else the "
+                   "listen address).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Kafka server.properties file (Kafka's broker property names; unknown ones are "
+                   "ignored with a warning).")
+@click.option("--set", "set_props", multiple=True, metavar="KEY=VALUE",
+              help="Set one broker property, overriding --config (repeatable), e.g. "
+                   "--set num.partitions=3 --set log.segment.bytes=1048576.")
+@click.option("--log-level", type=click.Choice(LEVELS, case_sensitive=False), default="info", show_default=True,
+              help="Broker log verbosity (log lines go to stderr).")
+def start(log_dirs, listen, advertised, config_file, set_props, log_level):
+    """Start the broker and serve until SIGINT or SIGTERM.
+
+    On start it loads every partition in the log dirs (recovering those not
+    shut down cleanly), prints a summary and then the line
+    `pylog broker listening on HOST:PORT`. SIGINT/SIGTERM shut it down
+    gracefully: stop accepting, answer in-flight requests, flush, write
+    checkpoints and producer snapshots, write the clean-shutdown marker, exit
+    0. A second broker on the same log dir refuses to start (exit 1).
+
+    \b
+    Examples:
+      pylog broker start
+      pylog broker start --log-dir /data/a --log-dir /data/b --listen 0.0.0.0:9092 \\
+          --advertised kafka.local:9092
+      pylog broker start --config server.properties --set auto.create.topics.enable=false
+    """
+    from pylog.commands.broker.broker import Broker
+
+    _setup_logging(log_level)
+    file_props = merge_properties(config_file, (), "--set") if config_file else {}
+    set_map = merge_properties(None, set_props, "--set")
+    settings = build_settings(file_props, set_map, log_dirs, listen, advertised)
+
+    b = Broker(settings)
+    t0 = time.monotonic()
+    report = b.open_storage()
+    try:
+        def ready(port):
+            took = getattr(report, "seconds", time.monotonic() - t0)
+            click.echo(f"pylog broker node {settings.node_id}, cluster {b.cluster_id or '-'}")
+            click.echo(f"  log dirs: {', '.join(settings.log_dirs)}")
+            click.echo(f"  topics: {len(b.logs.topics)}, partitions loaded: {report.partitions_loaded}, "
+                       f"recovered: {report.partitions_recovered} in {took:.2f}s")
+            for w in getattr(report, "warnings", None) or []:
+                click.echo(f"  warning: {w}")
+            click.echo(f"  advertised: {settings.advertised_host}:{settings.advertised_port}")
+            click.echo(f"pylog broker listening on {_show_host(settings.host)}:{port}")
+
+        _run(b, ready)
+    except BaseException:
+        if b.logs is not None:
+            b.logs.shutdown()
+        raise
+    click.echo("pylog broker stopped cleanly")
+
+
+def _show_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _run(b, ready) -> None:
+    async def main():
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, b.request_stop)
+        await b.serve(ready)
+
+    try:
+        asyncio.run(main())
+    except OSError as e:
+        from pylog.core.errors import DataError
+
+        raise DataError(f"cannot listen on {b.settings.host}:{b.settings.port}: {e.strerror or e}") from None
+
+
+def _setup_logging(level: str) -> None:
+    logger = logging.getLogger("pylog")
+    logger.setLevel(getattr(logging, level.upper()))
+    if not any(getattr(h, "_pylog_broker", False) for h in logger.handlers):
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        h._pylog_broker = True
+        logger.addHandler(h)
+        logger.propagate = False

@@ -1,0 +1,334 @@
+"""The socket layer: accept, split size-prefixed frames, write responses in order.
+
+One asyncio loop, no transports: each connection is a non-blocking socket
+driven by `loop.add_reader`/`add_writer`, because a fetch response is encoded
+bytes followed by file ranges sent with `os.sendfile` straight from the segment
+file, and asyncio's transports cannot interleave their own write buffer with
+sendfile on the same socket (and `loop.sendfile` moves the file's offset, which
+the segment's fd must keep).
+
+Ordering: a client pipelines up to 5 requests and expects the responses in
+request order. Every request that gets a response reserves a slot in the
+connection's `_slots` queue when it is read; handlers that finish later (long
+polls) fill their slot when done, and only the filled head of the queue moves to
+the output queue.
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import socket
+import struct
+from collections import deque
+from typing import Any, Callable
+
+log = logging.getLogger("pylog.broker")
+
+_SIZE = struct.Struct(">i")
+_RECV_CHUNK = 256 * 1024
+# stop reading a connection while this many responses or bytes are queued on it
+_MAX_SLOTS = 64
+_MAX_QUEUED_BYTES = 8 * 1024 * 1024
+_IOV_MAX = 512
+
+
+class FrameError(Exception):
+    """A frame the connection cannot continue after (size out of range)."""
+
+
+class _Slot:
+    __slots__ = ("parts", "ready")
+
+    def __init__(self):
+        self.parts = None
+        self.ready = False
+
+
+class _FileRange:
+    """The unsent rest of a file slice: fd, position, remaining length."""
+
+    __slots__ = ("fd", "pos", "left", "keep")
+
+    def __init__(self, fd: int, pos: int, left: int, keep: Any):
+        self.fd, self.pos, self.left = fd, pos, left
+        self.keep = keep  # the storage object owning the fd stays referenced until sent
+
+
+class Connection:
+    """One client socket: frames in, ordered responses out."""
+
+    def __init__(self, server: "Server", sock: socket.socket, peer: str):
+        self.server = server
+        self.loop = server.loop
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.peer = peer
+        self.closed = False
+        self._buf = bytearray(_RECV_CHUNK)
+        self._view = memoryview(self._buf)
+        self._have = 0  # bytes of _buf holding unparsed input
+        self._big: bytearray | None = None  # a large frame being filled in place
+        self._big_have = 0
+        self._slots: deque[_Slot] = deque()
+        self._out: deque = deque()  # bytes-like or _FileRange, in send order
+        self._out_bytes = 0
+        self._writing = False
+        self._reading = False
+        self._paused = False
+        self.tasks: set[asyncio.Future] = set()
+        self.draining = False  # shutdown: no new requests are read
+
+    # ---- reading -------------------------------------------------------
+    def start(self) -> None:
+        self._reading = True
+        self.loop.add_reader(self.fd, self._on_readable)
+
+    def _stop_reading(self) -> None:
+        if self._reading:
+            self._reading = False
+            self.loop.remove_reader(self.fd)
+
+    def _on_readable(self) -> None:
+        try:
+            if self._big is not None:
+                n = self.sock.recv_into(memoryview(self._big)[self._big_have:])
+                if n == 0:
+                    return self.close(None)
+                self._big_have += n
+                if self._big_have == len(self._big):
+                    frame, self._big = self._big, None
+                    self.server.dispatch(self, frame)
+                return
+            n = self.sock.recv_into(self._view[self._have:])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            return self.close(f"read failed: {e.strerror or e}")
+        if n == 0:
+            return self.close(None)
+        self._have += n
+        try:
+            self._split_frames()
+        except FrameError as e:
+            self.close(str(e))
+
+    def _split_frames(self) -> None:
+        buf, view = self._buf, self._view
+        pos, end = 0, self._have
+        max_size = self.server.max_request_bytes
+        while end - pos >= 4 and not self.closed:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 0 or size > max_size:
+                raise FrameError(f"request size {size} is outside 0..{max_size} (socket.request.max.bytes)")
+            if end - pos - 4 >= size:
+                frame = bytearray(view[pos + 4 : pos + 4 + size])
+                pos += 4 + size
+                self.server.dispatch(self, frame)
+                continue
+            if size + 4 > len(buf):
+                # larger than the receive buffer: give it its own buffer and
+                # let the socket fill it directly
+                big = bytearray(size)
+                have = end - pos - 4
+                big[:have] = view[pos + 4 : end]
+                self._big, self._big_have = big, have
+                pos = end
+            break
+        rest = end - pos
+        if rest and pos:
+            buf[:rest] = view[pos:end]
+        self._have = rest
+        if not self.closed:
+            self._check_pause()
+
+    def _check_pause(self) -> None:
+        busy = len(self._slots) >= _MAX_SLOTS or self._out_bytes >= _MAX_QUEUED_BYTES
+        if busy and self._reading:
+            self._paused = True
+            self._stop_reading()
+        elif not busy and self._paused and not self.draining and not self.closed:
+            self._paused = False
+            self.start()
+
+    # ---- responses -----------------------------------------------------
+    def reserve(self) -> _Slot:
+        slot = _Slot()
+        self._slots.append(slot)
+        return slot
+
+    def fill(self, slot: _Slot, parts: list) -> None:
+        """`parts`: bytes-likes and objects with fd/position/length (file slices)."""
+        if self.closed:
+            return
+        slot.parts = parts
+        slot.ready = True
+        slots = self._slots
+        moved = False
+        while slots and slots[0].ready:
+            for p in slots.popleft().parts:
+                if isinstance(p, (bytes, bytearray, memoryview)):
+                    if len(p):
+                        self._out.append(p)
+                        self._out_bytes += len(p)
+                elif p.length:
+                    self._out.append(_FileRange(p.fd, p.position, p.length, p))
+            moved = True
+        if moved and not self._writing:
+            self._flush()
+
+    def _flush(self) -> None:
+        out = self._out
+        sock = self.sock
+        try:
+            while out:
+                head = out[0]
+                if isinstance(head, _FileRange):
+                    n = os.sendfile(self.fd, head.fd, head.pos, head.left)
+                    if n == 0:
+                        # the file is shorter than the slice said: the segment
+                        # went away under us; the stream is now unusable
+                        return self.close("segment file shrank while sending a fetch response")
+                    head.pos += n
+                    head.left -= n
+                    if head.left == 0:
+                        out.popleft()
+                    continue
+                bufs = []
+                for item in out:
+                    if isinstance(item, _FileRange) or len(bufs) >= _IOV_MAX:
+                        break
+                    bufs.append(item)
+                n = sock.sendmsg(bufs) if len(bufs) > 1 else sock.send(bufs[0])
+                self._out_bytes -= n
+                while n:
+                    first = out[0]
+                    ln = len(first)
+                    if n >= ln:
+                        out.popleft()
+                        n -= ln
+                    else:
+                        out[0] = memoryview(first)[n:]
+                        n = 0
+        except (BlockingIOError, InterruptedError):
+            if not self._writing:
+                self._writing = True
+                self.loop.add_writer(self.fd, self._on_writable)
+            return
+        except OSError as e:
+            if e.errno in (errno.EPIPE, errno.ECONNRESET):
+                return self.close(None)
+            return self.close(f"write failed: {e.strerror or e}")
+        if self._writing:
+            self._writing = False
+            self.loop.remove_writer(self.fd)
+        if self._paused:
+            self._check_pause()
+        if self.draining and not self._slots:
+            self.close(None)
+
+    def _on_writable(self) -> None:
+        self._flush()
+
+    @property
+    def idle(self) -> bool:
+        return not self._slots and not self._out
+
+    # ---- lifecycle -----------------------------------------------------
+    def drain(self) -> None:
+        """Shutdown: read nothing more; close once every answer is written."""
+        self.draining = True
+        self._stop_reading()
+        if self.idle:
+            self.close(None)
+
+    def close(self, reason: str | None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if reason:
+            log.warning("closing connection from %s: %s", self.peer, reason)
+        else:
+            log.debug("connection from %s closed", self.peer)
+        self._stop_reading()
+        if self._writing:
+            self._writing = False
+            self.loop.remove_writer(self.fd)
+        for t in list(self.tasks):
+            t.cancel()
+        self._slots.clear()
+        self._out.clear()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.server.connections.discard(self)
+
+
+class Server:
+    """Listening socket plus the set of live connections."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, dispatch: Callable[[Connection, bytearray], None],
+                 max_request_bytes: int, send_buffer: int = -1, recv_buffer: int = -1):
+        self.loop = loop
+        self._dispatch = dispatch
+        self.max_request_bytes = max_request_bytes
+        self.send_buffer = send_buffer
+        self.recv_buffer = recv_buffer
+        self.connections: set[Connection] = set()
+        self.lsock: socket.socket | None = None
+        self.port = 0
+
+    def dispatch(self, conn: Connection, frame: bytearray) -> None:
+        self._dispatch(conn, frame)
+
+    def listen(self, host: str, port: int) -> int:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, _, _, _, addr = infos[0]
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(addr)
+        s.listen(512)
+        s.setblocking(False)
+        self.lsock = s
+        self.port = s.getsockname()[1]
+        self.loop.add_reader(s.fileno(), self._on_accept)
+        return self.port
+
+    def _on_accept(self) -> None:
+        for _ in range(64):
+            try:
+                sock, addr = self.lsock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                # EMFILE and friends: keep serving the connections we have
+                log.warning("accept failed: %s", e.strerror or e)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.send_buffer > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
+            if self.recv_buffer > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.recv_buffer)
+            peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
+            conn = Connection(self, sock, peer)
+            self.connections.add(conn)
+            conn.start()
+
+    def stop_accepting(self) -> None:
+        if self.lsock is not None:
+            self.loop.remove_reader(self.lsock.fileno())
+            self.lsock.close()
+            self.lsock = None
+
+    async def drain(self, timeout: float) -> None:
+        """Answer what is in flight, then close every connection."""
+        for c in list(self.connections):
+            c.drain()
+        deadline = self.loop.time() + timeout
+        while self.connections and self.loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        for c in list(self.connections):
+            c.close(None)

@@ -1,0 +1,154 @@
+"""Streaming walk over a `.log` file of any magic, shared by dump-segment and verify.
+
+The file is read in chunks (8 MB by default) so a multi-GB segment never sits
+in memory; a batch larger than a chunk grows the buffer just for that batch.
+Each entry is yielded with the buffer that holds it, so callers can decode
+records without copying. Damage is yielded as a `Damage` item with its file
+position; after damage that hides the next batch boundary (bad length or
+magic) the scanner searches forward for the next batch whose CRC checks and
+resumes there, so the rest of the file is still reported.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from typing import Iterator, NamedTuple, Union
+
+from crc32c import crc32c
+
+from pylog.core.records.errors import RecordFormatError
+from pylog.core.records.header import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader
+from pylog.core.records.legacy import LegacyHeader, read_legacy_header
+
+CHUNK = 8 << 20
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # kafka-dump-log's --max-message-size default
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")
+
+
+class Entry(NamedTuple):
+    position: int  # file position
+    magic: int
+    header: Union[BatchHeader, LegacyHeader]
+    buf: bytes  # holds the entry at buf_pos
+    buf_pos: int
+    crc_ok: bool
+
+
+class Damage(NamedTuple):
+    position: int
+    kind: str  # "truncated" | "corrupt"
+    message: str
+    skipped: int  # bytes skipped before scanning resumed (0 at end of file)
+
+
+def _find_resume(buf, start: int, end: int, max_size: int) -> int | None:
+    """Next position >= start holding a v2 batch whose length is sane and CRC checks."""
+    pos = start
+    while True:
+        m = buf.find(b"\x02", pos + 16, end)
+        if m < 0:
+            return None
+        cand = m - 16
+        pos = cand + 1
+        if end - cand < HEADER_SIZE:
+            continue
+        length = _PREFIX.unpack_from(buf, cand)[1]
+        size = length + LOG_OVERHEAD
+        if length < MIN_BATCH_LENGTH or size > max_size or cand + size > end:
+            continue
+        if crc32c(memoryview(buf)[cand + ATTRIBUTES_OFFSET : cand + size]) == struct.unpack_from(">I", buf, cand + 17)[0]:
+            return cand
+
+
+def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, max_bytes: int | None = None,
+             check_crc: bool = True, chunk_size: int = CHUNK) -> Iterator[Union[Entry, Damage]]:
+    """Yield every entry (and every damage) of a log file in order."""
+    with open(path, "rb", buffering=0) as f:
+        file_size = os.fstat(f.fileno()).st_size
+        limit = file_size if max_bytes is None else min(file_size, max_bytes)
+        base = 0  # file position of buf[0]
+        buf = b""
+        pos = 0  # position in buf
+        hdr_unpack = _HEADER.unpack_from
+        make_header = BatchHeader._make
+        while True:
+            avail = len(buf)
+            if avail - pos < HEADER_SIZE and base + avail < limit:
+                buf = buf[pos:] + f.read(max(chunk_size, HEADER_SIZE))
+                base += pos
+                pos = 0
+                avail = len(buf)
+                if base + avail > limit:
+                    buf = buf[: limit - base]
+                    avail = len(buf)
+            if pos >= avail:
+                return
+            if avail - pos < LOG_OVERHEAD + 5:
+                yield Damage(base + pos, "truncated", f"{avail - pos} trailing bytes, less than a batch header", 0)
+                return
+            length = _PREFIX.unpack_from(buf, pos)[1]
+            magic = buf[pos + 16]
+            size = length + LOG_OVERHEAD
+            bad = None
+            if magic == 2:
+                if length < MIN_BATCH_LENGTH:
+                    bad = f"batch length {length} below the minimum {MIN_BATCH_LENGTH}"
+                elif size > max_message_size:
+                    bad = f"batch size {size} above the maximum message size {max_message_size}"
+            elif magic in (0, 1):
+                if length < 14 or size > max_message_size:
+                    bad = f"message size {length} out of range"
+            else:
+                bad = f"invalid magic byte {magic}"
+            if bad is None and pos + size > avail:
+                if base + pos + size > limit:
+                    if max_bytes is not None and limit < file_size:
+                        return  # --max-bytes cut: not damage
+                    yield Damage(base + pos, "truncated",
+                                 f"batch of {size} bytes but only {limit - base - pos} remain in the file", 0)
+                    return
+                # grow the buffer to hold this entry
+                buf = buf[pos:] + f.read(max(chunk_size, size - (avail - pos)))
+                base += pos
+                pos = 0
+                continue
+            if bad is not None:
+                bad_at = base + pos
+                resume = _find_resume(buf, pos + 1, avail, max_message_size)
+                while resume is None and base + avail < limit:
+                    # slide the window forward and keep searching for a good batch
+                    keep = buf[max(pos + 1, avail - HEADER_SIZE):]
+                    base += avail - len(keep)
+                    buf = keep + f.read(chunk_size)
+                    if base + len(buf) > limit:
+                        buf = buf[: limit - base]
+                    pos = 0
+                    avail = len(buf)
+                    resume = _find_resume(buf, 0, avail, max_message_size)
+                if resume is None:
+                    yield Damage(bad_at, "corrupt", bad + "; no valid batch after it", limit - bad_at)
+                    return
+                yield Damage(bad_at, "corrupt", bad, base + resume - bad_at)
+                pos = resume
+                continue
+            if magic == 2:
+                header = make_header(hdr_unpack(buf, pos))
+                ok = (not check_crc) or crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]) == header.crc
+            else:
+                try:
+                    header = read_legacy_header(buf, pos, avail)
+                except RecordFormatError as e:  # should not happen after the checks above
+                    yield Damage(base + pos, "corrupt", str(e), size)
+                    pos += size
+                    continue
+                ok = True
+                if check_crc:
+                    ok = zlib.crc32(memoryview(buf)[pos + 16 : pos + size]) == header.crc
+            yield Entry(base + pos, magic, header, buf, pos, ok)
+            pos += size
+
+
+__all__ = ["scan_log", "Entry", "Damage", "DEFAULT_MAX_MESSAGE_SIZE"]

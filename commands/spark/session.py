@@ -1,0 +1,276 @@
+"""Starting Spark for pylog's jobs: Java check, SPARK_HOME, log redirection, code shipping.
+
+- Java: Spark 4 needs Java 17 or newer; a missing or old `java` is one line.
+- SPARK_HOME: a pip-installed pyspark carries bin/ and jars/ but Spark would
+  write executor work dirs into site-packages; when SPARK_HOME is not set we
+  point it at a private folder of symlinks (bin, jars, python, sbin) with its
+  own work/ dir, which `local-cluster[...]` masters need.
+- Logs: the JVM is started with its stdout/stderr going to a log file and a
+  log4j2 configuration (driver and executors) appending to the same file, so
+  the terminal shows only pylog's progress and summary.
+- Code: the `pylog` package is zipped and shipped with `SparkContext.addPyFile`,
+  so executors whose Python has no pylog installed still run the job.
+
+One SparkSession per process (Spark's rule); `open_session` reuses a live one
+started for the same master, which lets tests share a session.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pylog.core.errors import DataError, UsageError
+
+MIN_JAVA = 17
+# sub-packages that make up pylog (the pyproject maps them from the repo's top-level folders)
+PYLOG_PARTS = ("core", "storage", "commands", "cli")
+
+
+@dataclass
+class SessionSettings:
+    master: str = "local[*]"
+    app_name: str = "pylog"
+    conf: dict[str, str] = field(default_factory=dict)
+    log_file: str | None = None
+
+
+@dataclass
+class SparkRun:
+    """A live session and what the summary reports about it."""
+
+    spark: object  # pyspark.sql.SparkSession
+    master: str
+    log_file: str
+    startup_seconds: float
+    reused: bool
+    pyfiles_zip: str
+
+
+_live: SparkRun | None = None
+
+
+# ---------------------------------------------------------------- Java
+def java_version(java: str) -> int | None:
+    """Major version of `java` (17 for "17.0.15", 8 for "1.8.0_392"), None if unreadable."""
+    try:
+        res = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', res.stderr + res.stdout)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def find_java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        java = os.path.join(home, "bin", "java")
+    else:
+        java = shutil.which("java")
+    if not java:
+        raise DataError(f"Spark needs Java {MIN_JAVA} or newer, but no `java` was found "
+                        f"(install a JDK {MIN_JAVA}+ or set JAVA_HOME)")
+    v = java_version(java)
+    if v is None:
+        raise DataError(f"Spark needs Java {MIN_JAVA} or newer, but `{java} -version` did not run")
+    if v < MIN_JAVA:
+        raise DataError(f"Spark needs Java {MIN_JAVA} or newer, but {java} is Java {v} "
+                        f"(install a JDK {MIN_JAVA}+ or set JAVA_HOME)")
+    return java
+
+
+# ---------------------------------------------------------------- SPARK_HOME
+def pyspark_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def ensure_spark_home() -> str:
+    """SPARK_HOME for spark-submit and local-cluster workers; set in os.environ."""
+    home = os.environ.get("SPARK_HOME")
+    if home and os.path.exists(os.path.join(home, "bin", "spark-submit")):
+        return home
+    src = pyspark_dir()
+    if not (src / "bin" / "spark-submit").exists() or not (src / "jars").is_dir():
+        raise DataError(f"cannot find Spark: {src} has no bin/spark-submit or jars/ (set SPARK_HOME)")
+    import pyspark
+
+    home_path = Path(tempfile.gettempdir()) / f"pylog-spark-home-{os.getuid()}-{pyspark.__version__}"
+    home_path.mkdir(parents=True, exist_ok=True)
+    for name in ("bin", "jars", "python", "sbin", "licenses"):
+        link = home_path / name
+        if (src / name).exists() and not link.exists():
+            try:
+                link.symlink_to(src / name)
+            except FileExistsError:  # a concurrent run made it
+                pass
+    (home_path / "work").mkdir(exist_ok=True)
+    os.environ["SPARK_HOME"] = str(home_path)
+    return str(home_path)
+
+
+# ---------------------------------------------------------------- code shipping
+def build_pylog_zip(dest_dir: str | os.PathLike) -> str:
+    """Zip the installed pylog package (pylog/core, pylog/storage, ...) for addPyFile."""
+    path = Path(dest_dir) / "pylog.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        # a regular package in the zip: zipimport then needs no namespace-package support
+        zf.writestr("pylog/__init__.py", "")
+        for part in PYLOG_PARTS:
+            mod = importlib.import_module(f"pylog.{part}")
+            root = Path(list(mod.__path__)[0])
+            for f in sorted(root.rglob("*")):
+                if f.is_dir() or "__pycache__" in f.parts or f.suffix in (".pyc", ".pyo"):
+                    continue
+                zf.write(f, f"pylog/{part}/{f.relative_to(root).as_posix()}")
+    return str(path)
+
+
+# ---------------------------------------------------------------- logging
+_LOG4J = """\
+# written by pylog: Spark's logging goes to one file, never to the terminal
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p [%t] %c{{1}}: %m%n
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+"""
+
+
+def default_log_file(app_name: str) -> str:
+    d = Path(tempfile.gettempdir()) / "pylog-spark"
+    d.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", app_name) or "pylog"
+    return str(d / f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+
+
+def _append_java_option(conf: dict[str, str], key: str, option: str) -> None:
+    old = conf.get(key, "").strip()
+    conf[key] = f"{old} {option}".strip() if old else option
+
+
+# ---------------------------------------------------------------- session
+def parse_conf(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"--conf expects KEY=VALUE, got {item!r}")
+        conf[k.strip()] = v
+    return conf
+
+
+def _is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def open_session(settings: SessionSettings) -> SparkRun:
+    """Start (or reuse) the process's SparkSession for settings.master."""
+    global _live
+    if _live is not None:
+        sc = _live.spark.sparkContext
+        if sc._jsc is not None and _live.master == settings.master:
+            return SparkRun(_live.spark, _live.master, _live.log_file, 0.0, True, _live.pyfiles_zip)
+        stop_session()
+    t0 = time.monotonic()
+    find_java()
+    ensure_spark_home()
+    # executors must run the interpreter (and its packages) the driver runs
+    if _is_local(settings.master):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    log_file = settings.log_file or default_log_file(settings.app_name)
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="pylog-spark-"))
+    props = work / "log4j2.properties"
+    props.write_text(_LOG4J.format(path=log_file, level="warn"))
+
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        # Arrow for the DataFrame -> Python hand-over where Spark can use it
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    conf.update(settings.conf)
+    opt = f"-Dlog4j2.configurationFile=file:{props}"
+    _append_java_option(conf, "spark.driver.extraJavaOptions", opt)
+    _append_java_option(conf, "spark.executor.extraJavaOptions", opt)
+    sconf = SparkConf(loadDefaults=False).setMaster(settings.master).setAppName(settings.app_name)
+    for k, v in conf.items():
+        sconf.set(k, v)
+    with open(log_file, "ab") as lf:
+        try:
+            # the JVM's own stdout/stderr (launcher warnings, executor output in
+            # local mode) go to the log file, never to the user's terminal
+            gateway = launch_gateway(sconf, popen_kwargs={"stdout": lf, "stderr": lf})
+        except Exception as e:
+            raise DataError(f"Spark did not start ({e.__class__.__name__}: {e}); see {log_file}") from None
+    try:
+        sc = SparkContext(conf=sconf, gateway=gateway)
+    except Exception as e:
+        msg = " ".join(str(e).split())[:300]
+        raise DataError(f"Spark did not start on master {settings.master}: {msg}; see {log_file}") from None
+    zip_path = build_pylog_zip(work)
+    sc.addPyFile(zip_path)
+    spark = SparkSession(sc)
+    _live = SparkRun(spark, settings.master, log_file, time.monotonic() - t0, False, zip_path)
+    return _live
+
+
+def stop_session() -> None:
+    global _live
+    if _live is None:
+        return
+    try:
+        _live.spark.stop()
+    finally:
+        _live = None
+        from pyspark import SparkContext
+
+        # let a later open_session launch a fresh JVM (the old one exits with stop())
+        gw = SparkContext._gateway
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        if gw is not None:
+            try:
+                gw.shutdown()
+            except Exception:
+                pass
+            proc = getattr(gw, "proc", None)
+            if proc is not None:
+                try:
+                    proc.stdin.close()
+                    proc.wait(timeout=30)
+                except Exception:
+                    pass
+
+
+def live_run() -> SparkRun | None:
+    return _live

@@ -1,0 +1,302 @@
+"""Wire types of the Kafka protocol and the primitive readers/writers.
+
+A type is a small descriptor object; the schema compiler (compiler.py) turns
+fields of these types into generated Python that reads/writes them in bulk
+(consecutive fixed-size fields become one precompiled struct.Struct call).
+The helpers here cover what cannot be batched: varints, strings, bytes.
+
+Readers take (buf, pos, end) where buf is a memoryview and return
+(value, next_pos); they raise Truncated when the data runs out, which the
+codec turns into InvalidRequestError.
+"""
+from __future__ import annotations
+
+import struct
+import uuid
+
+__all__ = [
+    "Prim", "INT8", "INT16", "INT32", "INT64", "UINT16", "UINT32", "FLOAT64", "BOOL",
+    "UUID", "STRING", "BYTES", "RECORDS", "VARINT", "VARLONG", "UVARINT",
+    "Array", "Struct", "ZERO_UUID", "Truncated",
+    "read_uvarint", "write_uvarint", "uvarint_bytes", "skip_tagged_fields",
+]
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+class Truncated(Exception):
+    """Internal: the buffer ended (or a length was impossible) mid-field."""
+
+
+class Prim:
+    """A primitive wire type.
+
+    fmt is the struct format character for fixed-size types (None for
+    variable-size ones); kind distinguishes the variable-size families.
+    """
+
+    __slots__ = ("name", "fmt", "size", "default", "kind")
+
+    def __init__(self, name, fmt, size, default, kind="fixed"):
+        self.name = name
+        self.fmt = fmt
+        self.size = size
+        self.default = default
+        self.kind = kind
+
+    def __repr__(self):
+        return self.name
+
+
+INT8 = Prim("int8", "b", 1, 0)
+INT16 = Prim("int16", "h", 2, 0)
+INT32 = Prim("int32", "i", 4, 0)
+INT64 = Prim("int64", "q", 8, 0)
+UINT16 = Prim("uint16", "H", 2, 0)
+UINT32 = Prim("uint32", "I", 4, 0)
+FLOAT64 = Prim("float64", "d", 8, 0.0)
+BOOL = Prim("bool", "?", 1, False)
+UUID = Prim("uuid", "16s", 16, ZERO_UUID)
+STRING = Prim("string", None, 0, "", "string")
+BYTES = Prim("bytes", None, 0, b"", "bytes")
+RECORDS = Prim("records", None, 0, None, "records")
+VARINT = Prim("varint", None, 0, 0, "varint")
+VARLONG = Prim("varlong", None, 0, 0, "varint")
+UVARINT = Prim("uvarint", None, 0, 0, "uvarint")
+
+
+class Array:
+    """An array of a primitive type or of a struct (a list of Fields)."""
+
+    __slots__ = ("elem",)
+
+    def __init__(self, elem):
+        self.elem = elem
+
+    def __repr__(self):
+        return f"Array({self.elem!r})"
+
+
+class Struct:
+    """A single nested struct (not an array), e.g. a tagged LeaderIdAndEpoch."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, *fields):
+        self.fields = list(fields)
+
+    def __repr__(self):
+        return f"Struct({self.fields!r})"
+
+
+# --- varints -----------------------------------------------------------------
+
+_SMALL = [bytes((i,)) for i in range(128)]
+
+
+def read_uvarint(buf, pos):
+    """Unsigned base-128 varint at pos (at most 5 bytes: lengths/tags are 31-bit)."""
+    try:
+        b = buf[pos]
+        if b < 0x80:
+            return b, pos + 1
+        result = b & 0x7F
+        shift = 7
+        start = pos
+        pos += 1
+        while True:
+            b = buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result, pos
+            shift += 7
+            if pos - start >= 5:
+                raise Truncated("unsigned varint longer than 5 bytes")
+    except IndexError:
+        raise Truncated("varint runs past the end") from None
+
+
+def read_varlong(buf, pos):
+    """Zig-zag varint/varlong (up to 10 bytes)."""
+    result = 0
+    shift = 0
+    start = pos
+    try:
+        while True:
+            b = buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+            if pos - start >= 10:
+                raise Truncated("varlong longer than 10 bytes")
+    except IndexError:
+        raise Truncated("varint runs past the end") from None
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def uvarint_bytes(value):
+    if value < 128:
+        return _SMALL[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def write_uvarint(out, value):
+    if value < 128:
+        out.append(value)
+        return
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def varlong_bytes(value):
+    return uvarint_bytes((value << 1) ^ (value >> 63))
+
+
+def skip_tagged_fields(buf, pos, end):
+    """Skip a whole tagged-field section (unknown tags are allowed)."""
+    n, pos = read_uvarint(buf, pos)
+    for _ in range(n):
+        _, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > end:
+            raise Truncated("tagged field runs past the end")
+    return pos
+
+
+# --- strings and byte fields --------------------------------------------------
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_i16_from = _I16.unpack_from
+_i32_from = _I32.unpack_from
+pack_i16 = _I16.pack
+pack_i32 = _I32.pack
+
+
+def _length(buf, pos, compact, wide):
+    if compact:
+        n, pos = read_uvarint(buf, pos)
+        return n - 1, pos
+    if wide:
+        return _i32_from(buf, pos)[0], pos + 4
+    return _i16_from(buf, pos)[0], pos + 2
+
+
+def read_string(buf, pos, end, compact, nullable):
+    n, pos = _length(buf, pos, compact, False)
+    if n < 0:
+        if nullable and n == -1:
+            return None, pos
+        raise Truncated("null or negative length for a non-nullable string")
+    stop = pos + n
+    if stop > end:
+        raise Truncated("string runs past the end")
+    return str(buf[pos:stop], "utf-8"), stop
+
+
+def read_bytes(buf, pos, end, compact, nullable):
+    n, pos = _length(buf, pos, compact, True)
+    if n < 0:
+        if nullable and n == -1:
+            return None, pos
+        raise Truncated("null or negative length for non-nullable bytes")
+    stop = pos + n
+    if stop > end:
+        raise Truncated("bytes run past the end")
+    return bytes(buf[pos:stop]), stop
+
+
+def read_records(buf, pos, end, compact, nullable):
+    """Record sets stay zero-copy: a memoryview slice of the frame."""
+    n, pos = _length(buf, pos, compact, True)
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise Truncated("negative records length")
+    stop = pos + n
+    if stop > end:
+        raise Truncated("records run past the end")
+    return buf[pos:stop], stop
+
+
+def write_string(out, value, compact, nullable):
+    if value is None:
+        if nullable:
+            out += b"\x00" if compact else b"\xff\xff"
+            return
+        value = ""
+    data = value.encode("utf-8")
+    if compact:
+        write_uvarint(out, len(data) + 1)
+    else:
+        out += pack_i16(len(data))
+    out += data
+
+
+def write_bytes(out, value, compact, nullable):
+    if value is None:
+        if nullable:
+            out += b"\x00" if compact else b"\xff\xff\xff\xff"
+            return
+        value = b""
+    if compact:
+        write_uvarint(out, len(value) + 1)
+    else:
+        out += pack_i32(len(value))
+    out += value
+
+
+def write_records(out, value, compact, parts):
+    """Write a record set; an object with .length (a file slice) becomes its own part."""
+    if value is None:
+        out += b"\x00" if compact else b"\xff\xff\xff\xff"
+        return
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        n = value.nbytes if isinstance(value, memoryview) else len(value)
+        if compact:
+            write_uvarint(out, n + 1)
+        else:
+            out += pack_i32(n)
+        out += value
+        return
+    n = value.length
+    if compact:
+        write_uvarint(out, n + 1)
+    else:
+        out += pack_i32(n)
+    if parts is None:
+        raise TypeError("a records object with .length needs encode_response_parts")
+    if n:
+        parts.append(bytes(out))
+        del out[:]
+        parts.append(value)
+
+
+def uuid_bytes(value):
+    if value is None:
+        return b"\x00" * 16
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        return bytes(value)
+    raise TypeError(f"expected a uuid.UUID, got {value!r}")
+
+
+_ZERO16 = b"\x00" * 16
+
+
+def make_uuid(raw):
+    if raw == _ZERO16:
+        return ZERO_UUID
+    return uuid.UUID(bytes=bytes(raw))

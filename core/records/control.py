@@ -1,0 +1,132 @@
+"""Control records: transaction markers (KIP-98) and their kin.
+
+A control batch has the control and (for markers) transactional attribute
+bits set and holds one record whose
+  key   = version int16 (0) | type int16
+  value = for COMMIT/ABORT, EndTxnMarker: version int16 (0) | coordinatorEpoch int32
+Other control types (KRaft leader change, snapshot header/footer, ...) carry
+their own value schemas; we expose their raw value.
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple, Optional
+
+from pylog.core.records.batch import BatchBuilder, Record
+from pylog.core.records.errors import CorruptRecordError
+from pylog.core.records.header import NO_PARTITION_LEADER_EPOCH, NO_SEQUENCE
+
+__all__ = [
+    "ABORT",
+    "COMMIT",
+    "LEADER_CHANGE",
+    "SNAPSHOT_HEADER",
+    "SNAPSHOT_FOOTER",
+    "KRAFT_VERSION",
+    "KRAFT_VOTERS",
+    "CONTROL_TYPE_NAMES",
+    "ControlMarker",
+    "encode_control_key",
+    "decode_control_key",
+    "encode_end_txn_marker",
+    "decode_end_txn_marker",
+    "build_end_txn_batch",
+    "read_control_record",
+]
+
+ABORT, COMMIT = 0, 1
+LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = 2, 3, 4, 5, 6
+CONTROL_TYPE_NAMES = {
+    ABORT: "ABORT",
+    COMMIT: "COMMIT",
+    LEADER_CHANGE: "LEADER_CHANGE",
+    SNAPSHOT_HEADER: "SNAPSHOT_HEADER",
+    SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
+    KRAFT_VERSION: "KRAFT_VERSION",
+    KRAFT_VOTERS: "KRAFT_VOTERS",
+}
+
+CONTROL_KEY_VERSION = 0
+END_TXN_MARKER_VERSION = 0
+_KEY = struct.Struct(">hh")
+_MARKER = struct.Struct(">hi")
+
+
+class ControlMarker(NamedTuple):
+    """A decoded control record. coordinator_epoch is set for COMMIT/ABORT only."""
+
+    type: int
+    key_version: int
+    coordinator_epoch: Optional[int]
+    value: Optional[bytes]
+    offset: int
+    timestamp: int
+
+    @property
+    def type_name(self) -> str:
+        return CONTROL_TYPE_NAMES.get(self.type, f"UNKNOWN({self.type})")
+
+    @property
+    def is_commit(self) -> bool:
+        return self.type == COMMIT
+
+    @property
+    def is_abort(self) -> bool:
+        return self.type == ABORT
+
+
+def encode_control_key(control_type: int, version: int = CONTROL_KEY_VERSION) -> bytes:
+    return _KEY.pack(version, control_type)
+
+
+def decode_control_key(key) -> tuple[int, int]:
+    """(version, type) of a control record key."""
+    if key is None or len(key) < _KEY.size:
+        raise CorruptRecordError(f"control record key of {0 if key is None else len(key)} bytes, need 4")
+    return _KEY.unpack_from(key, 0)
+
+
+def encode_end_txn_marker(coordinator_epoch: int, version: int = END_TXN_MARKER_VERSION) -> bytes:
+    return _MARKER.pack(version, coordinator_epoch)
+
+
+def decode_end_txn_marker(value) -> tuple[int, int]:
+    """(version, coordinator_epoch) of a COMMIT/ABORT record value."""
+    if value is None or len(value) < _MARKER.size:
+        raise CorruptRecordError(f"end transaction marker of {0 if value is None else len(value)} bytes, need 6")
+    return _MARKER.unpack_from(value, 0)
+
+
+def build_end_txn_batch(
+    control_type: int,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    *,
+    base_offset: int = 0,
+    timestamp: Optional[int] = None,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytes:
+    """A COMMIT or ABORT marker batch as the broker writes it for WriteTxnMarkers."""
+    if control_type not in (ABORT, COMMIT):
+        raise ValueError(f"not a transaction marker type: {control_type}")
+    b = BatchBuilder(
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=NO_SEQUENCE,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+    b.append(timestamp, encode_control_key(control_type), encode_end_txn_marker(coordinator_epoch))
+    return b.build()
+
+
+def read_control_record(record: Record) -> ControlMarker:
+    """Decode a record from a control batch."""
+    version, ctype = decode_control_key(record.key)
+    epoch = None
+    if ctype in (ABORT, COMMIT):
+        _, epoch = decode_end_txn_marker(record.value)
+    return ControlMarker(ctype, version, epoch, record.value, record.offset, record.timestamp)

@@ -1,0 +1,171 @@
+"""The part Kafka's offset and time indexes share (its AbstractIndex).
+
+An index is a file of fixed-size entries, memory-mapped. The active segment's
+index is preallocated to `segment.index.bytes` so appends never grow the file;
+when the segment stops being active the file is trimmed to its entries. A
+reopened index takes its entry count from the file length, which is why
+trimming matters: an untrimmed preallocated file would read as full of zeros.
+
+Lookups are binary searches that first try the newest entries (the last
+8 KB, Kafka's "warm section"): readers follow the tail, and keeping their
+searches inside the same few pages keeps them in the page cache.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+from pylog.core.errors import DataError
+
+# Kafka's warm section: 8192 bytes of the newest entries.
+WARM_SECTION_BYTES = 8192
+
+
+class CorruptIndexError(DataError):
+    """An index file that fails its sanity check; the segment rebuilds it."""
+
+
+class IndexFile:
+    entry_size = 8  # overridden
+
+    def __init__(self, path: str | os.PathLike, base_offset: int, max_index_size: int, writable: bool = True):
+        self.path = Path(path)
+        self.base_offset = base_offset
+        self.writable = writable
+        # Round the limit down to whole entries, as Kafka does.
+        self.max_index_size = max(self.entry_size, max_index_size - max_index_size % self.entry_size)
+        existed = self.path.exists()
+        self._fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
+        length = os.fstat(self._fd).st_size
+        # Entries come from the file length of an existing file (trimmed on close);
+        # a stray partial entry at the end is dropped.
+        self.entries = (length // self.entry_size) if existed else 0
+        self._mm: mmap.mmap | None = None
+        if writable and not existed:
+            # a new (active) index is preallocated; an existing one is mapped as is
+            # and grown only when its segment is the active one (resize()).
+            self._resize(self.max_index_size)
+        else:
+            self._map(self.entries * self.entry_size if writable else length)
+            if writable and length != self.entries * self.entry_size:
+                os.ftruncate(self._fd, self.entries * self.entry_size)
+        self.max_entries = len(self._mm) // self.entry_size if self._mm is not None else 0
+
+    # ---- mapping ----
+    def _map(self, length: int) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        if length > 0:
+            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+            self._mm = mmap.mmap(self._fd, length, access=access)
+
+    def _resize(self, new_size: int) -> None:
+        new_size = new_size - new_size % self.entry_size
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.ftruncate(self._fd, new_size)
+        self._map(new_size)
+        self.max_entries = new_size // self.entry_size
+
+    def resize(self, new_size: int) -> None:
+        """Grow to (or shrink to) `new_size` bytes, never below the entries held."""
+        self._resize(max(new_size, self.entries * self.entry_size))
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the preallocated tail: the file then holds exactly its entries."""
+        self._resize(self.entries * self.entry_size)
+
+    @property
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    @property
+    def size_bytes(self) -> int:
+        return self.entries * self.entry_size
+
+    def flush(self) -> None:
+        if self._mm is not None and self.writable:
+            self._mm.flush()
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        if self.writable:
+            self.trim_to_valid_size()
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def close_without_trim(self) -> None:
+        if self._fd < 0:
+            return
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def delete(self) -> None:
+        self.close_without_trim()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def rename(self, new_path: Path) -> None:
+        if self.path.exists():
+            os.replace(self.path, new_path)
+        self.path = Path(new_path)
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self.entries = 0
+        self._resize(self.max_index_size)
+
+    # ---- searching ----
+    def _key(self, n: int) -> int:  # overridden: the searched value of entry n
+        raise NotImplementedError
+
+    def _largest_lower_bound_slot(self, target: int) -> int:
+        """Index of the last entry whose key <= target, or -1."""
+        n = self.entries
+        if n == 0 or self._key(0) > target:
+            return -1
+        key = self._key
+        warm_entries = WARM_SECTION_BYTES // self.entry_size
+        first_warm = max(0, n - 1 - warm_entries)
+        # Newest entries first: most lookups are near the tail.
+        if key(first_warm) <= target:
+            lo, hi = first_warm, n - 1
+        else:
+            lo, hi = 0, first_warm
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if key(mid) <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _smallest_upper_bound_slot(self, target: int) -> int:
+        """Index of the first entry whose key >= target, or -1."""
+        n = self.entries
+        if n == 0 or self._key(n - 1) < target:
+            return -1
+        lo, hi = 0, n - 1
+        key = self._key
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if key(mid) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r}, entries={self.entries})"

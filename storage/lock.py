@@ -1,0 +1,56 @@
+"""The `.lock` file that keeps a second process out of a log dir (fcntl.flock)."""
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from pylog.core.errors import DataError
+
+LOCK_FILE = ".lock"
+
+
+class DirLock:
+    """An exclusive, non-blocking flock on `<dir>/.lock`, held until release()."""
+
+    def __init__(self, log_dir: str | os.PathLike):
+        self.dir = Path(log_dir)
+        self.path = self.dir / LOCK_FILE
+        self._fd: int | None = None
+
+    @property
+    def locked(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> "DirLock":
+        if self._fd is not None:
+            return self
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataError(f"log dir {self.dir} is locked by another pylog process (or a Kafka broker): {self.path}") from None
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> "DirLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def lock_dir(log_dir: str | os.PathLike) -> DirLock:
+    return DirLock(log_dir).acquire()

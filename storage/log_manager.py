@@ -1,0 +1,399 @@
+"""All partitions of a broker across its log dirs, and the periodic work on them.
+
+Per log dir: a `.lock` (flock) against a second process, `meta.properties`,
+the four offset checkpoints, the clean-shutdown marker, and `pylog-topics.json`
+(topic ids, partition counts and config overrides: Kafka keeps those in KRaft
+metadata, which a single pylog node does not have).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pylog.core.config import TOPIC_CONFIGS, ConfigError, topic_defaults_from_broker
+from pylog.core.errors import (
+    DataError,
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidTopicExceptionError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from pylog.storage.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    atomic_write,
+)
+from pylog.storage.lock import DirLock
+from pylog.storage.log import Log
+from pylog.storage.meta_properties import ensure_meta_properties, random_kafka_uuid
+from pylog.storage.partition_metadata import read_partition_metadata, write_partition_metadata
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+TOPICS_FILE = "pylog-topics.json"
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    config: Any
+    overrides: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RecoveryReport:
+    topics: int
+    partitions_loaded: int
+    partitions_recovered: int
+    seconds: float
+    warnings: list[str]
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise InvalidTopicExceptionError("topic name is empty")
+    if name in (".", ".."):
+        raise InvalidTopicExceptionError(f"topic name cannot be {name!r}")
+    if len(name) > MAX_TOPIC_NAME:
+        raise InvalidTopicExceptionError(f"topic name is {len(name)} characters, more than {MAX_TOPIC_NAME}")
+    if not _LEGAL.match(name):
+        raise InvalidTopicExceptionError(
+            f"topic name {name!r} is illegal: it may contain only ASCII letters, digits, '.', '_' and '-'")
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], broker_config, *, clock: Callable[[], float] = time.time):
+        if not log_dirs:
+            raise DataError("no log dirs configured")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.broker_config = broker_config
+        self._clock = clock
+        self.lock = threading.RLock()
+        self.topics: dict[str, TopicInfo] = {}
+        self.logs: dict[tuple[str, int], Log] = {}
+        self._locks: list[DirLock] = []
+        self._executor: ThreadPoolExecutor | None = None
+        self.started = False
+        self._shut = False
+        self.meta = {}
+
+    # ---- helpers ----
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _topic_defaults(self) -> dict:
+        return topic_defaults_from_broker(self.broker_config)
+
+    def _resolve_config(self, overrides: dict[str, str]):
+        try:
+            return TOPIC_CONFIGS.resolve(overrides, base=self._topic_defaults())
+        except ConfigError as e:
+            raise InvalidConfigError(str(e)) from None
+
+    def _background(self, fn: Callable[[], None]) -> None:
+        if self._executor is None:
+            fn()
+            return
+
+        def run():
+            try:
+                fn()
+            except Exception:  # a flush failing in the background must not vanish silently
+                log.exception("background flush failed")
+        self._executor.submit(run)
+
+    def _node_id(self) -> int:
+        cfg = self.broker_config
+        # broker.id is the legacy alias: it counts only when set and node.id is not
+        if "broker.id" in getattr(cfg, "overridden", ()) and "node.id" not in getattr(cfg, "overridden", ()):
+            return cfg["broker.id"]
+        return cfg.get("node.id", 1)
+
+    # ---- startup / shutdown ----
+    def startup(self) -> "RecoveryReport":
+        t0 = time.monotonic()
+        warnings: list[str] = []
+        loaded = recovered = 0
+        with self.lock:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pylog-flush")
+            cluster_id = self.broker_config.get("cluster.id")
+            for d in self.log_dirs:
+                d.mkdir(parents=True, exist_ok=True)
+                lk = DirLock(d)
+                try:
+                    lk.acquire()
+                except DataError:
+                    self._release_locks()
+                    raise
+                self._locks.append(lk)
+                meta = ensure_meta_properties(d, self._node_id(), cluster_id)
+                cluster_id = cluster_id or meta.cluster_id
+                self.meta[d] = meta
+            registry = self._read_registry()
+            for name, entry in registry.items():
+                overrides = dict(entry.get("overrides", {}))
+                self.topics[name] = TopicInfo(name, uuid.UUID(entry["topic_id"]), int(entry["partitions"]),
+                                              self._resolve_config(overrides), overrides)
+            for d in self.log_dirs:
+                clean = (d / CLEAN_SHUTDOWN_FILE).exists()
+                rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT)
+                ls = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT)
+                try:
+                    recovery_points = rp.read()
+                except DataError as e:
+                    warnings.append(f"{e}; recovering every partition of {d}")
+                    recovery_points, clean = {}, False
+                try:
+                    start_offsets = ls.read()
+                except DataError as e:
+                    warnings.append(f"{e}; log start offsets of {d} taken from the segments")
+                    start_offsets = {}
+                for p in sorted(d.iterdir()):
+                    if not p.is_dir():
+                        continue
+                    if p.name.endswith("-delete"):
+                        shutil.rmtree(p, ignore_errors=True)  # a deletion that did not finish
+                        continue
+                    m = _PARTITION_DIR.match(p.name)
+                    if not m:
+                        continue
+                    topic, part = m.group(1), int(m.group(2))
+                    info = self.topics.get(topic)
+                    try:
+                        topic_id = read_partition_metadata(p)
+                    except (FileNotFoundError, DataError):
+                        topic_id = info.topic_id if info else None
+                    if info is None:
+                        # data without a registry entry: adopt it rather than hide it
+                        info = TopicInfo(topic, topic_id or random_kafka_uuid(), 0, self._resolve_config({}), {})
+                        self.topics[topic] = info
+                        warnings.append(f"topic {topic} found in {d} without a registry entry; adopted")
+                    info.num_partitions = max(info.num_partitions, part + 1)
+                    lg = Log(p, info.config, topic=topic, partition=part, topic_id=info.topic_id,
+                             log_start_offset=start_offsets.get((topic, part), 0),
+                             recovery_point=recovery_points.get((topic, part), 0),
+                             had_clean_shutdown=clean,
+                             producer_id_expiration_ms=self.broker_config.get("producer.id.expiration.ms", 86400000),
+                             clock=self._clock, background=self._background)
+                    if topic_id is None:
+                        write_partition_metadata(p, info.topic_id)
+                    self.logs[(topic, part)] = lg
+                    loaded += 1
+                    recovered += lg.recovered
+                    warnings.extend(lg.warnings)
+                (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+            # partitions in the registry with no folder (e.g. lost dir): recreate them empty
+            for info in self.topics.values():
+                for part in range(info.num_partitions):
+                    if (info.name, part) not in self.logs:
+                        self._create_log(info, part)
+            self._write_registry()
+            self.started = True
+            self._shut = False
+        for w in warnings:
+            log.warning(w)
+        return RecoveryReport(len(self.topics), loaded, recovered, time.monotonic() - t0, warnings)
+
+    def shutdown(self) -> None:
+        with self.lock:
+            if self._shut or not self.started:
+                return
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+            for lg in self.logs.values():
+                lg.flush()
+                lg.take_snapshot()
+            self.write_checkpoints()
+            for lg in self.logs.values():
+                lg.close()
+            for d in self.log_dirs:
+                atomic_write(d / CLEAN_SHUTDOWN_FILE, b"")
+            self._release_locks()
+            self._shut = True
+            self.started = False
+
+    def _release_locks(self) -> None:
+        for lk in self._locks:
+            lk.release()
+        self._locks = []
+
+    # ---- registry ----
+    def _read_registry(self) -> dict:
+        best: dict | None = None
+        for d in self.log_dirs:
+            p = d / TOPICS_FILE
+            if not p.exists():
+                continue
+            try:
+                data = json.loads(p.read_text())
+            except ValueError as e:
+                raise DataError(f"{p}: unreadable topic registry: {e}") from None
+            if best is None or data.get("generation", 0) > best.get("generation", 0):
+                best = data
+        return (best or {}).get("topics", {})
+
+    def _write_registry(self) -> None:
+        self._generation = getattr(self, "_generation", 0) + 1
+        data = {
+            "version": 1,
+            "generation": self._generation,
+            "topics": {
+                t.name: {"topic_id": str(t.topic_id), "partitions": t.num_partitions, "overrides": t.overrides}
+                for t in sorted(self.topics.values(), key=lambda t: t.name)
+            },
+        }
+        text = json.dumps(data, indent=1, sort_keys=True)
+        for d in self.log_dirs:
+            atomic_write(d / TOPICS_FILE, text)
+
+    # ---- topics ----
+    def _pick_dir(self) -> Path:
+        counts = {d: 0 for d in self.log_dirs}
+        for lg in self.logs.values():
+            parent = lg.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def _create_log(self, info: TopicInfo, part: int) -> Log:
+        d = self._pick_dir()
+        pdir = d / f"{info.name}-{part}"
+        pdir.mkdir(parents=True, exist_ok=True)
+        write_partition_metadata(pdir, info.topic_id)
+        lg = Log(pdir, info.config, topic=info.name, partition=part, topic_id=info.topic_id,
+                 producer_id_expiration_ms=self.broker_config.get("producer.id.expiration.ms", 86400000),
+                 clock=self._clock, background=self._background)
+        self.logs[(info.name, part)] = lg
+        return lg
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
+                     topic_id: uuid.UUID | None = None) -> TopicInfo:
+        validate_topic_name(name)
+        with self.lock:
+            if name in self.topics:
+                raise TopicAlreadyExistsError(f"topic '{name}' already exists")
+            if num_partitions < 1:
+                raise InvalidPartitionsError(f"number of partitions must be at least 1, got {num_partitions}")
+            overrides = {k: str(v) for k, v in (configs or {}).items()}
+            config = self._resolve_config(overrides)
+            info = TopicInfo(name, topic_id or random_kafka_uuid(), num_partitions, config, overrides)
+            self.topics[name] = info
+            for part in range(num_partitions):
+                self._create_log(info, part)
+            self._write_registry()
+            return info
+
+    def delete_topic(self, name: str) -> None:
+        with self.lock:
+            info = self.topics.pop(name, None)
+            if info is None:
+                raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+            for part in range(info.num_partitions):
+                lg = self.logs.pop((name, part), None)
+                if lg is not None:
+                    # Kafka renames to <dir>.<id>-delete first so a crash cannot resurrect it
+                    target = lg.dir.with_name(f"{lg.dir.name}.{uuid.uuid4().hex}-delete")
+                    with lg.lock:
+                        lg.close()
+                        lg.dir.rename(target)
+                        lg.dir = target
+                    shutil.rmtree(target, ignore_errors=True)
+            self._write_registry()
+            self.write_checkpoints()
+
+    def create_partitions(self, name: str, new_total: int) -> TopicInfo:
+        with self.lock:
+            info = self.topics.get(name)
+            if info is None:
+                raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+            if new_total <= info.num_partitions:
+                raise InvalidPartitionsError(
+                    f"topic currently has {info.num_partitions} partitions, {new_total} would not be an increase")
+            for part in range(info.num_partitions, new_total):
+                self._create_log(info, part)
+            info.num_partitions = new_total
+            self._write_registry()
+            return info
+
+    def alter_topic_config(self, name: str, configs: dict[str, str | None]) -> TopicInfo:
+        with self.lock:
+            info = self.topics.get(name)
+            if info is None:
+                raise UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+            overrides = dict(info.overrides)
+            for k, v in configs.items():
+                if k not in TOPIC_CONFIGS:
+                    raise InvalidConfigError(f"unknown topic config {k!r}")
+                if v is None:
+                    overrides.pop(k, None)
+                else:
+                    overrides[k] = str(v)
+            info.config = self._resolve_config(overrides)
+            info.overrides = overrides
+            for part in range(info.num_partitions):
+                lg = self.logs.get((name, part))
+                if lg is not None:
+                    lg.update_config(info.config)
+            self._write_registry()
+            return info
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        with self.lock:
+            return list(self.logs.values())
+
+    # ---- periodic work ----
+    def run_retention(self, now_ms: int | None = None) -> int:
+        n = 0
+        for lg in self.all_logs():
+            n += lg.run_retention(now_ms)
+        return n
+
+    def flush_dirty(self, now_ms: int | None = None) -> int:
+        now = self._now_ms() if now_ms is None else now_ms
+        return sum(lg.flush_if_due(now) for lg in self.all_logs())
+
+    def delete_expired_files(self, now_ms: int | None = None) -> int:
+        return sum(lg.delete_expired_files(now_ms) for lg in self.all_logs())
+
+    def write_checkpoints(self) -> None:
+        with self.lock:
+            for d in self.log_dirs:
+                logs = [lg for lg in self.logs.values() if lg.dir.parent == d]
+                OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+                    {(lg.topic, lg.partition): lg.recovery_point for lg in logs})
+                OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
+                    {(lg.topic, lg.partition): lg.log_start_offset for lg in logs})
+                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+                    {(lg.topic, lg.partition): lg.high_watermark for lg in logs})
+                cleaner = OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT)
+                try:
+                    current = cleaner.read()
+                except DataError:
+                    current = {}
+                # the cleaner owns its offsets; only entries of deleted partitions are dropped
+                keep = {k: v for k, v in current.items() if k in self.logs}
+                if keep != current or not cleaner.path.exists():
+                    cleaner.write(keep)

@@ -1,0 +1,87 @@
+"""Kafka's offset index (`.index`): sparse map from offset to file position.
+
+Each entry is 8 bytes, big-endian: the offset relative to the segment's base
+offset (int32) and the byte position of a batch in the `.log` (int32). An
+entry (o, p) means: the batch starting at position p holds offsets up to o,
+so a reader wanting offset x >= o can start scanning at p.
+"""
+from __future__ import annotations
+
+import struct
+
+from pylog.storage.index_file import CorruptIndexError, IndexFile
+
+_ENTRY = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
+
+
+class OffsetIndex(IndexFile):
+    entry_size = 8
+
+    def _key(self, n: int) -> int:
+        return _I32.unpack_from(self._mm, n * 8)[0]
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """(absolute offset, position) of entry n."""
+        rel, pos = _ENTRY.unpack_from(self._mm, n * 8)
+        return self.base_offset + rel, pos
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        if self.entries == 0:
+            return self.base_offset, 0
+        return self.entry(self.entries - 1)
+
+    @property
+    def last_offset(self) -> int:
+        return self.last_entry[0]
+
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """The entry with the largest offset <= target, or (base_offset, 0)."""
+        slot = self._largest_lower_bound_slot(target_offset - self.base_offset)
+        if slot < 0:
+            return self.base_offset, 0
+        return self.entry(slot)
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        if not 0 <= rel <= 0x7FFFFFFF:
+            raise ValueError(f"offset {offset} does not fit the index of base offset {self.base_offset}")
+        if self.entries >= self.max_entries:
+            raise ValueError(f"offset index {self.path} is full ({self.entries} entries)")
+        if self.entries:
+            last_rel, last_pos = _ENTRY.unpack_from(self._mm, (self.entries - 1) * 8)
+            if rel <= last_rel or position < last_pos:
+                raise ValueError(
+                    f"index entry ({offset}, {position}) is not after the last one "
+                    f"({self.base_offset + last_rel}, {last_pos}) in {self.path}")
+        _ENTRY.pack_into(self._mm, self.entries * 8, rel, position)
+        self.entries += 1
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries at or above `offset` (the log is being cut there)."""
+        slot = self._largest_lower_bound_slot(offset - self.base_offset)
+        if slot < 0:
+            keep = 0
+        elif self._key(slot) == offset - self.base_offset:
+            keep = slot
+        else:
+            keep = slot + 1
+        self.entries = keep
+
+    def sanity_check(self, log_size: int | None = None) -> None:
+        """Kafka's checks plus ordering of the newest entries (catches an untrimmed, zero-filled tail)."""
+        if self.entries == 0:
+            return
+        last_off, last_pos = self.last_entry
+        if last_off < self.base_offset:
+            raise CorruptIndexError(f"corrupt index {self.path}: last offset {last_off} below base offset {self.base_offset}")
+        if self.entries > 1:
+            prev_off, prev_pos = self.entry(self.entries - 2)
+            if prev_off >= last_off or prev_pos > last_pos:
+                raise CorruptIndexError(f"corrupt index {self.path}: entries out of order at the end")
+        if log_size is not None and last_pos >= max(log_size, 1):
+            raise CorruptIndexError(f"corrupt index {self.path}: position {last_pos} beyond the log ({log_size} bytes)")
+
+    def all_entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self.entries)]

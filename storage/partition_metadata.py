@@ -1,0 +1,44 @@
+"""`partition.metadata`: the topic id of a partition folder.
+
+    version: 0
+    topic_id: <22-char base64url uuid>
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from pylog.core.errors import DataError
+from pylog.storage.checkpoint import atomic_write
+from pylog.storage.meta_properties import uuid_from_base64, uuid_to_base64
+
+PARTITION_METADATA = "partition.metadata"
+
+
+def format_partition_metadata(topic_id: uuid.UUID) -> str:
+    return f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}\n"
+
+
+def write_partition_metadata(partition_dir: str | os.PathLike, topic_id: uuid.UUID) -> None:
+    atomic_write(Path(partition_dir) / PARTITION_METADATA, format_partition_metadata(topic_id))
+
+
+def read_partition_metadata(partition_dir: str | os.PathLike) -> uuid.UUID:
+    """The topic id (FileNotFoundError when missing, DataError naming the line when bad)."""
+    path = Path(partition_dir)
+    if path.is_dir():
+        path = path / PARTITION_METADATA
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if len(lines) < 2:
+        raise DataError(f"{path}: truncated partition metadata (expected version and topic_id lines)")
+    key, _, value = lines[0].partition(":")
+    if key.strip() != "version" or value.strip() != "0":
+        raise DataError(f"{path} line 1: expected 'version: 0', found {lines[0]!r}")
+    key, _, value = lines[1].partition(":")
+    if key.strip() != "topic_id":
+        raise DataError(f"{path} line 2: expected 'topic_id: <id>', found {lines[1]!r}")
+    try:
+        return uuid_from_base64(value.strip())
+    except DataError as e:
+        raise DataError(f"{path} line 2: {e}") from None

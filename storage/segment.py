@@ -1,0 +1,417 @@
+"""One log segment: the `.log` file of record batches and its three indexes.
+
+File names are the segment's base offset, zero-padded to 20 digits
+(`00000000000000001234.log`, `.index`, `.timeindex`, `.txnindex`), as Kafka
+names them. The `.log` holds v2 record batches back to back exactly as
+written; every position in an index is a batch boundary.
+
+The segment never decodes records: appends write the caller's buffer with a
+single write and index it from the batch headers the caller already parsed;
+reads hand back (position, length) slices for sendfile; recovery walks batch
+headers with their CRCs in big chunks.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import time
+from pathlib import Path
+from typing import Callable, Iterator, NamedTuple
+
+from pylog.core.records.errors import RecordFormatError, TruncatedBatchError
+from pylog.core.records.header import LOG_OVERHEAD, BatchHeader, iter_headers, parse_header, HEADER_SIZE
+from pylog.storage.index_file import CorruptIndexError
+from pylog.storage.offset_index import OffsetIndex
+from pylog.storage.time_index import NO_TIMESTAMP, TimeIndex
+from pylog.storage.txn_index import TransactionIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+INT_MAX = 0x7FFFFFFF
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
+_PREFIX = struct.Struct(">qiibIhi")
+_PREFIX_SIZE = _PREFIX.size  # 27
+RECOVERY_CHUNK = 8 << 20
+
+
+def filename_prefix(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def segment_path(dir: Path, base_offset: int, suffix: str) -> Path:
+    return dir / (filename_prefix(base_offset) + suffix)
+
+
+class BatchPosition(NamedTuple):
+    base_offset: int
+    last_offset: int
+    position: int
+    size: int
+
+
+class RecoveryResult(NamedTuple):
+    truncated_bytes: int
+    valid_bytes: int
+    next_offset: int
+    reason: str | None  # why the tail was cut (None when nothing was)
+
+
+class LogSegment:
+    def __init__(
+        self,
+        dir: str | os.PathLike,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_size: int = 10 * 1024 * 1024,
+        roll_jitter_ms: int = 0,
+        suffix: str = "",
+        clock: Callable[[], float] = time.time,
+    ):
+        self.dir = Path(dir)
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_size = max_index_size
+        self.roll_jitter_ms = roll_jitter_ms
+        self.suffix = suffix
+        self._clock = clock
+        self.log_path = segment_path(self.dir, base_offset, LOG_SUFFIX + suffix)
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.created_ms = int(clock() * 1000)
+        self.offset_index = OffsetIndex(segment_path(self.dir, base_offset, INDEX_SUFFIX + suffix), base_offset, max_index_size)
+        self.time_index = TimeIndex(segment_path(self.dir, base_offset, TIME_INDEX_SUFFIX + suffix), base_offset, max_index_size)
+        self.txn_index = TransactionIndex(segment_path(self.dir, base_offset, TXN_INDEX_SUFFIX + suffix), base_offset)
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
+        self.next_offset = base_offset  # valid after load_tail()/recover()/append
+        self.unflushed = False
+
+    # ---- loading ----
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError when an index cannot be trusted (Kafka rebuilds it then)."""
+        if not self.offset_index.path.exists() or not self.time_index.path.exists():
+            raise CorruptIndexError(f"missing index for segment {self.log_path.name}")
+        self.offset_index.sanity_check(self.size)
+        self.time_index.sanity_check()
+        self.txn_index.sanity_check()
+
+    def load_tail(self) -> None:
+        """After opening a clean segment: find its next offset and max timestamp by
+        scanning from the newest index entries (not the whole file)."""
+        ts, ts_off = self.time_index.last_entry
+        self.max_timestamp_so_far, self.offset_of_max_timestamp = ts, ts_off
+        # Index entries are written after counting their batch, so everything the
+        # indexes do not cover starts at the last offset-index entry.
+        start = self.offset_index.last_entry[1] if self.offset_index.entries else 0
+        next_offset = self.base_offset
+        for pos, h in self._walk(start):
+            next_offset = h.next_offset
+            if h.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+        if next_offset == self.base_offset and start > 0:
+            next_offset = self.offset_index.last_entry[0] + 1
+        self.next_offset = next_offset
+        self._load_rolling_timestamp()
+
+    def _load_rolling_timestamp(self) -> None:
+        if self.size >= HEADER_SIZE:
+            self.rolling_based_timestamp = parse_header(os.pread(self.fd, HEADER_SIZE, 0)).max_timestamp
+        else:
+            self.rolling_based_timestamp = None
+
+    def _walk(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """Headers of the batches in [start, end) of the file, read one by one (no CRC)."""
+        end = self.size if end is None else end
+        pos = start
+        while pos + HEADER_SIZE <= end:
+            h = parse_header(os.pread(self.fd, HEADER_SIZE, pos))
+            size = h.batch_length + LOG_OVERHEAD
+            if size < HEADER_SIZE or pos + size > end:
+                return
+            yield pos, h
+            pos += size
+
+    # ---- appending ----
+    def append(self, buf, batches: list[tuple[int, BatchHeader]], total_size: int) -> None:
+        """Write buf[:total_size] (already patched batches) at the end of the file and
+        index it: one write, index entries every index.interval.bytes."""
+        start = self.size
+        view = memoryview(buf)[:total_size]
+        written = 0
+        while written < total_size:
+            written += os.pwrite(self.fd, view[written:], start + written)
+        if self.size == 0 and batches:
+            self.rolling_based_timestamp = batches[0][1].max_timestamp
+        since = self.bytes_since_last_index_entry
+        interval = self.index_interval_bytes
+        max_ts = self.max_timestamp_so_far
+        for pos, h in batches:
+            if h.max_timestamp > max_ts:
+                max_ts = h.max_timestamp
+                self.offset_of_max_timestamp = h.last_offset
+            if since > interval:
+                self.offset_index.append(h.last_offset, start + pos)
+                self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
+                since = 0
+            since += h.batch_length + LOG_OVERHEAD
+        self.max_timestamp_so_far = max_ts
+        self.bytes_since_last_index_entry = since
+        self.size = start + total_size
+        self.next_offset = batches[-1][1].next_offset
+        self.unflushed = True
+
+    def can_hold(self, last_offset: int) -> bool:
+        return 0 <= last_offset - self.base_offset <= INT_MAX
+
+    def should_roll(self, *, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int,
+                    segment_bytes: int, segment_ms: int) -> str | None:
+        """Kafka's four roll conditions; returns the reason or None."""
+        if self.size > segment_bytes - messages_size:
+            return "size"
+        if self.size > 0:
+            t = self.rolling_based_timestamp
+            waited = (max_timestamp - t) if (t is not None and t >= 0) else (now_ms - self.created_ms)
+            if waited > segment_ms - self.roll_jitter_ms:
+                return "time"
+        if self.offset_index.is_full or self.time_index.is_full:
+            return "index full"
+        if not self.can_hold(max_offset):
+            return "offset overflow"
+        return None
+
+    def on_become_inactive(self) -> None:
+        """The segment stops being active: final time-index entry, trim index files."""
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    # ---- reading ----
+    def translate_offset(self, offset: int, starting_position: int = 0) -> BatchPosition | None:
+        """The first batch at or after `starting_position` whose last offset >= offset."""
+        pos = max(self.offset_index.lookup(offset)[1], starting_position)
+        end = self.size
+        fd = self.fd
+        unpack = _PREFIX.unpack
+        while pos + _PREFIX_SIZE <= end:
+            base, length, _, _, _, _, delta = unpack(os.pread(fd, _PREFIX_SIZE, pos))
+            size = length + LOG_OVERHEAD
+            if base + delta >= offset:
+                return BatchPosition(base, base + delta, pos, size)
+            pos += size
+        return None
+
+    def read(self, offset: int, max_size: int, max_position: int | None = None,
+             min_one_batch: bool = True) -> tuple[int, int, int] | None:
+        """(position, length, first batch base offset) of whole batches from the one holding
+        `offset`, at most max_size bytes (but at least one batch when min_one_batch) and not
+        past max_position. None when the offset is beyond this segment."""
+        first = self.translate_offset(offset)
+        if first is None:
+            return None
+        limit = self.size if max_position is None else min(max_position, self.size)
+        start = first.position
+        if start >= limit:
+            return start, 0, first.base_offset
+        if first.size > max_size:
+            length = first.size if (min_one_batch and start + first.size <= limit) else 0
+            return start, length, first.base_offset
+        budget_end = min(limit, start + max_size)
+        pos = start + first.size
+        fd = self.fd
+        while pos + LOG_OVERHEAD <= budget_end:
+            length = struct.unpack(">i", os.pread(fd, 4, pos + 8))[0]
+            nxt = pos + length + LOG_OVERHEAD
+            if nxt > budget_end:
+                break
+            pos = nxt
+        return start, pos - start, first.base_offset
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int, int] | None:
+        """First batch (max timestamp >= target) at or after starting_offset:
+        (base offset, max timestamp, position). Record-level refinement is the caller's."""
+        _, ts_offset = self.time_index.lookup_below(timestamp)
+        pos = self.offset_index.lookup(max(ts_offset, starting_offset))[1]
+        for p, h in self._walk(pos):
+            if h.last_offset >= starting_offset and h.max_timestamp >= timestamp:
+                return h.base_offset, h.max_timestamp, p
+        return None
+
+    def read_batch_bytes(self, position: int, size: int) -> bytes:
+        return os.pread(self.fd, size, position)
+
+    def batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        return self._walk(start)
+
+    @property
+    def largest_timestamp(self) -> int:
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return self.last_modified_ms
+
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.fstat(self.fd).st_mtime * 1000)
+
+    # ---- recovery ----
+    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None, *,
+                max_batch_size: int | None = None, contiguous: bool = True) -> RecoveryResult:
+        """Rebuild the indexes from the log, validating every batch (structure, CRC,
+        offsets); cut the file at the first bad or torn batch. `on_batch` sees each
+        valid batch in order (producer state, epoch cache)."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.txn_index.reset()
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        file_size = os.fstat(self.fd).st_size
+        valid = 0
+        last_index_entry = 0
+        expected = self.base_offset
+        last_epoch = None
+        reason = None
+        max_ts = NO_TIMESTAMP
+        max_ts_off = self.base_offset
+        interval = self.index_interval_bytes
+        oi, ti = self.offset_index, self.time_index
+        chunk = bytearray(RECOVERY_CHUNK)
+        file_pos = 0
+        while file_pos < file_size and reason is None:
+            want = min(len(chunk), file_size - file_pos)
+            view = memoryview(chunk)[:want]
+            got = os.preadv(self.fd, [view], file_pos)
+            view = view[:got]
+            consumed = 0
+            try:
+                for pos, h in iter_headers(view, 0, got, verify_crc=True, max_batch_size=max_batch_size):
+                    base = h.base_offset
+                    if (base != expected) if contiguous else (base < expected):
+                        reason = f"batch base offset {base} where {expected} was expected"
+                        break
+                    last = base + h.last_offset_delta
+                    if h.last_offset_delta < 0 or last - self.base_offset > INT_MAX:
+                        reason = f"batch offsets {base}..{last} out of range for the segment"
+                        break
+                    size = h.batch_length + LOG_OVERHEAD
+                    if h.max_timestamp > max_ts:
+                        max_ts, max_ts_off = h.max_timestamp, last
+                    at = file_pos + pos
+                    if at - last_index_entry > interval:
+                        oi.append(last, at)
+                        ti.maybe_append(max_ts, max_ts_off)
+                        last_index_entry = at
+                    if on_batch is not None:
+                        on_batch(h)
+                    expected = last + 1
+                    consumed = pos + size
+            except TruncatedBatchError as e:
+                if file_pos + got >= file_size:
+                    reason = f"torn batch: {e.args[0]}"
+                elif consumed == 0:
+                    # a batch larger than the chunk: grow the chunk and read again
+                    chunk = bytearray(len(chunk) * 2)
+            except RecordFormatError as e:
+                reason = str(e.args[0])
+            file_pos += consumed
+        valid = file_pos
+        self.max_timestamp_so_far, self.offset_of_max_timestamp = max_ts, max_ts_off
+        truncated = file_size - valid
+        if truncated:
+            os.ftruncate(self.fd, valid)
+        self.size = valid
+        self.next_offset = expected
+        self.bytes_since_last_index_entry = valid - last_index_entry
+        self.time_index.maybe_append(max_ts, max_ts_off, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        self._load_rolling_timestamp()
+        return RecoveryResult(truncated, valid, expected, reason if truncated else None)
+
+    # ---- truncation ----
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch holding offsets >= offset; returns bytes removed."""
+        bp = self.translate_offset(offset)
+        if bp is None:
+            return 0
+        cut = bp.position if bp.base_offset >= offset else bp.position + bp.size
+        removed = self.size - cut
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        os.ftruncate(self.fd, cut)
+        self.size = cut
+        self.offset_index.resize(self.max_index_size)
+        self.time_index.resize(self.max_index_size)
+        # rescan the tail to restore max timestamp, next offset and the index counter
+        self.load_tail()
+        last_pos = self.offset_index.last_entry[1] if self.offset_index.entries else 0
+        self.bytes_since_last_index_entry = 0 if not self.offset_index.entries else self.size - last_pos
+        if self.size == 0:
+            self.rolling_based_timestamp = None
+            self.created_ms = int(self._clock() * 1000)
+        return removed
+
+    # ---- durability and lifecycle ----
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.txn_index.flush()
+        self.unflushed = False
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    def change_suffix(self, old: str, new: str) -> None:
+        """Rename all files of the segment (Kafka's changeFileSuffixes), e.g. '' -> '.deleted'."""
+        def swap(p: Path) -> Path:
+            name = p.name
+            assert name.endswith(old)
+            return p.with_name(name[: len(name) - len(old)] + new) if old else p.with_name(name + new)
+
+        new_log = swap(self.log_path)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.offset_index.rename(swap(self.offset_index.path))
+        self.time_index.rename(swap(self.time_index.path))
+        self.txn_index.rename(swap(self.txn_index.path))
+        self.suffix = new
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        os.close(self.fd)
+        self.fd = -1
+
+    def close_handlers(self) -> None:
+        """Close files without trimming (the segment is being deleted)."""
+        if self.fd < 0:
+            return
+        self.offset_index.close_without_trim()
+        self.time_index.close_without_trim()
+        os.close(self.fd)
+        self.fd = -1
+
+    def delete_files(self) -> None:
+        self.close_handlers()
+        for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

@@ -1,0 +1,94 @@
+"""Kafka's time index (`.timeindex`): sparse map from timestamp to offset.
+
+Each entry is 12 bytes, big-endian: a timestamp (int64) and an offset relative
+to the segment's base offset (int32). Entries hold the largest timestamp seen
+so far in the segment and the offset of the batch carrying it, so timestamps
+only grow from entry to entry: an entry is only added when its timestamp is
+larger than the last one.
+"""
+from __future__ import annotations
+
+import struct
+
+from pylog.storage.index_file import CorruptIndexError, IndexFile
+
+_ENTRY = struct.Struct(">qi")
+_I64 = struct.Struct(">q")
+NO_TIMESTAMP = -1
+
+
+class TimeIndex(IndexFile):
+    entry_size = 12
+
+    def _key(self, n: int) -> int:
+        return _I64.unpack_from(self._mm, n * 12)[0]
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """(timestamp, absolute offset) of entry n."""
+        ts, rel = _ENTRY.unpack_from(self._mm, n * 12)
+        return ts, self.base_offset + rel
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        if self.entries == 0:
+            return NO_TIMESTAMP, self.base_offset
+        return self.entry(self.entries - 1)
+
+    @property
+    def is_full(self) -> bool:
+        # Kafka keeps one slot free: rolling appends a final entry without a full check.
+        return self.entries >= self.max_entries - 1
+
+    def lookup(self, target_ts: int) -> tuple[int, int]:
+        """The entry with the largest timestamp <= target, or (-1, base_offset)."""
+        slot = self._largest_lower_bound_slot(target_ts)
+        if slot < 0:
+            return NO_TIMESTAMP, self.base_offset
+        return self.entry(slot)
+
+    def lookup_below(self, target_ts: int) -> tuple[int, int]:
+        """The entry with the largest timestamp < target: every record up to its
+        offset is older than target, so a search for the first record >= target
+        may start after it."""
+        return self.lookup(target_ts - 1)
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
+        if timestamp < 0:
+            return False
+        if not skip_full_check and self.is_full:
+            raise ValueError(f"time index {self.path} is full ({self.entries} entries)")
+        if self.entries >= self.max_entries:
+            self.resize((self.entries + 1) * 12)
+        rel = offset - self.base_offset
+        if self.entries:
+            last_ts, last_rel = _ENTRY.unpack_from(self._mm, (self.entries - 1) * 12)
+            if offset < self.base_offset + last_rel:
+                raise ValueError(f"time index offset {offset} below the last one in {self.path}")
+            if timestamp <= last_ts:
+                return False
+        _ENTRY.pack_into(self._mm, self.entries * 12, timestamp, rel)
+        self.entries += 1
+        return True
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset is >= `offset` (offsets grow with timestamps)."""
+        keep = self.entries
+        while keep > 0 and self.entry(keep - 1)[1] >= offset:
+            keep -= 1
+        self.entries = keep
+
+    def sanity_check(self, last_offset: int | None = None) -> None:
+        if self.entries == 0:
+            return
+        ts, off = self.last_entry
+        if off < self.base_offset:
+            raise CorruptIndexError(f"corrupt time index {self.path}: last offset {off} below base offset {self.base_offset}")
+        if self.entries > 1:
+            pts, poff = self.entry(self.entries - 2)
+            if pts >= ts or poff > off:
+                raise CorruptIndexError(f"corrupt time index {self.path}: entries out of order at the end")
+        if last_offset is not None and off > last_offset:
+            raise CorruptIndexError(f"corrupt time index {self.path}: offset {off} beyond the log's last offset {last_offset}")
+
+    def all_entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self.entries)]

@@ -1,0 +1,216 @@
+"""A real `pylog broker start` subprocess for tests, plus small wire helpers.
+
+`broker` (module scope) starts one broker per test module on a free port and
+stops it with SIGTERM at the end, asserting a clean exit 0. `BrokerProcess`
+also offers `kill9()` and `restart()` for crash tests.
+"""
+from __future__ import annotations
+
+
+import queue
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+LISTENING = "pylog broker listening on "
+
+
+class BrokerProcess:
+    def __init__(self, log_dir: Path, *extra: str):
+        self.log_dir = Path(log_dir)
+        self.extra = list(extra)
+        self.proc: subprocess.Popen | None = None
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.stdout_lines: list[str] = []
+        self._lines: queue.Queue = queue.Queue()
+        self.stderr_path = self.log_dir.parent / f"{self.log_dir.name}.broker-stderr.txt"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, port: int | None = None, timeout: float = 20.0) -> "BrokerProcess":
+        listen = f"127.0.0.1:{port if port is not None else 0}"
+        cmd = [sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", listen,
+               "--log-dir", str(self.log_dir), *self.extra]
+        self._stderr = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self._lines = queue.Queue()
+        self._pump_thread = threading.Thread(target=self._pump, args=(self.proc, self._lines), daemon=True)
+        self._pump_thread.start()
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.proc.kill()
+                raise AssertionError(f"broker did not start in {timeout}s: {self.stderr()}")
+            try:
+                line = self._lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"broker exited with {self.proc.wait()}: {self.stderr()}")
+            self.stdout_lines.append(line)
+            if line.startswith(LISTENING):
+                self.port = int(line.rsplit(":", 1)[1])
+                return self
+
+    @staticmethod
+    def _pump(proc, q):
+        for line in proc.stdout:
+            q.put(line.rstrip("\n"))
+        q.put(None)
+
+    def _collect(self) -> None:
+        """After exit: keep the rest of stdout in stdout_lines."""
+        self._pump_thread.join(5)
+        while True:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                return
+            if line is not None:
+                self.stdout_lines.append(line)
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc is None:
+            return 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"broker did not stop on SIGTERM within {timeout}s: {self.stderr()}")
+        self.proc = None
+        self._collect()
+        self._stderr.close()
+        return rc
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+        self._collect()
+        self._stderr.close()
+
+    def restart(self, same_port: bool = True) -> "BrokerProcess":
+        return self.start(port=self.port if same_port else None)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A running broker: yields a BrokerProcess (host, port, log_dir, bootstrap)."""
+    d = tmp_path_factory.mktemp("broker") / "data"
+    b = BrokerProcess(d).start()
+    yield b
+    if b.alive():
+        rc = b.stop()
+        assert rc == 0, f"broker exit code {rc}: {b.stderr()}"
+
+
+@pytest.fixture
+def broker_factory(tmp_path):
+    """Start brokers on demand (own dirs or shared); all are stopped at the end."""
+    started: list[BrokerProcess] = []
+
+    def make(log_dir: Path | None = None, *extra: str, port: int | None = None) -> BrokerProcess:
+        b = BrokerProcess(log_dir or (tmp_path / f"data{len(started)}"), *extra)
+        started.append(b)
+        return b.start(port=port)
+
+    yield make
+    for b in started:
+        if b.alive():
+            b.stop()
+
+
+# ---- raw wire helpers (pylog's codec over a plain socket) ----------------
+
+def connect(b: BrokerProcess, timeout: float = 10.0) -> socket.socket:
+    s = socket.create_connection((b.host, b.port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(s: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
+        out += chunk
+    return bytes(out)
+
+
+def recv_frame(s: socket.socket) -> bytes:
+    (size,) = struct.unpack(">i", recv_exact(s, 4))
+    return recv_exact(s, size)
+
+
+def call(s: socket.socket, api_key: int, version: int, body: dict, correlation_id: int = 1,
+         client_id: str | None = "pylog-test"):
+    from pylog.core.protocol import decode_response, encode_request
+
+    s.sendall(encode_request(api_key, version, correlation_id, client_id, body))
+    corr, resp = decode_response(api_key, version, recv_frame(s))
+    assert corr == correlation_id
+    return resp
+
+
+def is_closed(s: socket.socket, timeout: float = 5.0) -> bool:
+    """True when the peer closed the connection (EOF or reset) within timeout."""
+    s.settimeout(timeout)
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def build_batch(records, *, base_timestamp: int | None = None, codec: int = 0, producer_id: int = -1,
+                producer_epoch: int = -1, base_sequence: int = -1) -> bytearray:
+    """A v2 record batch of (key, value, headers) tuples, built with pylog's builder."""
+    from pylog.core.records import BatchBuilder
+
+    ts = int(time.time() * 1000) if base_timestamp is None else base_timestamp
+    b = BatchBuilder(codec=codec, producer_id=producer_id, producer_epoch=producer_epoch,
+                     base_sequence=base_sequence)
+    for i, (k, v, h) in enumerate(records):
+        b.append(ts + i, k, v, list(h or []))
+    return bytearray(b.build())
+
+
+def wait_for(cond, timeout: float = 10.0, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+

