@@ -1,21 +1,36 @@
-"""Storage engine throughput: `python -m bench storage [--mb N] [--dir PATH]`.
+"""Storage engine throughput: `python -m bench storage [--mb N] [--reps R] [--dir PATH]`.
 
 Append (100-byte records in 16 KB and 1 MB batches) against a plain write of
 the same bytes, sequential reads, and recovery against a plain read of the
-same files. No fsync anywhere, so the page cache is what is measured on both
-sides of each ratio.
+same files.
+
+Method (so that a ratio compares like with like):
+- both sides run in this process, on the same batch bytes (one pre-built list
+  of buffers per side, built outside the timing), into the same directory;
+- no fsync on either side (the Log is opened with fsync=False; the plain
+  write never fsyncs);
+- the files live on a tmpfs (/dev/shm when present, or --dir): no disk
+  writeback, which otherwise made single runs swing by 2-3x; every run writes
+  fresh files (the previous run's are deleted first), so both sides pay the
+  same page allocation;
+- the two sides alternate R times (who goes first alternates too) and the
+  figures are medians: MB/s of each side, and the median of the per-pair
+  ratios (with their min-max);
+- the ratio is also given on CPU time (user + system of this process), which
+  other jobs sharing the cores do not inflate the way they inflate wall time.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 import time
 
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records.batch import build_batch
-from pylog.core.records.header import parse_header
+from pylog.core.records.header import iter_headers, parse_header
 from pylog.storage import Log
 
 
@@ -25,81 +40,160 @@ def _batch(batch_bytes: int) -> bytes:
     return build_batch([(now, None, b"x" * 100) for _ in range(n)])
 
 
-def _plain_write(path: str, bufs: list) -> float:
-    t = time.perf_counter()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    for b in bufs:
-        os.write(fd, b)
-    os.close(fd)
-    return time.perf_counter() - t
+def _default_dir() -> str | None:
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        st = os.statvfs(shm)
+        if st.f_bavail * st.f_frsize > (2 << 30):
+            return shm
+    return None
 
 
-def _plain_read(dir: str) -> tuple[int, float]:
-    t = time.perf_counter()
+class _Timer:
+    """Wall and CPU (user + system) seconds of a block."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
+def _plain_write(path: str, bufs: list) -> _Timer:
+    with _Timer() as t:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for b in bufs:
+            os.write(fd, b)
+        os.close(fd)
+    return t
+
+
+def _append(d: str, cfg, bufs: list) -> tuple[_Timer, Log]:
+    lg = Log(d, cfg, fsync=False)
+    append = lg.append_as_leader
+    with _Timer() as t:
+        for b in bufs:
+            append(b, 0)
+    return t, lg
+
+
+def _plain_read(dir: str) -> tuple[int, _Timer]:
     total = 0
-    buf = bytearray(8 << 20)
-    for name in sorted(os.listdir(dir)):
-        if name.endswith(".log"):
-            fd = os.open(os.path.join(dir, name), os.O_RDONLY)
-            while True:
-                n = os.readv(fd, [buf])
-                if n <= 0:
-                    break
-                total += n
-            os.close(fd)
+    with _Timer() as t:
+        buf = bytearray(8 << 20)
+        for name in sorted(os.listdir(dir)):
+            if name.endswith(".log"):
+                fd = os.open(os.path.join(dir, name), os.O_RDONLY)
+                while True:
+                    n = os.readv(fd, [buf])
+                    if n <= 0:
+                        break
+                    total += n
+                os.close(fd)
+    return total, t
+
+
+def _sequential_read(lg: Log) -> tuple[int, float]:
+    off, total = 0, 0
+    t = time.perf_counter()
+    while off < lg.log_end_offset:
+        fs = lg.read(off, 1 << 20)
+        data = fs.read_bytes()
+        total += len(data)
+        off = _next_offset(data)
     return total, time.perf_counter() - t
+
+
+def _next_offset(data: bytes) -> int:
+    last = None
+    for _, h in iter_headers(data, verify_crc=False):
+        last = h
+    return last.next_offset
+
+
+def _rm(path: str) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.unlink(path)
+
+
+def _fmt_ratio(ref: list, ours: list) -> str:
+    """Median of the per-pair wall-time ratios (min-max), and the same on CPU time."""
+    wall = [r.wall / o.wall for r, o in zip(ref, ours)]
+    cpu = [r.cpu / o.cpu for r, o in zip(ref, ours) if o.cpu > 0]
+    return (f"{statistics.median(wall):.2f} (min {min(wall):.2f}, max {max(wall):.2f});"
+            f" on CPU time {statistics.median(cpu):.2f}")
+
+
+def _med(timers: list) -> float:
+    return statistics.median(t.wall for t in timers)
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench storage")
     ap.add_argument("--mb", type=int, default=200, help="MB appended per batch size")
-    ap.add_argument("--dir", default=None)
+    ap.add_argument("--reps", type=int, default=5, help="interleaved repetitions (medians reported)")
+    ap.add_argument("--dir", default=None, help="where to write (default: /dev/shm when it is a usable tmpfs)")
     args = ap.parse_args(argv)
-    root = tempfile.mkdtemp(prefix="pylog-bench-", dir=args.dir)
+    where = args.dir or _default_dir()
+    root = tempfile.mkdtemp(prefix="pylog-bench-", dir=where)
+    print(f"files in {root} ({args.mb} MB per run, {args.reps} interleaved runs per side, no fsync on either side)")
     cfg = TOPIC_CONFIGS.resolve({"segment.bytes": str(64 << 20), "max.message.bytes": str(2 << 20)})
     try:
         for label, bsize in (("16 KB", 16384), ("1 MB", 1 << 20)):
             template = _batch(bsize)
             count = (args.mb << 20) // len(template)
             recs = parse_header(template).record_count
-            bufs = [bytearray(template) for _ in range(count)]
-            d = os.path.join(root, f"t-{bsize}")
-            lg = Log(d, cfg, fsync=False)
-            t = time.perf_counter()
-            for b in bufs:
-                lg.append_as_leader(b, 0)
-            el = time.perf_counter() - t
             mb = count * len(template) / 1e6
-            plain = _plain_write(os.path.join(root, "plain.bin"), bufs)
-            os.unlink(os.path.join(root, "plain.bin"))
-            print(f"append {label:5} batches: {mb / el:8.1f} MB/s {count * recs / el / 1e6:6.2f} M records/s"
-                  f" | plain write {mb / plain:8.1f} MB/s | ratio {plain / el:.2f}")
+            logdir = os.path.join(root, f"t-{bsize}")
+            plain_path = os.path.join(root, "plain.bin")
+            app_times, plain_times = [], []
+            for rep in range(args.reps):
+                # fresh buffers each run: the append patches offsets into its buffers in place
+                app_bufs = [bytearray(template) for _ in range(count)]
+                plain_bufs = [bytearray(template) for _ in range(count)]
+                _rm(logdir)
+                _rm(plain_path)
+                order = ("append", "plain") if rep % 2 == 0 else ("plain", "append")
+                for side in order:
+                    if side == "append":
+                        el, lg = _append(logdir, cfg, app_bufs)
+                        lg.close()
+                        app_times.append(el)
+                    else:
+                        plain_times.append(_plain_write(plain_path, plain_bufs))
+                del app_bufs, plain_bufs
+            _rm(plain_path)
+            app, plain = _med(app_times), _med(plain_times)
+            print(f"append {label:5} batches: {mb / app:8.1f} MB/s {count * recs / app / 1e6:6.2f} M records/s"
+                  f" | plain write {mb / plain:8.1f} MB/s | ratio {_fmt_ratio(plain_times, app_times)}")
             if bsize == 16384:
-                off, total = 0, 0
-                t = time.perf_counter()
-                while off < lg.log_end_offset:
-                    fs = lg.read(off, 1 << 20)
-                    total += len(fs.read_bytes())
-                    off = _next_offset(fs)
-                el = time.perf_counter() - t
-                print(f"sequential read (1 MB fetches, pread): {total / 1e6 / el:8.1f} MB/s")
-            lg.close()
-        # recovery: unclean open of the 16 KB log from offset 0, against a plain read
+                lg = Log(logdir, cfg, fsync=False)
+                reads = [_sequential_read(lg) for _ in range(args.reps)]
+                lg.close()
+                total = reads[0][0]
+                print(f"sequential read (1 MB fetches, pread): {total / 1e6 / statistics.median(t for _, t in reads):8.1f} MB/s")
+        # recovery: unclean open of the 16 KB log from offset 0, against a plain read of its .log files
         d = os.path.join(root, "t-16384")
-        total, plain = _plain_read(d)
-        t = time.perf_counter()
-        lg = Log(d, cfg, had_clean_shutdown=False, recovery_point=0, fsync=False)
-        el = time.perf_counter() - t
-        lg.close()
-        print(f"recovery: {total / 1e9 / el:6.2f} GB/s | plain read {total / 1e9 / plain:6.2f} GB/s | ratio {plain / el:.2f}")
+        rec_times, plain_times = [], []
+        total = 0
+        for rep in range(args.reps):
+            order = ("recover", "plain") if rep % 2 == 0 else ("plain", "recover")
+            for side in order:
+                if side == "plain":
+                    total, el = _plain_read(d)
+                    plain_times.append(el)
+                else:
+                    with _Timer() as t:
+                        lg = Log(d, cfg, had_clean_shutdown=False, recovery_point=0, fsync=False)
+                    rec_times.append(t)
+                    lg.close()
+        rec, plain = _med(rec_times), _med(plain_times)
+        print(f"recovery: {total / 1e9 / rec:6.2f} GB/s | plain read {total / 1e9 / plain:6.2f} GB/s"
+              f" | ratio {_fmt_ratio(plain_times, rec_times)}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
-
-
-def _next_offset(fs) -> int:
-    from pylog.core.records.header import iter_headers
-    last = None
-    for _, h in iter_headers(fs.read_bytes(), verify_crc=False):
-        last = h
-    return last.next_offset

@@ -144,6 +144,13 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
     if fmt is not None and as_json:
         raise UsageError("use either --format or --json")
     extra = {"group.id": group}
+    if group is not None and start is not None:
+        # a group member starts at its committed offsets; earliest/latest only apply where there are none
+        if start[0] not in ("earliest", "latest") or partitions:
+            raise UsageError("with --group the positions come from the group: use --from-beginning, "
+                             "--offset earliest|latest, or no --partition")
+        if "auto.offset.reset" not in properties:
+            extra["auto.offset.reset"] = start[0]
     if start is None and "auto.offset.reset" not in properties:
         extra["auto.offset.reset"] = "latest"
     if group is None:
@@ -229,6 +236,8 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
 
 
 def _at_end(consumer, end_offsets) -> bool:
+    if not consumer.assignment():
+        return False  # a group member before its first assignment
     for tp in consumer.assignment():
         pos = consumer.engine.positions.get(tp)
         if pos is None:

@@ -56,6 +56,11 @@ class Writer:
         if len(self._lines) >= 4096:
             self.flush()
 
+    def extend(self, lines: list[str]) -> None:
+        self._lines.extend(lines)
+        if len(self._lines) >= 4096:
+            self.flush()
+
     def obj(self, obj: dict) -> None:
         self.line(self._dumps(obj))
 

@@ -49,16 +49,22 @@ class Problems:
 
 
 # ---------------------------------------------------------------- .log
+_CODEC_TEXT = tuple(codec_name(c) for c in range(8))
+
+
 def _batch_text(e, h) -> str:
     if e.magic == 2:
+        # one f-string over the raw header fields: the BatchHeader properties cost a call each
+        base, length, ple, _, crc, attrs, delta, base_ts, max_ts, pid, pepoch, base_seq, count = h
         return (
-            f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.record_count} "
-            f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} producerId: {h.producer_id} "
-            f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
-            f"isTransactional: {java_bool(h.is_transactional)} isControl: {java_bool(h.is_control)} "
-            f"deleteHorizonMs: {optional_long(h.delete_horizon_ms if h.has_delete_horizon else None)} "
-            f"position: {e.position} {TIMESTAMP_TYPE_NAMES[h.timestamp_type]}: {h.max_timestamp} size: {h.size} "
-            f"magic: 2 compresscodec: {codec_name(h.codec)} crc: {h.crc} isvalid: {java_bool(e.crc_ok)}"
+            f"baseOffset: {base} lastOffset: {base + delta} count: {count} "
+            f"baseSequence: {base_seq} lastSequence: {-1 if base_seq == -1 else (base_seq + delta) % 2147483648} "
+            f"producerId: {pid} producerEpoch: {pepoch} partitionLeaderEpoch: {ple} "
+            f"isTransactional: {'true' if attrs & 0x10 else 'false'} isControl: {'true' if attrs & 0x20 else 'false'} "
+            f"deleteHorizonMs: {optional_long(base_ts if attrs & 0x40 else None)} "
+            f"position: {e.position} {'LogAppendTime' if attrs & 0x08 else 'CreateTime'}: {max_ts} "
+            f"size: {length + 12} magic: 2 compresscodec: {_CODEC_TEXT[attrs & 7]} crc: {crc} "
+            f"isvalid: {'true' if e.crc_ok else 'false'}"
         )
     return (
         f"offset: {h.offset} position: {e.position} {TIMESTAMP_TYPE_NAMES[h.timestamp_type]}: {h.timestamp} "
@@ -127,6 +133,32 @@ def _dump_records(o: Options, w: Writer, e, h, state: dict) -> None:
     legacy_plain = not v2 and h.codec == 0
     last = state["last_offset"]
     gaps = state["gaps"]
+    if v2 and not control and not w.as_json and not o.print_data_log and not o.skip_record_metadata and records:
+        # the common deep-iteration case: one f-string per record, lines added per batch
+        first = records[0][0]
+        n = len(records)
+        if (last == -1 or first == last + 1) and [r[0] for r in records] == list(range(first, first + n)):
+            state["last_offset"] = first + n - 1
+        else:
+            for r in records:
+                if last != -1 and r[0] != last + 1:
+                    gaps.append((last, r[0]))
+                last = r[0]
+            state["last_offset"] = last
+        base_seq, base_off = h.base_sequence, h.base_offset
+        if base_seq >= 0:
+            w.extend([
+                f"| offset: {off} {ts_name}: {ts} keySize: {-1 if k is None else len(k)} "
+                f"valueSize: {-1 if v is None else len(v)} sequence: {(base_seq + off - base_off) & 0x7FFFFFFF} "
+                f"headerKeys: [{','.join([x[0] for x in hs]) if hs else ''}]"
+                for off, ts, k, v, hs in records])
+        else:
+            w.extend([
+                f"| offset: {off} {ts_name}: {ts} keySize: {-1 if k is None else len(k)} "
+                f"valueSize: {-1 if v is None else len(v)} sequence: -1 "
+                f"headerKeys: [{','.join([x[0] for x in hs]) if hs else ''}]"
+                for off, ts, k, v, hs in records])
+        return
     line = w.line
     skip_meta = o.skip_record_metadata
     print_data = o.print_data_log and not control

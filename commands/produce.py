@@ -111,7 +111,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     broker is unreachable or the topic does not exist); 2 usage errors such as
     an invalid -X property.
     """
-    from pylog.core.client import Producer
+    from pylog.core.client import KafkaTimeoutError, Producer
 
     if key_separator == "":
         raise UsageError("--key-separator must not be empty")
@@ -147,6 +147,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     producer = None
     progress = None
     sent = 0
+    stopped = None
     try:
         try:
             producer = Producer(props)
@@ -186,9 +187,13 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
                 stats["failed"].append((lineno, str(e).split(": ", 1)[1] if str(e).startswith("line ") else str(e)))
                 continue
             nbytes = len(value or b"") + len(key or b"")
-            producer.send(topic, value, key, partition=p, timestamp=ts, headers=rh or None,
-                          callback=_Cb(on_done, lineno, nbytes))
+            fut = producer.send(topic, value, key, partition=p, timestamp=ts, headers=rh or None,
+                                callback=_Cb(on_done, lineno, nbytes))
             sent += 1
+            if isinstance(fut.exception(), KafkaTimeoutError):
+                # no metadata for the topic within max.block.ms: every later line would wait as long
+                stopped = lineno
+                break
         producer.flush()
     except KeyboardInterrupt:
         raise
@@ -222,6 +227,11 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
             err.print(f"  line {n}: {e}", markup=False)
         if len(failed) > 20:
             err.print(f"  ... and {len(failed) - 20} more")
+    if stopped is not None:
+        msg = f"stopped reading at line {stopped}: {failed[-1][1] if failed else 'metadata timeout'}"
+        if stats["delivered"] == 0:
+            raise NothingDelivered(f"no records delivered to {topic}; {msg}")
+        raise ProduceFailed(f"{len(failed)} records failed; {msg}")
     if failed:
         first = failed[0][1]
         if stats["delivered"] == 0:

@@ -10,6 +10,7 @@ resumes there, so the rest of the file is still reported.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import zlib
@@ -26,13 +27,14 @@ DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # kafka-dump-log's --max-message-siz
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qi")
+_I32 = struct.Struct(">i")
 
 
 class Entry(NamedTuple):
     position: int  # file position
     magic: int
     header: Union[BatchHeader, LegacyHeader]
-    buf: bytes  # holds the entry at buf_pos
+    buf: bytearray  # holds the entry at buf_pos (reused: valid until the next item)
     buf_pos: int
     crc_ok: bool
 
@@ -65,90 +67,137 @@ def _find_resume(buf, start: int, end: int, max_size: int) -> int | None:
 
 def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, max_bytes: int | None = None,
              check_crc: bool = True, chunk_size: int = CHUNK) -> Iterator[Union[Entry, Damage]]:
-    """Yield every entry (and every damage) of a log file in order."""
+    """Yield every entry (and every damage) of a log file in order.
+
+    A regular file is memory-mapped read-only (CRC-32C runs straight over the
+    page cache, no copy); anything that cannot be mapped, or a test's small
+    chunk_size, is read into one reused buffer instead. Either way an Entry's
+    `buf` is valid only until the next item is requested. The mapping covers
+    the size seen at open: bytes appended later are not read, and, as with any
+    mmap reader, a file truncated under a running scan is an error of the
+    caller's making (pylog truncates segments only in recovery, before serving).
+    """
     with open(path, "rb", buffering=0) as f:
         file_size = os.fstat(f.fileno()).st_size
         limit = file_size if max_bytes is None else min(file_size, max_bytes)
+        mm = None
+        if limit > 0 and chunk_size >= CHUNK:
+            try:
+                mm = mmap.mmap(f.fileno(), limit, prot=mmap.PROT_READ)
+                mm.madvise(mmap.MADV_SEQUENTIAL)
+            except (OSError, ValueError):
+                mm = None
+        if mm is not None:
+            buf = mm  # the whole file: avail == limit, so refill() is never needed
+            avail = limit
+        else:
+            buf = bytearray(max(chunk_size, HEADER_SIZE))
+            avail = 0  # bytes of buf holding file data
+        mv = memoryview(buf)
         base = 0  # file position of buf[0]
-        buf = b""
         pos = 0  # position in buf
+
+        def refill(keep_from: int, need: int) -> None:
+            """Keep buf[keep_from:avail] at the front, then read up to the buffer's
+            size (at least `need` bytes from the front when the file has them)."""
+            nonlocal buf, mv, base, avail, pos
+            rem = avail - keep_from
+            if need > len(buf):
+                bigger = bytearray(max(need, len(buf)))
+                bigger[:rem] = mv[keep_from:avail]
+                mv.release()
+                buf, mv = bigger, memoryview(bigger)
+            elif rem and keep_from:
+                buf[:rem] = bytes(mv[keep_from:avail])
+            base += keep_from
+            pos = 0
+            filled = rem
+            want = min(len(buf), limit - base)
+            while filled < want:
+                n = f.readinto(mv[filled:want])
+                if not n:
+                    break
+                filled += n
+            avail = filled
+
         hdr_unpack = _HEADER.unpack_from
-        make_header = BatchHeader._make
-        while True:
-            avail = len(buf)
-            if avail - pos < HEADER_SIZE and base + avail < limit:
-                buf = buf[pos:] + f.read(max(chunk_size, HEADER_SIZE))
-                base += pos
-                pos = 0
-                avail = len(buf)
-                if base + avail > limit:
-                    buf = buf[: limit - base]
-                    avail = len(buf)
-            if pos >= avail:
-                return
-            if avail - pos < LOG_OVERHEAD + 5:
-                yield Damage(base + pos, "truncated", f"{avail - pos} trailing bytes, less than a batch header", 0)
-                return
-            length = _PREFIX.unpack_from(buf, pos)[1]
-            magic = buf[pos + 16]
-            size = length + LOG_OVERHEAD
-            bad = None
-            if magic == 2:
-                if length < MIN_BATCH_LENGTH:
-                    bad = f"batch length {length} below the minimum {MIN_BATCH_LENGTH}"
-                elif size > max_message_size:
-                    bad = f"batch size {size} above the maximum message size {max_message_size}"
-            elif magic in (0, 1):
-                if length < 14 or size > max_message_size:
-                    bad = f"message size {length} out of range"
-            else:
-                bad = f"invalid magic byte {magic}"
-            if bad is None and pos + size > avail:
-                if base + pos + size > limit:
-                    if max_bytes is not None and limit < file_size:
-                        return  # --max-bytes cut: not damage
-                    yield Damage(base + pos, "truncated",
-                                 f"batch of {size} bytes but only {limit - base - pos} remain in the file", 0)
+        len_unpack = _I32.unpack_from
+        new = tuple.__new__
+        try:
+            while True:
+                if avail - pos < HEADER_SIZE and base + avail < limit:
+                    refill(pos, HEADER_SIZE)
+                if pos >= avail:
                     return
-                # grow the buffer to hold this entry
-                buf = buf[pos:] + f.read(max(chunk_size, size - (avail - pos)))
-                base += pos
-                pos = 0
-                continue
-            if bad is not None:
-                bad_at = base + pos
-                resume = _find_resume(buf, pos + 1, avail, max_message_size)
-                while resume is None and base + avail < limit:
-                    # slide the window forward and keep searching for a good batch
-                    keep = buf[max(pos + 1, avail - HEADER_SIZE):]
-                    base += avail - len(keep)
-                    buf = keep + f.read(chunk_size)
-                    if base + len(buf) > limit:
-                        buf = buf[: limit - base]
-                    pos = 0
-                    avail = len(buf)
-                    resume = _find_resume(buf, 0, avail, max_message_size)
-                if resume is None:
-                    yield Damage(bad_at, "corrupt", bad + "; no valid batch after it", limit - bad_at)
+                if avail - pos < LOG_OVERHEAD + 5:
+                    yield Damage(base + pos, "truncated", f"{avail - pos} trailing bytes, less than a batch header", 0)
                     return
-                yield Damage(bad_at, "corrupt", bad, base + resume - bad_at)
-                pos = resume
-                continue
-            if magic == 2:
-                header = make_header(hdr_unpack(buf, pos))
-                ok = (not check_crc) or crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]) == header.crc
-            else:
-                try:
-                    header = read_legacy_header(buf, pos, avail)
-                except RecordFormatError as e:  # should not happen after the checks above
-                    yield Damage(base + pos, "corrupt", str(e), size)
+                length = len_unpack(buf, pos + 8)[0]
+                magic = buf[pos + 16]
+                size = length + LOG_OVERHEAD
+                if magic == 2 and length >= MIN_BATCH_LENGTH and size <= max_message_size and pos + size <= avail:
+                    # the common case, kept short: a whole v2 batch in the buffer
+                    t = hdr_unpack(buf, pos)
+                    ok = (not check_crc) or crc32c(mv[pos + ATTRIBUTES_OFFSET: pos + size]) == t[4]
+                    yield new(Entry, (base + pos, 2, new(BatchHeader, t), buf, pos, ok))
                     pos += size
                     continue
-                ok = True
-                if check_crc:
-                    ok = zlib.crc32(memoryview(buf)[pos + 16 : pos + size]) == header.crc
-            yield Entry(base + pos, magic, header, buf, pos, ok)
-            pos += size
+                bad = None
+                if magic == 2:
+                    if length < MIN_BATCH_LENGTH:
+                        bad = f"batch length {length} below the minimum {MIN_BATCH_LENGTH}"
+                    elif size > max_message_size:
+                        bad = f"batch size {size} above the maximum message size {max_message_size}"
+                elif magic in (0, 1):
+                    if length < 14 or size > max_message_size:
+                        bad = f"message size {length} out of range"
+                else:
+                    bad = f"invalid magic byte {magic}"
+                if bad is None and pos + size > avail:
+                    if base + pos + size > limit:
+                        if max_bytes is not None and limit < file_size:
+                            return  # --max-bytes cut: not damage
+                        yield Damage(base + pos, "truncated",
+                                     f"batch of {size} bytes but only {limit - base - pos} remain in the file", 0)
+                        return
+                    # read on (growing the buffer if this entry needs it)
+                    refill(pos, max(size, HEADER_SIZE))
+                    continue
+                if bad is not None:
+                    bad_at = base + pos
+                    resume = _find_resume(buf, pos + 1, avail, max_message_size)
+                    while resume is None and base + avail < limit:
+                        # slide the window forward and keep searching for a good batch
+                        refill(max(pos + 1, avail - HEADER_SIZE), HEADER_SIZE)
+                        resume = _find_resume(buf, 0, avail, max_message_size)
+                    if resume is None:
+                        yield Damage(bad_at, "corrupt", bad + "; no valid batch after it", limit - bad_at)
+                        return
+                    yield Damage(bad_at, "corrupt", bad, base + resume - bad_at)
+                    pos = resume
+                    continue
+                if magic == 2:
+                    header = new(BatchHeader, hdr_unpack(buf, pos))
+                    ok = (not check_crc) or crc32c(mv[pos + ATTRIBUTES_OFFSET: pos + size]) == header.crc
+                else:
+                    try:
+                        header = read_legacy_header(buf, pos, avail)
+                    except RecordFormatError as e:  # should not happen after the checks above
+                        yield Damage(base + pos, "corrupt", str(e), size)
+                        pos += size
+                        continue
+                    ok = True
+                    if check_crc:
+                        ok = zlib.crc32(mv[pos + 16: pos + size]) == header.crc
+                yield Entry(base + pos, magic, header, buf, pos, ok)
+                pos += size
+        finally:
+            mv.release()
+            if mm is not None:
+                try:
+                    mm.close()
+                except BufferError:
+                    pass  # a caller still holds a view of it: the mapping goes with that view
 
 
 __all__ = ["scan_log", "Entry", "Damage", "DEFAULT_MAX_MESSAGE_SIZE"]

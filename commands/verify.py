@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -92,23 +93,20 @@ class _Progress:
 
 
 def _read_index(path: Path, base: int, entry_size: int):
-    from pylog.storage.offset_index import OffsetIndex
-    from pylog.storage.time_index import TimeIndex
-
-    size = path.stat().st_size
-    cls = OffsetIndex if entry_size == 8 else TimeIndex
-    idx = cls(path, base, max(size, entry_size), writable=False)
+    """[(offset, position)] of an offset index or [(timestamp, offset)] of a time index,
+    decoded in one pass over the file's whole entries."""
+    data = path.read_bytes()
+    data = data[: len(data) - len(data) % entry_size]
+    if entry_size == 8:
+        entries = [(base + rel, p) for rel, p in struct.iter_unpack(">ii", data)]
+        blank = (base, 0)  # a crash can leave a preallocated, zero-filled tail (Kafka's dump stops there too)
+    else:
+        entries = [(ts, base + rel) for ts, rel in struct.iter_unpack(">qi", data)]
+        blank = (0, base)
     try:
-        entries = []
-        for i in range(idx.entries):
-            e = idx.entry(i)
-            # a crash can leave a preallocated, zero-filled tail (Kafka's dump stops there too)
-            if i > 0 and (e[0] if entry_size == 8 else e[1]) == base and not any(e[1:] if entry_size == 8 else e[:1]):
-                break
-            entries.append(e)
+        return entries[: entries.index(blank, 1)]
+    except ValueError:
         return entries
-    finally:
-        idx.close()
 
 
 def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, progress: _Progress | None = None,

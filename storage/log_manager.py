@@ -209,11 +209,26 @@ class LogManager:
             self._write_registry()
             self.started = True
             self._shut = False
+            self._start_cleaner()
         for w in warnings:
             log.warning(w)
         return RecoveryReport(len(self.topics), loaded, recovered, time.monotonic() - t0, warnings)
 
+    def _start_cleaner(self) -> None:
+        """The log cleaner's background threads (log.cleaner.enable / .threads / .backoff.ms)."""
+        self.cleaner = None
+        cfg = self.broker_config
+        if cfg.get("log.cleaner.enable", False) and cfg.get("log.cleaner.threads", 1) > 0:
+            from pylog.storage.cleaner import CleanerManager
+
+            self.cleaner = CleanerManager(self.all_logs, cfg, clock=self._clock)
+            self.cleaner.startup()
+
     def shutdown(self) -> None:
+        cleaner = getattr(self, "cleaner", None)
+        if cleaner is not None:
+            cleaner.shutdown()  # outside self.lock: a cleaning in progress may need all_logs()
+            self.cleaner = None
         with self.lock:
             if self._shut or not self.started:
                 return

@@ -37,7 +37,6 @@ class OffsetMap:
         self._offsets = array("q", [EMPTY]) * slots
         self.size = 0
         self.latest_offset = -1
-        self.lookups = 0
         self.probes = 0
 
     @property
@@ -62,7 +61,7 @@ class OffsetMap:
         self._offsets[:] = array("q", [EMPTY]) * self.slots
         self.size = 0
         self.latest_offset = -1
-        self.lookups = self.probes = 0
+        self.probes = 0
 
     def put(self, key: bytes, offset: int) -> None:
         self.put_many((key,), (offset,))
@@ -96,11 +95,8 @@ class OffsetMap:
                 probes += 1
                 if i == n:
                     i = 0
-        if size > self.max_entries and size >= n:
-            raise OverflowError("offset map overfilled")
         self.size = size
         self.probes += probes
-        self.lookups += len(keys) if hasattr(keys, "__len__") else 0
         if offsets:
             last = offsets[-1]
             if last > self.latest_offset:
@@ -147,3 +143,47 @@ class OffsetMap:
 
     def __repr__(self) -> str:
         return f"OffsetMap(slots={self.slots}, size={self.size}, memory={self.memory_bytes})"
+
+
+class UnboundedOffsetMap:
+    """The same interface over a dict, with no memory bound: for dry runs and
+    predictions, where one pass over the whole dirty section is wanted."""
+
+    slots = 0
+    memory_bytes = 0
+    utilization = 0.0
+    full = False
+
+    def __init__(self):
+        self._d: dict[bytes, int] = {}
+        self.latest_offset = -1
+        self.max_entries = 1 << 62
+
+    @property
+    def size(self) -> int:
+        return len(self._d)
+
+    def room(self) -> int:
+        return self.max_entries
+
+    def clear(self) -> None:
+        self._d.clear()
+        self.latest_offset = -1
+
+    def put(self, key: bytes, offset: int) -> None:
+        self.put_many((key,), (offset,))
+
+    def put_many(self, keys, offsets) -> None:
+        self._d.update(zip(keys, offsets))
+        if offsets and offsets[-1] > self.latest_offset:
+            self.latest_offset = offsets[-1]
+
+    def get(self, key: bytes) -> int:
+        return self._d.get(key, EMPTY)
+
+    def getter(self):
+        d = self._d
+        return lambda key: d.get(key, EMPTY)
+
+    def __len__(self) -> int:
+        return len(self._d)

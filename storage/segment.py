@@ -12,14 +12,25 @@ headers with their CRCs in big chunks.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from crc32c import crc32c
+
 from pylog.core.records.errors import RecordFormatError, TruncatedBatchError
-from pylog.core.records.header import LOG_OVERHEAD, BatchHeader, iter_headers, parse_header, HEADER_SIZE
+from pylog.core.records.header import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    iter_headers,
+    parse_header,
+)
 from pylog.storage.index_file import CorruptIndexError
 from pylog.storage.offset_index import OffsetIndex
 from pylog.storage.time_index import NO_TIMESTAMP, TimeIndex
@@ -33,11 +44,16 @@ SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+SWAP_END_SUFFIX = ".swap.end"  # the cleaner's note of the offsets a swap replaces (see Log._complete_swap)
 
 INT_MAX = 0x7FFFFFFF
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
 _PREFIX = struct.Struct(">qiibIhi")
 _PREFIX_SIZE = _PREFIX.size  # 27
+_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # the whole v2 header (header.py's layout)
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_new_tuple = tuple.__new__
 RECOVERY_CHUNK = 8 << 20
 
 
@@ -147,23 +163,34 @@ class LogSegment:
         index it: one write, index entries every index.interval.bytes."""
         start = self.size
         view = memoryview(buf)[:total_size]
-        written = 0
+        written = os.pwrite(self.fd, view, start)
         while written < total_size:
             written += os.pwrite(self.fd, view[written:], start + written)
-        if self.size == 0 and batches:
+        if start == 0 and batches:
             self.rolling_based_timestamp = batches[0][1].max_timestamp
         since = self.bytes_since_last_index_entry
         interval = self.index_interval_bytes
         max_ts = self.max_timestamp_so_far
+        oi = self.offset_index
+        base = self.base_offset
+        # header fields by index (h[0] base offset, h[1] batch length, h[6] last offset
+        # delta, h[8] max timestamp): the properties cost a Python call each
         for pos, h in batches:
-            if h.max_timestamp > max_ts:
-                max_ts = h.max_timestamp
-                self.offset_of_max_timestamp = h.last_offset
+            if h[8] > max_ts:
+                max_ts = h[8]
+                self.offset_of_max_timestamp = h[0] + h[6]
             if since > interval:
-                self.offset_index.append(h.last_offset, start + pos)
+                n = oi.entries
+                if n < oi.max_entries:
+                    # offsets and positions only grow on append: the checks of
+                    # OffsetIndex.append cannot fail here, so pack the entry directly
+                    _OFFSET_ENTRY.pack_into(oi._mm, n * 8, h[0] + h[6] - base, start + pos)
+                    oi.entries = n + 1
+                else:
+                    oi.append(h[0] + h[6], start + pos)  # raises: the index is full
                 self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
                 since = 0
-            since += h.batch_length + LOG_OVERHEAD
+            since += h[1] + LOG_OVERHEAD
         self.max_timestamp_so_far = max_ts
         self.bytes_since_last_index_entry = since
         self.size = start + total_size
@@ -274,55 +301,87 @@ class LogSegment:
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp = self.base_offset
         file_size = os.fstat(self.fd).st_size
-        valid = 0
         last_index_entry = 0
         expected = self.base_offset
-        last_epoch = None
         reason = None
         max_ts = NO_TIMESTAMP
         max_ts_off = self.base_offset
         interval = self.index_interval_bytes
         oi, ti = self.offset_index, self.time_index
-        chunk = bytearray(RECOVERY_CHUNK)
-        file_pos = 0
-        while file_pos < file_size and reason is None:
-            want = min(len(chunk), file_size - file_pos)
-            view = memoryview(chunk)[:want]
-            got = os.preadv(self.fd, [view], file_pos)
-            view = view[:got]
-            consumed = 0
-            try:
-                for pos, h in iter_headers(view, 0, got, verify_crc=True, max_batch_size=max_batch_size):
-                    base = h.base_offset
-                    if (base != expected) if contiguous else (base < expected):
-                        reason = f"batch base offset {base} where {expected} was expected"
+        seg_base = self.base_offset
+        # One read-only mapping of the whole file: no copy into a buffer, CRC-32C
+        # straight over the page cache. Each batch costs one header unpack and one
+        # CRC call; index entries are packed straight into the (pre-sized) index maps.
+        unpack = _BATCH_HEADER.unpack_from
+        pack_oi, pack_ti = _OFFSET_ENTRY.pack_into, _TIME_ENTRY.pack_into
+        oi_mm, ti_mm = oi._mm, ti._mm
+        oi_n, ti_n = oi.entries, ti.entries
+        oi_max, ti_max = oi.max_entries, ti.max_entries - 1  # the time index keeps a slot for the roll entry
+        ti_last = _TIME_ENTRY.unpack_from(ti_mm, (ti_n - 1) * 12)[0] if ti_n else NO_TIMESTAMP
+        pos = 0
+        mm = mmap.mmap(self.fd, file_size, prot=mmap.PROT_READ) if file_size else None
+        mv = memoryview(mm) if mm is not None else memoryview(b"")
+        try:
+            if mm is not None:
+                mm.madvise(mmap.MADV_SEQUENTIAL)
+            while pos < file_size:
+                t = None
+                if file_size - pos >= HEADER_SIZE:
+                    t = unpack(mv, pos)
+                    size = t[1] + LOG_OVERHEAD
+                    if (t[1] < MIN_BATCH_LENGTH or t[3] != 2 or pos + size > file_size
+                            or (max_batch_size is not None and size > max_batch_size)
+                            or crc32c(mv[pos + ATTRIBUTES_OFFSET:pos + size]) != t[4]):
+                        t = None
+                if t is None:
+                    # something is off here: the generic walker names the damage precisely
+                    try:
+                        _, h = next(iter_headers(mv, pos, file_size, verify_crc=True, max_batch_size=max_batch_size))
+                    except TruncatedBatchError as e:
+                        reason = f"torn batch: {e.args[0]}"
                         break
-                    last = base + h.last_offset_delta
-                    if h.last_offset_delta < 0 or last - self.base_offset > INT_MAX:
-                        reason = f"batch offsets {base}..{last} out of range for the segment"
+                    except RecordFormatError as e:
+                        reason = str(e.args[0])
                         break
-                    size = h.batch_length + LOG_OVERHEAD
-                    if h.max_timestamp > max_ts:
-                        max_ts, max_ts_off = h.max_timestamp, last
-                    at = file_pos + pos
-                    if at - last_index_entry > interval:
-                        oi.append(last, at)
-                        ti.maybe_append(max_ts, max_ts_off)
-                        last_index_entry = at
-                    if on_batch is not None:
-                        on_batch(h)
-                    expected = last + 1
-                    consumed = pos + size
-            except TruncatedBatchError as e:
-                if file_pos + got >= file_size:
-                    reason = f"torn batch: {e.args[0]}"
-                elif consumed == 0:
-                    # a batch larger than the chunk: grow the chunk and read again
-                    chunk = bytearray(len(chunk) * 2)
-            except RecordFormatError as e:
-                reason = str(e.args[0])
-            file_pos += consumed
-        valid = file_pos
+                    t = tuple(h)
+                    size = t[1] + LOG_OVERHEAD
+                base = t[0]
+                if (base != expected) if contiguous else (base < expected):
+                    reason = f"batch base offset {base} where {expected} was expected"
+                    break
+                delta = t[6]
+                last = base + delta
+                if delta < 0 or last - seg_base > INT_MAX:
+                    reason = f"batch offsets {base}..{last} out of range for the segment"
+                    break
+                if t[8] > max_ts:
+                    max_ts, max_ts_off = t[8], last
+                if pos - last_index_entry > interval:
+                    if oi_n >= oi_max or ti_n >= ti_max:
+                        # full: the index classes decide (and raise) as they always have
+                        oi.entries, ti.entries = oi_n, ti_n
+                        oi.append(last, pos)
+                        if ti.maybe_append(max_ts, max_ts_off):
+                            ti_last = max_ts
+                        oi_n, ti_n = oi.entries, ti.entries
+                    else:
+                        pack_oi(oi_mm, oi_n * 8, last - seg_base, pos)
+                        oi_n += 1
+                        if max_ts > ti_last:
+                            pack_ti(ti_mm, ti_n * 12, max_ts, max_ts_off - seg_base)
+                            ti_n += 1
+                            ti_last = max_ts
+                    last_index_entry = pos
+                if on_batch is not None:
+                    on_batch(_new_tuple(BatchHeader, t))
+                expected = last + 1
+                pos += size
+        finally:
+            oi.entries, ti.entries = oi_n, ti_n
+            mv.release()
+            if mm is not None:
+                mm.close()
+        valid = pos
         self.max_timestamp_so_far, self.offset_of_max_timestamp = max_ts, max_ts_off
         truncated = file_size - valid
         if truncated:

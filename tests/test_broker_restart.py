@@ -157,3 +157,27 @@ def test_bad_command_line_is_a_usage_error(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pylog.cli", "broker", "start", "--set", "no.such.key=1",
                         "--log-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "no.such.key" in r.stderr
+
+
+def test_sigterm_answers_a_pending_long_poll_then_exits_0(tmp_path):
+    import signal
+
+    from broker_fixtures import recv_frame
+    from pylog.core.protocol import decode_response, encode_request
+
+    b = BrokerProcess(tmp_path / "data").start()
+    s = connect(b)
+    call(s, 3, 12, {"topics": [{"name": "lp"}]})
+    s.sendall(encode_request(1, 12, 42, "t", {"max_wait_ms": 20000, "min_bytes": 1, "max_bytes": 1 << 20, "topics": [
+        {"topic": "lp", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}))
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    b.proc.send_signal(signal.SIGTERM)
+    corr, resp = decode_response(1, 12, recv_frame(s))
+    assert corr == 42 and resp["responses"][0]["partitions"][0]["error_code"] == 0
+    assert b.proc.wait(15) == 0
+    assert time.monotonic() - t0 < 10
+    b.proc = None
+    b._stderr.close()
+    b._collect()
+    assert any("stopped cleanly" in line for line in b.stdout_lines)

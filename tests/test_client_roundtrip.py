@@ -41,8 +41,14 @@ def read(bootstrap, topic, partitions, expect, timeout=20.0, **props):
     return out
 
 
+@pytest.fixture(params=["pylog", "tansu"])
+def any_broker(request):
+    return request.getfixturevalue("broker" if request.param == "pylog" else "tansu")
+
+
 @pytest.mark.parametrize("codec", CODECS)
-def test_round_trip_every_codec(broker, codec):
+def test_round_trip_every_codec(any_broker, codec):
+    broker = any_broker
     topic = f"rt-{codec}"
     create(broker.bootstrap, topic, 2)
     sent = []
@@ -253,3 +259,38 @@ def test_read_committed_drops_aborted_transactions():
     buf = txn.build() + build_end_txn_batch(0, 9, 0, 0, base_offset=1) + plain.build()
     recs, nxt, _ = e.parse_records(tp, buf, 0, [{"producer_id": 9, "first_offset": 0}])
     assert [r.value for r in recs] == [b"kept"] and nxt == 3
+
+
+def test_leader_epoch_validation_detects_truncation(broker):
+    from pylog.core.client import LogTruncationError
+
+    topic = "epochs"
+    create(broker.bootstrap, topic, 1)
+    with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+        for i in range(10):
+            p.send(topic, f"{i}".encode())
+        p.flush()
+    tp = TopicPartition(topic, 0)
+    for policy in ("earliest", "none"):
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": policy})
+        c.assign([tp])
+        c.seek(tp, 0)
+        got = []
+        while len(got) < 10:
+            got += c.poll(1000).get(tp, [])
+        eng = c.engine
+        epoch = eng.positions[tp][1]
+        assert epoch >= 0  # the position carries the leader epoch of the last batch read
+
+        async def diverge():
+            # a position past where our epoch ends on the leader: as after an unclean leader change
+            eng.seek(tp, 50, epoch)
+            eng.need_validation.add(tp)
+        c._run(diverge())
+        if policy == "none":
+            with pytest.raises(LogTruncationError, match="offset 50"):
+                c.poll(500)
+        else:
+            assert c.poll(500) == {}
+            assert c.position(tp) == 10
+        c.close()

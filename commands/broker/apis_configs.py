@@ -50,12 +50,20 @@ def apis(broker) -> list[Api]:
 
     def broker_configs(keys, synonyms_on, docs):
         cfg = broker.config
+        st = broker.settings
+        # what the broker actually runs with, where the command line decided it
+        effective = {
+            "node.id": str(broker.node_id), "broker.id": str(broker.node_id), "cluster.id": broker.cluster_id,
+            "log.dirs": ",".join(st.log_dirs),
+            "listeners": f"PLAINTEXT://{st.host}:{broker.server.port if broker.server else st.port}",
+            "advertised.listeners": f"PLAINTEXT://{st.advertised_host}:{st.advertised_port}",
+        }
         out = []
         for name, d in BROKER_CONFIGS.defs.items():
             if keys is not None and name not in keys:
                 continue
-            source = STATIC_BROKER if name in cfg.overridden else DEFAULT
-            value = d.render(cfg.get(name))
+            source = STATIC_BROKER if name in cfg.overridden or name in effective else DEFAULT
+            value = effective[name] if name in effective else d.render(cfg.get(name))
             syn = [{"name": name, "value": value, "source": source}] if synonyms_on else []
             out.append(entry(name, value, source, syn, d, docs, read_only=True))
         return out

@@ -7,7 +7,6 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from pylog.commands.broker.apis import Api, RequestContext, code_of
 from pylog.commands.broker.producer_ids import ProducerIdManager
@@ -47,7 +46,8 @@ class Broker:
         self._waiters: dict[tuple[str, int], set[asyncio.Future]] = {}
         self._all_waiters: set[asyncio.Future] = set()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pylog-log-timers")
-        self._timers: list[asyncio.TimerHandle] = []
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._stop_event: asyncio.Event | None = None
         self._busy: set[str] = set()
         self._stopping = False
         self.started_at = time.time()
@@ -95,6 +95,9 @@ class Broker:
 
     async def serve(self, ready_callback=None) -> None:
         self.loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        if self._stopping:  # a signal arrived while starting
+            self._stop_event.set()
         self.register_apis()
         cfg = self.config
         self.server = Server(
@@ -106,7 +109,6 @@ class Broker:
         if self.settings.advertised_port is None:
             self.settings.advertised_port = port
         self._start_timers()
-        self._stop_event = asyncio.Event()
         if ready_callback:
             ready_callback(port)
         await self._stop_event.wait()
@@ -115,11 +117,12 @@ class Broker:
     def request_stop(self) -> None:
         if not self._stopping:
             self._stopping = True
-            self._stop_event.set()
+            if self._stop_event is not None:
+                self._stop_event.set()
 
     async def _shutdown(self) -> None:
         log.info("shutting down")
-        for t in self._timers:
+        for t in self._timers.values():
             t.cancel()
         self.server.stop_accepting()
         # long polls answer now with what they have
@@ -154,9 +157,9 @@ class Broker:
                 self._busy.add(name)
                 fut = self.loop.run_in_executor(self._executor, self._run_job, name, fn)
                 fut.add_done_callback(lambda _f: self._busy.discard(name))
-            self._timers.append(self.loop.call_later(every, fire))
+            self._timers[name] = self.loop.call_later(every, fire)
 
-        self._timers.append(self.loop.call_later(every, fire))
+        self._timers[name] = self.loop.call_later(every, fire)
 
     @staticmethod
     def _run_job(name: str, fn) -> None:

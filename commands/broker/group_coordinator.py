@@ -34,6 +34,7 @@ from pylog.commands.broker.group_state import (
     Member,
     OffsetEntry,
 )
+from pylog.core.client import group_schemas  # noqa: F401 - until core/protocol has the group APIs
 from pylog.core.errors import KafkaError, MessageTooLargeError, RecordListTooLargeError
 from pylog.core.records import BatchBuilder, RecordBatch
 
@@ -302,12 +303,14 @@ class GroupCoordinator:
             g.initial_delay_until = now + delay
             g.initial_delay_limit = now + g.max_rebalance_timeout_ms() / 1000.0
             g.new_member_added = False
+            self._wake_at(g, g.initial_delay_until)
         else:
             g.initial_delay_until = 0.0
         if not g.is_(PREPARING):
             g.transition(PREPARING)
         g.join_deadline = now + g.max_rebalance_timeout_ms() / 1000.0
         log.debug("group %s preparing rebalance (generation %d)", g.group_id, g.generation)
+        self._maybe_complete_join(g, now)  # e.g. the last member left: nobody to wait for
 
     def _maybe_complete_join(self, g: Group, now: float) -> None:
         if not g.is_(PREPARING):
@@ -320,11 +323,19 @@ class GroupCoordinator:
                 g.new_member_added = False
                 g.initial_delay_until = min(now + self.initial_delay_ms / 1000.0, g.initial_delay_limit)
                 if now < g.initial_delay_until:
+                    self._wake_at(g, g.initial_delay_until)
                     return
             g.initial_delay_until = 0.0
         if not g.all_joined() and now < g.join_deadline:
             return
         self._complete_join(g, now)
+
+    def _wake_at(self, g: Group, when: float) -> None:
+        """Re-check the join exactly when a delay ends (the ticker alone would add up to TICK_S)."""
+        loop = getattr(self, "loop", None)
+        if loop is not None:
+            loop.call_later(max(0.0, when - time.monotonic()),
+                            lambda: self._maybe_complete_join(g, time.monotonic()))
 
     def _complete_join(self, g: Group, now: float) -> None:
         for m in list(g.members.values()):
@@ -408,6 +419,7 @@ class GroupCoordinator:
             rebalance = session
         ptype = body.get("protocol_type") or ""
         protocols = [(p.get("name") or "", bytes(p.get("metadata") or b"")) for p in body.get("protocols") or []]
+        log.debug("JoinGroup v%d group=%s member=%s instance=%s", v, gid, member_id, inst)
         if not gid:
             return self._join_error(member_id, INVALID_GROUP_ID)
         if not self.min_session <= session <= self.max_session:
@@ -509,6 +521,7 @@ class GroupCoordinator:
         gen = body.get("generation_id", -1)
         inst = body.get("group_instance_id")
         g = self.groups.get(gid)
+        log.debug("SyncGroup group=%s member=%s generation=%s state=%s", gid, mid, gen, g.state if g else None)
         if g is None or g.is_(DEAD):
             return self._sync_response(None, UNKNOWN_MEMBER_ID if g is None else COORDINATOR_NOT_AVAILABLE)
         if inst is not None and g.static.get(inst) not in (None, mid):
@@ -555,6 +568,8 @@ class GroupCoordinator:
     # ================================================================ Heartbeat
     def heartbeat(self, ctx, body):
         code = self._heartbeat_code(body)
+        if code:
+            log.debug("Heartbeat group=%s member=%s: error %d", body.get("group_id"), body.get("member_id"), code)
         return {"throttle_time_ms": 0, "error_code": code}
 
     def _heartbeat_code(self, body) -> int:
@@ -614,8 +629,6 @@ class GroupCoordinator:
         top = NONE
         if ctx.api_version < 3:
             top = results[0]["error_code"]
-        elif g is None:
-            top = NONE if items else UNKNOWN_MEMBER_ID
         return {"throttle_time_ms": 0, "error_code": top, "members": results}
 
     def leave_group_error(self, body, version, code, msg):
@@ -878,8 +891,7 @@ def apis(broker) -> list[Api]:
     gc = GroupCoordinator(broker)
     broker.group_coordinator = gc
     gc.load()
-    loop = asyncio.get_event_loop()
-    gc.start(loop)
+    gc.start(broker.loop or asyncio.get_event_loop())
     return [
         Api(10, gc.find_coordinator, 0, 6, gc.find_coordinator_error),
         Api(16, gc.list_groups, 0, 5, gc.list_groups_error),

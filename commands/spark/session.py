@@ -56,6 +56,8 @@ class SparkRun:
 
 
 _live: SparkRun | None = None
+# tests set this so one SparkSession per master serves many command invocations
+KEEP_SESSION = False
 
 
 # ---------------------------------------------------------------- Java
@@ -199,6 +201,8 @@ def open_session(settings: SessionSettings) -> SparkRun:
     # executors must run the interpreter (and its packages) the driver runs
     if _is_local(settings.master):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # a one-machine job has no business on the network: bind to loopback
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
     from pyspark import SparkConf, SparkContext
@@ -215,8 +219,6 @@ def open_session(settings: SessionSettings) -> SparkRun:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        # Arrow for the DataFrame -> Python hand-over where Spark can use it
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
     conf.update(settings.conf)
     opt = f"-Dlog4j2.configurationFile=file:{props}"
@@ -240,6 +242,10 @@ def open_session(settings: SessionSettings) -> SparkRun:
     zip_path = build_pylog_zip(work)
     sc.addPyFile(zip_path)
     spark = SparkSession(sc)
+    if "spark.sql.shuffle.partitions" not in settings.conf:
+        # Spark's 200 shuffle partitions cost seconds per aggregation on small
+        # inputs; two per core keeps every core busy
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * sc.defaultParallelism)))
     _live = SparkRun(spark, settings.master, log_file, time.monotonic() - t0, False, zip_path)
     return _live
 
@@ -270,6 +276,13 @@ def stop_session() -> None:
                     proc.wait(timeout=30)
                 except Exception:
                     pass
+
+
+def pylog_origin(_=None) -> str:
+    """Where this Python process imports pylog from (run on executors to check the shipping)."""
+    import pylog.core
+
+    return pylog.core.__file__
 
 
 def live_run() -> SparkRun | None:

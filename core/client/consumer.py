@@ -19,6 +19,7 @@ import asyncio
 import collections
 import logging
 import struct
+import threading
 import time
 from typing import NamedTuple
 
@@ -119,6 +120,9 @@ class ConsumerEngine:
         self._buffered: dict = {}  # tp -> completed fetches buffered
         self._next_fetch: dict = {}  # tp -> offset after the buffered data
         self._gen: dict = {}  # tp -> bumped on seek/reset: in-flight fetches become stale
+        # guards _buffer/_buffered/_next_fetch/positions between the loop thread and
+        # Consumer.poll's fast path, which drains buffered records on the caller's thread
+        self.lock = threading.RLock()
         self._fetching: set = set()  # nodes with a fetch in flight
         self._event: asyncio.Event | None = None
         self._error: BaseException | None = None
@@ -175,6 +179,10 @@ class ConsumerEngine:
         self._drop_buffered(tp)
 
     def _drop_buffered(self, tp):
+        with self.lock:
+            self._drop_buffered_locked(tp)
+
+    def _drop_buffered_locked(self, tp):
         self._gen[tp] = self._gen.get(tp, 0) + 1
         self._next_fetch.pop(tp, None)
         if tp in self._buffered:
@@ -359,7 +367,22 @@ class ConsumerEngine:
         self._md_task = asyncio.get_running_loop().create_task(refresh())
 
     # ---------------------------------------------------------------- fetching
+    def send_fetches_soon(self):
+        try:
+            self._send_fetches()
+        except Exception as e:  # surfaced by the next poll
+            if self._error is None:
+                self._error = e
+
     def _send_fetches(self):
+        with self.lock:
+            by_node = self._fetchable()
+        loop = asyncio.get_running_loop()
+        for node, parts in by_node.items():
+            self._fetching.add(node)
+            loop.create_task(self._fetch(node, parts))
+
+    def _fetchable(self) -> dict:
         md = self.client.metadata
         by_node: dict[int, list] = {}
         for tp in self.assignment:
@@ -378,10 +401,7 @@ class ConsumerEngine:
             if leader in self._fetching:
                 continue
             by_node.setdefault(leader, []).append((tp, pos))
-        loop = asyncio.get_running_loop()
-        for node, parts in by_node.items():
-            self._fetching.add(node)
-            loop.create_task(self._fetch(node, parts))
+        return by_node
 
     async def _fetch(self, node, parts):
         cfg = self.config
@@ -471,9 +491,12 @@ class ConsumerEngine:
                 raise error_for_code(10, f"a record batch at offset {fetch_offset} of {tp} is larger than "
                                          f"max.partition.fetch.bytes")
             return
-        self._buffer.append(_Completed(tp, records, next_offset, epoch, hw))
-        self._buffered[tp] = self._buffered.get(tp, 0) + 1
-        self._next_fetch[tp] = next_offset
+        with self.lock:
+            if gen != self._gen.get(tp, 0):
+                return
+            self._buffer.append(_Completed(tp, records, next_offset, epoch, hw))
+            self._buffered[tp] = self._buffered.get(tp, 0) + 1
+            self._next_fetch[tp] = next_offset
 
     def parse_records(self, tp, data, position, aborted=None):
         """Records at or above `position` from a fetched record set; the offset to fetch
@@ -539,6 +562,14 @@ class ConsumerEngine:
 
     def drain(self, max_records):
         """Up to max_records buffered records as {tp: [Record]}; positions advance."""
+        with self.lock:
+            return self._drain_locked(max_records)
+
+    def can_drain_directly(self) -> bool:
+        return (bool(self._buffer) and self.group is None and self._error is None and not self.reset_pending
+                and not self.need_committed and not self.need_validation)
+
+    def _drain_locked(self, max_records):
         out: dict = {}
         n = 0
         buf = self._buffer
@@ -577,6 +608,8 @@ class ConsumerEngine:
             if self._error is not None:
                 e, self._error = self._error, None
                 raise e
+            if self.client.metadata_age() * 1000 >= self.config["metadata.max.age.ms"]:
+                self._refresh_soon()
             if self.group is not None:
                 await self.group.poll(self)
             try:
@@ -739,7 +772,15 @@ class Consumer:
         """{TopicPartition: [Record]} with at most max.poll.records records."""
         if self._closed:
             raise UsageError("consumer is closed")
-        return self._run(self.engine.poll(timeout_ms / 1000.0))
+        eng = self.engine
+        if eng.can_drain_directly():
+            # records already fetched: hand them over without a round trip to the loop
+            # thread, and let it send the next fetches
+            recs = eng.drain(eng.max_poll_records)
+            if recs:
+                self._loop.call_soon(eng.send_fetches_soon)
+                return recs
+        return self._run(eng.poll(timeout_ms / 1000.0))
 
     def close(self):
         if self._closed:

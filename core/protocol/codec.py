@@ -199,10 +199,20 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:
         pos = 4
         if schema.response_header_version(api_version) >= 1:
             pos = skip_tagged_fields(buf, pos, end)
-        body, pos = schema.codec("response", api_version)[0](buf, pos, end)
+        if api_key == 18 and api_version > 0 and _api_versions_fallback(buf, pos, end):
+            # A broker that does not know the requested ApiVersions version
+            # answers UNSUPPORTED_VERSION with a v0 body (KIP-511); so does pylog.
+            body, pos = schema.codec("response", 0)[0](buf, pos, end)
+        else:
+            body, pos = schema.codec("response", api_version)[0](buf, pos, end)
     except _DECODE_FAILURES as e:
         raise InvalidRequestError(f"malformed {schema.name} v{api_version} response: {e or type(e).__name__}") from None
     return correlation_id, body
+
+
+def _api_versions_fallback(buf, pos, end) -> bool:
+    (error_code,) = _I16.unpack_from(buf, pos)
+    return error_code == 35
 
 
 def _response_prefix(schema, api_version, correlation_id) -> bytearray:

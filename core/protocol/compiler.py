@@ -15,6 +15,7 @@ Generated signatures:
 from __future__ import annotations
 
 import struct
+import threading
 import uuid
 
 from pylog.core.protocol import types as T
@@ -46,6 +47,9 @@ _NS: dict = {
 _CACHE: dict = {}
 _SOURCES: dict = {}
 _counter = [0]
+# Clients compile lazily from several threads (e.g. a heartbeat thread); the
+# cache entry is written before the generated code exists, so compile under a lock.
+_LOCK = threading.RLock()
 
 
 def _const(value) -> str:
@@ -78,14 +82,16 @@ def _fixed(field: Field) -> bool:
 
 
 def compile_struct(fields, version: int, flexible: bool):
-    names = _struct_fns(fields, version, flexible)
-    return _NS[names[0]], _NS[names[1]]
+    with _LOCK:
+        names = _struct_fns(fields, version, flexible)
+        return _NS[names[0]], _NS[names[1]]
 
 
 def generated_source(fields, version: int, flexible: bool) -> str:
-    """The generated Python for a struct (debugging aid)."""
-    _struct_fns(fields, version, flexible)
-    return "\n".join(src for src in _SOURCES.values())
+    """The generated Python of one struct (debugging aid; nested structs have their own)."""
+    with _LOCK:
+        names = _struct_fns(fields, version, flexible)
+        return _SOURCES[names]
 
 
 def _struct_fns(fields, version, flexible):
@@ -212,8 +218,12 @@ def _gen_decoder(name, fields, version, flexible):
     if flexible:
         for i, f in tagged:
             lines.append(f"    v{i} = {_lit(default_of(f))}")
-        lines.append("    _nt, pos = _ruv(buf, pos)")
-        lines.append("    for _ in range(_nt):")
+        # Almost every struct carries no tagged fields: one byte, 0.
+        lines.append("    if buf[pos] == 0:")
+        lines.append("        pos += 1")
+        lines.append("    else:")
+        lines.append("      _nt, pos = _ruv(buf, pos)")
+        lines.append("      for _ in range(_nt):")
         lines.append("        _tag, pos = _ruv(buf, pos)")
         lines.append("        _sz, pos = _ruv(buf, pos)")
         lines.append("        _te = pos + _sz")

@@ -1,0 +1,295 @@
+"""`pylog groups list|describe|reset-offsets|delete`: kafka-consumer-groups for pylog."""
+from __future__ import annotations
+
+import datetime as _dt
+
+import click
+
+from pylog.cli.console import emit_json, err, out
+from pylog.cli.options import bootstrap_option, json_option, properties_options
+from pylog.core.config import CONSUMER_CONFIGS
+from pylog.core.errors import PylogError, UsageError
+
+from pylog.commands.client_common import client_props
+
+ACTIVE_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance")
+
+
+class GroupActiveError(PylogError):
+    """The group has live members: offsets can only be changed while it is empty."""
+
+
+def _print_table(headers, rows) -> None:
+    """Plain aligned columns (kafka-consumer-groups style): never truncated, easy to grep."""
+    cols = [list(map(str, headers))] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cols) for i in range(len(headers))]
+    for r in cols:
+        out.print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), markup=False, highlight=False)
+
+
+def _admin(bootstrap, properties):
+    from pylog.core.client.group_admin import GroupAdmin
+
+    return GroupAdmin(client_props(bootstrap, properties, CONSUMER_CONFIGS))
+
+
+@click.group("groups")
+def groups():
+    """List, describe, reset and delete consumer groups.
+
+    Works against any Kafka-protocol broker (pylog's, Apache Kafka, Redpanda...)
+    the way kafka-consumer-groups.sh does: describe shows each partition's
+    committed offset, log end offset and lag next to the member that owns it.
+    """
+
+
+@groups.command("list")
+@bootstrap_option
+@click.option("--state", "states", multiple=True, metavar="STATE",
+              help="Only groups in this state (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead); "
+                   "repeatable.")
+@properties_options
+@json_option
+def list_(bootstrap, states, properties, as_json):
+    """List the consumer groups with their protocol type and state."""
+    with _admin(bootstrap, properties) as admin:
+        gs = admin.list_groups()
+    wanted = {s.lower() for s in states}
+    if wanted:
+        gs = [g for g in gs if g["state"].lower() in wanted]
+    if as_json:
+        emit_json(gs)
+        return
+    if not gs:
+        err.print("no consumer groups", style="dim")
+        return
+    _print_table(("GROUP", "STATE", "PROTOCOL-TYPE"), [(g["group_id"], g["state"], g["protocol_type"]) for g in gs])
+
+
+def _offset_rows(admin, desc, committed):
+    owner = {}
+    for m in desc.members:
+        for tp in m.assignment:
+            owner[tp] = m
+    tps = sorted(set(committed) | set(owner))
+    ends = admin.list_offsets({tp: -1 for tp in tps}) if tps else {}
+    rows = []
+    for tp in tps:
+        c = committed.get(tp)
+        end = ends.get(tp, -1)
+        m = owner.get(tp)
+        rows.append({
+            "topic": tp.topic, "partition": tp.partition,
+            "current_offset": c[0] if c else None,
+            "log_end_offset": end if end >= 0 else None,
+            "lag": (end - c[0]) if c and end >= 0 else None,
+            "consumer_id": m.member_id if m else None,
+            "host": m.client_host if m else None,
+            "client_id": m.client_id if m else None,
+        })
+    return rows
+
+
+@groups.command("describe")
+@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True)
+@bootstrap_option
+@click.option("--members", "show_members", is_flag=True,
+              help="List the members (id, instance id, client, host, assignment) instead of the offsets.")
+@properties_options
+@json_option
+def describe(group_ids, bootstrap, show_members, properties, as_json):
+    """State, protocol, members and per-partition offsets of each GROUP.
+
+    For every partition the group committed or is assigned: the committed
+    offset (CURRENT-OFFSET), the partition's end (LOG-END-OFFSET), the LAG
+    between them, and the member that owns the partition now ("-" when none).
+    """
+    results = []
+    with _admin(bootstrap, properties) as admin:
+        for gid in group_ids:
+            desc = admin.describe_group(gid)
+            committed = admin.committed(gid)
+            rows = _offset_rows(admin, desc, committed)
+            results.append((desc, rows))
+    if as_json:
+        emit_json([{
+            "group": d.group_id, "state": d.state, "protocol_type": d.protocol_type, "protocol": d.protocol,
+            "coordinator": {"node_id": d.coordinator[0], "host": d.coordinator[1], "port": d.coordinator[2]}
+            if d.coordinator else None,
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "host": m.client_host,
+                         "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
+                        for m in d.members],
+            "offsets": rows,
+        } for d, rows in results])
+        return
+    for i, (d, rows) in enumerate(results):
+        if i:
+            out.print()
+        coord = f"{d.coordinator[1]}:{d.coordinator[2]} (id: {d.coordinator[0]})" if d.coordinator else "-"
+        out.print(f"GROUP {d.group_id}  state: {d.state}  protocol: {d.protocol_type or '-'}"
+                  f"/{d.protocol or '-'}  members: {len(d.members)}  coordinator: {coord}")
+        if d.state == "Dead":
+            err.print(f"consumer group '{d.group_id}' does not exist", style="yellow")
+            continue
+        if show_members:
+            _print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"),
+                         [(m.member_id, m.group_instance_id or "-", m.client_host, m.client_id, len(m.assignment),
+                           ",".join(map(str, m.assignment)) or "-") for m in d.members])
+            continue
+        if not rows:
+            err.print(f"consumer group '{d.group_id}' has no committed offsets and no assignment", style="dim")
+            continue
+        def s(v):
+            return "-" if v is None else str(v)
+        _print_table(("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                      "CLIENT-ID"),
+                     [(r["topic"], r["partition"], s(r["current_offset"]), s(r["log_end_offset"]), s(r["lag"]),
+                       s(r["consumer_id"]), s(r["host"]), s(r["client_id"])) for r in rows])
+
+
+def parse_datetime(text: str) -> int:
+    """Kafka's --to-datetime 'YYYY-MM-DDTHH:mm:SS.sss' (local time unless a zone is given), or ms."""
+    t = text.strip()
+    if t.isdigit():
+        return int(t)
+    try:
+        d = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS[.sss][+HH:MM] "
+                         "or milliseconds since the epoch") from None
+    if d.tzinfo is None:
+        d = d.astimezone()  # local time, as kafka-consumer-groups does
+    return int(d.timestamp() * 1000)
+
+
+def _parse_topic_spec(spec: str):
+    name, sep, parts = spec.partition(":")
+    if not name:
+        raise UsageError(f"--topic {spec!r}: expected TOPIC or TOPIC:P[,P...]")
+    if not sep:
+        return name, None
+    try:
+        return name, sorted({int(p) for p in parts.split(",") if p.strip()})
+    except ValueError:
+        raise UsageError(f"--topic {spec!r}: partitions must be numbers") from None
+
+
+@groups.command("reset-offsets")
+@click.argument("group_id", metavar="GROUP")
+@bootstrap_option
+@click.option("--topic", "-t", "topic_specs", multiple=True, metavar="TOPIC[:P,P...]",
+              help="Reset this topic (optionally only these partitions); repeatable.")
+@click.option("--all-topics", is_flag=True, help="Reset every topic the group has committed offsets for.")
+@click.option("--to-earliest", "how", flag_value="earliest", help="To each partition's log start offset.")
+@click.option("--to-latest", "how", flag_value="latest", help="To each partition's log end offset.")
+@click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="N",
+              help="To offset N (clamped to the partition's start..end).")
+@click.option("--to-datetime", default=None, metavar="T",
+              help="To the first offset whose timestamp is at or after T (YYYY-MM-DDTHH:mm:SS.sss, local time "
+                   "unless a zone is given, or epoch ms).")
+@click.option("--shift-by", type=int, default=None, metavar="N",
+              help="Move the committed offset by N (negative: back), clamped to start..end.")
+@click.option("--dry-run/--execute", "dry_run", default=True, show_default=True,
+              help="Only show the new offsets, or commit them.")
+@properties_options
+@json_option
+def reset_offsets(group_id, bootstrap, topic_specs, all_topics, how, to_offset, to_datetime, shift_by, dry_run,
+                  properties, as_json):
+    """Reset the committed offsets of GROUP (which must have no active members).
+
+    Exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime,
+    --shift-by; the partitions come from --topic or --all-topics. Without
+    --execute nothing is changed: the plan is printed.
+    """
+    from pylog.core.client.consumer import TopicPartition
+
+    modes = [m for m in (how, to_offset is not None and "offset", to_datetime is not None and "datetime",
+                         shift_by is not None and "shift") if m]
+    if len(modes) != 1:
+        raise UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
+    if bool(topic_specs) == all_topics:
+        raise UsageError("give either --topic (repeatable) or --all-topics")
+    mode = modes[0]
+    ts = parse_datetime(to_datetime) if mode == "datetime" else None
+    with _admin(bootstrap, properties) as admin:
+        desc = admin.describe_group(group_id)
+        if desc.state in ACTIVE_STATES:
+            raise GroupActiveError(
+                f"assignments can only be reset if the group '{group_id}' is inactive, but the current state "
+                f"is {desc.state} ({len(desc.members)} members)")
+        committed = admin.committed(group_id)
+        if all_topics:
+            tps = sorted(committed)
+            if not tps:
+                raise UsageError(f"group '{group_id}' has no committed offsets; name the topics with --topic")
+        else:
+            tps = []
+            for spec in topic_specs:
+                name, parts = _parse_topic_spec(spec)
+                have = admin.partitions(name)
+                for p in parts if parts is not None else have:
+                    if p not in have:
+                        raise UsageError(f"topic {name} has no partition {p}")
+                    tps.append(TopicPartition(name, p))
+        start = admin.list_offsets({tp: -2 for tp in tps})
+        end = admin.list_offsets({tp: -1 for tp in tps})
+        if mode == "datetime":
+            at = admin.list_offsets({tp: ts for tp in tps})
+        new = {}
+        for tp in tps:
+            lo, hi = start[tp], end[tp]
+            cur = committed.get(tp, (None,))[0]
+            if mode == "earliest":
+                n = lo
+            elif mode == "latest":
+                n = hi
+            elif mode == "offset":
+                n = to_offset
+            elif mode == "datetime":
+                n = at.get(tp, -1)
+                n = hi if n < 0 else n
+            else:
+                n = (cur if cur is not None else hi) + shift_by
+            new[tp] = min(max(n, lo), hi)
+        if not dry_run:
+            admin.alter_offsets(group_id, new)
+    rows = [{"group": group_id, "topic": tp.topic, "partition": tp.partition,
+             "previous_offset": committed.get(tp, (None,))[0], "new_offset": n} for tp, n in new.items()]
+    if as_json:
+        emit_json({"group": group_id, "executed": not dry_run, "offsets": rows})
+        return
+    _print_table(("GROUP", "TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"),
+                 [(r["group"], r["topic"], r["partition"], "-" if r["previous_offset"] is None else r["previous_offset"],
+                   r["new_offset"]) for r in rows])
+    if dry_run:
+        err.print("dry run: nothing changed (use --execute to commit these offsets)", style="yellow")
+
+
+@groups.command("delete")
+@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True)
+@bootstrap_option
+@properties_options
+@json_option
+def delete(group_ids, bootstrap, properties, as_json):
+    """Delete each GROUP and its committed offsets (the group must be empty)."""
+    from pylog.core.errors import ERROR_NAMES
+
+    with _admin(bootstrap, properties) as admin:
+        res = admin.delete_groups(list(group_ids))
+    if as_json:
+        emit_json([{"group": g, "deleted": c == 0, "error": None if c == 0 else ERROR_NAMES.get(c, str(c))}
+                   for g, c in res.items()])
+    failed = [g for g, c in res.items() if c]
+    if not as_json:
+        for g, c in res.items():
+            if c == 0:
+                out.print(f"deleted group {g}")
+            elif c == 68:
+                err.print(f"group {g} is not empty: stop its consumers first (NON_EMPTY_GROUP)", style="red")
+            elif c == 69:
+                err.print(f"group {g} does not exist (GROUP_ID_NOT_FOUND)", style="red")
+            else:
+                err.print(f"group {g}: {ERROR_NAMES.get(c, c)}", style="red")
+    if failed:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,298 @@
+"""Click commands `pylog spark-ingest` and `pylog spark-compaction`."""
+from __future__ import annotations
+
+import functools
+import sys
+import time
+
+import click
+
+from pylog.cli.options import bootstrap_option, json_option, merge_properties
+from pylog.core.errors import UsageError
+
+
+def spark_options(f):
+    """--master, --conf, --app-name and --spark-log, the same on both commands."""
+
+    @click.option("--master", default="local[*]", show_default=True, metavar="URL",
+                  help="Spark master: local[N], local-cluster[W,C,MB], spark://HOST:PORT, yarn, k8s://...")
+    @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+                  help="Any Spark setting, e.g. --conf spark.executor.memory=2g (repeatable).")
+    @click.option("--app-name", default=None, metavar="NAME", help="Spark application name.")
+    @click.option("--spark-log", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+                  help="Where Spark's own log goes (default: a new file under $TMPDIR/pylog-spark/, "
+                       "named in the summary).")
+    @functools.wraps(f)
+    def wrapper(*args, master, spark_conf, app_name, spark_log, **kwargs):
+        from pylog.commands.spark.session import SessionSettings, parse_conf
+
+        kwargs["settings"] = SessionSettings(master=master, app_name=app_name or f"pylog {f.__name__.replace('_', '-')}",
+                                             conf=parse_conf(spark_conf), log_file=spark_log)
+        return f(*args, **kwargs)
+
+    return wrapper
+
+
+def _progress_factory(sc, enabled):
+    from pylog.commands.spark.progress import JobProgress
+
+    def make(label, records=None, bytes_=None):
+        return JobProgress(sc, label, records=records, bytes_=bytes_, enabled=enabled)
+
+    return make
+
+
+def _run_info(run) -> dict:
+    return {"master": run.master, "spark_startup_seconds": round(run.startup_seconds, 3),
+            "session_reused": run.reused, "spark_log": run.log_file}
+
+
+def _finish_session(run) -> None:
+    from pylog.commands.spark import session
+
+    if not session.KEEP_SESSION:
+        session.stop_session()
+
+
+@click.command("spark-ingest")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--topic", "-t", required=True, help="Kafka topic to write.")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv", "parquet", "text"]), default=None,
+              help="Input format; by default inferred from the file extension (.json/.jsonl, .csv, .parquet, .txt).")
+@click.option("--key-column", default=None, metavar="COL", help="Column holding the record key (default: no key).")
+@click.option("--value-column", default=None, metavar="COL",
+              help="Column holding the record value (default: the whole row as a JSON object; the line for text).")
+@click.option("--headers-columns", default=None, metavar="COL[,COL...]",
+              help="Columns sent as record headers, named after the column.")
+@click.option("--timestamp-column", default=None, metavar="COL",
+              help="Column holding the record timestamp: epoch milliseconds, a timestamp, or ISO-8601 text "
+                   "(default: the time of writing).")
+@click.option("--csv-header/--no-csv-header", default=True, show_default=True,
+              help="Whether CSV inputs start with a header line (without one columns are _c0, _c1, ...).")
+@click.option("--csv-delimiter", default=",", show_default=True, metavar="CHAR", help="CSV field separator (\\t for tab).")
+@click.option("--mode", type=click.Choice(["produce", "segments"]), default="produce", show_default=True,
+              help="produce: send through a broker with a pylog producer per task; segments: write Kafka "
+                   "segments straight into --log-dir (offline bulk load).")
+@bootstrap_option
+@click.option("--log-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="segments mode: the log dir to write (reachable at the same path from every executor).")
+@click.option("--append", is_flag=True, help="segments mode: add to partitions that already hold data.")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Create the topic with N partitions when it does not exist (required then).")
+@click.option("--topic-config", multiple=True, metavar="KEY=VALUE",
+              help="Topic config for a topic this command creates, e.g. cleanup.policy=compact (repeatable).")
+@click.option("--acks", type=click.Choice(["all", "-1", "0", "1"]), default="all", show_default=True,
+              help="produce mode: acknowledgements the producer waits for.")
+@click.option("--compression", type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]), default="none",
+              show_default=True, help="Batch compression (both modes).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True, metavar="BYTES",
+              help="Batch size in bytes (Kafka's batch.size), both modes.")
+@click.option("--linger-ms", type=click.IntRange(min=0), default=5, show_default=True,
+              help="produce mode: Kafka's linger.ms.")
+@click.option("--idempotence/--no-idempotence", default=True, show_default=True,
+              help="produce mode: idempotent producer (Kafka's enable.idempotence; needs acks=all).")
+@click.option("-X", "--property", "x_props", multiple=True, metavar="KEY=VALUE",
+              help="produce mode: any producer property by its Kafka name (repeatable).")
+@click.option("--tasks", type=click.IntRange(min=1), default=None, metavar="N",
+              help="produce mode: number of producer tasks (default: one per input split).")
+@spark_options
+@json_option
+def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, timestamp_column, csv_header,
+                 csv_delimiter, mode, bootstrap, log_dir, append, partitions, topic_config, acks, compression,
+                 batch_size, linger_ms, idempotence, x_props, tasks, settings, as_json):
+    """Bulk-load files into a Kafka topic with Spark.
+
+    Reads INPUT files or folders (JSON lines, CSV, Parquet or plain text) and
+    turns each row into a Kafka record: key from --key-column, value from
+    --value-column (or the whole row as JSON), headers from --headers-columns,
+    timestamp from --timestamp-column. Each row goes to the partition the Java
+    client would choose: murmur2 of the key bytes, sticky for rows without a key.
+
+    \b
+    --mode produce (default): every Spark task runs a pylog producer against
+      --bootstrap (idempotent, batching, compression and acks as options).
+      Delivery is at least once: a Spark task that is retried sends its split
+      again. At the end the records acknowledged per partition are checked
+      against the broker's end offsets.
+    --mode segments: offline bulk load into --log-dir. One task per Kafka
+      partition writes Kafka-format segments, indexes, snapshots and
+      checkpoints with pylog's storage engine; the topic is created (with
+      --partitions) when missing. Partitions that hold data are refused unless
+      --append. No broker may run on DIR meanwhile; afterwards `pylog verify
+      DIR` passes and `pylog broker start --log-dir DIR` serves the data.
+
+    \b
+    Examples:
+      pylog spark-ingest events.jsonl --topic events --key-column user_id --partitions 6
+      pylog spark-ingest data/*.parquet -t events --mode segments --log-dir /var/pylog --partitions 12
+      pylog spark-ingest logs.txt -t lines --master local-cluster[2,1,1024] --json
+
+    Spark's own log goes to a file named in the summary. pylog ships its code to
+    the executors; they need Python with pylog's dependencies (crc32c, lz4,
+    zstandard, cramjam) but not pylog itself.
+    """
+    from pylog.commands.spark.ingest import IngestOptions, run_ingest
+    from pylog.commands.spark.session import open_session
+
+    if mode == "segments" and not log_dir:
+        raise UsageError("--mode segments needs --log-dir DIR")
+    if mode == "produce" and (log_dir or append):
+        raise UsageError("--log-dir and --append belong to --mode segments")
+    opts = IngestOptions(
+        inputs=list(inputs), topic=topic, fmt=fmt, key_column=key_column, value_column=value_column,
+        headers_columns=[c.strip() for c in (headers_columns or "").split(",") if c.strip()],
+        timestamp_column=timestamp_column, csv_header=csv_header, csv_delimiter=csv_delimiter, mode=mode,
+        bootstrap=bootstrap, log_dir=log_dir, append=append, partitions=partitions,
+        topic_configs=merge_properties(None, topic_config, "--topic-config"), acks=acks, compression=compression,
+        batch_size=batch_size, linger_ms=linger_ms, idempotence=idempotence,
+        producer_props=merge_properties(None, x_props), tasks=tasks,
+    )
+    if mode == "segments":
+        from pylog.storage.log_manager import validate_topic_name
+
+        validate_topic_name(topic)
+    t0 = time.monotonic()
+    run = open_session(settings)
+    try:
+        doc = run_ingest(run.spark, opts, _progress_factory(run.spark.sparkContext, not as_json))
+    finally:
+        _finish_session(run)
+    doc.update(_run_info(run))
+    doc["total_seconds"] = round(time.monotonic() - t0, 3)
+    doc["job_seconds"] = round(doc["job_seconds"], 3)
+    if as_json:
+        from pylog.commands.spark.progress import print_json
+
+        print_json(doc)
+    else:
+        _print_ingest(doc)
+    if doc["partitions_mismatched"]:
+        sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)
+
+
+def _print_ingest(doc: dict) -> None:
+    from pylog.commands.spark.progress import grid, human_bytes, kv_table, print_tables
+
+    rate = doc["records"] / doc["job_seconds"] if doc["job_seconds"] else 0.0
+    rows = [("mode", doc["mode"]), ("topic", doc["topic"]),
+            ("target", doc.get("bootstrap") or doc.get("log_dir")),
+            ("inputs", f"{', '.join(doc['inputs'])} ({doc['format']})"),
+            ("records", f"{doc['records']:,}"), ("payload bytes", human_bytes(doc["bytes"])),
+            ("tasks", doc["tasks"]), ("job time", f"{doc['job_seconds']:.2f} s ({rate:,.0f} records/s)"),
+            ("spark start-up", f"{doc['spark_startup_seconds']:.2f} s" + (" (session reused)" if doc["session_reused"] else "")),
+            ("master", doc["master"]), ("delivery", doc["delivery"]), ("spark log", doc["spark_log"])]
+    if doc["mode"] == "segments":
+        rows.insert(2, ("topic id", doc["topic_id"] + (" (created)" if doc["topic_created"] else "")))
+        cols = ["partition", "records", "bytes", "start offset", "end offset", "check"]
+        body = [[p["partition"], f"{p['records']:,}", human_bytes(p["bytes"]), p["start_offset"], p["end_offset"],
+                 "ok" if p["match"] else "MISMATCH"] for p in doc["partitions"]]
+    else:
+        cols = ["partition", "acknowledged", "end offset before", "end offset after", "check"]
+        body = [[p["partition"], f"{p['acknowledged']:,}", p["end_offset_before"], p["end_offset_after"],
+                 "ok" if p["match"] else f"MISMATCH ({p['end_offset_delta'] - p['acknowledged']:+d})"]
+                for p in doc["partitions"]]
+    print_tables(kv_table("spark-ingest", rows), grid("per partition", cols, body))
+    if doc["partitions_mismatched"]:
+        from pylog.cli.console import err
+
+        err.print(f"[red]{doc['partitions_mismatched']} partition(s) do not match the broker's end offsets "
+                  f"(retried tasks or other producers)[/]")
+
+
+@click.command("spark-compaction")
+@click.argument("path", type=click.Path(exists=True), metavar="PATH")
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable).")
+@click.option("--top-keys", type=click.IntRange(min=0), default=5, show_default=True, metavar="N",
+              help="Hottest keys to list per partition.")
+@click.option("--html", "html_path", default=None, type=click.Path(dir_okay=False), metavar="REPORT.html",
+              help="Also write a self-contained HTML report (saving per partition, key-frequency distribution).")
+@click.option("--if-dirty", is_flag=True,
+              help="Predict for `pylog compact --if-dirty`: only partitions whose dirty ratio reaches "
+                   "min.cleanable.dirty.ratio are cleaned (by default every compacted partition is).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Topic config override, as `pylog compact --set` takes it (repeatable), "
+                   "e.g. --set delete.retention.ms=0.")
+@click.option("--now-ms", type=int, default=None, hidden=True,
+              help="Pretend the current time is this (epoch ms), for tests.")
+@spark_options
+@json_option
+def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, settings, as_json):
+    """Predict what log compaction would leave, with Spark.
+
+    PATH is a log dir or one or more partition folders' parent, or a single
+    partition folder. One Spark task per segment decodes its batches into rows
+    (topic, partition, segment, offset, key hash, key size, value size,
+    tombstone, timestamp, producer id). Per partition it reports segments,
+    records, bytes, distinct keys, tombstones, the dirty section beyond
+    cleaner-offset-checkpoint and its dirty ratio, the records and bytes that
+    would remain after compaction (delete.retention.ms applied, using the
+    cleaner's own retention rule), the saving in percent and the hottest keys.
+
+    The prediction is what `pylog compact PATH` (with the same --if-dirty and
+    --set) leaves when run at the same moment on the same files: the rewrite
+    goes through the cleaner's own batch filter. Nothing is written to PATH,
+    so it also runs on the log dir of a live broker (or a copy of it).
+
+    \b
+    Examples:
+      pylog spark-compaction /var/pylog
+      pylog spark-compaction /var/pylog/orders-3 --json
+      pylog spark-compaction /var/pylog --html report.html --master local[2]
+    """
+    from pylog.commands.spark.compaction import run_compaction_report, write_html
+    from pylog.commands.spark.session import open_session
+    from pylog.core.config import TOPIC_CONFIGS
+
+    overrides = merge_properties(None, sets, "--set")
+    for k in overrides:
+        if k not in TOPIC_CONFIGS:
+            raise UsageError(f"--set {k}: not a topic config")
+    t0 = time.monotonic()
+    run = open_session(settings)
+    try:
+        doc = run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys, now_ms=now_ms,
+                                    force=not if_dirty, overrides=overrides,
+                                    progress_factory=_progress_factory(run.spark.sparkContext, not as_json))
+    finally:
+        _finish_session(run)
+    doc.update(_run_info(run))
+    doc["total_seconds"] = round(time.monotonic() - t0, 3)
+    if html_path:
+        write_html(doc, html_path)
+        doc["html"] = html_path
+    if as_json:
+        from pylog.commands.spark.progress import print_json
+
+        print_json(doc)
+    else:
+        _print_compaction(doc)
+
+
+def _print_compaction(doc: dict) -> None:
+    from pylog.commands.spark.progress import grid, human_bytes, kv_table, print_tables
+
+    t = doc["totals"]
+    rows = [("path", doc["path"]), ("partitions", len(doc["partitions"])), ("segments", t["segments"]),
+            ("records", f"{t['records']:,}"), ("bytes", human_bytes(t["bytes"])),
+            ("after compaction", f"{t['records_after']:,} records, {human_bytes(t['bytes_after'])}"),
+            ("saving", f"{t['saving_percent']:.1f} %"), ("job time", f"{doc['job_seconds']:.2f} s"),
+            ("spark start-up", f"{doc['spark_startup_seconds']:.2f} s" + (" (session reused)" if doc["session_reused"] else "")),
+            ("master", doc["master"]), ("retention rule", doc["retention_rule"]), ("spark log", doc["spark_log"])]
+    if doc.get("html"):
+        rows.append(("html report", doc["html"]))
+    cols = ["partition", "segs", "records", "bytes", "keys", "tombstones", "dirty", "dirty ratio",
+            "records after", "bytes after", "saving"]
+    body = []
+    for p in doc["partitions"]:
+        body.append([f"{p['topic']}-{p['partition']}", p["segments"], f"{p['records']:,}", human_bytes(p["bytes"]),
+                     f"{p['distinct_keys']:,}", f"{p['tombstones']:,}", human_bytes(p["dirty_bytes"]),
+                     f"{p['dirty_ratio']:.2f}", f"{p['records_after']:,}", human_bytes(p["bytes_after"]),
+                     f"{p['saving_percent']:.1f} %"])
+    tables = [kv_table("spark-compaction", rows), grid("per partition", cols, body)]
+    hot = []
+    for p in doc["partitions"]:
+        for k in p["hottest_keys"]:
+            hot.append([f"{p['topic']}-{p['partition']}", k["key"], f"{k['records']:,}"])
+    if hot:
+        tables.append(grid("hottest keys", ["partition", "key", "records"], hot))
+    print_tables(*tables)

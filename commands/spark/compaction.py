@@ -1,0 +1,479 @@
+"""`pylog spark-compaction`: what compaction would leave, predicted with Spark.
+
+Three Spark jobs over the segment files (nothing is written to the log dir):
+1. segment summaries, one task per segment: size, batch count, record count,
+   first batch / largest timestamp, each producer's last batch (header walk);
+2. record rows, one task per segment: every record of every data batch as
+   (topic, partition, segment, offset, key hash, key size, value size,
+   tombstone, timestamp, producer id) plus its batch bounds; a DataFrame,
+   cached, from which Spark SQL computes distinct keys, tombstones, hottest
+   keys, the key-frequency distribution and each key's latest offset in the
+   dirty section (the cleaner's offset map);
+3. the rewrite, one task per segment: every batch goes through the cleaner's
+   own `compaction_rules.filter_batch` with that offset map, so the records
+   and bytes predicted are those `pylog compact` writes.
+The dirty section and whether a partition is cleaned at all come from the
+cleaner's `cleanable_section` / `should_clean` on the segment summaries.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from pylog.core.errors import DataError, UsageError
+
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+CHUNK = 8 << 20
+KEY_PREVIEW = 40
+
+# The cleaner's rules (storage/compaction_rules.py): the prediction calls these
+# and nothing else to decide what stays, so it cannot drift from `pylog compact`.
+from pylog.storage.compaction_rules import (  # noqa: E402
+    SegmentStat,
+    batch_records_data,
+    cleanable_section,
+    filter_batch,
+    should_clean,
+)
+
+
+def key_hash(key: bytes) -> bytes:
+    """128-bit digest standing for a key in Spark rows and in the offset map."""
+    return hashlib.md5(key).digest()
+
+
+# ---------------------------------------------------------------- discovery (driver)
+def find_partitions(path: str, topics: list[str] | None = None) -> tuple[Path, list[tuple[str, int, Path]]]:
+    """(log dir, [(topic, partition, folder)]) for a log dir or a partition folder."""
+    p = Path(path).resolve()
+    if not p.is_dir():
+        raise UsageError(f"{path} is not a directory (give a log dir or a partition folder)")
+    m = _PARTITION_DIR.match(p.name)
+    if m and any(f.name.endswith(".log") for f in p.iterdir()):
+        found = [(m.group(1), int(m.group(2)), p)]
+        log_dir = p.parent
+    else:
+        log_dir = p
+        found = []
+        for d in sorted(p.iterdir()):
+            mm = _PARTITION_DIR.match(d.name)
+            if d.is_dir() and mm and not d.name.startswith(".") and not d.name.endswith("-delete"):
+                found.append((mm.group(1), int(mm.group(2)), d))
+    if topics:
+        found = [f for f in found if f[0] in topics]
+    found.sort(key=lambda f: (f[0], f[1]))
+    if not found:
+        raise DataError(f"no partition folders (<topic>-<partition>) in {path}"
+                        + (f" for topic {', '.join(topics)}" if topics else ""))
+    return log_dir, found
+
+
+def list_segments(folder: Path) -> list[int]:
+    return sorted(int(f.name[:-4]) for f in folder.iterdir() if f.name.endswith(".log") and f.name[:-4].isdigit())
+
+
+def topic_configs(log_dir: Path, names: set[str], overrides: dict[str, str] | None = None) -> dict:
+    """Each topic's typed config as the storage engine resolves it (registry overrides +
+    defaults), with `overrides` on top as `pylog compact --set` applies them."""
+    from pylog.core.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigError, topic_defaults_from_broker
+    from pylog.storage import LogManager
+
+    registry = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({}))._read_registry()
+    base = topic_defaults_from_broker(BROKER_CONFIGS.resolve({}))
+    out = {}
+    for n in names:
+        props = dict(registry.get(n, {}).get("overrides", {}))
+        props.update(overrides or {})
+        try:
+            out[n] = TOPIC_CONFIGS.resolve(props, base=base)
+        except ConfigError as e:
+            raise UsageError(f"--set: {e}") from None
+    return out
+
+
+def log_start_offsets(log_dir: Path) -> dict:
+    from pylog.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT, read_offset_checkpoint_or_empty
+
+    try:
+        return read_offset_checkpoint_or_empty(log_dir / LOG_START_OFFSET_CHECKPOINT)
+    except DataError:
+        return {}
+
+
+# ---------------------------------------------------------------- executor side
+def _batches(path: str):
+    """(buffer, position, header) of every v2 batch of a segment file, read in chunks."""
+    from pylog.core.records.header import HEADER_SIZE, LOG_OVERHEAD, compute_crc, parse_header
+
+    with open(path, "rb", buffering=0) as f:
+        fd = f.fileno()
+        end = os.fstat(fd).st_size
+        pos = 0
+        while pos < end:
+            buf = os.pread(fd, min(CHUNK, end - pos), pos)
+            off = 0
+            n = len(buf)
+            while off + HEADER_SIZE <= n:
+                h = parse_header(buf, off)
+                size = h.batch_length + LOG_OVERHEAD
+                if h.magic != 2:
+                    raise DataError(f"{path}: batch at position {pos + off} has magic {h.magic}; the compaction "
+                                    f"analysis reads record format v2 only")
+                if off + size > n:
+                    break
+                if compute_crc(buf, off, size) != h.crc:
+                    raise DataError(f"{path}: CRC mismatch in the batch at position {pos + off}")
+                yield buf, off, h
+                off += size
+            if off == 0:  # one batch larger than the chunk
+                h = parse_header(buf, 0)
+                size = h.batch_length + LOG_OVERHEAD
+                buf = os.pread(fd, size, pos)
+                if len(buf) < size:
+                    raise DataError(f"{path}: torn batch at position {pos}")
+                if compute_crc(buf, 0, size) != h.crc:
+                    raise DataError(f"{path}: CRC mismatch in the batch at position {pos}")
+                yield buf, 0, h
+                off = size
+            pos += off
+
+
+def segment_summary(seg: dict) -> dict:
+    """Header walk of one segment: what the cleaner's section choice needs."""
+    size = os.path.getsize(seg["path"])
+    batches = records = 0
+    first_ts = -1
+    max_ts = -1
+    last_offset = seg["base"] - 1
+    producers: dict[int, list] = {}  # pid -> [last data offset, last timestamp, epoch]
+    for _, _, h in _batches(seg["path"]):
+        if batches == 0:
+            first_ts = h.max_timestamp
+        batches += 1
+        records += h.record_count
+        if h.max_timestamp > max_ts:
+            max_ts = h.max_timestamp
+        last_offset = h.last_offset
+        if h.producer_id >= 0:
+            e = producers.get(h.producer_id)
+            if h.attributes & 0x20:  # a transaction marker: no data offset; a new epoch forgets the old batches
+                if e is None:
+                    e = producers[h.producer_id] = [-1, h.max_timestamp, h.producer_epoch]
+                elif e[2] != h.producer_epoch:
+                    e[0], e[2] = -1, h.producer_epoch
+                e[1] = h.max_timestamp
+            else:
+                producers[h.producer_id] = [h.last_offset, h.max_timestamp, h.producer_epoch]
+    if max_ts < 0:
+        max_ts = int(os.stat(seg["path"]).st_mtime * 1000)  # LogSegment.largest_timestamp falls back to mtime
+    return dict(seg, size=size, batches=batches, records=records, first_batch_ts=first_ts, largest_ts=max_ts,
+                last_offset=last_offset, producers=producers)
+
+
+def segment_rows(seg: dict, acc_records=None, acc_bytes=None):
+    """One row per record of the data batches of a segment."""
+    from pylog.core.records import decode_records
+
+    topic, part, base = seg["topic"], seg["partition"], seg["base"]
+    n = 0
+    nbytes = 0
+    for buf, off, h in _batches(seg["path"]):
+        size = h.batch_length + 12
+        nbytes += size
+        if h.attributes & 0x20 or h.record_count == 0:
+            continue
+        raw = memoryview(buf)[off:off + size]
+        data = batch_records_data(raw, h)
+        pid = h.producer_id
+        bb, bl = h.base_offset, h.last_offset
+        for r in decode_records(data, h.base_offset, h.base_timestamp):
+            k = r.key
+            v = r.value
+            if k is None:
+                kh = None
+                ks = -1
+                preview = None
+            else:
+                kh = key_hash(k)
+                ks = len(k)
+                preview = k[:KEY_PREVIEW].decode("utf-8", "replace")
+            yield (topic, part, base, r.offset, kh, ks, -1 if v is None else len(v), v is None, r.timestamp, pid,
+                   bb, bl, preview)
+            n += 1
+    if acc_records is not None:
+        acc_records.add(n)
+        acc_bytes.add(nbytes)
+
+
+def segment_after(seg: dict, plan: dict, latest_bc) -> dict:
+    """Apply the cleaner's filter to one segment; records/bytes that stay."""
+    from pylog.core.records.header import LOG_OVERHEAD
+
+    key = (seg["topic"], seg["partition"])
+    p = plan[key]
+    if not p["clean"] or seg["base"] >= p["end"] or seg["base"] == p["active_base"]:
+        return {"seg": (seg["topic"], seg["partition"], seg["base"]), "records": None, "bytes": None}
+    latest_map = latest_bc.value.get(key, {})
+    get = latest_map.get
+
+    def latest_of(k):
+        return get(key_hash(k), -1)
+
+    producers = p["producers"]
+    now = p["now_ms"]
+    retention = p["delete_retention_ms"]
+    kept = out_bytes = tomb_gone = 0
+    for buf, off, h in _batches(seg["path"]):
+        size = h.batch_length + LOG_OVERHEAD
+        raw = memoryview(buf)[off:off + size]
+        pid = h.producer_id
+        retain_empty = pid >= 0 and producers.get(pid, -2) == h.last_offset
+        r = filter_batch(raw, h, latest_of, now, retention, retain_empty)
+        tomb_gone += r.tombstones_removed
+        if r.data is None:
+            continue
+        kept += r.kept
+        out_bytes += len(r.data)
+    return {"seg": (seg["topic"], seg["partition"], seg["base"]), "records": kept, "bytes": out_bytes,
+            "tombstones_removed": tomb_gone}
+
+
+# ---------------------------------------------------------------- driver side
+def live_producers(summaries: list[dict], now_ms: int, expiration_ms: int) -> dict[int, int]:
+    """producer id -> last data offset, as the producer state the cleaner asks holds it:
+    the newest batch of each producer, producers idle for producer.id.expiration.ms
+    forgotten (as a load from the shutdown snapshot does)."""
+    state: dict[int, list] = {}
+    for s in sorted(summaries, key=lambda s: s["base"]):
+        for pid, e in s["producers"].items():
+            state[pid] = e
+    return {pid: e[0] for pid, e in state.items() if now_ms - e[1] < expiration_ms}
+
+
+ROW_SCHEMA = ("topic string, partition int, segment long, offset long, key_hash binary, key_size int, "
+              "value_size int, tombstone boolean, timestamp long, producer_id long, batch_base long, "
+              "batch_last long, key_preview string")
+
+
+def _freq_bucket(n: int) -> str:
+    if n <= 1:
+        return "1"
+    lo = 1 << (n - 1).bit_length() - 1
+    return f"{lo + 1}-{lo * 2}" if lo * 2 > lo + 1 else str(lo * 2)
+
+
+def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, top_keys: int = 5,
+                          now_ms: int | None = None, force: bool = True, overrides: dict[str, str] | None = None,
+                          progress_factory=None) -> dict:
+    """The report. `force` and `overrides` mean what `pylog compact` (force unless
+    --if-dirty) and its `--set` mean, so the prediction matches that command."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from pylog.storage.cleaner import read_cleaner_checkpoint
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    log_dir, parts = find_partitions(path, topics)
+    configs = topic_configs(log_dir, {t for t, _, _ in parts}, overrides)
+    starts_ckpt = log_start_offsets(log_dir)
+    cleaner_ckpt = read_cleaner_checkpoint(log_dir)
+    segs = []
+    for topic, part, folder in parts:
+        for base in list_segments(folder):
+            segs.append({"topic": topic, "partition": part, "base": base,
+                         "path": str(folder / f"{base:020d}.log")})
+    sc = spark.sparkContext
+    t0 = time.monotonic()
+    if not segs:
+        raise DataError(f"no segment files under {path}")
+    seg_rdd = sc.parallelize(segs, len(segs))
+
+    def progress(label, rec=None, byt=None):
+        if progress_factory is None:
+            from contextlib import nullcontext
+            return nullcontext()
+        return progress_factory(label, rec, byt)
+
+    with progress("segment summaries"):
+        summaries = seg_rdd.map(segment_summary).collect()
+    by_part: dict[tuple[str, int], list[dict]] = {}
+    for s in summaries:
+        by_part.setdefault((s["topic"], s["partition"]), []).append(s)
+
+    # the cleaner's view of each partition: dirty section, ratio, whether it would clean
+    from pylog.core.config import BROKER_CONFIGS
+
+    expiration_ms = BROKER_CONFIGS.resolve({})["producer.id.expiration.ms"]
+    plan = {}
+    for topic, part, folder in parts:
+        ss = sorted(by_part.get((topic, part), []), key=lambda s: s["base"])
+        cfg = configs[topic]
+        stats = [SegmentStat(s["base"], s["size"], s["largest_ts"], s["first_batch_ts"]) for s in ss]
+        start = max(starts_ckpt.get((topic, part), 0), ss[0]["base"] if ss else 0)
+        section = cleanable_section(stats, checkpoint=cleaner_ckpt.get((topic, part)), log_start_offset=start,
+                                    now_ms=now, min_compaction_lag_ms=cfg["min.compaction.lag.ms"],
+                                    max_compaction_lag_ms=cfg["max.compaction.lag.ms"])
+        compacted = "compact" in cfg["cleanup.policy"]
+        clean = compacted and section.first_uncleanable > section.first_dirty and \
+            (force or should_clean(section, cfg["min.cleanable.dirty.ratio"]))
+        plan[(topic, part)] = {
+            "clean": clean, "compacted": compacted, "section": section, "end": section.first_uncleanable,
+            "first_dirty": section.first_dirty, "active_base": ss[-1]["base"] if ss else 0,
+            "producers": live_producers(ss, now, expiration_ms),
+            "now_ms": now, "delete_retention_ms": cfg["delete.retention.ms"],
+            "min_ratio": cfg["min.cleanable.dirty.ratio"],
+        }
+
+    acc_records = sc.accumulator(0)
+    acc_bytes = sc.accumulator(0)
+    rows_rdd = seg_rdd.mapPartitions(lambda it: (r for s in it for r in segment_rows(s, acc_records, acc_bytes)))
+    df = spark.createDataFrame(rows_rdd, ROW_SCHEMA).persist()
+    bounds = spark.createDataFrame([(t, p, v["first_dirty"], v["end"]) for (t, p), v in plan.items()],
+                                   "topic string, partition int, first_dirty long, upper long")
+    with progress("decode records", acc_records, acc_bytes):
+        per_part = {(r["topic"], r["partition"]): r for r in df.groupBy("topic", "partition").agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(F.col("tombstone").cast("long")).alias("tombstones"),
+            F.sum(F.when(F.col("key_hash").isNull(), 1).otherwise(0)).alias("keyless"),
+        ).collect()}
+    keyed = df.where(F.col("key_hash").isNotNull()).join(F.broadcast(bounds), ["topic", "partition"])
+    # the cleaner's map covers whole batches from the one holding first_dirty to the one before upper
+    in_dirty = (F.col("batch_last") >= F.col("first_dirty")) & (F.col("batch_base") < F.col("upper"))
+    keys = keyed.groupBy("topic", "partition", "key_hash").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.max(F.when(in_dirty, F.col("offset"))).alias("latest"),
+        F.first("key_preview").alias("preview"),
+    ).persist()
+    with progress("key statistics"):
+        distinct = {(r["topic"], r["partition"]): r["keys"]
+                    for r in keys.groupBy("topic", "partition").agg(F.count(F.lit(1)).alias("keys")).collect()}
+        w = Window.partitionBy("topic", "partition").orderBy(F.col("n").desc(), F.col("preview"))
+        hot: dict = {}
+        if top_keys:
+            for r in keys.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= top_keys) \
+                    .orderBy("topic", "partition", "rank").collect():
+                hot.setdefault((r["topic"], r["partition"]), []).append({"key": r["preview"], "records": r["n"]})
+        freq_rows = keys.groupBy("topic", "n").agg(F.count(F.lit(1)).alias("keys")).collect()
+        latest_rows = keys.where(F.col("latest").isNotNull()).select("topic", "partition", "key_hash", "latest") \
+            .collect()
+    latest: dict = {}
+    for r in latest_rows:
+        latest.setdefault((r["topic"], r["partition"]), {})[bytes(r["key_hash"])] = r["latest"]
+    latest_bc = sc.broadcast(latest)
+    with progress("predict rewrite"):
+        after = {a["seg"]: a for a in seg_rdd.map(lambda s: segment_after(s, plan, latest_bc)).collect()}
+    latest_bc.unpersist()
+    keys.unpersist()
+    df.unpersist()
+    elapsed = time.monotonic() - t0
+
+    freq: dict[str, dict[str, int]] = {}
+    for r in freq_rows:
+        b = freq.setdefault(r["topic"], {})
+        label = _freq_bucket(r["n"])
+        b[label] = b.get(label, 0) + r["keys"]
+
+    out_parts = []
+    tot = {"segments": 0, "records": 0, "bytes": 0, "records_after": 0, "bytes_after": 0}
+    for topic, part, folder in parts:
+        ss = sorted(by_part.get((topic, part), []), key=lambda s: s["base"])
+        p = plan[(topic, part)]
+        sec = p["section"]
+        records = sum(s["records"] for s in ss)
+        size = sum(s["size"] for s in ss)
+        rec_after = byt_after = 0
+        for s in ss:
+            a = after[(topic, part, s["base"])]
+            rec_after += s["records"] if a["records"] is None else a["records"]
+            byt_after += s["size"] if a["bytes"] is None else a["bytes"]
+        pp = per_part.get((topic, part))
+        entry = {
+            "topic": topic, "partition": part, "segments": len(ss), "records": records, "bytes": size,
+            "distinct_keys": distinct.get((topic, part), 0),
+            "tombstones": pp["tombstones"] if pp else 0, "keyless_records": pp["keyless"] if pp else 0,
+            "compacted_topic": p["compacted"], "would_clean": p["clean"],
+            "cleaner_checkpoint": sec.first_dirty, "first_uncleanable_offset": sec.first_uncleanable,
+            "clean_bytes": sec.clean_bytes, "dirty_bytes": sec.dirty_bytes, "dirty_ratio": round(sec.dirty_ratio, 6),
+            "min_cleanable_dirty_ratio": p["min_ratio"],
+            "records_after": rec_after, "bytes_after": byt_after,
+            "saving_percent": round(100.0 * (size - byt_after) / size, 3) if size else 0.0,
+            "hottest_keys": hot.get((topic, part), []),
+        }
+        out_parts.append(entry)
+        tot["segments"] += len(ss)
+        tot["records"] += records
+        tot["bytes"] += size
+        tot["records_after"] += rec_after
+        tot["bytes_after"] += byt_after
+    tot["saving_percent"] = round(100.0 * (tot["bytes"] - tot["bytes_after"]) / tot["bytes"], 3) if tot["bytes"] else 0.0
+    return {
+        "path": str(Path(path).resolve()),
+        "log_dir": str(log_dir),
+        "now_ms": now,
+        "retention_rule": "storage.compaction_rules (the cleaner's own filter_batch)",
+        "if_dirty": not force,
+        "overrides": dict(overrides or {}),
+        "partitions": out_parts,
+        "totals": tot,
+        "key_frequency": freq,
+        "job_seconds": round(elapsed, 3),
+    }
+
+
+# ---------------------------------------------------------------- HTML report
+def _bar_chart(title: str, items: list[tuple[str, float]], unit: str, width: int = 720) -> str:
+    bar_h, gap, left, top = 18, 6, 180, 30
+    height = top + len(items) * (bar_h + gap) + 20
+    vmax = max([v for _, v in items] + [1e-9])
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+             f'aria-label="{html.escape(title)}">',
+             f'<text x="0" y="18" font-weight="bold">{html.escape(title)}</text>']
+    span = width - left - 90
+    for i, (label, v) in enumerate(items):
+        y = top + i * (bar_h + gap)
+        w = max(0.0, span * v / vmax)
+        parts.append(f'<text x="{left - 8}" y="{y + 13}" text-anchor="end" font-size="12">{html.escape(label)}</text>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="#3b7dd8"/>')
+        parts.append(f'<text x="{left + w + 6:.1f}" y="{y + 13}" font-size="12">{v:,.1f}{unit}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def write_html(doc: dict, path: str) -> None:
+    saving = [(f"{p['topic']}-{p['partition']}", float(p["saving_percent"])) for p in doc["partitions"]]
+    charts = [_bar_chart("Saving after compaction per partition (%)", saving, " %")]
+    for topic, buckets in sorted(doc["key_frequency"].items()):
+        items = sorted(buckets.items(), key=lambda kv: int(kv[0].split("-")[0]))
+        charts.append(_bar_chart(f"Key frequency in {topic}: keys by number of records per key",
+                                 [(f"{k} records", float(v)) for k, v in items], " keys"))
+    rows = []
+    for p in doc["partitions"]:
+        hot = ", ".join(f"{html.escape(str(k['key']))} ({k['records']})" for k in p["hottest_keys"])
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
+            f"{p['topic']}-{p['partition']}", p["segments"], p["records"], p["bytes"], p["distinct_keys"],
+            p["tombstones"], p["dirty_bytes"], f"{p['dirty_ratio']:.3f}", p["records_after"], p["bytes_after"],
+            f"{p['saving_percent']:.1f} %")) + f"<td>{hot}</td></tr>")
+    t = doc["totals"]
+    body = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>pylog compaction report</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child,td:last-child{{text-align:left}}</style>
+</head><body>
+<h1>Compaction report for {html.escape(doc['path'])}</h1>
+<p>{t['records']:,} records in {t['bytes']:,} bytes; after compaction {t['records_after']:,} records in
+{t['bytes_after']:,} bytes (saving {t['saving_percent']:.1f} %). Prediction made with {html.escape(doc['retention_rule'])}
+at {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(doc['now_ms'] / 1000))}.</p>
+{''.join(f'<div>{c}</div>' for c in charts)}
+<h2>Per partition</h2>
+<table><tr><th>partition</th><th>segments</th><th>records</th><th>bytes</th><th>distinct keys</th><th>tombstones</th>
+<th>dirty bytes</th><th>dirty ratio</th><th>records after</th><th>bytes after</th><th>saving</th><th>hottest keys</th></tr>
+{''.join(rows)}</table>
+<script type="application/json" id="data">{html.escape(json.dumps(doc, default=str))}</script>
+</body></html>
+"""
+    Path(path).write_text(body, encoding="utf-8")

@@ -1,0 +1,589 @@
+"""`pylog spark-ingest`: input files -> Kafka records, through a broker or straight into segments.
+
+Driver side: read the input as a DataFrame, project it in Spark SQL to
+(key binary, value binary, headers array<struct<k,v>>, timestamp long), then
+- produce mode: one pylog Producer per input task, which partitions exactly as
+  the Java client (murmur2 of the key, sticky for null keys); the counts it
+  acknowledged per partition are compared with the broker's end offsets.
+- segments mode: each row gets its Kafka partition in Python (pylog's
+  partitioner; null keys sticky per input task, switching after batch.size
+  bytes), rows are shuffled with an identity partitioner so one Spark task
+  holds exactly one Kafka partition (input order kept by sorting on the row's
+  input position), and that task writes the partition with pylog's storage
+  engine into a staging folder inside the log dir. After every task succeeded
+  the driver moves the segment files in and lets LogManager write the
+  checkpoints, snapshots and clean-shutdown marker.
+
+Functions that run on executors are module-level and import only pylog.core,
+pylog.storage and the standard library (executors need no click or rich).
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pylog.core.errors import DataError, UsageError
+
+FORMATS = ("json", "csv", "parquet", "text")
+_EXTENSIONS = {
+    ".json": "json", ".jsonl": "json", ".ndjson": "json",
+    ".csv": "csv", ".tsv": "csv",
+    ".parquet": "parquet", ".pq": "parquet",
+    ".txt": "text", ".text": "text", ".log": "text",
+}
+_COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".snappy", ".deflate", ".xz")
+STAGING_DIR = ".pylog-spark-staging"
+RECORD_OVERHEAD = 21  # upper bound of a v2 record's framing (varints, attributes), for sticky switching
+
+
+@dataclass
+class IngestOptions:
+    inputs: list[str]
+    topic: str
+    fmt: str | None = None
+    key_column: str | None = None
+    value_column: str | None = None
+    headers_columns: list[str] = field(default_factory=list)
+    timestamp_column: str | None = None
+    csv_header: bool = True
+    csv_delimiter: str = ","
+    mode: str = "produce"
+    bootstrap: str = "127.0.0.1:9092"
+    log_dir: str | None = None
+    append: bool = False
+    partitions: int | None = None
+    topic_configs: dict[str, str] = field(default_factory=dict)
+    acks: str = "all"
+    compression: str = "none"
+    batch_size: int = 16384
+    linger_ms: int = 5
+    idempotence: bool = True
+    producer_props: dict[str, str] = field(default_factory=dict)
+    tasks: int | None = None
+
+
+# ---------------------------------------------------------------- input
+def infer_format(path: str) -> str | None:
+    name = path.rstrip("/").lower()
+    for suffix in _COMPRESSED:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return _EXTENSIONS.get(os.path.splitext(name)[1])
+
+
+def resolve_format(inputs: list[str], fmt: str | None) -> str:
+    if fmt:
+        return fmt
+    found = set()
+    for p in inputs:
+        f = infer_format(p)
+        if f is None and "://" not in p and os.path.isdir(p):
+            for child in sorted(os.listdir(p)):
+                if child.startswith((".", "_")):
+                    continue
+                f = infer_format(child)
+                if f:
+                    break
+        if f is None:
+            raise UsageError(f"cannot tell the format of {p} from its name: give --format ({'|'.join(FORMATS)})")
+        found.add(f)
+    if len(found) > 1:
+        raise UsageError(f"inputs mix formats ({', '.join(sorted(found))}): give one kind, or --format")
+    return found.pop()
+
+
+def check_inputs(inputs: list[str]) -> None:
+    for p in inputs:
+        if "://" not in p and not os.path.exists(p):
+            raise UsageError(f"input {p} does not exist")
+
+
+def read_input(spark, opts: IngestOptions, fmt: str):
+    paths = [p if "://" in p else os.path.abspath(p) for p in opts.inputs]
+    reader = spark.read
+    try:
+        if fmt == "json":
+            return reader.json(paths, mode="FAILFAST")
+        if fmt == "csv":
+            delim = "\t" if opts.csv_delimiter == "\\t" else opts.csv_delimiter
+            return reader.csv(paths, header=opts.csv_header, sep=delim, inferSchema=False, mode="FAILFAST")
+        if fmt == "parquet":
+            return reader.parquet(*paths)
+        if fmt == "text":
+            return reader.text(paths)
+    except Exception as e:  # AnalysisException and friends: one line
+        raise DataError(f"cannot read {fmt} input: {_spark_message(e)}") from None
+    raise UsageError(f"unknown format {fmt}")
+
+
+def _spark_message(e: BaseException) -> str:
+    text = getattr(e, "getMessage", None)
+    try:
+        msg = text() if callable(text) else str(e)
+    except Exception:
+        msg = str(e)
+    return " ".join(msg.split())[:400]
+
+
+def _as_binary(col, dtype):
+    """Spark expression turning a column into the bytes pylog sends: strings UTF-8,
+    binary as is, nested types as JSON, other scalars as their text form."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.BinaryType):
+        return col
+    if isinstance(dtype, T.StringType):
+        return F.encode(col, "UTF-8")
+    if isinstance(dtype, (T.StructType, T.ArrayType, T.MapType)):
+        return F.encode(F.to_json(col), "UTF-8")
+    return F.encode(col.cast("string"), "UTF-8")
+
+
+def _as_millis(col, dtype):
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
+        return F.unix_millis(col.cast("timestamp"))
+    if isinstance(dtype, T.DateType):
+        return F.unix_millis(col.cast("timestamp"))
+    if isinstance(dtype, T.StringType):
+        # epoch milliseconds as digits, else an ISO-8601 date-time
+        return F.coalesce(col.cast("long"), F.unix_millis(F.to_timestamp(col)))
+    return col.cast("long")
+
+
+def project(df, opts: IngestOptions, fmt: str):
+    """The DataFrame of (k binary, v binary, h array<struct<k:string,v:binary>>, t long)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    wanted = [c for c in (opts.key_column, opts.value_column, opts.timestamp_column) if c] + list(opts.headers_columns)
+    missing = [c for c in wanted if c not in types]
+    if missing:
+        raise UsageError(f"no column {', '.join(map(repr, missing))} in the input; columns are: "
+                         f"{', '.join(types) or '(none)'}")
+    cols = []
+    if opts.key_column:
+        cols.append(_as_binary(F.col(f"`{opts.key_column}`"), types[opts.key_column]).alias("k"))
+    else:
+        cols.append(F.lit(None).cast(T.BinaryType()).alias("k"))
+    if opts.value_column:
+        cols.append(_as_binary(F.col(f"`{opts.value_column}`"), types[opts.value_column]).alias("v"))
+    elif fmt == "text":
+        cols.append(F.encode(F.col("value"), "UTF-8").alias("v"))
+    else:
+        cols.append(F.encode(F.to_json(F.struct(*[F.col(f"`{c}`") for c in types])), "UTF-8").alias("v"))
+    if opts.headers_columns:
+        cols.append(F.array(*[
+            F.struct(F.lit(h).alias("k"), _as_binary(F.col(f"`{h}`"), types[h]).alias("v"))
+            for h in opts.headers_columns
+        ]).alias("h"))
+    else:
+        cols.append(F.lit(None).cast("array<struct<k:string,v:binary>>").alias("h"))
+    if opts.timestamp_column:
+        cols.append(_as_millis(F.col(f"`{opts.timestamp_column}`"), types[opts.timestamp_column]).alias("t"))
+    else:
+        cols.append(F.lit(None).cast("long").alias("t"))
+    return df.select(*cols)
+
+
+def _headers(h):
+    return [(x[0], bytes(x[1]) if x[1] is not None else None) for x in h] if h else ()
+
+
+# ---------------------------------------------------------------- executor side: produce
+def produce_task(rows, ctx: dict, acc_records, acc_bytes):
+    """Send one input partition through a pylog Producer; yields one result dict."""
+    from pylog.core.client import Producer
+
+    counts: dict[int, int] = defaultdict(int)
+    failures = [0, None]
+
+    def on_done(md, error):
+        if error is not None:
+            failures[0] += 1
+            if failures[1] is None:
+                failures[1] = error
+        else:
+            counts[md.partition] += 1
+
+    topic = ctx["topic"]
+    n = nbytes = 0
+    producer = Producer(ctx["props"])
+    try:
+        send = producer.send
+        for r in rows:
+            k, v, h, t = r
+            k = bytes(k) if k is not None else None
+            v = bytes(v) if v is not None else None
+            send(topic, v, k, timestamp=t, headers=_headers(h) or None, callback=on_done)
+            n += 1
+            nbytes += (len(k) if k else 0) + (len(v) if v else 0)
+        producer.flush()
+    finally:
+        producer.close()
+    if failures[0]:
+        e = failures[1]
+        raise RuntimeError(f"{failures[0]} of {n} records were not delivered: {e.__class__.__name__}: {e}")
+    acc_records.add(n)
+    acc_bytes.add(nbytes)
+    yield {"counts": dict(counts), "records": n, "bytes": nbytes}
+
+
+# ---------------------------------------------------------------- executor side: segments
+def assign_partitions(index: int, rows, num_partitions: int, batch_size: int):
+    """((kafka_partition, (input_task, row_number)), (k, v, h, t)) for each row.
+
+    Keyed rows: pylog's murmur2 partitioner (the Java client's choice). Keyless
+    rows: a sticky partition per input task that moves on once batch.size bytes
+    went to it, as the Java client's sticky partitioner moves on when a batch is
+    full. Seeded by the input task index so a retried task makes the same
+    choices (a Spark shuffle needs deterministic map output)."""
+    from pylog.core.client.partitioner import StickyPartitioner, partition_for_key
+
+    random.seed(index * 7919 + num_partitions)
+    sticky = StickyPartitioner()
+    current = None
+    filled = 0
+    for i, r in enumerate(rows):
+        k, v, h, t = r
+        k = bytes(k) if k is not None else None
+        v = bytes(v) if v is not None else None
+        hs = _headers(h)
+        if k is not None:
+            p = partition_for_key(k, num_partitions)
+        else:
+            if current is None:
+                current = sticky.partition("t", num_partitions)
+            p = current
+            filled += (len(v) if v else 0) + RECORD_OVERHEAD + sum(len(a) + len(b or b"") for a, b in hs)
+            if filled >= batch_size:
+                current = sticky.next_partition("t", num_partitions, prev=current)
+                filled = 0
+        yield (p, index, i), (k, v, hs, t)
+
+
+def staging_root(log_dir: str) -> Path:
+    return Path(log_dir) / STAGING_DIR
+
+
+def write_partition_task(kp: int, rows, ctx: dict, acc_records, acc_bytes):
+    """Write one Kafka partition's rows (already in input order) into its staging folder."""
+    from pylog.core.config import BROKER_CONFIGS, TOPIC_CONFIGS, topic_defaults_from_broker
+    from pylog.core.records import BatchBuilder
+    from pylog.storage import Log
+
+    topic = ctx["topic"]
+    start = ctx["start_offsets"][kp]
+    pdir = staging_root(ctx["log_dir"]) / f"{topic}-{kp}"
+    # a retried task starts again from nothing: the staging folder is its own
+    shutil.rmtree(pdir, ignore_errors=True)
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        yield {"partition": kp, "records": 0, "bytes": 0, "end_offset": start}
+        return
+    config = TOPIC_CONFIGS.resolve(ctx["overrides"], base=topic_defaults_from_broker(BROKER_CONFIGS.resolve({})))
+    log = Log(pdir, config, topic=topic, partition=kp, log_start_offset=start)
+    codec = ctx["codec"]
+    batch_size = ctx["batch_size"]
+    epoch = ctx["leader_epoch"]
+    now = int(time.time() * 1000)
+    n = nbytes = 0
+    try:
+        def rows_with_first():
+            yield first
+            yield from rows
+
+        b = BatchBuilder(codec=codec)
+        for _, (k, v, hs, t) in rows_with_first():
+            if b.record_count and b.size_in_bytes() + len(k or b"") + len(v or b"") + RECORD_OVERHEAD > batch_size:
+                log.append_as_leader(bytearray(b.build()), epoch)
+                b = BatchBuilder(codec=codec)
+            b.append(now if t is None else t, k, v, hs)
+            n += 1
+            nbytes += (len(k) if k else 0) + (len(v) if v else 0)
+        if b.record_count:
+            log.append_as_leader(bytearray(b.build()), epoch)
+        log.flush()
+        end = log.log_end_offset
+    finally:
+        log.close()
+    acc_records.add(n)
+    acc_bytes.add(nbytes)
+    yield {"partition": kp, "records": n, "bytes": nbytes, "end_offset": end}
+
+
+# ---------------------------------------------------------------- driver side
+def _codec(name: str) -> int:
+    from pylog.core.records import CODEC_IDS
+
+    try:
+        return CODEC_IDS[name]
+    except KeyError:
+        raise UsageError(f"unknown compression {name!r}; one of: {', '.join(CODEC_IDS)}") from None
+
+
+def producer_props(opts: IngestOptions) -> dict[str, str]:
+    props = {
+        "bootstrap.servers": opts.bootstrap,
+        "acks": opts.acks,
+        "compression.type": opts.compression,
+        "batch.size": str(opts.batch_size),
+        "linger.ms": str(opts.linger_ms),
+        "enable.idempotence": "true" if opts.idempotence else "false",
+    }
+    props.update(opts.producer_props)
+    if props["enable.idempotence"] == "true" and props["acks"] not in ("all", "-1"):
+        props["enable.idempotence"] = "false"  # acks=0/1 cannot be idempotent; Kafka turns it off the same way
+    return props
+
+
+def run_produce(spark, df, opts: IngestOptions, progress_factory) -> dict:
+    from pylog.core.client import Admin
+    from pylog.core.client.producer import resolve_producer_config
+
+    props = producer_props(opts)
+    resolve_producer_config(props)  # bad -X values fail here, in one line, not in every task
+    admin_props = {"bootstrap.servers": opts.bootstrap}
+    with Admin(admin_props) as admin:
+        try:
+            info = admin.describe_topic(opts.topic)
+        except Exception as e:
+            if opts.partitions is None:
+                raise DataError(f"topic {opts.topic} is not on {opts.bootstrap} ({e}); create it first "
+                                f"or give --partitions N") from None
+            admin.create_topic(opts.topic, opts.partitions, configs=opts.topic_configs)
+            info = _wait_topic(admin, opts.topic)
+        parts = sorted(info.partitions) if isinstance(info.partitions, dict) else list(range(len(info.partitions)))
+        _, before = admin.offsets(opts.topic, parts)
+    sc = spark.sparkContext
+    acc_records = sc.accumulator(0)
+    acc_bytes = sc.accumulator(0)
+    ctx = {"topic": opts.topic, "props": props}
+    rdd = df.rdd
+    if opts.tasks:
+        rdd = rdd.repartition(opts.tasks)
+    t0 = time.monotonic()
+    with progress_factory("produce", acc_records, acc_bytes):
+        results = rdd.mapPartitions(lambda rows: produce_task(rows, ctx, acc_records, acc_bytes)).collect()
+    elapsed = time.monotonic() - t0
+    acked: dict[int, int] = defaultdict(int)
+    for r in results:
+        for p, c in r["counts"].items():
+            acked[int(p)] += c
+    with Admin(admin_props) as admin:
+        _, after = admin.offsets(opts.topic, parts)
+    rows = []
+    mismatched = 0
+    for p in parts:
+        delta = after[p] - before[p]
+        ok = delta == acked.get(p, 0)
+        mismatched += not ok
+        rows.append({"partition": p, "acknowledged": acked.get(p, 0), "end_offset_before": before[p],
+                     "end_offset_after": after[p], "end_offset_delta": delta, "match": ok})
+    return {
+        "mode": "produce",
+        "topic": opts.topic,
+        "bootstrap": opts.bootstrap,
+        "records": sum(r["records"] for r in results),
+        "bytes": sum(r["bytes"] for r in results),
+        "tasks": len(results),
+        "job_seconds": elapsed,
+        "delivery": "at-least-once (a retried Spark task sends its whole input split again)",
+        "partitions": rows,
+        "partitions_mismatched": mismatched,
+    }
+
+
+def _wait_topic(admin, topic: str, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return admin.describe_topic(topic)
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _prepare_log_dir(opts: IngestOptions) -> dict:
+    """Phase 1 (driver): create the topic in DIR with LogManager, check the partitions."""
+    from pylog.core.config import BROKER_CONFIGS
+    from pylog.storage import LogManager
+
+    lm = LogManager([opts.log_dir], BROKER_CONFIGS.resolve({}))
+    lm.startup()
+    try:
+        info = lm.topics.get(opts.topic)
+        created = False
+        if info is None:
+            if opts.partitions is None:
+                raise UsageError(f"topic {opts.topic} does not exist in {opts.log_dir}: give --partitions N "
+                                 f"to create it")
+            info = lm.create_topic(opts.topic, opts.partitions, opts.topic_configs)
+            created = True
+        elif opts.partitions is not None and opts.partitions != info.num_partitions:
+            raise UsageError(f"topic {opts.topic} has {info.num_partitions} partitions in {opts.log_dir}, "
+                             f"not {opts.partitions}")
+        elif opts.topic_configs:
+            raise UsageError(f"topic {opts.topic} already exists in {opts.log_dir}: --topic-config applies only "
+                             f"when the topic is created")
+        starts, epochs, busy = {}, {}, []
+        for p in range(info.num_partitions):
+            lg = lm.get_log(opts.topic, p)
+            starts[p] = lg.log_end_offset
+            epochs[p] = lg.latest_epoch
+            if lg.log_end_offset > 0 or lg.size_bytes > 0:
+                busy.append(p)
+        if busy and not opts.append:
+            raise DataError(f"partition{'s' if len(busy) > 1 else ''} {', '.join(map(str, busy))} of "
+                            f"{opts.topic} in {opts.log_dir} already hold data; use --append to add to them")
+        return {
+            "num_partitions": info.num_partitions,
+            "topic_id": info.topic_id,
+            "overrides": dict(info.overrides),
+            "start_offsets": starts,
+            "epochs": epochs,
+            "created": created,
+        }
+    finally:
+        lm.shutdown()
+
+
+_SEGMENT_SUFFIXES = (".index", ".timeindex", ".txnindex", ".log")  # .log last: an index without its log is dropped
+
+
+def _install_partition(staged: Path, real: Path, keep_epochs: bool) -> None:
+    """Move a staged partition's segment files into the real partition folder."""
+    bases = sorted(f.name[:-4] for f in staged.iterdir() if f.name.endswith(".log"))
+    for base in bases:
+        old_log = real / f"{base}.log"
+        if old_log.exists():
+            if old_log.stat().st_size:
+                raise DataError(f"{old_log} already holds data; not overwriting it")
+            for suf in _SEGMENT_SUFFIXES:  # the empty active segment the new data starts at
+                (real / f"{base}{suf}").unlink(missing_ok=True)
+        for suf in _SEGMENT_SUFFIXES:
+            src = staged / f"{base}{suf}"
+            if src.exists():
+                os.replace(src, real / src.name)
+    if not keep_epochs and (staged / "leader-epoch-checkpoint").exists():
+        os.replace(staged / "leader-epoch-checkpoint", real / "leader-epoch-checkpoint")
+
+
+def run_segments(spark, df, opts: IngestOptions, progress_factory) -> dict:
+    from pylog.core.config import BROKER_CONFIGS
+    from pylog.storage import LogManager
+    from pylog.storage.lock import DirLock
+
+    if not opts.log_dir:
+        raise UsageError("--mode segments needs --log-dir DIR")
+    codec = _codec(opts.compression)
+    Path(opts.log_dir).mkdir(parents=True, exist_ok=True)
+    prep = _prepare_log_dir(opts)
+    n = prep["num_partitions"]
+    sc = spark.sparkContext
+    acc_records = sc.accumulator(0)
+    acc_bytes = sc.accumulator(0)
+    ctx = {
+        "topic": opts.topic,
+        "log_dir": os.path.abspath(opts.log_dir),
+        "start_offsets": prep["start_offsets"],
+        "overrides": prep["overrides"],
+        "codec": codec,
+        "batch_size": opts.batch_size,
+        # the epoch the partition already has, so its leader-epoch cache stays valid
+        "leader_epoch": max([e for e in prep["epochs"].values() if e is not None] or [0]),
+    }
+    batch_size = opts.batch_size
+    lock = DirLock(opts.log_dir).acquire()  # no broker may open DIR while tasks write
+    staging = staging_root(opts.log_dir)
+    t0 = time.monotonic()
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        keyed = df.rdd.mapPartitionsWithIndex(lambda i, rows: assign_partitions(i, rows, n, batch_size))
+        shuffled = keyed.repartitionAndSortWithinPartitions(n, partitionFunc=lambda key: key[0])
+        with progress_factory("segments", acc_records, acc_bytes):
+            results = shuffled.mapPartitionsWithIndex(
+                lambda kp, rows: write_partition_task(kp, rows, ctx, acc_records, acc_bytes)).collect()
+        elapsed = time.monotonic() - t0
+        for r in sorted(results, key=lambda r: r["partition"]):
+            if r["records"]:
+                p = r["partition"]
+                _install_partition(staging / f"{opts.topic}-{p}", Path(opts.log_dir) / f"{opts.topic}-{p}",
+                                   keep_epochs=prep["epochs"][p] is not None)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        lock.release()
+    # checkpoints, producer snapshots and the clean-shutdown marker, written by the storage engine
+    lm = LogManager([opts.log_dir], BROKER_CONFIGS.resolve({}))
+    lm.startup()
+    try:
+        ends = {p: lm.get_log(opts.topic, p).log_end_offset for p in range(n)}
+    finally:
+        lm.shutdown()
+    parts = []
+    by_p = {r["partition"]: r for r in results}
+    for p in range(n):
+        r = by_p.get(p, {"records": 0, "bytes": 0})
+        parts.append({"partition": p, "records": r["records"], "bytes": r["bytes"],
+                      "start_offset": prep["start_offsets"][p], "end_offset": ends[p],
+                      "match": ends[p] - prep["start_offsets"][p] == r["records"]})
+    return {
+        "mode": "segments",
+        "topic": opts.topic,
+        "log_dir": os.path.abspath(opts.log_dir),
+        "topic_created": prep["created"],
+        "topic_id": str(prep["topic_id"]),
+        "records": sum(r["records"] for r in results),
+        "bytes": sum(r["bytes"] for r in results),
+        "tasks": len(results),
+        "job_seconds": elapsed,
+        "delivery": "exactly once (each task rewrites its partition's staging folder; files are moved in only "
+                    "after every task succeeded)",
+        "partitions": parts,
+        "partitions_mismatched": sum(not p["match"] for p in parts),
+    }
+
+
+def run_ingest(spark, opts: IngestOptions, progress_factory) -> dict:
+    check_inputs(opts.inputs)
+    fmt = resolve_format(opts.inputs, opts.fmt)
+    df = project(read_input(spark, opts, fmt), opts, fmt)
+    try:
+        if opts.mode == "produce":
+            doc = run_produce(spark, df, opts, progress_factory)
+        elif opts.mode == "segments":
+            doc = run_segments(spark, df, opts, progress_factory)
+        else:
+            raise UsageError(f"unknown mode {opts.mode}")
+    except (UsageError, DataError):
+        raise
+    except Exception as e:
+        if e.__class__.__module__.startswith(("pyspark", "py4j")):
+            raise DataError(f"Spark job failed: {_task_error(e)}") from None
+        raise
+    doc["format"] = fmt
+    doc["inputs"] = list(opts.inputs)
+    return doc
+
+
+def _task_error(e: BaseException) -> str:
+    """The useful line of a failed Spark job: the Python exception raised in the task."""
+    msg = str(e)
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ("Error: " in ln or "Exception: " in ln) and not ln.startswith(("at ", "File ")):
+            return ln[:400]
+    return " ".join(msg.split())[:400]

@@ -1,0 +1,214 @@
+"""Consumer-group administration: list, describe, committed offsets, reset, delete.
+
+What `pylog groups` (and Kafka's kafka-consumer-groups) needs: ListGroups,
+DescribeGroups and OffsetFetch at the group's coordinator, ListOffsets for log
+start/end offsets and timestamps, OffsetCommit as a "simple" commit (no
+member, generation -1, accepted only while the group is empty) to reset
+positions, DeleteGroups.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pylog.core.client.cluster import NetworkClient
+from pylog.core.client.consumer import TopicPartition
+from pylog.core.client.consumer_protocol import decode_assignment
+from pylog.core.client.loop import LoopThread
+from pylog.core.config import CONSUMER_CONFIGS
+from pylog.core.client import group_schemas  # noqa: F401 - until core/protocol has the group APIs
+from pylog.core.errors import ERROR_NAMES, error_for_code
+
+EARLIEST = -2
+LATEST = -1
+
+
+@dataclass
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: list = field(default_factory=list)  # [TopicPartition]
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list = field(default_factory=list)
+    coordinator: tuple | None = None  # (node_id, host, port)
+
+
+def _check(code, what):
+    if code:
+        raise error_for_code(code, f"{what}: {ERROR_NAMES.get(code, code)}")
+
+
+class GroupAdmin:
+    """Synchronous facade; one loop thread and one NetworkClient."""
+
+    def __init__(self, props: dict | None = None, **overrides):
+        props = dict(props or {})
+        props.update({k: str(v) for k, v in overrides.items()})
+        self.config = CONSUMER_CONFIGS.resolve(props)
+        self._loop = LoopThread("pylog-group-admin")
+        self.client = NetworkClient(self.config)
+        self.client.allow_auto_create = False
+        try:
+            self._loop.run(self.client.refresh_metadata([]))
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def close(self):
+        try:
+            self._loop.run(self.client.close(), 5)
+        except Exception:
+            pass
+        self._loop.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _run(self, coro):
+        return self._loop.run(coro)
+
+    # ---------------------------------------------------------------- coordinator
+    async def _coordinator(self, group: str):
+        resp = await self.client.request_any("FindCoordinator", {
+            "key": group, "key_type": 0, "coordinator_keys": [group]})
+        e = (resp.get("coordinators") or [resp])[0]
+        _check(e.get("error_code", 0), f"FindCoordinator for group {group}")
+        if e["node_id"] not in self.client.metadata.brokers:
+            await self.client.refresh_metadata()
+        return e["node_id"], e["host"], e["port"]
+
+    async def _request_coordinator(self, group: str, api: str, body: dict) -> dict:
+        node, _, _ = await self._coordinator(group)
+        return await self.client.request(node, api, body)
+
+    # ---------------------------------------------------------------- queries
+    def list_groups(self) -> list[dict]:
+        async def go():
+            out = {}
+            md = self.client.metadata
+            nodes = list(md.brokers) or [None]
+            for n in nodes:
+                resp = await (self.client.request(n, "ListGroups", {}) if n is not None
+                              else self.client.request_any("ListGroups", {}))
+                _check(resp.get("error_code", 0), "ListGroups")
+                for g in resp.get("groups", []):
+                    out[g["group_id"]] = {"group_id": g["group_id"], "protocol_type": g.get("protocol_type") or "",
+                                          "state": g.get("group_state") or ""}
+            return sorted(out.values(), key=lambda g: g["group_id"])
+        return self._run(go())
+
+    def describe_group(self, group: str) -> GroupDescription:
+        async def go():
+            coord = await self._coordinator(group)
+            resp = await self.client.request(coord[0], "DescribeGroups", {
+                "groups": [group], "include_authorized_operations": False})
+            g = resp["groups"][0]
+            code = g.get("error_code", 0)
+            if code == 69:  # GROUP_ID_NOT_FOUND (v6+): same as Kafka's Dead answer
+                return GroupDescription(group, "Dead", "", "", [], coord)
+            _check(code, f"DescribeGroups {group}")
+            members = []
+            for m in g.get("members", []):
+                tps = []
+                if g.get("protocol_type") == "consumer" and m.get("member_assignment"):
+                    try:
+                        tps = [TopicPartition(t, p) for t, p in decode_assignment(m["member_assignment"]).partitions]
+                    except Exception:  # noqa: BLE001 - not the consumer protocol after all
+                        tps = []
+                members.append(MemberDescription(m["member_id"], m.get("group_instance_id"), m.get("client_id", ""),
+                                                 m.get("client_host", ""), sorted(tps)))
+            return GroupDescription(group, g.get("group_state") or "", g.get("protocol_type") or "",
+                                    g.get("protocol_data") or "", members, coord)
+        return self._run(go())
+
+    def committed(self, group: str) -> dict:
+        """{TopicPartition: (offset, metadata)} of every partition the group committed."""
+        async def go():
+            body = {"group_id": group, "topics": None, "require_stable": False,
+                    "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}]}
+            resp = await self._request_coordinator(group, "OffsetFetch", body)
+            g = (resp.get("groups") or [resp])[0]
+            _check(g.get("error_code", 0), f"OffsetFetch {group}")
+            out = {}
+            for t in g.get("topics", []):
+                for p in t.get("partitions", []):
+                    _check(p.get("error_code", 0), f"OffsetFetch {group} {t['name']}-{p['partition_index']}")
+                    if p.get("committed_offset", -1) >= 0:
+                        out[TopicPartition(t["name"], p["partition_index"])] = (p["committed_offset"],
+                                                                                p.get("metadata") or "")
+            return out
+        return self._run(go())
+
+    def list_offsets(self, requests: dict) -> dict:
+        """{TopicPartition: timestamp (EARLIEST, LATEST or ms)} -> {TopicPartition: offset (-1: none)}."""
+        async def go():
+            topics = {tp.topic for tp in requests}
+            md = await self.client.refresh_metadata(topics)
+            by_node: dict = {}
+            for tp, ts in requests.items():
+                leader = md.leader_for(*tp)
+                if leader < 0:
+                    t = md.topics.get(tp.topic)
+                    _check(t.error_code if t is not None and t.error_code else 3, f"topic {tp.topic}")
+                by_node.setdefault(leader, {}).setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": ts})
+            out = {}
+            for node, ts_by_topic in by_node.items():
+                resp = await self.client.request(node, "ListOffsets", {
+                    "replica_id": -1, "isolation_level": 0,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in ts_by_topic.items()]})
+                for t in resp.get("topics", []):
+                    for p in t.get("partitions", []):
+                        _check(p.get("error_code", 0), f"ListOffsets {t['name']}-{p['partition_index']}")
+                        out[TopicPartition(t["name"], p["partition_index"])] = p.get("offset", -1)
+            return out
+        return self._run(go())
+
+    def partitions(self, topic: str) -> list[int]:
+        async def go():
+            md = await self.client.refresh_metadata([topic])
+            t = md.topics.get(topic)
+            if t is None or t.error_code:
+                _check(t.error_code if t is not None else 3, f"topic {topic}")
+            return sorted(t.partitions)
+        return self._run(go())
+
+    # ---------------------------------------------------------------- changes
+    def alter_offsets(self, group: str, offsets: dict) -> None:
+        """Simple commit of {TopicPartition: offset}; the group must have no members."""
+        async def go():
+            topics: dict = {}
+            for tp, off in offsets.items():
+                topics.setdefault(tp.topic, []).append({
+                    "partition_index": tp.partition, "committed_offset": off, "committed_leader_epoch": -1,
+                    "committed_metadata": "", "commit_timestamp": -1})
+            body = {"group_id": group, "generation_id_or_member_epoch": -1, "generation_id": -1, "member_id": "",
+                    "group_instance_id": None, "retention_time_ms": -1,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            resp = await self._request_coordinator(group, "OffsetCommit", body)
+            for t in resp.get("topics", []):
+                for p in t.get("partitions", []):
+                    _check(p.get("error_code", 0), f"OffsetCommit {group} {t['name']}-{p['partition_index']}")
+        return self._run(go())
+
+    def delete_groups(self, groups: list[str]) -> dict:
+        """{group: error code} (0 = deleted)."""
+        async def go():
+            out = {}
+            for g in groups:
+                resp = await self._request_coordinator(g, "DeleteGroups", {"groups_names": [g]})
+                for r in resp.get("results", []):
+                    out[r["group_id"]] = r.get("error_code", 0)
+            return out
+        return self._run(go())

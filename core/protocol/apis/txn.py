@@ -1,0 +1,128 @@
+"""Transaction APIs (declared so the broker can decode and answer them with
+an error until transactions exist) and DescribeProducers."""
+from pylog.core.protocol.schema import Api, Field as F
+from pylog.core.protocol.types import Array, BOOL, INT16, INT32, INT64, STRING
+
+_TXN_TOPIC = [
+    F("name", STRING),
+    F("partitions", Array(INT32)),
+]
+_TXN_TOPIC_RESULT = [
+    F("name", STRING),
+    F("results_by_partition", [
+        F("partition_index", INT32),
+        F("partition_error_code", INT16),
+    ]),
+]
+
+ADD_PARTITIONS_TO_TXN = Api(24, "AddPartitionsToTxn", "0-3", "3+",
+    request=[
+        F("transactions", [
+            F("transactional_id", STRING),
+            F("producer_id", INT64),
+            F("producer_epoch", INT16),
+            F("verify_only", BOOL, default=False),
+            F("topics", _TXN_TOPIC),
+        ], "4+"),
+        F("v3_and_below_transactional_id", STRING, "0-3"),
+        F("v3_and_below_producer_id", INT64, "0-3"),
+        F("v3_and_below_producer_epoch", INT16, "0-3"),
+        F("v3_and_below_topics", _TXN_TOPIC, "0-3"),
+    ],
+    response=[
+        F("throttle_time_ms", INT32),
+        F("error_code", INT16, "4+"),
+        F("results_by_transaction", [
+            F("transactional_id", STRING),
+            F("topic_results", _TXN_TOPIC_RESULT),
+        ], "4+"),
+        F("results_by_topic_v3_and_below", _TXN_TOPIC_RESULT, "0-3"),
+    ],
+)
+
+ADD_OFFSETS_TO_TXN = Api(25, "AddOffsetsToTxn", "0-3", "3+",
+    request=[
+        F("transactional_id", STRING),
+        F("producer_id", INT64),
+        F("producer_epoch", INT16),
+        F("group_id", STRING),
+    ],
+    response=[
+        F("throttle_time_ms", INT32),
+        F("error_code", INT16),
+    ],
+)
+
+END_TXN = Api(26, "EndTxn", "0-3", "3+",
+    request=[
+        F("transactional_id", STRING),
+        F("producer_id", INT64),
+        F("producer_epoch", INT16),
+        F("committed", BOOL),
+    ],
+    response=[
+        F("throttle_time_ms", INT32),
+        F("error_code", INT16),
+    ],
+)
+
+TXN_OFFSET_COMMIT = Api(28, "TxnOffsetCommit", "0-3", "3+",
+    request=[
+        F("transactional_id", STRING),
+        F("group_id", STRING),
+        F("producer_id", INT64),
+        F("producer_epoch", INT16),
+        F("generation_id", INT32, "3+", default=-1),
+        F("member_id", STRING, "3+", default=""),
+        F("group_instance_id", STRING, "3+", nullable="3+", default=None),
+        F("topics", [
+            F("name", STRING),
+            F("partitions", [
+                F("partition_index", INT32),
+                F("committed_offset", INT64),
+                F("committed_leader_epoch", INT32, "2+", default=-1),
+                F("committed_metadata", STRING, nullable="0+"),
+            ]),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", INT32),
+        F("topics", [
+            F("name", STRING),
+            F("partitions", [
+                F("partition_index", INT32),
+                F("error_code", INT16),
+            ]),
+        ]),
+    ],
+)
+
+DESCRIBE_PRODUCERS = Api(61, "DescribeProducers", "0", "0+",
+    request=[
+        F("topics", [
+            F("name", STRING),
+            F("partition_indexes", Array(INT32)),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", INT32),
+        F("topics", [
+            F("name", STRING),
+            F("partitions", [
+                F("partition_index", INT32),
+                F("error_code", INT16),
+                F("error_message", STRING, nullable="0+", default=None),
+                F("active_producers", [
+                    F("producer_id", INT64),
+                    F("producer_epoch", INT32),
+                    F("last_sequence", INT32, default=-1),
+                    F("last_timestamp", INT64, default=-1),
+                    F("coordinator_epoch", INT32),
+                    F("current_txn_start_offset", INT64, default=-1),
+                ]),
+            ]),
+        ]),
+    ],
+)
+
+APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT, DESCRIBE_PRODUCERS]

@@ -1,0 +1,413 @@
+"""What log compaction keeps: the cleaner's rules as pure functions (no I/O).
+
+The cleaner (storage/cleaner.py) and the Spark compaction analysis both call
+these, so a prediction and a real cleaning cannot drift apart.
+
+Which part of a log is cleaned (Kafka's LogCleanerManager):
+- the dirty section starts at the cleaner checkpoint (the log start offset
+  when it is missing or out of range) and ends at the first uncleanable
+  offset: the active segment's base offset, lowered to the first unstable
+  (open transaction) offset and to the first segment younger than
+  `min.compaction.lag.ms`;
+- dirty ratio = dirty bytes / (clean bytes + dirty bytes); a log is cleaned
+  when the ratio is at least `min.cleanable.dirty.ratio`, or when a dirty
+  segment's first batch is older than `max.compaction.lag.ms`.
+
+What a cleaning keeps, record by record (Kafka's Cleaner.shouldRetainRecord,
+KIP-534 delete horizons), given `latest` = the newest offset of the key in
+the dirty section (-1 when the key does not occur there):
+- keyless records go;
+- a record older than `latest` goes;
+- a tombstone (null value) stays until its batch's delete horizon has passed.
+  A batch without a horizon that keeps a tombstone gets one: cleaning time +
+  `delete.retention.ms`, stored as the base timestamp with attribute bit 6.
+  (With `delete.retention.ms=0` that horizon is already due, so the tombstone
+  goes in the same cleaning.)
+And batch by batch:
+- a batch whose records all stay (and needs no new horizon) is copied byte
+  for byte;
+- a partially kept batch is rebuilt: same base offset, lastOffsetDelta,
+  producer id/epoch/base sequence, partition leader epoch, attributes and
+  codec; kept records keep their offsets (gaps are normal in compacted logs);
+- a batch with nothing left goes, unless it is the last batch of a live
+  idempotent producer: then an empty batch (header only, record count 0,
+  same offsets and sequences) stays, so the producer's sequence survives;
+- control batches (transaction markers) are kept as they are.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Callable, NamedTuple, Sequence
+
+from crc32c import crc32c
+
+from pylog.core.records import compression
+from pylog.core.records.header import (
+    ATTRIBUTES_OFFSET,
+    CODEC_MASK,
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+)
+from pylog.core.records.varint import decode_uvarint, encode_varint
+
+LONG_MAX = (1 << 63) - 1
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC = struct.Struct(">I")
+
+
+# ---------------------------------------------------------------- which section is cleaned
+class SegmentStat(NamedTuple):
+    """What selection needs to know of a segment."""
+
+    base_offset: int
+    size: int
+    largest_timestamp: int  # max timestamp (or mtime when it has none)
+    first_batch_timestamp: int  # max timestamp of the first batch, -1 when empty
+
+
+class CleanableSection(NamedTuple):
+    first_dirty: int
+    first_uncleanable: int
+    clean_bytes: int
+    dirty_bytes: int
+    max_lag_delay_ms: int  # > 0: some dirty data is older than max.compaction.lag.ms by that much
+
+    @property
+    def total_bytes(self) -> int:
+        return self.clean_bytes + self.dirty_bytes
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.total_bytes
+        return self.dirty_bytes / total if total else 0.0
+
+    @property
+    def needs_compaction_now(self) -> bool:
+        return self.max_lag_delay_ms > 0
+
+
+def first_dirty_offset(checkpoint: int | None, log_start_offset: int, active_base: int) -> int:
+    """The checkpoint when it lies within [log start, active segment], else the log start."""
+    if checkpoint is None or checkpoint < log_start_offset or checkpoint > active_base:
+        return log_start_offset
+    return checkpoint
+
+
+def cleanable_section(segments: Sequence[SegmentStat], *, checkpoint: int | None, log_start_offset: int,
+                      now_ms: int, min_compaction_lag_ms: int = 0, max_compaction_lag_ms: int = LONG_MAX,
+                      first_unstable_offset: int | None = None) -> CleanableSection:
+    """The dirty section of a log whose segments (oldest first, the last one active) are given."""
+    if not segments:
+        return CleanableSection(log_start_offset, log_start_offset, 0, 0, 0)
+    active_base = segments[-1].base_offset
+    first_dirty = first_dirty_offset(checkpoint, log_start_offset, active_base)
+    uncleanable = active_base
+    if first_unstable_offset is not None:
+        uncleanable = min(uncleanable, first_unstable_offset)
+    # dirty non-active segments: from the one holding first_dirty up to the active one
+    dirty_segs = [s for i, s in enumerate(segments[:-1])
+                  if segments[i + 1].base_offset > first_dirty]
+    if min_compaction_lag_ms > 0:
+        for s in dirty_segs:
+            if s.largest_timestamp > now_ms - min_compaction_lag_ms:
+                uncleanable = min(uncleanable, s.base_offset)
+                break
+    uncleanable = max(uncleanable, first_dirty)
+    clean_bytes = sum(s.size for s in segments if s.base_offset < first_dirty)
+    dirty_bytes = sum(s.size for i, s in enumerate(segments)
+                      if s.base_offset < uncleanable
+                      and (i + 1 == len(segments) or segments[i + 1].base_offset > first_dirty))
+    delay = 0
+    if max_compaction_lag_ms < LONG_MAX:
+        firsts = [s.first_batch_timestamp for s in dirty_segs if s.first_batch_timestamp > 0]
+        if firsts:
+            clean_until = now_ms - max(max_compaction_lag_ms, 0)
+            earliest = min(firsts)
+            if earliest < clean_until:
+                delay = clean_until - earliest
+    return CleanableSection(first_dirty, uncleanable, clean_bytes, dirty_bytes, delay)
+
+
+def should_clean(section: CleanableSection, min_cleanable_dirty_ratio: float) -> bool:
+    """Dirty enough (ratio at least the minimum), or overdue by max.compaction.lag.ms."""
+    if section.dirty_bytes <= 0 or section.first_uncleanable <= section.first_dirty:
+        return False
+    return section.needs_compaction_now or section.dirty_ratio >= min_cleanable_dirty_ratio
+
+
+def group_segments(sizes: Sequence[tuple[int, int, int]], max_size: int, max_index_size: int) -> list[list[int]]:
+    """Kafka's groupSegmentsBySize: consecutive segments, given as (base offset, log
+    bytes, index bytes), merged while their total stays within segment.bytes and
+    segment.index.bytes and their offsets within one segment's int32 range.
+    Returns groups of indexes into `sizes`."""
+    groups: list[list[int]] = []
+    i = 0
+    n = len(sizes)
+    while i < n:
+        group = [i]
+        log_size, index_size = sizes[i][1], sizes[i][2]
+        j = i + 1
+        while j < n:
+            base, size, isize = sizes[j]
+            nxt = sizes[j + 1][0] if j + 1 < n else None
+            if log_size + size > max_size or index_size + isize > max_index_size:
+                break
+            if nxt is not None and nxt - 1 - sizes[i][0] > 0x7FFFFFFF:
+                break
+            group.append(j)
+            log_size += size
+            index_size += isize
+            j += 1
+        groups.append(group)
+        i = j
+    return groups
+
+
+# ---------------------------------------------------------------- records
+def _varint_at(data, pos: int) -> tuple[int, int]:
+    u, pos = decode_uvarint(data, pos)
+    return (u >> 1) ^ -(u & 1), pos
+
+
+def record_keys(data, base_offset: int) -> tuple[list, list]:
+    """(keys, offsets) of every record in an uncompressed records section.
+
+    The map-building hot path: only the offset delta and the key of each record
+    are decoded; everything else is skipped by the record's length."""
+    keys: list = []
+    offsets: list = []
+    kadd = keys.append
+    oadd = offsets.append
+    end = len(data)
+    pos = 0
+    while pos < end:
+        b = data[pos]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            n, pos = _varint_at(data, pos)
+        rec_end = pos + n
+        p = pos + 1
+        while data[p] & 0x80:  # timestamp delta: skipped
+            p += 1
+        p += 1
+        b = data[p]
+        if b < 0x80:
+            od = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            od, p = _varint_at(data, p)
+        b = data[p]
+        if b < 0x80:
+            kl = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            kl, p = _varint_at(data, p)
+        kadd(bytes(data[p:p + kl]) if kl >= 0 else None)
+        oadd(base_offset + od)
+        pos = rec_end
+    return keys, offsets
+
+
+class RecordSpan(NamedTuple):
+    offset: int
+    key: bytes | None
+    tombstone: bool
+    timestamp_delta: int
+    start: int  # first byte of the length varint
+    body: int  # first byte after it (the attributes)
+    ts_end: int  # first byte after the timestamp delta
+    end: int
+
+
+def record_spans(data, base_offset: int) -> list[RecordSpan]:
+    """Every record of an uncompressed records section with the byte spans
+    needed to copy it, or to re-encode its timestamp delta."""
+    out = []
+    add = out.append
+    end = len(data)
+    pos = 0
+    while pos < end:
+        start = pos
+        b = data[pos]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            n, pos = _varint_at(data, pos)
+        rec_end = pos + n
+        b = data[pos + 1]
+        if b < 0x80:
+            tsd = (b >> 1) ^ -(b & 1)
+            p = pos + 2
+        else:
+            tsd, p = _varint_at(data, pos + 1)
+        ts_end = p
+        b = data[p]
+        if b < 0x80:
+            od = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            od, p = _varint_at(data, p)
+        b = data[p]
+        if b < 0x80:
+            kl = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            kl, p = _varint_at(data, p)
+        if kl >= 0:
+            key = bytes(data[p:p + kl])
+            p += kl
+        else:
+            key = None
+        # value length -1 is the single zig-zag byte 0x01
+        add(RecordSpan(base_offset + od, key, data[p] == 1, tsd, start, pos, ts_end, rec_end))
+        pos = rec_end
+    return out
+
+
+def batch_records_data(raw, h: BatchHeader) -> bytes:
+    """The uncompressed records section of the batch `raw` (one whole batch)."""
+    body = memoryview(raw)[HEADER_SIZE:h.batch_length + LOG_OVERHEAD]
+    codec = h.attributes & CODEC_MASK
+    return bytes(body) if codec == 0 else compression.decompress(codec, body)
+
+
+# ---------------------------------------------------------------- the retention rule
+def record_retained(offset: int, key: bytes | None, tombstone: bool, latest: int, delete_horizon_ms: int,
+                    now_ms: int) -> bool:
+    """Kafka's shouldRetainRecord. `delete_horizon_ms` is the horizon that applies
+    to the record's batch (-1: none yet, tombstones stay)."""
+    if key is None or offset < latest:
+        return False
+    if tombstone and delete_horizon_ms >= 0 and now_ms >= delete_horizon_ms:
+        return False
+    return True
+
+
+class FilteredBatch(NamedTuple):
+    data: object  # None (batch removed), the input (copied as is) or new bytes
+    kept: int  # records kept
+    removed: int  # records removed
+    tombstones_removed: int
+    rebuilt: bool
+
+
+def filter_batch(raw, h: BatchHeader, latest_of: Callable[[bytes], int], now_ms: int,
+                 delete_retention_ms: int, retain_empty: bool = False) -> FilteredBatch:
+    """Apply the retention rule to one v2 batch (`raw` holds exactly that batch)."""
+    if h.attributes & CONTROL_MASK:
+        return FilteredBatch(raw, h.record_count, 0, 0, False)
+    data = batch_records_data(raw, h)
+    horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else -1
+    new_horizon = horizon if horizon >= 0 else now_ms + delete_retention_ms
+    drop_tombstones = now_ms >= new_horizon
+    base_offset = h.base_offset
+    # One pass deciding as it scans: spans are built only for the records kept
+    # (most records go in a typical cleaning).
+    kept = []
+    add = kept.append
+    n = 0
+    tomb_gone = 0
+    tomb_kept = False
+    end = len(data)
+    pos = 0
+    while pos < end:
+        n += 1
+        start = pos
+        b = data[pos]
+        if b < 0x80:
+            ln = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            ln, pos = _varint_at(data, pos)
+        rec_end = pos + ln
+        p = pos + 1
+        while data[p] & 0x80:
+            p += 1
+        p += 1
+        ts_end = p
+        b = data[p]
+        if b < 0x80:
+            od = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            od, p = _varint_at(data, p)
+        b = data[p]
+        if b < 0x80:
+            kl = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            kl, p = _varint_at(data, p)
+        if kl < 0 or base_offset + od < latest_of(bytes(data[p:p + kl])):
+            pos = rec_end
+            continue
+        if data[p + kl] == 1:  # null value: a tombstone
+            if drop_tombstones:
+                tomb_gone += 1
+                pos = rec_end
+                continue
+            tomb_kept = True
+        add((start, pos, ts_end, rec_end))
+        pos = rec_end
+    if len(kept) == n and (not tomb_kept or horizon >= 0):
+        return FilteredBatch(raw, n, 0, 0, False)
+    if not kept:
+        if retain_empty:
+            return FilteredBatch(empty_batch(h), 0, n, tomb_gone, True)
+        return FilteredBatch(None, 0, n, tomb_gone, False)
+    set_horizon = new_horizon if (tomb_kept and horizon < 0) else None
+    spans = [RecordSpan(0, None, False, _varint_at(data, body + 1)[0], start, body, ts_end, rec_end)
+             for start, body, ts_end, rec_end in kept]
+    return FilteredBatch(rebuild_batch(h, data, spans, set_horizon), len(kept), n - len(kept), tomb_gone, True)
+
+
+def rebuild_batch(h: BatchHeader, data, kept: Sequence[RecordSpan], set_horizon: int | None) -> bytes:
+    """A batch of the kept records with the original batch's identity (Kafka's
+    buildRetainedRecordsInto with the original last offset kept)."""
+    attrs = h.attributes
+    base_ts = h.base_timestamp
+    log_append = attrs & TIMESTAMP_TYPE_MASK
+    if set_horizon is None:
+        records = b"".join([data[r.start:r.end] for r in kept])
+    else:
+        # the base timestamp becomes the horizon: timestamp deltas are re-encoded
+        parts = []
+        for r in kept:
+            body = b"".join((data[r.body:r.body + 1], encode_varint(base_ts + r.timestamp_delta - set_horizon),
+                             data[r.ts_end:r.end]))
+            parts.append(encode_varint(len(body)))
+            parts.append(body)
+        records = b"".join(parts)
+        attrs |= DELETE_HORIZON_MASK
+    if log_append:
+        max_ts = h.max_timestamp
+    else:
+        max_ts = base_ts + max(r.timestamp_delta for r in kept)
+    new_base_ts = base_ts if set_horizon is None else set_horizon
+    codec = attrs & CODEC_MASK
+    payload = records if codec == 0 else compression.compress(codec, records)
+    header = bytearray(HEADER_SIZE)
+    _HEADER.pack_into(header, 0, h.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(payload), h.partition_leader_epoch,
+                      2, 0, attrs, h.last_offset_delta, new_base_ts, max_ts, h.producer_id, h.producer_epoch,
+                      h.base_sequence, len(kept))
+    crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+    _CRC.pack_into(header, 17, crc)
+    return b"".join((header, payload))
+
+
+def empty_batch(h: BatchHeader) -> bytes:
+    """Kafka's writeEmptyHeader: no records, same offsets, producer fields and sequences."""
+    attrs = h.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
+    header = bytearray(HEADER_SIZE)
+    _HEADER.pack_into(header, 0, h.base_offset, HEADER_SIZE - LOG_OVERHEAD, h.partition_leader_epoch, 2, 0, attrs,
+                      h.last_offset_delta, h.max_timestamp, h.max_timestamp, h.producer_id, h.producer_epoch,
+                      h.base_sequence, 0)
+    _CRC.pack_into(header, 17, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+    return bytes(header)

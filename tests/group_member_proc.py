@@ -1,0 +1,95 @@
+"""A consumer-group member in its own process, for tests that kill members.
+
+    python group_member_proc.py LIB BOOTSTRAP GROUP TOPIC [SESSION_MS]
+
+LIB is kafka-python, confluent or pylog. Prints one JSON line per event on
+stdout: {"assign": [partitions]} whenever the assignment changes, {"rec":
+[partition, offset]} per record. Every poll's records are committed
+synchronously before the next poll (so a clean rebalance delivers nothing
+twice). SIGTERM closes the consumer cleanly (commit + LeaveGroup); SIGKILL is
+the crash case.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    lib, bootstrap, group, topic = sys.argv[1:5]
+    session = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("now", True))
+    last = None
+    if lib == "kafka-python":
+        from kafka import KafkaConsumer
+
+        c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                          session_timeout_ms=session, heartbeat_interval_ms=500, enable_auto_commit=False,
+                          client_id=f"kp-{group}")
+
+        def poll():
+            recs = c.poll(200)
+            out = [(tp.partition, r.offset) for tp, rs in recs.items() for r in rs]
+            return out, sorted(tp.partition for tp in c.assignment())
+
+        def commit():
+            c.commit()
+    elif lib == "confluent":
+        from confluent_kafka import Consumer
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      "session.timeout.ms": session, "heartbeat.interval.ms": 500, "enable.auto.commit": False,
+                      "partition.assignment.strategy": "range", "client.id": f"rdk-{group}"})
+        c.subscribe([topic])
+
+        def poll():
+            msgs = c.consume(500, 0.2)
+            out = [(m.partition(), m.offset()) for m in msgs if not m.error()]
+            return out, sorted(tp.partition for tp in c.assignment())
+
+        def commit():
+            try:
+                c.commit(asynchronous=False)
+            except Exception:  # nothing to commit
+                pass
+    else:
+        from pylog.core.client import Consumer
+        from pylog.core.client.group import attach_group
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      "session.timeout.ms": str(session), "heartbeat.interval.ms": "500",
+                      "enable.auto.commit": "false", "partition.assignment.strategy": "range",
+                      "client.id": f"pylog-{group}"})
+        attach_group(c)
+        c.subscribe([topic])
+
+        def poll():
+            recs = c.poll(200)
+            out = [(tp.partition, r.offset) for tp, rs in recs.items() for r in rs]
+            return out, sorted(tp.partition for tp in c.assignment())
+
+        def commit():
+            c.commit()
+    while not stop["now"]:
+        recs, assignment = poll()
+        for p, o in recs:
+            emit({"rec": [p, o]})
+        if recs:
+            commit()
+        if assignment != last:
+            last = assignment
+            emit({"assign": assignment})
+    c.close()
+    emit({"closed": True})
+
+
+if __name__ == "__main__":
+    main()

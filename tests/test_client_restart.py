@@ -1,0 +1,113 @@
+"""kill -9 the broker mid-stream and restart it on the same log dir (pylog's broker)."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+from pylog.core.client import Admin, Consumer, KafkaTimeoutError, Producer, TopicPartition
+
+from broker_fixtures import BrokerProcess
+
+FAST_RETRY = {"retry.backoff.ms": "50", "reconnect.backoff.ms": "50", "reconnect.backoff.max.ms": "200",
+              "request.timeout.ms": "3000", "linger.ms": "2"}
+
+
+def read_all(bootstrap, topic, partitions, expect):
+    c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, p) for p in range(partitions)])
+    out = defaultdict(list)
+    n = 0
+    deadline = time.monotonic() + 30
+    idle = 0
+    while time.monotonic() < deadline:
+        got = c.poll(300)
+        for tp, recs in got.items():
+            out[tp.partition] += [r.value for r in recs]
+            n += len(recs)
+        idle = 0 if got else idle + 1
+        if n >= expect and idle >= 3:
+            break
+    c.close()
+    return out
+
+
+def stream_through_crash(tmp_path, props, topic):
+    b = BrokerProcess(tmp_path / "data").start()
+    with Admin({"bootstrap.servers": b.bootstrap}) as a:
+        a.create_topic(topic, 3)
+    p = Producer({"bootstrap.servers": b.bootstrap, **FAST_RETRY, **props})
+    futures = []
+    stop = threading.Event()
+
+    def produce():
+        i = 0
+        while not stop.is_set() and i < 200_000:
+            futures.append((i, p.send(topic, f"{i:08d}".encode(), key=f"k{i % 50}".encode())))
+            i += 1
+            if i % 200 == 0:
+                time.sleep(0.002)
+
+    t = threading.Thread(target=produce)
+    t.start()
+    time.sleep(1.0)
+    b.kill9()
+    time.sleep(0.5)
+    b.restart()
+    time.sleep(1.0)
+    stop.set()
+    t.join()
+    p.flush(60)
+    results = [(i, f.get(0).partition) for i, f in futures]
+    p.close()
+    return b, results
+
+
+def test_idempotent_exactly_once_in_order_after_kill9(tmp_path):
+    b, results = stream_through_crash(tmp_path, {}, "crash-idem")
+    try:
+        got = read_all(b.bootstrap, "crash-idem", 3, len(results))
+        expected = defaultdict(list)
+        for i, part in results:
+            expected[part].append(f"{i:08d}".encode())
+        for part in range(3):
+            # exactly once and in send order per partition
+            assert got[part] == expected[part], f"partition {part}"
+        assert sum(len(v) for v in got.values()) == len(results) > 1000
+    finally:
+        b.stop()
+
+
+def test_without_idempotence_at_least_once_after_kill9(tmp_path):
+    b, results = stream_through_crash(tmp_path, {"enable.idempotence": "false", "acks": "1"}, "crash-plain")
+    try:
+        got = read_all(b.bootstrap, "crash-plain", 3, len(results))
+        present = {part: set(vals) for part, vals in got.items()}
+        missing = [i for i, part in results if f"{i:08d}".encode() not in present.get(part, ())]
+        assert not missing, f"{len(missing)} acknowledged records missing, first {missing[:5]}"
+        assert sum(len(v) for v in got.values()) >= len(results) > 1000
+    finally:
+        b.stop()
+
+
+def test_failures_past_delivery_timeout_are_reported_per_record(tmp_path):
+    b = BrokerProcess(tmp_path / "data").start()
+    with Admin({"bootstrap.servers": b.bootstrap}) as a:
+        a.create_topic("doomed", 2)
+    p = Producer({"bootstrap.servers": b.bootstrap, "delivery.timeout.ms": "1500", "request.timeout.ms": "500",
+                  "linger.ms": "0", "retry.backoff.ms": "50", "reconnect.backoff.ms": "50"})
+    first = p.send("doomed", b"before")
+    assert first.get(10).offset == 0
+    b.kill9()
+    errors = {}
+    futs = [p.send("doomed", f"r{i}".encode(), callback=lambda md, e, i=i: errors.__setitem__(i, e))
+            for i in range(20)]
+    t0 = time.monotonic()
+    p.flush(20)
+    assert time.monotonic() - t0 < 10
+    for i, f in enumerate(futs):
+        e = f.exception()
+        assert isinstance(e, KafkaTimeoutError), (i, e)
+        assert "ms has passed since batch creation" in str(e) and "record(s) for doomed-" in str(e)
+        assert errors[i] is e
+    p.close()
