@@ -402,10 +402,12 @@ def main(argv: list[str]) -> int:
         for size in (100, 1024):
             files[size] = work / f"m{size}.txt"
             files[size].write_bytes((b"m" * size + b"\n") * counts[size])
+        # best of three short runs: the machine may be busy with other work
         limits = {
-            "loopback TCP copy": loopback_copy(),
-            "loopback sendfile (page cache -> socket)": loopback_copy(file_path=str(files[1024])),
-            "page-cache file write": page_cache_write(work / "pc.bin"),
+            "loopback TCP copy": max(loopback_copy(0.7) for _ in range(3)),
+            "loopback sendfile (page cache -> socket)": max(
+                loopback_copy(0.7, file_path=str(files[1024])) for _ in range(3)),
+            "page-cache file write": max(page_cache_write(work / "pc.bin", 256 << 20) for _ in range(2)),
         }
         os.unlink(work / "pc.bin")
         brokers = [PylogBroker(work)]

@@ -44,7 +44,7 @@ from pylog.storage.compaction_rules import (
     SegmentStat,
     batch_records_data,
     cleanable_section,
-    filter_batch,
+    filter_batch_many,
     group_segments,
     record_keys,
     should_clean,
@@ -360,7 +360,7 @@ class Cleaner:
                      producers: dict[int, int]) -> None:
         cfg = lg.config
         retention = cfg["delete.retention.ms"]
-        latest_of = m.getter()
+        latest_many = m.get_many
         base = group[0].base_offset
         new = None
         if not dry_run:
@@ -381,7 +381,7 @@ class Cleaner:
                     raw = memoryview(buf)[off:off + size]
                     pid = h.producer_id
                     retain_empty = pid >= 0 and producers.get(pid, -2) == h.last_offset
-                    r = filter_batch(raw, h, latest_of, now, retention, retain_empty)
+                    r = filter_batch_many(raw, h, latest_many, now, retention, retain_empty)
                     stats.tombstones_removed += r.tombstones_removed
                     stats.records_written += r.kept
                     if r.data is None:

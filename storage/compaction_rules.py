@@ -37,6 +37,8 @@ And batch by batch:
 from __future__ import annotations
 
 import struct
+from itertools import compress
+from operator import ge as _ge
 from typing import Callable, NamedTuple, Sequence
 
 from crc32c import crc32c
@@ -53,11 +55,19 @@ from pylog.core.records.header import (
     TRANSACTIONAL_MASK,
     BatchHeader,
 )
+from pylog.core.records.batch import _ONE, _TWO
+from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.varint import decode_uvarint, encode_varint
 
 LONG_MAX = (1 << 63) - 1
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC = struct.Struct(">I")
+# Record lengths from one- and two-byte varints (batch.py's zig-zag tables);
+# a length that is not positive maps past any buffer, so a damaged records
+# section ends the scan (and raises) instead of looping in place.
+_PAST = 1 << 62
+_LEN1 = [n if n > 0 else _PAST for n in _ONE]
+_LEN2 = [n if n > 0 else _PAST for n in _TWO]
 
 
 # ---------------------------------------------------------------- which section is cleaned
@@ -169,6 +179,9 @@ def group_segments(sizes: Sequence[tuple[int, int, int]], max_size: int, max_ind
 
 
 # ---------------------------------------------------------------- records
+# Varints are decoded inline in the scans below (one byte: _ONE[b], two bytes:
+# _TWO[(b2 << 7) ^ b], both zig-zag decoded; longer ones by _varint_at): the
+# scans run once per record and per pass, so a call per field would dominate.
 def _varint_at(data, pos: int) -> tuple[int, int]:
     u, pos = decode_uvarint(data, pos)
     return (u >> 1) ^ -(u & 1), pos
@@ -179,40 +192,146 @@ def record_keys(data, base_offset: int) -> tuple[list, list]:
 
     The map-building hot path: only the offset delta and the key of each record
     are decoded; everything else is skipped by the record's length."""
+    if type(data) is not bytes:
+        data = bytes(data)
     keys: list = []
     offsets: list = []
     kadd = keys.append
     oadd = offsets.append
+    one = _ONE
+    two = _TWO
+    len1 = _LEN1
+    len2 = _LEN2
     end = len(data)
     pos = 0
-    while pos < end:
-        b = data[pos]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            n, pos = _varint_at(data, pos)
-        rec_end = pos + n
-        p = pos + 1
-        while data[p] & 0x80:  # timestamp delta: skipped
-            p += 1
-        p += 1
-        b = data[p]
-        if b < 0x80:
-            od = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            od, p = _varint_at(data, p)
-        b = data[p]
-        if b < 0x80:
-            kl = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            kl, p = _varint_at(data, p)
-        kadd(bytes(data[p:p + kl]) if kl >= 0 else None)
-        oadd(base_offset + od)
-        pos = rec_end
+    try:
+        while pos < end:
+            b = data[pos]
+            if b < 0x80:
+                p = pos + 2  # past the length and the attributes
+                pos = p + len1[b] - 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    p = pos + 3
+                    pos = p + len2[(b2 << 7) ^ b] - 1
+                else:
+                    n, p = _varint_at(data, pos)
+                    pos = p + n if n > 0 else _PAST
+                    p += 1
+            # timestamp delta: skipped
+            if data[p] < 0x80:
+                p += 1
+            else:
+                p += 1
+                while data[p] & 0x80:
+                    p += 1
+                p += 1
+            b = data[p]
+            if b < 0x80:
+                oadd(base_offset + one[b])
+                p += 1
+            else:
+                b2 = data[p + 1]
+                if b2 < 0x80:
+                    oadd(base_offset + two[(b2 << 7) ^ b])
+                    p += 2
+                else:
+                    od, p = _varint_at(data, p)
+                    oadd(base_offset + od)
+            b = data[p]
+            if b < 0x80:
+                kl = one[b]
+                p += 1
+            else:
+                b2 = data[p + 1]
+                if b2 < 0x80:
+                    kl = two[(b2 << 7) ^ b]
+                    p += 2
+                else:
+                    kl, p = _varint_at(data, p)
+            kadd(data[p:p + kl] if kl >= 0 else None)
+    except IndexError:
+        raise CorruptRecordError("records run past the end of their batch") from None
+    if pos != end:
+        raise CorruptRecordError("records run past the end of their batch")
     return keys, offsets
+
+
+def _scan_for_filter(data: bytes, base_offset: int) -> tuple[list, list, list, list]:
+    """(starts, keys, offsets, value positions) of every record: what the
+    retention decision and a verbatim copy of the kept records need."""
+    starts: list = []
+    keys: list = []
+    offsets: list = []
+    vpos: list = []
+    sadd = starts.append
+    kadd = keys.append
+    oadd = offsets.append
+    vadd = vpos.append
+    one = _ONE
+    two = _TWO
+    len1 = _LEN1
+    len2 = _LEN2
+    end = len(data)
+    pos = 0
+    try:
+        while pos < end:
+            sadd(pos)
+            b = data[pos]
+            if b < 0x80:
+                p = pos + 2
+                pos = p + len1[b] - 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    p = pos + 3
+                    pos = p + len2[(b2 << 7) ^ b] - 1
+                else:
+                    n, p = _varint_at(data, pos)
+                    pos = p + n if n > 0 else _PAST
+                    p += 1
+            if data[p] < 0x80:
+                p += 1
+            else:
+                p += 1
+                while data[p] & 0x80:
+                    p += 1
+                p += 1
+            b = data[p]
+            if b < 0x80:
+                oadd(base_offset + one[b])
+                p += 1
+            else:
+                b2 = data[p + 1]
+                if b2 < 0x80:
+                    oadd(base_offset + two[(b2 << 7) ^ b])
+                    p += 2
+                else:
+                    od, p = _varint_at(data, p)
+                    oadd(base_offset + od)
+            b = data[p]
+            if b < 0x80:
+                kl = one[b]
+                p += 1
+            else:
+                b2 = data[p + 1]
+                if b2 < 0x80:
+                    kl = two[(b2 << 7) ^ b]
+                    p += 2
+                else:
+                    kl, p = _varint_at(data, p)
+            if kl >= 0:
+                kadd(data[p:p + kl])
+                vadd(p + kl)
+            else:
+                kadd(None)
+                vadd(p)
+    except IndexError:
+        raise CorruptRecordError("records run past the end of their batch") from None
+    if pos != end:
+        raise CorruptRecordError("records run past the end of their batch")
+    return starts, keys, offsets, vpos
 
 
 class RecordSpan(NamedTuple):
@@ -302,70 +421,88 @@ class FilteredBatch(NamedTuple):
 def filter_batch(raw, h: BatchHeader, latest_of: Callable[[bytes], int], now_ms: int,
                  delete_retention_ms: int, retain_empty: bool = False) -> FilteredBatch:
     """Apply the retention rule to one v2 batch (`raw` holds exactly that batch)."""
+    return filter_batch_many(raw, h, lambda keys: list(map(latest_of, keys)), now_ms, delete_retention_ms,
+                             retain_empty)
+
+
+def filter_batch_many(raw, h: BatchHeader, latest_many: Callable[[list], list], now_ms: int,
+                      delete_retention_ms: int, retain_empty: bool = False) -> FilteredBatch:
+    """filter_batch with a bulk lookup: `latest_many(keys)` gives the latest offset
+    of each key (-1 when absent) for a list of keys (never None) in one call, so
+    the per-record work is one scan of the records and C-level list operations."""
     if h.attributes & CONTROL_MASK:
         return FilteredBatch(raw, h.record_count, 0, 0, False)
     data = batch_records_data(raw, h)
     horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else -1
     new_horizon = horizon if horizon >= 0 else now_ms + delete_retention_ms
-    drop_tombstones = now_ms >= new_horizon
-    base_offset = h.base_offset
-    # One pass deciding as it scans: spans are built only for the records kept
-    # (most records go in a typical cleaning).
-    kept = []
-    add = kept.append
-    n = 0
+    starts, keys, offsets, vpos = _scan_for_filter(data, h.base_offset)
+    n = len(keys)
+    if None in keys:  # keyless records never stay (and are not looked up)
+        latest = iter(latest_many([k for k in keys if k is not None]))
+        keep = [k is not None and o >= next(latest) for k, o in zip(keys, offsets)]
+    else:
+        keep = list(map(_ge, offsets, latest_many(keys)))
+    # the value length of a tombstone (-1) is the single byte 0x01
+    kept_vlen = bytes(map(data.__getitem__, compress(vpos, keep)))
+    nk = len(kept_vlen)
     tomb_gone = 0
     tomb_kept = False
-    end = len(data)
-    pos = 0
-    while pos < end:
-        n += 1
-        start = pos
-        b = data[pos]
-        if b < 0x80:
-            ln = (b >> 1) ^ -(b & 1)
-            pos += 1
+    tombs = kept_vlen.count(1)
+    if tombs:
+        if now_ms >= new_horizon:
+            keep = [k and data[v] != 1 for k, v in zip(keep, vpos)]
+            tomb_gone = tombs
+            nk -= tombs
         else:
-            ln, pos = _varint_at(data, pos)
-        rec_end = pos + ln
-        p = pos + 1
-        while data[p] & 0x80:
-            p += 1
-        p += 1
-        ts_end = p
-        b = data[p]
-        if b < 0x80:
-            od = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            od, p = _varint_at(data, p)
-        b = data[p]
-        if b < 0x80:
-            kl = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            kl, p = _varint_at(data, p)
-        if kl < 0 or base_offset + od < latest_of(bytes(data[p:p + kl])):
-            pos = rec_end
-            continue
-        if data[p + kl] == 1:  # null value: a tombstone
-            if drop_tombstones:
-                tomb_gone += 1
-                pos = rec_end
-                continue
             tomb_kept = True
-        add((start, pos, ts_end, rec_end))
-        pos = rec_end
-    if len(kept) == n and (not tomb_kept or horizon >= 0):
+    if nk == n and (not tomb_kept or horizon >= 0):
         return FilteredBatch(raw, n, 0, 0, False)
-    if not kept:
+    if not nk:
         if retain_empty:
             return FilteredBatch(empty_batch(h), 0, n, tomb_gone, True)
         return FilteredBatch(None, 0, n, tomb_gone, False)
-    set_horizon = new_horizon if (tomb_kept and horizon < 0) else None
-    spans = [RecordSpan(0, None, False, _varint_at(data, body + 1)[0], start, body, ts_end, rec_end)
-             for start, body, ts_end, rec_end in kept]
-    return FilteredBatch(rebuild_batch(h, data, spans, set_horizon), len(kept), n - len(kept), tomb_gone, True)
+    ends = starts[1:]
+    ends.append(len(data))
+    kept_starts = list(compress(starts, keep))
+    kept_ends = list(compress(ends, keep))
+    if tomb_kept and horizon < 0:
+        spans = [_span_of(data, s, e) for s, e in zip(kept_starts, kept_ends)]
+        out = rebuild_batch(h, data, spans, new_horizon)
+    else:
+        # kept records are copied byte for byte
+        records = b"".join(map(data.__getitem__, map(slice, kept_starts, kept_ends)))
+        if h.attributes & TIMESTAMP_TYPE_MASK:
+            max_ts = h.max_timestamp
+        else:
+            max_ts = h.base_timestamp + _max_timestamp_delta(data, kept_starts)
+        out = _build(h, h.attributes, h.base_timestamp, max_ts, records, nk)
+    return FilteredBatch(out, nk, n - nk, tomb_gone, True)
+
+
+def _span_of(data, start: int, end: int) -> RecordSpan:
+    """The spans rebuild_batch needs of the record at [start, end)."""
+    _, body = _varint_at(data, start)
+    tsd, ts_end = _varint_at(data, body + 1)
+    return RecordSpan(0, None, False, tsd, start, body, ts_end, end)
+
+
+def _max_timestamp_delta(data, starts) -> int:
+    one = _ONE
+    two = _TWO
+    best = None
+    for s in starts:
+        p = s + 2 if data[s] < 0x80 else s + 3  # past the length and the attributes
+        if p == s + 3 and data[s + 1] >= 0x80:
+            p = _varint_at(data, s)[1] + 1
+        b = data[p]
+        if b < 0x80:
+            t = one[b]
+        else:
+            b2 = data[p + 1]
+            t = two[(b2 << 7) ^ b] if b2 < 0x80 else _varint_at(data, p)[0]
+        if best is None or t > best:
+            best = t
+    return best
 
 
 def rebuild_batch(h: BatchHeader, data, kept: Sequence[RecordSpan], set_horizon: int | None) -> bytes:
@@ -391,12 +528,17 @@ def rebuild_batch(h: BatchHeader, data, kept: Sequence[RecordSpan], set_horizon:
     else:
         max_ts = base_ts + max(r.timestamp_delta for r in kept)
     new_base_ts = base_ts if set_horizon is None else set_horizon
+    return _build(h, attrs, new_base_ts, max_ts, records, len(kept))
+
+
+def _build(h: BatchHeader, attrs: int, base_ts: int, max_ts: int, records: bytes, count: int) -> bytes:
+    """Header (with h's identity) + the records, compressed with the batch's codec."""
     codec = attrs & CODEC_MASK
     payload = records if codec == 0 else compression.compress(codec, records)
     header = bytearray(HEADER_SIZE)
     _HEADER.pack_into(header, 0, h.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(payload), h.partition_leader_epoch,
-                      2, 0, attrs, h.last_offset_delta, new_base_ts, max_ts, h.producer_id, h.producer_epoch,
-                      h.base_sequence, len(kept))
+                      2, 0, attrs, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
+                      h.base_sequence, count)
     crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
     _CRC.pack_into(header, 17, crc)
     return b"".join((header, payload))

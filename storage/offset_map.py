@@ -16,6 +16,7 @@ the cost of hashlib per key. The map never grows: `full` turns true at
 from __future__ import annotations
 
 from array import array
+from itertools import repeat
 
 from crc32c import crc32c
 
@@ -70,31 +71,29 @@ class OffsetMap:
         """Record offsets[i] as the latest offset of keys[i] (offsets ascending).
 
         Callers check room() first: putting more than max_entries new keys
-        would overfill the table.
+        would overfill the table. Both digests are computed by map() over the
+        whole list (C loops); the probing is the only per-key Python.
         """
         hashes, crcs, offs = self._hashes, self._crcs, self._offsets
         n = self.slots
         size = self.size
         probes = 0
-        for key, off in zip(keys, offsets):
-            h = hash(key)
-            c = crc32c(key)
+        for h, c, off in zip(map(hash, keys), map(crc32c, keys), offsets):
             i = h % n
-            while True:
-                o = offs[i]
-                if o == EMPTY:
-                    hashes[i] = h
-                    crcs[i] = c
-                    offs[i] = off
-                    size += 1
-                    break
+            o = offs[i]
+            while o != -1:  # EMPTY
                 if hashes[i] == h and crcs[i] == c:
-                    offs[i] = off
                     break
                 i += 1
                 probes += 1
                 if i == n:
                     i = 0
+                o = offs[i]
+            else:
+                hashes[i] = h
+                crcs[i] = c
+                size += 1
+            offs[i] = off
         self.size = size
         self.probes += probes
         if offsets:
@@ -137,6 +136,26 @@ class OffsetMap:
                 if i == n:
                     i = 0
         return get
+
+    def get_many(self, keys) -> list:
+        """[get(key) for key in keys] in one loop (the rewrite pass's hot path)."""
+        hashes, crcs, offs = self._hashes, self._crcs, self._offsets
+        n = self.slots
+        out = []
+        add = out.append
+        for key, h in zip(keys, map(hash, keys)):
+            i = h % n
+            o = offs[i]
+            while o != -1:  # EMPTY
+                # the CRC only when the 64-bit hash matches: once per key found
+                if hashes[i] == h and crcs[i] == crc32c(key):
+                    break
+                i += 1
+                if i == n:
+                    i = 0
+                o = offs[i]
+            add(o)
+        return out
 
     def __len__(self) -> int:
         return self.size
@@ -184,6 +203,9 @@ class UnboundedOffsetMap:
     def getter(self):
         d = self._d
         return lambda key: d.get(key, EMPTY)
+
+    def get_many(self, keys) -> list:
+        return list(map(self._d.get, keys, repeat(EMPTY, len(keys))))
 
     def __len__(self) -> int:
         return len(self._d)

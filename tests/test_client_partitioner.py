@@ -78,3 +78,23 @@ def test_keyed_records_land_where_java_puts_them(broker):
         deadline += 1
     c.close()
     assert seen == placed
+
+
+def test_keyless_records_stick_to_a_partition_until_the_batch_is_full(broker):
+    from pylog.core.client import Admin
+
+    with Admin({"bootstrap.servers": broker.bootstrap}) as a:
+        a.create_topic("sticky", 4)
+    with Producer({"bootstrap.servers": broker.bootstrap, "batch.size": "1000", "linger.ms": "1000"}) as p:
+        futs = [p.send("sticky", b"x" * 100) for _ in range(90)]
+        p.flush()
+        parts = [f.get(5).partition for f in futs]
+    runs = []
+    for part in parts:
+        if runs and runs[-1][0] == part:
+            runs[-1][1] += 1
+        else:
+            runs.append([part, 1])
+    assert len(runs) >= 5  # it moved on as batches filled...
+    assert all(n >= 5 for _, n in runs[:-1])  # ...and stayed while they had room (~8 records of 100 B)
+    assert len(set(parts)) > 1

@@ -294,3 +294,43 @@ def test_leader_epoch_validation_detects_truncation(broker):
             assert c.poll(500) == {}
             assert c.position(tp) == 10
         c.close()
+
+
+def test_fetch_settings_are_honoured(broker):
+    topic = "fetch-settings"
+    create(broker.bootstrap, topic, 1)
+    with Producer({"bootstrap.servers": broker.bootstrap, "batch.size": "2000", "linger.ms": "0"}) as p:
+        for i in range(200):
+            p.send(topic, b"v" * 100)
+        p.flush()
+    tp = TopicPartition(topic, 0)
+    # max.poll.records caps each poll; tiny max.partition.fetch.bytes still makes progress (one batch)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest",
+                  "max.poll.records": "7", "max.partition.fetch.bytes": "100", "fetch.max.bytes": "100"})
+    c.assign([tp])
+    sizes = []
+    offsets = []
+    deadline = time.monotonic() + 20
+    while len(offsets) < 200 and time.monotonic() < deadline:
+        recs = c.poll(200).get(tp, [])
+        if recs:
+            sizes.append(len(recs))
+            offsets += [r.offset for r in recs]
+    c.close()
+    assert offsets == list(range(200))
+    assert max(sizes) == 7
+    # fetch.min.bytes not reached: the broker holds the fetch for fetch.max.wait.ms
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "latest",
+                  "fetch.min.bytes": "1000000", "fetch.max.wait.ms": "700"})
+    c.assign([tp])
+    t0 = time.monotonic()
+    c.poll(100)
+    with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+        p.send(topic, b"late").get(10)
+    got = []
+    while not got and time.monotonic() - t0 < 10:
+        got = c.poll(100).get(tp, [])
+    assert [r.value for r in got] == [b"late"]
+    # every fetch waited the full fetch.max.wait.ms since 1 MB never arrived
+    assert time.monotonic() - t0 >= 0.7
+    c.close()

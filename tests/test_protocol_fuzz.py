@@ -126,3 +126,31 @@ def test_invalid_utf8_is_an_invalid_request():
     frame[i] = 0xFF
     with pytest.raises(InvalidRequestError):
         decode_request(bytes(frame))
+
+
+@st.composite
+def mutated_responses(draw):
+    key, version = draw(st.sampled_from(PAIRS))
+    api = SCHEMAS[key]
+    from pylog.core.protocol import encode_response
+
+    frame = bytearray(encode_response(key, version, 1, draw(struct_strategy(api.response, version, api.is_flexible(version))))[4:])
+    for _ in range(draw(st.integers(1, 3))):
+        if frame and draw(st.booleans()):
+            frame[draw(st.integers(0, len(frame) - 1))] ^= 1 << draw(st.integers(0, 7))
+        else:
+            frame = frame[:draw(st.integers(0, len(frame)))]
+    return key, version, bytes(frame)
+
+
+@settings(max_examples=400, deadline=5000, suppress_health_check=list(HealthCheck))
+@given(case=mutated_responses())
+def test_mutated_responses_raise_only_invalid_request(case):
+    from pylog.core.protocol import decode_response
+
+    key, version, frame = case
+    try:
+        corr, body = decode_response(key, version, frame)
+    except InvalidRequestError:
+        return
+    assert isinstance(body, dict)

@@ -193,3 +193,77 @@ def test_api_versions_unsupported_version_answer_is_read_as_v0():
     corr, body = decode_response(18, 3, v0[4:])
     assert corr == 4 and body["error_code"] == 35
     assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
+
+
+def test_unknown_tagged_fields_are_skipped():
+    # Fetch v12 request with an unknown tag 9 (3 bytes) in the body's tag section.
+    frame = bytearray(encode_request(1, 12, 2, "c", {"max_wait_ms": 100, "min_bytes": 1})[4:])
+    assert frame[-1] == 0
+    frame[-1:] = b"\x01" b"\x09\x03abc"
+    req = decode_request(bytes(frame))
+    assert req.body["max_wait_ms"] == 100 and req.body["cluster_id"] is None
+    # ... and a known one (cluster_id, tag 0) next to it.
+    frame[-6:] = b"\x02" b"\x00\x03\x03id" b"\x09\x00"
+    assert decode_request(bytes(frame)).body["cluster_id"] == "id"
+
+
+def test_list_offsets_v1_request_frame():
+    body = {"replica_id": -1, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -2}]}]}
+    frame = encode_request(2, 1, 3, "c", body)
+    assert frame[4 + 11:] == (b"\xff\xff\xff\xff" b"\x00\x00\x00\x01\x00\x01t"
+                              b"\x00\x00\x00\x01" b"\x00\x00\x00\x00" + struct.pack(">q", -2))
+
+
+def test_create_topics_v5_request_frame():
+    body = {"topics": [{"name": "t", "num_partitions": 3, "replication_factor": 1,
+                        "configs": [{"name": "cleanup.policy", "value": "compact"}]}],
+            "timeout_ms": 1000}
+    frame = encode_request(19, 5, 3, "c", body)
+    assert frame[4 + 12:] == (b"\x02" b"\x02t" b"\x00\x00\x00\x03" b"\x00\x01" b"\x01"
+                              b"\x02" b"\x0fcleanup.policy" b"\x08compact" b"\x00" b"\x00"
+                              b"\x00\x00\x03\xe8" b"\x00" b"\x00")
+
+
+def test_join_group_v0_request_frame():
+    body = {"group_id": "g", "session_timeout_ms": 10000, "member_id": "", "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"\x00\x00"}]}
+    frame = encode_request(11, 0, 1, None, body)
+    assert frame[4 + 10:] == (b"\x00\x01g" b"\x00\x00\x27\x10" b"\x00\x00" b"\x00\x08consumer"
+                              b"\x00\x00\x00\x01" b"\x00\x05range" b"\x00\x00\x00\x02\x00\x00")
+
+
+def test_offset_fetch_v8_multi_group_request_frame():
+    body = {"groups": [{"group_id": "g", "topics": None}], "require_stable": True}
+    frame = encode_request(9, 8, 1, "c", body)
+    assert frame[4 + 12:] == b"\x02" b"\x02g" b"\x00" b"\x00" b"\x01" b"\x00"
+    assert decode_request(frame[4:]).body["groups"][0]["topics"] is None
+
+
+@pytest.mark.parametrize("version", [1, 8, 9, 12])
+def test_large_counts_and_lengths_match_kafka_python(version):
+    # Multi-byte compact lengths/counts (>127) and int arrays beyond the
+    # precompiled small-count Structs; hypothesis only draws small sizes.
+    api = SCHEMAS[3]
+    body = {"brokers": [{"node_id": i, "host": "h" * 200, "port": 9092, "rack": "r" * 130} for i in range(3)],
+            "cluster_id": "c" * 300, "controller_id": 1,
+            "topics": [{"error_code": 0, "name": f"topic-{t:04d}-" + "x" * 120, "is_internal": False, "partitions": [
+                {"error_code": 0, "partition_index": p, "leader_id": 1, "leader_epoch": 5,
+                 "replica_nodes": list(range(40)), "isr_nodes": list(range(17)), "offline_replicas": [16] * 16}
+                for p in range(3)]} for t in range(150)]}
+    ours = encode_response_body(3, version, body)
+    theirs = bytes(to_kp(KP[3][1], api.response, version, api.is_flexible(version), body).encode(version=version))
+    assert ours == theirs
+    expected = normalize(api.response, version, api.is_flexible(version), body)
+    assert decode_response_body(3, version, ours) == expected
+
+
+def test_large_record_sets_round_trip():
+    recs = bytes(range(256)) * 300  # 76,800 bytes: 3-byte compact length
+    body = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": recs}]}]}
+    for version in (4, 12):
+        frame = encode_response(1, version, 1, body)
+        got = decode_response(1, version, frame[4:])[1]
+        assert bytes(got["responses"][0]["partitions"][0]["records"]) == recs
+        api = SCHEMAS[1]
+        theirs = bytes(to_kp(KP[1][1], api.response, version, api.is_flexible(version), body).encode(version=version))
+        assert frame[8 + (1 if version >= 12 else 0):] == theirs

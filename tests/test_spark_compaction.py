@@ -36,7 +36,11 @@ def _append(lg, rnd, n_batches, keys, *, tombstone_rate=0.15, pid=-1, seq=None):
             kw = {"producer_id": pid, "producer_epoch": 0, "base_sequence": seq[0]}
             seq[0] += count
         b = BatchBuilder(codec=codec, **kw)
-        now = int(time.time() * 1000)
+        # an hour old: a tombstone kept with a new delete horizon (cleaning time +
+        # delete.retention.ms) has its timestamp deltas re-encoded against that horizon,
+        # and their varint lengths must not depend on the seconds between predicting
+        # and compacting
+        now = int(time.time() * 1000) - 3_600_000
         for _ in range(count):
             k = rnd.choice(keys)
             v = None if rnd.random() < tombstone_rate else ("v" * rnd.randint(1, 40)).encode()

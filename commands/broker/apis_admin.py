@@ -265,6 +265,7 @@ def apis(broker) -> list[Api]:
 
 def _created_configs(broker, overrides: dict[str, str]) -> list[dict]:
     """CreateTopics v5+: the new topic's full config with each value's source."""
+    from pylog.commands.broker.apis_configs import default_source
     from pylog.core.config import topic_defaults_from_broker
 
     defaults = topic_defaults_from_broker(broker.config)
@@ -274,7 +275,7 @@ def _created_configs(broker, overrides: dict[str, str]) -> list[dict]:
             value, source = overrides[name], 1  # DYNAMIC_TOPIC_CONFIG
         else:
             value = d.render(defaults[name])
-            source = 4 if d.synonym and d.synonym in broker.config.overridden else 5
+            source = default_source(broker.config, name)
         out.append({"name": name, "value": value, "read_only": False, "config_source": source,
                     "is_sensitive": d.sensitive})
     return out

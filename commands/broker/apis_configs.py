@@ -17,6 +17,22 @@ DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
 DYNAMIC_BROKER_LOGGER = 6
 INVALID_REQUEST, INVALID_CONFIG, UNKNOWN_TOPIC = 42, 40, 3
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# Broker properties that also set a topic config's default, most specific
+# first (Kafka folds log.retention.hours/minutes into retention.ms, etc.)
+EXTRA_SYNONYMS = {
+    "retention.ms": ["log.retention.minutes", "log.retention.hours"],
+    "segment.ms": ["log.roll.hours"],
+}
+
+
+def broker_synonyms(name: str) -> list[str]:
+    d = TOPIC_CONFIGS.defs[name]
+    return ([d.synonym] if d.synonym else []) + EXTRA_SYNONYMS.get(name, [])
+
+
+def default_source(config, name: str) -> int:
+    """STATIC_BROKER_CONFIG when server.properties/--set decided a topic config's default."""
+    return STATIC_BROKER if any(s in config.overridden for s in broker_synonyms(name)) else DEFAULT
 
 
 def apis(broker) -> list[Api]:
@@ -39,12 +55,16 @@ def apis(broker) -> list[Api]:
                 syn.append({"name": name, "value": value, "source": DYNAMIC_TOPIC})
             else:
                 value = d.render(defaults[name])
-                source = STATIC_BROKER if d.synonym and d.synonym in cfg.overridden else DEFAULT
-            if d.synonym:
-                if d.synonym in cfg.overridden:
-                    syn.append({"name": d.synonym, "value": BROKER_CONFIGS[d.synonym].render(cfg[d.synonym]),
+                source = default_source(cfg, name)
+            names = broker_synonyms(name)
+            for sname in names:
+                if sname in cfg.overridden and sname in BROKER_CONFIGS:
+                    syn.append({"name": sname, "value": BROKER_CONFIGS[sname].render(cfg[sname]),
                                 "source": STATIC_BROKER})
-                syn.append({"name": d.synonym, "value": d.render(d.default), "source": DEFAULT})
+            if names:
+                last = names[-1]
+                syn.append({"name": last, "value": BROKER_CONFIGS[last].render(BROKER_CONFIGS[last].default),
+                            "source": DEFAULT})
             out.append(entry(name, value, source, syn if synonyms_on else [], d, docs))
         return out
 

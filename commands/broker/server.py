@@ -22,12 +22,12 @@ import os
 import socket
 import struct
 from collections import deque
-from typing import Any, Callable
+from typing import Callable
 
 log = logging.getLogger("pylog.broker")
 
 _SIZE = struct.Struct(">i")
-_RECV_CHUNK = 256 * 1024
+_RECV_CHUNK = 64 * 1024  # per connection; larger frames get their own exact-size buffer
 # stop reading a connection while this many responses or bytes are queued on it
 _MAX_SLOTS = 64
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
@@ -51,13 +51,22 @@ class _Slot:
 
 
 class _FileRange:
-    """The unsent rest of a file slice: fd, position, remaining length."""
+    """The unsent rest of a file slice: its own dup of the segment fd, position, length.
 
-    __slots__ = ("fd", "pos", "left", "keep")
+    The dup keeps the segment's inode readable (and the fd number ours) even if
+    retention or a topic deletion closes the segment before a slow client has
+    read the response.
+    """
 
-    def __init__(self, fd: int, pos: int, left: int, keep: Any):
-        self.fd, self.pos, self.left = fd, pos, left
-        self.keep = keep  # the storage object owning the fd stays referenced until sent
+    __slots__ = ("fd", "pos", "left")
+
+    def __init__(self, fd: int, pos: int, left: int):
+        self.fd, self.pos, self.left = os.dup(fd), pos, left
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class Connection:
@@ -110,6 +119,8 @@ class Connection:
                 if self._big_have == len(self._big):
                     frame, self._big = self._big, None
                     self.server.dispatch(self, frame)
+                    if not self.closed:
+                        self._check_pause()
                 return
             n = self.sock.recv_into(self._view[self._have:])
         except (BlockingIOError, InterruptedError):
@@ -193,7 +204,10 @@ class Connection:
                         self._out.append(p)
                         self._out_bytes += len(p)
                 elif p.length:
-                    self._out.append(_FileRange(p.fd, p.position, p.length, p))
+                    try:
+                        self._out.append(_FileRange(p.fd, p.position, p.length))
+                    except OSError as e:
+                        return self.close(f"cannot send a fetch response: {e.strerror or e}")
             moved = True
         if moved and not self._writing and not self._batching:
             self._flush()
@@ -213,7 +227,7 @@ class Connection:
                     head.pos += n
                     head.left -= n
                     if head.left == 0:
-                        out.popleft()
+                        out.popleft().release()
                     continue
                 bufs = []
                 for item in out:
@@ -278,6 +292,9 @@ class Connection:
         for t in list(self.tasks):
             t.cancel()
         self._slots.clear()
+        for item in self._out:
+            if isinstance(item, _FileRange):
+                item.release()
         self._out.clear()
         try:
             self.sock.close()

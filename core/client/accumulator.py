@@ -343,7 +343,11 @@ class RecordAccumulator:
                     i += 1
                 dq.insert(i, batch)
             else:
-                dq.appendleft(batch)
+                # retried batches go first, oldest first, so a partition keeps its order
+                i = 0
+                while i < len(dq) and dq[i].in_retry and dq[i].created <= batch.created:
+                    i += 1
+                dq.insert(i, batch)
 
     def expired(self, now) -> list:
         """Batches (not in flight) whose delivery.timeout.ms has passed."""

@@ -154,6 +154,7 @@ class Producer:
         self.producer_id = -1
         self.producer_epoch = -1
         self._need_bump = False
+        self._bump_unsupported = False
         self._pstate: dict[tuple, _PartitionState] = {}
         self._muted: set = set()
         self._wakeup: asyncio.Event | None = None
@@ -407,17 +408,19 @@ class Producer:
         b.log_append_time = log_append_time
         b.error = error
         b.done_at = time.monotonic()
-        b.done = True
-        with self.acc.lock:
-            self.acc.incomplete.discard(b)
-        self.pool.release(b.reserved)
-        b.reserved = 0
+        # callbacks first, then the futures (as the Java client): a future that reports
+        # done has had its callback run
         if b.callbacks:
             for i, cb in b.callbacks:
                 try:
                     cb(None if error else _metadata(b, i), error)
                 except Exception:
                     log.exception("producer callback raised")
+        b.done = True
+        with self.acc.lock:
+            self.acc.incomplete.discard(b)
+        self.pool.release(b.reserved)
+        b.reserved = 0
         with self._done_cond:
             self._done_cond.notify_all()
 
@@ -441,37 +444,34 @@ class Producer:
 
         self._md_task = asyncio.get_running_loop().create_task(refresh())
 
-    async def _init_producer_id(self):
+    async def _init_producer_id(self) -> bool:
+        """One InitProducerId attempt (KIP-360 epoch bump when we already have an id).
+        False when it should be retried later; the sender loop keeps expiring batches meanwhile."""
         body = {"transactional_id": None, "transaction_timeout_ms": -1}
-        bump = self.producer_id >= 0
-        while True:
-            try:
-                conn = await self.client._any_connection()
-                if bump and conn.version("InitProducerId") >= 3:
-                    body["producer_id"] = self.producer_id
-                    body["producer_epoch"] = self.producer_epoch
-                resp = await conn.request("InitProducerId", body)
-            except Exception as e:
-                if self.acc.closing and not self.acc.has_undrained():
-                    return
-                log.debug("InitProducerId failed: %s", e)
-                await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
-                continue
-            code = resp.get("error_code", 0)
-            if code == 0:
-                break
+        bump = self.producer_id >= 0 and not self._bump_unsupported
+        try:
+            conn = await self.client._any_connection()
+            if bump and conn.version("InitProducerId") >= 3:
+                body["producer_id"] = self.producer_id
+                body["producer_epoch"] = self.producer_epoch
+            resp = await conn.request("InitProducerId", body)
+        except Exception as e:
+            log.debug("InitProducerId failed: %s", e)
+            return False
+        code = resp.get("error_code", 0)
+        if code:
             if is_retriable(code) or code in (14, 15, 16, 51):
-                await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
-                continue
+                return False
             if bump and code in (59, 47, 49, 35, 42):
-                bump = False  # cannot bump: start over with a fresh id
-                body = {"transactional_id": None, "transaction_timeout_ms": -1}
-                continue
+                self._bump_unsupported = True  # cannot bump: take a fresh id next time
+                return False
             self._fatal = error_for_code(code, f"InitProducerId failed: {ERROR_NAMES.get(code, code)}")
             raise self._fatal
         self.producer_id = resp["producer_id"]
         self.producer_epoch = resp["producer_epoch"]
+        self._bump_unsupported = False
         self._reset_sequences()
+        return True
 
     def _reset_sequences(self):
         """After a new id or epoch, every partition starts again at sequence 0; queued batches
@@ -508,9 +508,10 @@ class Producer:
         acc = self.acc
         while True:
             try:
+                pid_failed = False
                 if self.idempotent and (self.producer_id < 0 or self._need_bump) and self._inflight_requests == 0:
                     if acc.has_undrained() or not acc.closing:
-                        await self._init_producer_id()
+                        pid_failed = not await self._init_producer_id()
                 now = time.monotonic()
                 for b in acc.expired(now):
                     if b.base_sequence >= 0:
@@ -544,6 +545,8 @@ class Producer:
                 timeout = 0.5 if delay is None else max(0.0005, min(delay, 0.5))
                 if ready and not blocked:
                     timeout = min(timeout, 0.05)
+                if pid_failed:
+                    timeout = max(timeout, self.config["retry.backoff.ms"] / 1000.0)
                 try:
                     await asyncio.wait_for(self._wakeup.wait(), timeout)
                 except asyncio.TimeoutError:
@@ -666,8 +669,7 @@ class Producer:
         if metadata or code in _METADATA_ERRORS:
             self._maybe_refresh_metadata(force=True)
         expired = now - b.created >= self.delivery_timeout
-        if retriable and not expired and b.attempts <= self.retries and not self.acc.closing or (
-                retriable and not expired and self.acc.closing and b.attempts <= self.retries):
+        if retriable and not expired and b.attempts <= self.retries:
             if ps is not None and b.base_sequence >= 0:
                 try:
                     ps.inflight.remove(b)

@@ -20,6 +20,13 @@ from pylog.core.protocol.codec import (
     encode_response_body,
     encode_response_parts,
 )
+from pylog.core.protocol.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from pylog.core.protocol.embedded import MalformedDataError
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.core.protocol.schema import Api, Field, defaults_dict
 from pylog.core.protocol.types import ZERO_UUID
@@ -30,5 +37,6 @@ __all__ = [
     "decode_request", "decode_request_header", "encode_request",
     "decode_response", "encode_response", "encode_response_parts",
     "decode_request_body", "encode_request_body", "decode_response_body", "encode_response_body",
-    "InvalidRequestError", "UnknownApiKeyError", "UnsupportedVersionError",
+    "InvalidRequestError", "UnknownApiKeyError", "UnsupportedVersionError", "MalformedDataError",
+    "encode_subscription", "decode_subscription", "encode_assignment", "decode_assignment",
 ]

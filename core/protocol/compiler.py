@@ -74,6 +74,7 @@ def _lit(value) -> str:
 
 
 _NS["_K_ZU"] = T.ZERO_UUID
+_SMALL_ARRAYS = 16
 
 
 def _fixed(field: Field) -> bool:
@@ -285,7 +286,9 @@ def _gen_write(lines, ind, var, field, version, flexible, outv, partsv):
         lines.append(f"{pad}    {var} = ()")
         pad2 = pad
     if C:
-        lines.append(f"{pad2}_wuv({outv}, len({var}) + 1)")
+        lines.append(f"{pad2}_n = len({var}) + 1")
+        lines.append(f"{pad2}if _n < 128: {outv}.append(_n)")
+        lines.append(f"{pad2}else: _wuv({outv}, _n)")
     else:
         lines.append(f"{pad2}{outv} += _pi32(len({var}))")
     elem = t.elem
@@ -293,7 +296,10 @@ def _gen_write(lines, ind, var, field, version, flexible, outv, partsv):
         _, en = _struct_fns(elem, version, flexible)
         lines.append(f"{pad2}for _e in {var}: {en}(_e, {outv}, {partsv})")
     elif isinstance(elem, Prim) and elem.fmt is not None and elem is not T.UUID:
-        lines.append(f"{pad2}{outv} += _pack('>%d{elem.fmt}' % len({var}), *{var})")
+        # Precompiled Structs for the common small counts (replica lists, partition ids).
+        tab = _const(tuple(struct.Struct(f">{n}{elem.fmt}") for n in range(_SMALL_ARRAYS)))
+        lines.append(f"{pad2}{outv} += ({tab}[len({var})].pack(*{var}) if len({var}) < {_SMALL_ARRAYS} "
+                     f"else _pack('>%d{elem.fmt}' % len({var}), *{var}))")
     else:
         sub = Field("_elem", elem)
         lines.append(f"{pad2}for _e in {var}:")
