@@ -13,7 +13,7 @@ import click
 from pylog.cli.console import err
 from pylog.cli.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.errors import PylogError, UsageError
+from pylog.core.errors import UsageError
 
 from pylog.commands.client_common import client_props
 

@@ -45,6 +45,7 @@ from pylog.storage.compaction_rules import (
     batch_records_data,
     cleanable_section,
     filter_batch_many,
+    filter_batch_survivors,
     group_segments,
     record_keys,
     should_clean,
@@ -274,6 +275,8 @@ class Cleaner:
         m = UnboundedOffsetMap() if dry_run else self.map
         if not dry_run:
             self._resnapshot(lg)
+        if hasattr(m, "reset"):
+            m.reset()  # each cleaning starts with the (faster) dict form of the map
         first_dirty = section.first_dirty
         upper = section.first_uncleanable
         while first_dirty < upper:
@@ -283,12 +286,12 @@ class Cleaner:
             stats.buffer_utilization = max(stats.buffer_utilization, m.utilization)
             t2 = time.perf_counter()
             stats.map_seconds += t2 - t1
-            self._clean_segments(lg, m, end, now, stats, dry_run)
+            self._clean_segments(lg, m, first_dirty, end, now, stats, dry_run)
             stats.clean_seconds += time.perf_counter() - t2
             stats.passes += 1
             stats.end_offset = end
             first_dirty = end
-        stats.map_memory_bytes = m.memory_bytes
+        stats.map_memory_bytes = max(m.memory_bytes, getattr(m, "peak_bytes", 0))
         if not dry_run:
             self._resnapshot(lg)
         stats.seconds = time.perf_counter() - t0
@@ -329,38 +332,49 @@ class Cleaner:
                 stats.map_bytes_read += h.batch_length + LOG_OVERHEAD
                 if h.attributes & 0x20 or h.record_count == 0:  # control or empty batches hold no keys
                     continue
-                if h.record_count > m.room():
-                    if m.size == 0:
-                        raise DataError(
-                            f"log.cleaner.dedupe.buffer.size is too small to hold the {h.record_count} keys of the "
-                            f"batch at offset {h.base_offset} of {lg.topic}-{lg.partition}")
-                    return h.base_offset
                 raw = memoryview(buf)[off:off + h.batch_length + LOG_OVERHEAD]
                 keys, offsets = record_keys(batch_records_data(raw, h), h.base_offset)
                 if None in keys:
                     pairs = [(k, o) for k, o in zip(keys, offsets) if k is not None]
                     keys, offsets = [k for k, _ in pairs], [o for _, o in pairs]
+                if not m.fits(keys, offsets):
+                    if m.size:
+                        m.overflow()  # this pass ends here; the next one starts at this batch
+                        return h.base_offset
+                    if getattr(m, "uses_dict", False):
+                        m.overflow()
+                        m.clear()  # an empty dict cannot take it: on to the arrays, which hold more
+                    if not m.fits(keys, offsets):
+                        raise DataError(
+                            f"log.cleaner.dedupe.buffer.size is too small to hold the {len(keys)} keys of the "
+                            f"batch at offset {h.base_offset} of {lg.topic}-{lg.partition}")
                 m.put_many(keys, offsets)
                 stats.map_records += len(keys)
             self.progress(seg.size)
         return upper
 
     # ---- pass 2: rewrite ----
-    def _clean_segments(self, lg, m, end: int, now: int, stats: CleanerStats, dry_run: bool) -> None:
+    def _clean_segments(self, lg, m, start: int, end: int, now: int, stats: CleanerStats, dry_run: bool) -> None:
+        """Rewrite the segments below `end` with the map built over [start, end)."""
         cfg = lg.config
         with lg.lock:
             segs = [s for s in lg.segments[:-1] if s.base_offset < end]
             producers = {e.producer_id: e.last_data_offset for e in lg.producer_state}
         sizes = [(s.base_offset, s.size, max(s.offset_index.entries * 8, s.time_index.entries * 12)) for s in segs]
         groups = group_segments(sizes, cfg["segment.bytes"], cfg["segment.index.bytes"])
+        # Batches wholly inside the mapped range are decided by the map's offsets
+        # (compaction_rules.filter_batch_survivors), the others by key lookups.
+        survivors = m.sorted_offsets() if hasattr(m, "sorted_offsets") else None
+        mapped = (start, end, survivors) if survivors is not None else None
         for g in groups:
-            self._clean_group(lg, [segs[i] for i in g], m, now, stats, dry_run, producers)
+            self._clean_group(lg, [segs[i] for i in g], m, now, stats, dry_run, producers, mapped)
 
     def _clean_group(self, lg, group: list[LogSegment], m, now: int, stats: CleanerStats, dry_run: bool,
-                     producers: dict[int, int]) -> None:
+                     producers: dict[int, int], mapped: tuple | None = None) -> None:
         cfg = lg.config
         retention = cfg["delete.retention.ms"]
         latest_many = m.get_many
+        mapped_from, mapped_to, survivors = mapped if mapped is not None else (0, -1, None)
         base = group[0].base_offset
         new = None
         if not dry_run:
@@ -381,7 +395,10 @@ class Cleaner:
                     raw = memoryview(buf)[off:off + size]
                     pid = h.producer_id
                     retain_empty = pid >= 0 and producers.get(pid, -2) == h.last_offset
-                    r = filter_batch_many(raw, h, latest_many, now, retention, retain_empty)
+                    if mapped_from <= h.base_offset and h.base_offset + h.last_offset_delta < mapped_to:
+                        r = filter_batch_survivors(raw, h, survivors, now, retention, retain_empty)
+                    else:
+                        r = filter_batch_many(raw, h, latest_many, now, retention, retain_empty)
                     stats.tombstones_removed += r.tombstones_removed
                     stats.records_written += r.kept
                     if r.data is None:

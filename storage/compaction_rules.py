@@ -37,6 +37,7 @@ And batch by batch:
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left, bisect_right
 from itertools import compress
 from operator import ge as _ge
 from typing import Callable, NamedTuple, Sequence
@@ -334,6 +335,57 @@ def _scan_for_filter(data: bytes, base_offset: int) -> tuple[list, list, list, l
     return starts, keys, offsets, vpos
 
 
+def _scan_offsets(data: bytes, base_offset: int) -> tuple[list, list]:
+    """(starts, offsets) of every record: the survivors path needs no keys."""
+    starts: list = []
+    offsets: list = []
+    sadd = starts.append
+    oadd = offsets.append
+    one = _ONE
+    two = _TWO
+    len1 = _LEN1
+    len2 = _LEN2
+    end = len(data)
+    pos = 0
+    try:
+        while pos < end:
+            sadd(pos)
+            b = data[pos]
+            if b < 0x80:
+                p = pos + 2
+                pos = p + len1[b] - 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    p = pos + 3
+                    pos = p + len2[(b2 << 7) ^ b] - 1
+                else:
+                    n, p = _varint_at(data, pos)
+                    pos = p + n if n > 0 else _PAST
+                    p += 1
+            if data[p] < 0x80:
+                p += 1
+            else:
+                p += 1
+                while data[p] & 0x80:
+                    p += 1
+                p += 1
+            b = data[p]
+            if b < 0x80:
+                oadd(base_offset + one[b])
+            else:
+                b2 = data[p + 1]
+                if b2 < 0x80:
+                    oadd(base_offset + two[(b2 << 7) ^ b])
+                else:
+                    oadd(base_offset + _varint_at(data, p)[0])
+    except IndexError:
+        raise CorruptRecordError("records run past the end of their batch") from None
+    if pos != end:
+        raise CorruptRecordError("records run past the end of their batch")
+    return starts, offsets
+
+
 class RecordSpan(NamedTuple):
     offset: int
     key: bytes | None
@@ -433,28 +485,63 @@ def filter_batch_many(raw, h: BatchHeader, latest_many: Callable[[list], list], 
     if h.attributes & CONTROL_MASK:
         return FilteredBatch(raw, h.record_count, 0, 0, False)
     data = batch_records_data(raw, h)
-    horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else -1
-    new_horizon = horizon if horizon >= 0 else now_ms + delete_retention_ms
     starts, keys, offsets, vpos = _scan_for_filter(data, h.base_offset)
-    n = len(keys)
     if None in keys:  # keyless records never stay (and are not looked up)
         latest = iter(latest_many([k for k in keys if k is not None]))
         keep = [k is not None and o >= next(latest) for k, o in zip(keys, offsets)]
     else:
         keep = list(map(_ge, offsets, latest_many(keys)))
+    return _filtered(raw, h, data, starts, keep, vpos, now_ms, delete_retention_ms, retain_empty)
+
+
+def filter_batch_survivors(raw, h: BatchHeader, survivors: Sequence[int], now_ms: int, delete_retention_ms: int,
+                           retain_empty: bool = False) -> FilteredBatch:
+    """filter_batch for a batch all of whose records went into the offset map of
+    this cleaning pass. Such a record is the latest of its key exactly when its
+    offset is one of the map's offsets, so `survivors` (those offsets, sorted)
+    decides without a key lookup: a batch with none of them goes without its
+    records being read, the others need only their offsets. Same result as
+    filter_batch with the map's lookup."""
+    if h.attributes & CONTROL_MASK:
+        return FilteredBatch(raw, h.record_count, 0, 0, False)
+    lo = bisect_left(survivors, h.base_offset)
+    hi = bisect_right(survivors, h.base_offset + h.last_offset_delta, lo)
+    if lo == hi:
+        n = h.record_count
+        if not n:
+            return FilteredBatch(raw, 0, 0, 0, False)
+        if retain_empty:
+            return FilteredBatch(empty_batch(h), 0, n, 0, True)
+        return FilteredBatch(None, 0, n, 0, False)
+    data = batch_records_data(raw, h)
+    starts, offsets = _scan_offsets(data, h.base_offset)
+    keep = list(map(set(survivors[lo:hi]).__contains__, offsets))
+    return _filtered(raw, h, data, starts, keep, None, now_ms, delete_retention_ms, retain_empty)
+
+
+def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: list | None, now_ms: int,
+              delete_retention_ms: int, retain_empty: bool) -> FilteredBatch:
+    """The FilteredBatch of a batch once it is known which records are the latest
+    of their key (`keep`): tombstones, verbatim copy, empty or rebuilt batch."""
+    n = len(starts)
+    horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else -1
+    new_horizon = horizon if horizon >= 0 else now_ms + delete_retention_ms
+    kept = list(compress(range(n), keep))
     # the value length of a tombstone (-1) is the single byte 0x01
-    kept_vlen = bytes(map(data.__getitem__, compress(vpos, keep)))
-    nk = len(kept_vlen)
+    if vpos is not None:
+        kept_vlen = bytes(map(data.__getitem__, map(vpos.__getitem__, kept)))
+    else:
+        kept_vlen = bytes([data[_value_pos(data, starts[i])] for i in kept])
     tomb_gone = 0
     tomb_kept = False
     tombs = kept_vlen.count(1)
     if tombs:
         if now_ms >= new_horizon:
-            keep = [k and data[v] != 1 for k, v in zip(keep, vpos)]
+            kept = [i for i, b in zip(kept, kept_vlen) if b != 1]
             tomb_gone = tombs
-            nk -= tombs
         else:
             tomb_kept = True
+    nk = len(kept)
     if nk == n and (not tomb_kept or horizon >= 0):
         return FilteredBatch(raw, n, 0, 0, False)
     if not nk:
@@ -463,8 +550,8 @@ def filter_batch_many(raw, h: BatchHeader, latest_many: Callable[[list], list], 
         return FilteredBatch(None, 0, n, tomb_gone, False)
     ends = starts[1:]
     ends.append(len(data))
-    kept_starts = list(compress(starts, keep))
-    kept_ends = list(compress(ends, keep))
+    kept_starts = list(map(starts.__getitem__, kept))
+    kept_ends = list(map(ends.__getitem__, kept))
     if tomb_kept and horizon < 0:
         spans = [_span_of(data, s, e) for s, e in zip(kept_starts, kept_ends)]
         out = rebuild_batch(h, data, spans, new_horizon)
@@ -477,6 +564,27 @@ def filter_batch_many(raw, h: BatchHeader, latest_many: Callable[[list], list], 
             max_ts = h.base_timestamp + _max_timestamp_delta(data, kept_starts)
         out = _build(h, h.attributes, h.base_timestamp, max_ts, records, nk)
     return FilteredBatch(out, nk, n - nk, tomb_gone, True)
+
+
+def _value_pos(data, start: int) -> int:
+    """Position of the value length of the record at `start`."""
+    p = start
+    while data[p] & 0x80:  # length
+        p += 1
+    p += 2  # its last byte and the attributes
+    while data[p] & 0x80:  # timestamp delta
+        p += 1
+    p += 1
+    while data[p] & 0x80:  # offset delta
+        p += 1
+    p += 1
+    b = data[p]
+    if b < 0x80:
+        kl = _ONE[b]
+        p += 1
+    else:
+        kl, p = _varint_at(data, p)
+    return p + kl if kl > 0 else p
 
 
 def _span_of(data, start: int, end: int) -> RecordSpan:

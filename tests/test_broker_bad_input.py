@@ -127,3 +127,26 @@ def test_pipelined_requests_are_answered_in_order(broker):
     s.sendall(b"".join(frames))
     order = [struct.unpack(">i", recv_frame(s)[:4])[0] for _ in range(5)]
     assert order == [100, 101, 102, 103, 104]
+
+
+def test_fetches_do_not_leak_file_descriptors(broker):
+    import os
+
+    s = connect(broker)
+    call(s, 3, 9, {"topics": [{"name": "fd-leak"}]})
+    call(s, 0, 9, produce_body("fd-leak", build_batch([(None, b"x" * 1000, [])] * 50)), correlation_id=2)
+    fds = lambda: len(os.listdir(f"/proc/{broker.proc.pid}/fd"))  # noqa: E731
+    body = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [
+        {"topic": "fd-leak", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    call(s, 1, 12, body, correlation_id=3)
+    before = fds()
+    for i in range(200):
+        r = call(s, 1, 12, body, correlation_id=10 + i)
+        assert len(bytes(r["responses"][0]["partitions"][0]["records"])) > 50_000
+    assert fds() <= before
+    # a client that disconnects with responses unsent leaks nothing either
+    for _ in range(20):
+        c = connect(broker)
+        c.sendall(b"".join(encode_request(1, 12, j, "t", body) for j in range(5)))
+        c.close()
+    assert wait_for(lambda: fds() <= before + 1)

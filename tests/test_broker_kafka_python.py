@@ -153,3 +153,13 @@ def test_admin_delete_records(broker, admin):
     c.close()
     msgs = consume_all(broker, "kp-delrec", 0, 4, start=6)
     assert [m.value for m in msgs] == [b"v6", b"v7", b"v8", b"v9"]
+
+
+def test_idempotent_producer(broker, admin):
+    admin.create_topics([NewTopic("kp-idem", num_partitions=1, replication_factor=1)])
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True, acks="all", linger_ms=2)
+    metas = [p.send("kp-idem", f"v{i}".encode()).get(timeout=10) for i in range(50)]
+    p.close()
+    assert [m.offset for m in metas] == list(range(50))
+    msgs = consume_all(broker, "kp-idem", 0, 50)
+    assert [m.value for m in msgs] == [f"v{i}".encode() for i in range(50)]

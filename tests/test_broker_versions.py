@@ -286,3 +286,18 @@ def test_log_append_time_topic_returns_the_broker_timestamp(sock):
     r = call(sock, 2, 7, {"replica_id": -1, "topics": [{"name": "vt-lat", "partitions": [
         {"partition_index": 0, "timestamp": -3}]}]})
     assert r["topics"][0]["partitions"][0]["timestamp"] == p["log_append_time_ms"]
+
+
+def test_acks_all_with_min_insync_replicas_above_one_is_refused(sock):
+    call(sock, 19, 7, {"topics": [{"name": "vt-isr", "num_partitions": 1, "replication_factor": 1,
+                                   "configs": [{"name": "min.insync.replicas", "value": "2"}]}],
+                       "timeout_ms": 5000})
+
+    def produce(acks):
+        r = call(sock, 0, 9, {"acks": acks, "timeout_ms": 5000, "topic_data": [
+            {"name": "vt-isr", "partition_data": [{"index": 0, "records": build_batch([(None, b"v", [])])}]}]})
+        return r["responses"][0]["partition_responses"][0]
+
+    assert produce(-1)["error_code"] == 19  # NOT_ENOUGH_REPLICAS, nothing appended
+    p = produce(1)
+    assert p["error_code"] == 0 and p["base_offset"] == 0

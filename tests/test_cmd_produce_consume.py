@@ -170,3 +170,19 @@ def test_consume_group_option_is_honest_until_groups_exist(bs):
         assert r.returncode == 2 and "consumer groups" in r.stderr
     else:
         assert r.returncode == 0, r.stderr
+
+
+def test_progress_bar_only_on_a_terminal(bs, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    f = tmp_path / "lines.txt"
+    f.write_text("".join(f"{i}\n" for i in range(20000)))
+    r = pylog_cli("produce", "cmd-tty", "-b", bs, "--input", str(f))
+    assert r.returncode == 0 and "producing to" not in r.stderr
+    assert shutil.which("script"), "util-linux `script` gives the command a terminal"
+    cmd = f"{sys.executable} -m pylog.cli produce cmd-tty -b {bs} --input {f}"
+    r = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout
+    assert "producing to cmd-tty" in r.stdout and "produced 20000 records" in r.stdout

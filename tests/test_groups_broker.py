@@ -326,6 +326,18 @@ def test_wire_protocol_details(gbroker):
     r = call(s, 9, 8, {"groups": [{"group_id": "w1", "topics": None}]})
     assert r["groups"][0]["topics"] == []
     assert call(s, 42, 2, {"groups_names": ["w2"]})["results"][0]["error_code"] == 68
+    # a static member restarts (no member id, same instance id): it takes over without a rebalance
+    r = call(s, 14, 3, {"group_id": "w2", "generation_id": 1, "member_id": smid, "group_instance_id": "inst-1",
+                        "assignments": [{"member_id": smid, "assignment": b"\x00\x07"}]})
+    assert r["error_code"] == 0 and r["assignment"] == b"\x00\x07"
+    r = call(s, 11, 5, sjoin)
+    assert r["error_code"] == 0 and r["generation_id"] == 1 and r["member_id"] not in ("", smid)
+    new_id = r["member_id"]
+    assert call(s, 12, 3, {"group_id": "w2", "generation_id": 1, "member_id": smid,
+                           "group_instance_id": "inst-1"})["error_code"] == 82
+    r = call(s, 14, 3, {"group_id": "w2", "generation_id": 1, "member_id": new_id, "group_instance_id": "inst-1"})
+    assert r["error_code"] == 0 and r["assignment"] == b"\x00\x07"  # the old assignment, kept
+    assert call(s, 15, 4, {"groups": ["w2"]})["groups"][0]["group_state"] == "Stable"
     s.close()
 
 

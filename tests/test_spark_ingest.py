@@ -239,3 +239,19 @@ def test_bad_input_one_line(spark_master, tmp_path):
     res = run_pylog("spark-ingest", tmp_path / "a.weird", "-t", "t", "--mode", "segments", "--log-dir",
                     tmp_path / "l", "--master", spark_master, expect=2)
     assert "does not exist" in res.output
+
+
+def test_missing_java_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["PATH"] = str(tmp_path)  # no java on it
+    res = subprocess.run([sys.executable, "-m", "pylog.cli", "spark-ingest", str(tmp_path / "a.jsonl"), "-t", "t",
+                          "--mode", "segments", "--log-dir", str(tmp_path / "l"), "--partitions", "1"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 1
+    assert res.stderr.strip().count("\n") == 0, res.stderr
+    assert "Java 17" in res.stderr and "JAVA_HOME" in res.stderr

@@ -75,7 +75,9 @@ def apis(broker) -> list[Api]:
                         topics_out.append(topic_entry(info, v))
                     continue
                 info = broker.logs.topics.get(name)
-                if info is None and auto:
+                # internal topics are made by their coordinators with their own
+                # partition counts, never by a metadata request
+                if info is None and auto and name not in INTERNAL_TOPICS:
                     try:
                         info = broker.logs.create_topic(
                             name, broker.config["num.partitions"], None)

@@ -79,6 +79,12 @@ def apis(broker) -> list[Api]:
                     parts.append(part_response(idx, code))
                     failed = True
                     continue
+                if acks == -1 and plog.config.get("min.insync.replicas", 1) > 1:
+                    # the ISR is this one broker: acks=all can never be satisfied
+                    parts.append(part_response(idx, 19, message=(
+                        f"min.insync.replicas={plog.config['min.insync.replicas']} but the ISR has 1 replica")))
+                    failed = True
+                    continue
                 records = p.get("records")
                 code, msg = check_records(records, v)
                 if code:

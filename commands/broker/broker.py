@@ -43,6 +43,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.cluster_id = ""
         self.recovery = None
+        self._ids: dict[uuid.UUID, str] = {}
         self._waiters: dict[tuple[str, int], set[asyncio.Future]] = {}
         self._all_waiters: set[asyncio.Future] = set()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pylog-log-timers")
@@ -203,10 +204,16 @@ class Broker:
 
     # ---- topics ----------------------------------------------------------
     def topic_by_id(self, topic_id: uuid.UUID):
-        for info in self.logs.topics.values():
-            if info.topic_id == topic_id:
+        """Topic ids arrive in every Fetch v13+: a cached map, checked on use and rebuilt on a miss."""
+        topics = self.logs.topics
+        name = self._ids.get(topic_id)
+        if name is not None:
+            info = topics.get(name)
+            if info is not None and info.topic_id == topic_id:
                 return info
-        return None
+        self._ids = {info.topic_id: n for n, info in topics.items()}
+        name = self._ids.get(topic_id)
+        return topics.get(name) if name is not None else None
 
     # ---- dispatch --------------------------------------------------------
     def dispatch(self, conn: Connection, frame: bytearray) -> None:

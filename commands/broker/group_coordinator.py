@@ -363,14 +363,15 @@ class GroupCoordinator:
             m.is_new = False
             self._finish(m, "join_waiter", self._join_response(g, m))
 
-    def _join_response(self, g: Group, m: Member, code: int = NONE) -> dict:
+    def _join_response(self, g: Group, m: Member, code: int = NONE, *, as_follower: bool = False,
+                       skip_assignment: bool = False) -> dict:
         members = []
-        if m.member_id == g.leader_id:
+        if m.member_id == g.leader_id and not as_follower:
             members = [{"member_id": x.member_id, "group_instance_id": x.group_instance_id,
                         "metadata": x.metadata(g.protocol_name)} for x in g.members.values()]
         return {"throttle_time_ms": 0, "error_code": code, "generation_id": g.generation,
                 "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
-                "leader": g.leader_id or "", "skip_assignment": False, "member_id": m.member_id,
+                "leader": g.leader_id or "", "skip_assignment": skip_assignment, "member_id": m.member_id,
                 "members": members}
 
     @staticmethod
@@ -443,7 +444,7 @@ class GroupCoordinator:
 
         if not member_id:
             if inst is not None and inst in g.static:
-                return self._static_rejoin(g, inst, new_member, fut, now)
+                return self._static_rejoin(g, inst, new_member, fut, now, v)
             if len(g.members) + len(g.pending) >= self.max_size:
                 return self._join_error(member_id, GROUP_MAX_SIZE_REACHED)
             mid = f"{client_id}-{uuid.uuid4()}"
@@ -488,9 +489,12 @@ class GroupCoordinator:
             self._prepare_rebalance(g, now)
         self._maybe_complete_join(g, now)
 
-    def _static_rejoin(self, g: Group, inst: str, new_member, fut, now: float):
+    def _static_rejoin(self, g: Group, inst: str, new_member, fut, now: float, version: int):
         """A static member restarted (unknown member id, known instance id): it takes over its
-        old identity under a new member id; the old id is fenced."""
+        old identity under a new member id; the old id is fenced. In a Stable group with
+        unchanged protocols nothing is reassigned: the member gets the current generation and
+        its old assignment through SyncGroup. A returning leader gets the member list with
+        skip_assignment (KIP-814, v9+) or, before v9, a follower's answer."""
         old_id = g.static[inst]
         fresh = new_member(f"{inst}-{uuid.uuid4()}")
         old = g.members[old_id]
@@ -502,9 +506,10 @@ class GroupCoordinator:
             fresh.rebalance_timeout_ms
         m.client_id, m.client_host = fresh.client_id, fresh.client_host
         m.touch(now)
-        if g.is_(STABLE) and same and m.member_id != g.leader_id:
-            # nothing to reassign: it gets its old assignment through SyncGroup
-            return self._join_response(g, m)
+        if g.is_(STABLE) and same:
+            if m.member_id == g.leader_id and version >= 9:
+                return self._join_response(g, m, skip_assignment=True)
+            return self._join_response(g, m, as_follower=True)
         m.join_waiter = fut
         if not g.is_(PREPARING):
             self._prepare_rebalance(g, now)
@@ -821,7 +826,7 @@ class GroupCoordinator:
                 })
             out.append({"error_code": NONE, "group_id": gid, "group_state": g.state,
                         "protocol_type": g.protocol_type or "",
-                        "protocol_data": (g.protocol_name or "") if g.is_(STABLE, COMPLETING) else "",
+                        "protocol_data": (g.protocol_name or "") if g.is_(STABLE) else "",
                         "members": members, "authorized_operations": AUTHORIZED_OPS_OMITTED})
         return {"throttle_time_ms": 0, "groups": out}
 

@@ -1,10 +1,8 @@
 """Topic administration: create, delete, list, describe (with start/end offsets), configs."""
 from __future__ import annotations
 
-import asyncio
-
 from pylog.core.client.cluster import NetworkClient
-from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition
+from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets
 from pylog.core.client.loop import LoopThread
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import ERROR_NAMES, UsageError, error_for_code
@@ -97,18 +95,10 @@ class Admin:
 
     def offsets(self, topic, partitions) -> tuple[dict, dict]:
         """(start offsets, end offsets) per partition, via ListOffsets to each leader."""
-        from pylog.core.client.consumer import ConsumerEngine
-
         async def go():
-            eng = ConsumerEngine.__new__(ConsumerEngine)
-            eng.client = self.client
-            eng.read_committed = False
-            eng._md_task = None
-            eng._event = None
-            eng.config = self.config
             tps = [TopicPartition(topic, p) for p in partitions]
-            start = await eng.list_offsets({tp: EARLIEST for tp in tps}, strict=True)
-            end = await eng.list_offsets({tp: LATEST for tp in tps}, strict=True)
+            start = await list_offsets(self.client, {tp: EARLIEST for tp in tps}, strict=True)
+            end = await list_offsets(self.client, {tp: LATEST for tp in tps}, strict=True)
             return ({tp.partition: r.offset for tp, r in start.items()},
                     {tp.partition: r.offset for tp, r in end.items()})
         return self._run(go())
@@ -148,6 +138,3 @@ class Admin:
         r = resp["responses"][0]
         _raise(r["error_code"], f"cannot alter configs of {topic}", r.get("error_message"))
 
-
-def wait(coro, timeout):
-    return asyncio.wait_for(coro, timeout)

@@ -25,7 +25,6 @@ from typing import NamedTuple
 
 from pylog.core.client.cluster import NetworkClient
 from pylog.core.client.errors import (
-    KafkaTimeoutError,
     LogTruncationError,
     NoOffsetForPartitionError,
 )
@@ -84,6 +83,67 @@ class GroupHooks:
 
     async def close(self, consumer: "ConsumerEngine") -> None:
         """Leave the group (commit first when auto-commit is on)."""
+
+
+async def list_offsets(client, requests: dict, *, read_committed: bool = False, strict: bool = False,
+                       on_stale_metadata=None) -> dict:
+    """{tp: timestamp (EARLIEST, LATEST or ms)} -> {tp: OffsetAndTimestamp}, asking each leader.
+
+    strict: errors raise; otherwise partitions that fail are left out (retried by the caller)
+    and on_stale_metadata() is called when a metadata refresh may help."""
+    def stale():
+        if on_stale_metadata is not None:
+            on_stale_metadata()
+
+    md = client.metadata
+    missing = {tp.topic for tp in requests if md.leader_for(*tp) < 0}
+    if missing:
+        await client.refresh_metadata(missing)
+        md = client.metadata
+    by_node: dict[int, dict] = {}
+    out = {}
+    for tp, ts in requests.items():
+        tp = TopicPartition(*tp)
+        leader = md.leader_for(*tp)
+        if leader < 0:
+            if strict:
+                t = md.topics.get(tp.topic)
+                code = t.error_code if t is not None and t.error_code else 3
+                raise error_for_code(code, f"{ERROR_NAMES.get(code)}: {tp}")
+            continue
+        by_node.setdefault(leader, {})[tp] = ts
+    iso = 1 if read_committed else 0
+    for node, reqs in by_node.items():
+        topics: dict[str, list] = {}
+        for tp, ts in reqs.items():
+            pi = md.partition_info(*tp)
+            topics.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition,
+                "current_leader_epoch": pi.leader_epoch if pi else -1,
+                "timestamp": ts,
+            })
+        body = {"replica_id": -1, "isolation_level": iso,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        try:
+            resp = await client.request(node, "ListOffsets", body)
+        except Exception as e:
+            if strict:
+                raise
+            log.debug("ListOffsets to %s failed: %s", node, e)
+            stale()
+            continue
+        for t in resp.get("topics", []):
+            for p in t.get("partitions", []):
+                tp = TopicPartition(t["name"], p["partition_index"])
+                code = p.get("error_code", 0)
+                if code:
+                    if strict or code not in _REFRESH_ERRORS:
+                        raise error_for_code(code, f"ListOffsets {tp}: {ERROR_NAMES.get(code, code)}")
+                    stale()
+                    continue
+                out[tp] = OffsetAndTimestamp(p.get("offset", -1), p.get("timestamp", -1),
+                                             p.get("leader_epoch", -1))
+    return out
 
 
 class _Completed:
@@ -228,55 +288,8 @@ class ConsumerEngine:
 
     async def list_offsets(self, requests: dict, *, strict: bool = False) -> dict:
         """{tp: timestamp (EARLIEST, LATEST or ms)} -> {tp: OffsetAndTimestamp}; sent to each leader."""
-        md = self.client.metadata
-        missing = {tp.topic for tp in requests if md.leader_for(*tp) < 0}
-        if missing:
-            await self.client.refresh_metadata(missing)
-            md = self.client.metadata
-        by_node: dict[int, dict] = {}
-        out = {}
-        for tp, ts in requests.items():
-            tp = TopicPartition(*tp)
-            leader = md.leader_for(*tp)
-            if leader < 0:
-                if strict:
-                    t = md.topics.get(tp.topic)
-                    code = t.error_code if t is not None and t.error_code else 3
-                    raise error_for_code(code, f"{ERROR_NAMES.get(code)}: {tp}")
-                continue
-            by_node.setdefault(leader, {})[tp] = ts
-        iso = 1 if self.read_committed else 0
-        for node, reqs in by_node.items():
-            topics: dict[str, list] = {}
-            for tp, ts in reqs.items():
-                pi = md.partition_info(*tp)
-                topics.setdefault(tp.topic, []).append({
-                    "partition_index": tp.partition,
-                    "current_leader_epoch": pi.leader_epoch if pi else -1,
-                    "timestamp": ts,
-                })
-            body = {"replica_id": -1, "isolation_level": iso,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-            try:
-                resp = await self.client.request(node, "ListOffsets", body)
-            except Exception as e:
-                if strict:
-                    raise
-                log.debug("ListOffsets to %s failed: %s", node, e)
-                self._refresh_soon()
-                continue
-            for t in resp.get("topics", []):
-                for p in t.get("partitions", []):
-                    tp = TopicPartition(t["name"], p["partition_index"])
-                    code = p.get("error_code", 0)
-                    if code:
-                        if strict or code not in _REFRESH_ERRORS:
-                            raise error_for_code(code, f"ListOffsets {tp}: {ERROR_NAMES.get(code, code)}")
-                        self._refresh_soon()
-                        continue
-                    out[tp] = OffsetAndTimestamp(p.get("offset", -1), p.get("timestamp", -1),
-                                                 p.get("leader_epoch", -1))
-        return out
+        return await list_offsets(self.client, requests, read_committed=self.read_committed, strict=strict,
+                                  on_stale_metadata=self._refresh_soon)
 
     async def _validate_positions(self):
         """After a leader change: ask the leader where our epoch ends (OffsetForLeaderEpoch);

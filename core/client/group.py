@@ -64,6 +64,7 @@ MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 _COORDINATOR_ERRORS = {COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REQUEST_TIMED_OUT}
 _REJOIN_ERRORS = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS}
+JOIN_WAIT_S = 0.05  # how long one poll() waits for a join in progress before fetching on
 
 
 class CommitFailedError(PylogError):
@@ -118,6 +119,8 @@ class GroupMembership(GroupHooks):
         self.closed = False
         self.rebalances = 0
         self._hb_task = None
+        self._join_task = None
+        self._join_error: BaseException | None = None
         self._commit_task = None
         self._join_lock: asyncio.Lock | None = None
         self._pattern_checked = 0.0
@@ -203,10 +206,16 @@ class GroupMembership(GroupHooks):
                 self.need_rejoin = True
         elif not pats and sorted(names) != self.joined_topics:
             self.need_rejoin = True
+        if self._join_error is not None:
+            e, self._join_error = self._join_error, None
+            raise e
         if self.need_rejoin or self.generation < 0:
-            try:
-                await self._join()
-            except _CoordinatorGone:
+            # the join runs as its own task, as Kafka's JoinGroup stays in flight across polls: a
+            # poll() returns at its timeout even while the group waits for other members
+            if self._join_task is None or self._join_task.done():
+                self._join_task = asyncio.get_running_loop().create_task(self._join_in_background())
+            await asyncio.wait({self._join_task}, timeout=JOIN_WAIT_S)
+            if not self._join_task.done():
                 return
         if self._hb_task is None or self._hb_task.done():
             self._hb_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
@@ -248,6 +257,20 @@ class GroupMembership(GroupHooks):
         return {tp: (pos[tp][0], pos[tp][1], "") for tp in tps if tp in pos}
 
     # ================================================================ join / sync
+    async def _join_in_background(self) -> None:
+        try:
+            await self._join()
+        except asyncio.CancelledError:
+            raise
+        except (_CoordinatorGone, KafkaTimeoutError, ConnectionFailedError) as e:
+            log.info("group %s: join failed, retrying at the next poll: %s", self.group_id, e)
+        except Exception as e:  # noqa: BLE001 - fatal (fenced, inconsistent protocol): raised by poll()
+            self._join_error = e
+        finally:
+            ev = getattr(self.engine, "_event", None)
+            if ev is not None:
+                ev.set()  # a poll() waiting for records sees the new assignment now
+
     async def _join(self) -> None:
         async with self._join_lock:
             deadline = time.monotonic() + self.api_timeout_s
@@ -300,7 +323,7 @@ class GroupMembership(GroupHooks):
         self.protocol = resp.get("protocol_name")
         self.leader = resp.get("leader") or ""
         assignments = []
-        if self.leader == self.member_id:
+        if self.leader == self.member_id and not resp.get("skip_assignment"):
             assignments = await self._lead(resp.get("members") or [])
         resp = await self._request("SyncGroup", {
             "group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
@@ -552,6 +575,8 @@ class GroupMembership(GroupHooks):
     async def close(self, consumer) -> None:
         if self.closed:
             return
+        if self._join_task is not None and not self._join_task.done():
+            self._join_task.cancel()
         try:
             if self.generation >= 0 and self.owned:
                 await self._revoke(list(self.owned))  # commits consumed positions when auto-commit is on

@@ -12,6 +12,7 @@ the first unacknowledged batch, DUPLICATE_SEQUENCE_NUMBER taken as success.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import threading
 import time
@@ -210,19 +211,12 @@ class Producer:
             else:
                 p = self.sticky.partition(topic, n)
                 sticky = True
-            batch, index = self._append(topic, p, ts, key, value, headers, size, sticky, n)
+            batch, index = self._append(topic, p, ts, key, value, headers, size, sticky, n,
+                                        timestamp is not None, callback)
         except (KafkaTimeoutError, RecordTooLargeError, KafkaError) as e:
             if callback is not None:
                 callback(None, e)
             return RecordFuture(self, None, 0, e)
-        if timestamp is not None or batch.timestamps is not None:
-            if batch.timestamps is None:
-                batch.timestamps = [batch.base_ts] * index
-            batch.timestamps.append(ts)
-        if callback is not None:
-            if batch.callbacks is None:
-                batch.callbacks = []
-            batch.callbacks.append((index, callback))
         return RecordFuture(self, batch, index)
 
     def send_many(self, topic: str, values, *, partition: int | None = None) -> list:
@@ -269,7 +263,7 @@ class Producer:
                         continue
                 nb = acc.new_batch(topic, p, len(values[pos]) + RECORD_OVERHEAD_MAX)
                 with acc.lock:
-                    acc.deques.setdefault(tp, __import__("collections").deque()).append(nb)
+                    acc.deques.setdefault(tp, collections.deque()).append(nb)
                     acc.incomplete.add(nb)
                 self._notify_sender()
         return batches
@@ -318,7 +312,20 @@ class Producer:
         self._counts = dict(self.client.metadata.partition_counts)
         return len(t.partitions)
 
-    def _append(self, topic, p, ts, key, value, headers, size, sticky, n):
+    @staticmethod
+    def _register(b, i, ts, explicit_ts, callback):
+        """Per-record timestamp and callback, under the accumulator lock: once the lock is
+        released the sender may drain and complete the batch."""
+        if explicit_ts or b.timestamps is not None:
+            if b.timestamps is None:
+                b.timestamps = [b.base_ts] * i
+            b.timestamps.append(ts)
+        if callback is not None:
+            if b.callbacks is None:
+                b.callbacks = []
+            b.callbacks.append((i, callback))
+
+    def _append(self, topic, p, ts, key, value, headers, size, sticky, n, explicit_ts=False, callback=None):
         acc = self.acc
         tp = (topic, p)
         while True:
@@ -329,6 +336,8 @@ class Producer:
                     if not b.full:
                         i = b.try_append(ts, key, value, headers)
                         if i >= 0:
+                            if explicit_ts or callback is not None or b.timestamps is not None or ts != b.base_ts:
+                                self._register(b, i, ts, explicit_ts or ts != b.base_ts, callback)
                             if b.full:
                                 self._notify_sender()
                             return b, i
@@ -349,8 +358,9 @@ class Producer:
                     self.pool.release(nb.reserved)  # someone else opened one meanwhile
                     continue
                 i = nb.try_append(ts, key, value, headers)
+                self._register(nb, i, ts, explicit_ts, callback)
                 if dq is None:
-                    dq = acc.deques[tp] = __import__("collections").deque()
+                    dq = acc.deques[tp] = collections.deque()
                 dq.append(nb)
                 acc.incomplete.add(nb)
             self._notify_sender()
@@ -745,7 +755,7 @@ class Producer:
             piece.callbacks = [(-1, piece_cb)]
         with self.acc.lock:
             self.acc.incomplete.update(pieces)
-            dq = self.acc.deques.setdefault(tp, __import__("collections").deque())
+            dq = self.acc.deques.setdefault(tp, collections.deque())
             for piece in reversed(pieces):
                 piece.in_retry = True
                 piece.retry_at = now
