@@ -2,9 +2,10 @@
 
 Builds a compacted partition of ~MB megabytes with the storage engine (100-byte
 values, 16-byte keys, 10% distinct keys drawn uniformly, ~16 KB batches,
-64 MiB segments), then times a plain read of the same segment files (8 MB
-chunks) against one full cleaning (map pass + rewrite + swap, fsync off), and
-measures the cleaner's peak RSS growth against the dedupe buffer size.
+64 MiB segments). Each run copies it afresh (untimed), times a plain read of
+the copy's segment files (8 MB chunks) and then one full cleaning of it (map
+pass + rewrite + swap, fsync off); medians over the runs, wall and CPU time.
+Also the cleaner's peak RSS growth against the dedupe buffer size.
 """
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def build(path: Path, mb: int, codec: int, seed: int = 1):
     return lg, written, distinct
 
 
-def plain_read(lg) -> tuple[float, int]:
+def plain_read(lg) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, bytes) of reading every segment file in 8 MB chunks."""
     t = time.perf_counter()
+    c = time.process_time()
     n = 0
     for seg in lg.segments:
         with open(seg.log_path, "rb", buffering=0) as f:
@@ -53,7 +56,16 @@ def plain_read(lg) -> tuple[float, int]:
                 if not chunk:
                     break
                 n += len(chunk)
-    return time.perf_counter() - t, n
+    return time.perf_counter() - t, time.process_time() - c, n
+
+
+def _open(path: Path):
+    from pylog.core.config import TOPIC_CONFIGS
+    from pylog.storage.log import Log
+
+    cfg = TOPIC_CONFIGS.resolve({"cleanup.policy": "compact", "segment.bytes": str(64 << 20),
+                                 "file.delete.delay.ms": "0", "min.cleanable.dirty.ratio": "0"})
+    return Log(path, cfg, fsync=False)
 
 
 def main(argv: list[str]) -> int:
@@ -61,43 +73,86 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--buffer-mb", type=int, default=32)
     ap.add_argument("--codec", default="none", choices=["none", "lz4", "zstd"])
+    ap.add_argument("--runs", type=int, default=5, help="cleanings (each of a fresh copy of the same log)")
+    ap.add_argument("--dir", default=None, help="where to build the log (default: a temp dir)")
     args = ap.parse_args(argv)
+    from statistics import median
+
     from pylog.core.records import CODEC_IDS
     from pylog.storage.cleaner import Cleaner
     from pylog.storage.offset_map import OffsetMap
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-cleaner-"))
+    tmp = Path(tempfile.mkdtemp(prefix="bench-cleaner-", dir=args.dir))
     try:
         t = time.perf_counter()
-        lg, records, distinct = build(tmp / "bench-0", args.mb, CODEC_IDS[args.codec])
-        size = sum(s.size for s in lg.segments)
-        print(f"built {size / 1e6:.0f} MB, {records:,} records, {distinct:,} distinct keys, "
-              f"{len(lg.segments)} segments in {time.perf_counter() - t:.1f} s")
-        best_read = min(plain_read(lg)[0] for _ in range(2))
-        read_mbs = size / 1e6 / best_read
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        m = OffsetMap(args.buffer_mb << 20)
-        t = time.perf_counter()
-        res = Cleaner(m, fsync=False).clean(lg, None, force=True)
-        secs = time.perf_counter() - t
-        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        st = res.stats
-        clean_mbs = st.bytes_read / 1e6 / secs
-        print(res.stats.report())
-        print()
-        print("| what | MB/s | vs plain read |")
-        print("|---|---|---|")
-        print(f"| plain read (8 MB chunks) | {read_mbs:,.0f} | 1.00x |")
-        print(f"| cleaner (map + rewrite + swap), {args.codec} | {clean_mbs:,.1f} | {clean_mbs / read_mbs:.3f}x |")
-        print(f"| - map pass only | {st.map_bytes_read / 1e6 / st.map_seconds:,.1f} | |")
-        print(f"| - rewrite pass only | {st.bytes_read / 1e6 / st.clean_seconds:,.1f} | |")
-        print()
-        print(f"records {st.records_read:,} -> {st.records_written:,}; bytes {st.bytes_read:,} -> {st.bytes_written:,}; "
-              f"passes {st.passes}; map utilization {100 * st.buffer_utilization:.1f}%")
-        print(f"dedupe buffer {args.buffer_mb << 20:,} B, map arrays {m.memory_bytes:,} B, "
-              f"peak RSS growth during cleaning {rss1 - rss0:,} B "
-              f"(= map + {(rss1 - rss0 - m.memory_bytes) / 1e6:.1f} MB)")
+        lg, records, distinct = build(tmp / "src" / "bench-0", args.mb, CODEC_IDS[args.codec])
         lg.close()
+        src = tmp / "src" / "bench-0"
+        print(f"built {sum(f.stat().st_size for f in src.glob('*.log')) / 1e6:.0f} MB, {records:,} records, "
+              f"{distinct:,} distinct keys in {time.perf_counter() - t:.1f} s")
+        m = OffsetMap(args.buffer_mb << 20)
+        rows = []
+        rss_growth = None
+        for run in range(args.runs):
+            # every run cleans a fresh copy of the same bytes; the plain read reads
+            # that copy's files just before (both from the page cache)
+            work = tmp / f"run{run}" / "bench-0"
+            shutil.copytree(src, work)
+            lg = _open(work)
+            pr_wall, pr_cpu, n = plain_read(lg)
+            rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            t = time.perf_counter()
+            c = time.process_time()
+            res = Cleaner(m, fsync=False).clean(lg, None, force=True)
+            cl_wall, cl_cpu = time.perf_counter() - t, time.process_time() - c
+            if rss_growth is None:
+                rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0
+            st = res.stats
+            assert st.bytes_read == n, (st.bytes_read, n)
+            rows.append((n / pr_wall, n / pr_cpu, n / cl_wall, n / cl_cpu, st.map_bytes_read / st.map_seconds,
+                         n / st.clean_seconds, st))
+            print(f"run {run + 1}: plain read {n / pr_wall / 1e6:,.0f} MB/s, cleaner {n / cl_wall / 1e6:,.1f} MB/s "
+                  f"(CPU: {n / pr_cpu / 1e6:,.0f} / {n / cl_cpu / 1e6:,.1f} MB/s)")
+            lg.close()
+            shutil.rmtree(work.parent)
+        st = rows[0][-1]
+        print()
+        print(st.report())
+        print()
+        med = lambda i: median(r[i] for r in rows) / 1e6  # noqa: E731
+        ratio_wall = median(r[2] / r[0] for r in rows)
+        ratio_cpu = median(r[3] / r[1] for r in rows)
+        us = median(st.seconds for *_, st in rows) / st.records_read * 1e6
+        print(f"medians of {args.runs} runs, {n / 1e6:.0f} MB, {args.codec}:")
+        print("| what | MB/s (wall) | MB/s (CPU time) | vs plain read (wall) | vs plain read (CPU) |")
+        print("|---|---|---|---|---|")
+        print(f"| plain read (8 MB chunks) | {med(0):,.0f} | {med(1):,.0f} | 1.00x | 1.00x |")
+        print(f"| cleaner (map + rewrite + swap) | {med(2):,.1f} | {med(3):,.1f} | {ratio_wall:.3f}x | {ratio_cpu:.3f}x |")
+        print(f"| - map pass | {med(4):,.1f} | | | |")
+        print(f"| - rewrite pass | {med(5):,.1f} | | | |")
+        print()
+        print(f"{us:.2f} us per record (wall); records {st.records_read:,} -> {st.records_written:,}; "
+              f"bytes {st.bytes_read:,} -> {st.bytes_written:,}; passes {st.passes}; batches copied "
+              f"{st.batches_copied:,}, rebuilt {st.batches_rebuilt:,}, removed {st.batches_removed:,}")
+        # memory: one more cleaning under tracemalloc (slower, untimed), a fresh map
+        import tracemalloc
+
+        work = tmp / "mem" / "bench-0"
+        shutil.copytree(src, work)
+        lg = _open(work)
+        tracemalloc.start()
+        try:
+            m2 = OffsetMap(args.buffer_mb << 20)
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            Cleaner(m2, fsync=False).clean(lg, None, force=True)
+            peak = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+            lg.close()
+        print(f"dedupe buffer {args.buffer_mb << 20:,} B; map form: {'dict' if m2.uses_dict else 'arrays'}, "
+              f"its bound at the peak {m2.peak_bytes:,} B ({m2.size:,} keys); peak of all Python allocations "
+              f"during the cleaning (tracemalloc) {peak:,} B; peak RSS growth in the first timed run {rss_growth:,} B")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

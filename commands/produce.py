@@ -148,6 +148,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     progress = None
     sent = 0
     stopped = None
+    interrupted = False
     try:
         try:
             producer = Producer(props)
@@ -196,12 +197,14 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
                 break
         producer.flush()
     except KeyboardInterrupt:
+        interrupted = True
         raise
     finally:
         if progress is not None:
             progress.stop()
         if producer is not None:
-            producer.close()
+            # on Ctrl-C give in-flight records a moment, not the whole delivery.timeout.ms
+            producer.close(timeout=5 if interrupted else None)
         if stream is not sys.stdin.buffer:
             stream.close()
     elapsed = time.monotonic() - start

@@ -104,9 +104,11 @@ class OffsetMap:
     def uses_dict(self) -> bool:
         return self._d is not None
 
-    def _use_arrays(self) -> None:
-        """Switch to the arrays (entries of the dict, if any, move over)."""
-        d = self._d
+    def _use_arrays(self, keep_entries: bool = False) -> None:
+        """Switch to the arrays. The dict is dropped first, so the two never
+        coexist, unless keep_entries (put_many called without fits(): its
+        entries then move over, correctness before the budget)."""
+        d = self._d if keep_entries else None
         self._d = None
         self._key_bytes = 0
         self._overflowed = False
@@ -208,12 +210,20 @@ class OffsetMap:
 
     def clear(self) -> None:
         if self._d is not None and self._overflowed:
-            self._use_arrays()
-        if self._d is not None:
+            self._use_arrays()  # freshly allocated: empty already
+        elif self._d is not None:
             self._d = {}
             self._key_bytes = 0
         else:
-            self._offsets[:] = array("q", [EMPTY]) * self.slots
+            # marked empty a block at a time: a whole-size blank would cost
+            # 8 bytes a slot on top of the budget
+            offs = self._offsets
+            n = self.slots
+            step = 1 << 16
+            blank = array("q", [EMPTY]) * min(n, step)
+            for i in range(0, n, step):
+                j = min(n, i + step)
+                offs[i:j] = blank if j - i == len(blank) else blank[:j - i]
             self._size = 0
         self.latest_offset = -1
         self.probes = 0
@@ -234,7 +244,7 @@ class OffsetMap:
                 return
             need = self._dict_bytes_with(keys, offsets)
             if need > self.memory:
-                self._use_arrays()
+                self._use_arrays(keep_entries=True)
             else:
                 before = len(d)
                 d.update(zip(keys, offsets))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import time
 
 
 def emit(obj):

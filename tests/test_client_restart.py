@@ -131,3 +131,26 @@ def test_failures_past_delivery_timeout_are_reported_per_record(tmp_path):
         assert values == sorted([b"before"] + [f"after{i}".encode() for i in range(10)])
     finally:
         b.stop()
+
+
+def test_buffer_memory_back_pressure_blocks_max_block_ms(tmp_path):
+    from pylog.core.client import BufferExhaustedError
+
+    b = BrokerProcess(tmp_path / "data").start()
+    with Admin({"bootstrap.servers": b.bootstrap}) as a:
+        a.create_topic("full", 1)
+    p = Producer({"bootstrap.servers": b.bootstrap, "buffer.memory": "40000", "batch.size": "16384",
+                  "max.block.ms": "500", "linger.ms": "0", "delivery.timeout.ms": "3000",
+                  "request.timeout.ms": "1000"})
+    p.partitions_for("full")
+    b.kill9()  # nothing is acknowledged any more: memory is only freed by expiry
+    t0 = time.monotonic()
+    futs = [p.send("full", b"x" * 1000) for _ in range(60)]
+    blocked = time.monotonic() - t0
+    errors = [f.exception() for f in futs if f.done() and isinstance(f.exception(), BufferExhaustedError)]
+    assert errors, "the pool of 40000 bytes cannot hold 60 kB of records"
+    assert "Failed to allocate" in str(errors[0]) and "max blocking time 500 ms" in str(errors[0])
+    assert blocked >= 0.5
+    p.flush(10)  # the rest expire after delivery.timeout.ms
+    assert all(f.exception() is not None for f in futs)
+    p.close()

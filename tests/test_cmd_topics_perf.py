@@ -71,3 +71,30 @@ def test_perf_produce_and_consume(broker):
     assert r.returncode == 0, r.stderr
     c = json.loads(r.stdout)
     assert c["records"] == 23000 and c["bytes"] == 2300000
+
+
+def test_remaining_options(broker, tmp_path):
+    bs = broker.bootstrap
+    r = pylog_cli("topics", "create", "opt-t", "-b", bs, "-p", "2", "-r", "1", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["replication_factor"] == 1
+    r = pylog_cli("topics", "create", "opt-t2", "-b", bs, "-r", "3")
+    assert r.returncode == 1 and "replication" in r.stderr.lower()
+    # client properties from a Java .properties file; -X overrides it
+    props = tmp_path / "client.properties"
+    props.write_text("compression.type=gzip\nlinger.ms=1\nacks=1\n")
+    r = pylog_cli("produce", "opt-t", "-b", bs, "--config", str(props), "-X", "acks=all", "-p", "0",
+                  input="a\nb\n")
+    assert r.returncode == 0, r.stderr
+    bad = tmp_path / "bad.properties"
+    bad.write_text("compression.type=brotli\n")
+    r = pylog_cli("produce", "opt-t", "-b", bs, "--config", str(bad), input="a\n")
+    assert r.returncode == 2 and "compression.type" in r.stderr
+    r = pylog_cli("topics", "list", "-b", bs, "--internal", "--json")
+    assert r.returncode == 0 and "opt-t" in {t["topic"] for t in json.loads(r.stdout)}
+    r = pylog_cli("topics", "describe", "opt-t", "-b", bs, "--all-configs", "--json")
+    cfg = json.loads(r.stdout)["configs"]
+    assert "retention.ms" in cfg and "cleanup.policy" in cfg  # defaults included
+    r = pylog_cli("perf", "consume", "opt-t", "-b", bs, "-n", "5", "--from-latest", "--timeout-ms", "500",
+                  "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["records"] == 0
+    assert "only 0 of 5" in r.stderr

@@ -426,10 +426,12 @@ def test_pattern_subscription_and_cooperative_sticky(gbroker):
             "partition.assignment.strategy": "cooperative-sticky", "auto.offset.reset": "earliest"}
     events = {"a": [], "b": []}
 
+    memberships = {}
+
     def member(name):
         c = Consumer(conf)
-        attach_group(c, on_assign=lambda tps: events[name].append(("+", sorted(map(str, tps)))),
-                     on_revoke=lambda tps: events[name].append(("-", sorted(map(str, tps)))))
+        memberships[name] = attach_group(c, on_assign=lambda tps: events[name].append(("+", sorted(map(str, tps)))),
+                                         on_revoke=lambda tps: events[name].append(("-", sorted(map(str, tps)))))
         c.subscribe(["^pat-.*"])
         return c
 
@@ -450,6 +452,12 @@ def test_pattern_subscription_and_cooperative_sticky(gbroker):
             assert len(revoked) == 1 and len(revoked[0][1]) == 2
             assert set(revoked[0][1]) == {str(tp) for tp in b.assignment()}
             assert describe_json(gbroker, "coop")["protocol"] == "cooperative-sticky"
+            # an asynchronous commit from the application thread
+            done = []
+            memberships["a"].commit_async({tp: (1, -1, "async") for tp in a.assignment()},
+                                          callback=lambda offsets, e: done.append((len(offsets), e)))
+            assert wait_for(lambda: done, 10) and done == [(2, None)]
+            assert {tp: v[0] for tp, v in a.committed(a.assignment()).items()} == {tp: 1 for tp in a.assignment()}
         finally:
             b.close()
     finally:

@@ -25,9 +25,8 @@ HANDLER_MODULES = (
     "pylog.commands.broker.apis_fetch",
     "pylog.commands.broker.apis_admin",
     "pylog.commands.broker.apis_configs",
+    "pylog.commands.broker.group_coordinator",
 )
-# the group coordinator (issue 7) replaces the stubs when its module exists
-GROUP_MODULES = ("pylog.commands.broker.group_coordinator", "pylog.commands.broker.groups_stub")
 
 
 class Broker:
@@ -66,16 +65,6 @@ class Broker:
 
     def register_apis(self) -> None:
         table: dict[int, Api] = {}
-        for name in GROUP_MODULES:
-            try:
-                mod = importlib.import_module(name)
-            except ModuleNotFoundError as e:
-                if e.name != name:
-                    raise
-                continue
-            for api in mod.apis(self):
-                table[api.key] = api
-            break
         for name in HANDLER_MODULES:
             for api in importlib.import_module(name).apis(self):
                 table[api.key] = api

@@ -34,7 +34,6 @@ from pylog.commands.broker.group_state import (
     Member,
     OffsetEntry,
 )
-from pylog.core.client import group_schemas  # noqa: F401 - until core/protocol has the group APIs
 from pylog.core.errors import KafkaError, MessageTooLargeError, RecordListTooLargeError
 from pylog.core.records import BatchBuilder, RecordBatch
 

@@ -3,31 +3,20 @@
 Keys: OffsetCommitKey v1 (group, topic, partition) and GroupMetadataKey v2
 (group). Values: OffsetCommitValue v3 (offset, leader epoch, metadata, commit
 timestamp) and GroupMetadataValue v3 (what Kafka 2.3+ writes for classic
-groups). A null value is a tombstone. Reading goes through
-`pylog.core.records.offsets_records`, the decoders `dump-segment
---offsets-decoder` uses, so what the broker writes is exactly what the dump shows.
+groups). A null value is a tombstone. The byte layouts are the protocol
+codec's (`pylog.core.protocol.internal_records`); the tests check that
+`dump-segment --offsets-decoder` reads what the broker writes.
 """
 from __future__ import annotations
 
-import base64
-import struct
 from dataclasses import dataclass
 
-from pylog.core.records.offsets_records import (
-    GROUP_METADATA_KEY_VERSION,
-    decode_group_metadata_value,
-    decode_offset_commit_value,
-    decode_offsets_key,
-)
+from pylog.core.protocol import internal_records as ir
 
 TOPIC = "__consumer_offsets"
 OFFSET_KEY_VERSION = 1
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 3
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 
 
 def java_string_hash(s: str) -> int:
@@ -46,30 +35,18 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return h % num_partitions
 
 
-def _s(s: str | None) -> bytes:
-    if s is None:
-        return _I16.pack(-1)
-    b = s.encode()
-    return _I16.pack(len(b)) + b
-
-
-def _b(b: bytes | None) -> bytes:
-    if b is None:
-        return _I32.pack(-1)
-    return _I32.pack(len(b)) + bytes(b)
-
-
 def offset_key(group: str, topic: str, partition: int) -> bytes:
-    return _I16.pack(OFFSET_KEY_VERSION) + _s(group) + _s(topic) + _I32.pack(partition)
+    return ir.encode_offset_commit_key(group, topic, partition, OFFSET_KEY_VERSION)
 
 
 def offset_value(offset: int, leader_epoch: int, metadata: str, commit_ts: int) -> bytes:
-    return (_I16.pack(OFFSET_VALUE_VERSION) + _I64.pack(offset) + _I32.pack(leader_epoch)
-            + _s(metadata or "") + _I64.pack(commit_ts))
+    return ir.encode_offset_commit_value({"offset": offset, "leader_epoch": leader_epoch,
+                                          "metadata": metadata or "", "commit_timestamp": commit_ts},
+                                         OFFSET_VALUE_VERSION)
 
 
 def group_key(group: str) -> bytes:
-    return _I16.pack(GROUP_METADATA_KEY_VERSION) + _s(group)
+    return ir.encode_group_metadata_key(group)
 
 
 @dataclass
@@ -95,13 +72,14 @@ class StoredGroup:
 
 
 def group_value(g: StoredGroup) -> bytes:
-    out = [_I16.pack(GROUP_VALUE_VERSION), _s(g.protocol_type), _I32.pack(g.generation), _s(g.protocol),
-           _s(g.leader), _I64.pack(g.state_timestamp), _I32.pack(len(g.members))]
-    for m in g.members:
-        out += [_s(m.member_id), _s(m.group_instance_id), _s(m.client_id), _s(m.client_host),
-                _I32.pack(m.rebalance_timeout_ms), _I32.pack(m.session_timeout_ms), _b(m.subscription),
-                _b(m.assignment)]
-    return b"".join(out)
+    return ir.encode_group_metadata_value({
+        "protocol_type": g.protocol_type, "generation": g.generation, "protocol": g.protocol,
+        "leader": g.leader, "current_state_timestamp": g.state_timestamp,
+        "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                     "client_id": m.client_id, "client_host": m.client_host,
+                     "rebalance_timeout": m.rebalance_timeout_ms, "session_timeout": m.session_timeout_ms,
+                     "subscription": m.subscription, "assignment": m.assignment} for m in g.members],
+    }, GROUP_VALUE_VERSION)
 
 
 # ---------------------------------------------------------------- reading back
@@ -120,20 +98,20 @@ class GroupRecord:
 
 
 def parse_record(key, value):
-    """OffsetRecord | GroupRecord for one `__consumer_offsets` record (raises CorruptRecordError)."""
-    ktype, k = decode_offsets_key(key)
-    if ktype == GROUP_METADATA_KEY_VERSION:
-        if value is None:
+    """OffsetRecord | GroupRecord for one `__consumer_offsets` record (raises MalformedDataError)."""
+    kind, _, k = ir.decode_key(key)
+    decoded = ir.decode_value(kind, value)
+    if kind == ir.GROUP_METADATA:
+        if decoded is None:
             return GroupRecord(k["group"], None)
-        _, v = decode_group_metadata_value(value)
-        members = [StoredMember(m["memberId"], m.get("groupInstanceId"), m["clientId"], m["clientHost"],
-                                m.get("rebalanceTimeout", m["sessionTimeout"]), m["sessionTimeout"],
-                                base64.b64decode(m["subscription"]), base64.b64decode(m["assignment"]))
-                   for m in v["members"]]
-        return GroupRecord(k["group"], StoredGroup(v["protocolType"], v["generation"], v["protocol"], v["leader"],
-                                                   v.get("currentStateTimestamp", -1), members))
-    if value is None:
+        v = decoded[1]
+        members = [StoredMember(m["member_id"], m.get("group_instance_id"), m["client_id"], m["client_host"],
+                                m.get("rebalance_timeout", m["session_timeout"]), m["session_timeout"],
+                                bytes(m["subscription"]), bytes(m["assignment"])) for m in v["members"]]
+        return GroupRecord(k["group"], StoredGroup(v["protocol_type"], v["generation"], v["protocol"], v["leader"],
+                                                   v.get("current_state_timestamp", -1), members))
+    if decoded is None:
         return OffsetRecord(k["group"], k["topic"], k["partition"], None)
-    _, v = decode_offset_commit_value(value)
+    v = decoded[1]
     return OffsetRecord(k["group"], k["topic"], k["partition"],
-                        (v["offset"], v.get("leaderEpoch", -1), v["metadata"], v["commitTimestamp"]))
+                        (v["offset"], v.get("leader_epoch", -1), v["metadata"], v["commit_timestamp"]))

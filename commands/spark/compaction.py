@@ -3,17 +3,22 @@
 Three Spark jobs over the segment files (nothing is written to the log dir):
 1. segment summaries, one task per segment: size, batch count, record count,
    first batch / largest timestamp, each producer's last batch (header walk);
+   from them the cleaner's `cleanable_section` gives each partition's dirty
+   section;
 2. record rows, one task per segment: every record of every data batch as
    (topic, partition, segment, offset, key hash, key size, value size,
-   tombstone, timestamp, producer id) plus its batch bounds; a DataFrame,
-   cached, from which Spark SQL computes distinct keys, tombstones, hottest
-   keys, the key-frequency distribution and each key's latest offset in the
-   dirty section (the cleaner's offset map);
+   tombstone, timestamp, producer id, in-offset-map flag, key preview), a
+   DataFrame aggregated per key in Spark SQL: record and tombstone counts and
+   the key's latest offset in the dirty section (the cleaner's offset map),
+   from which distinct keys, hottest keys and the key-frequency distribution
+   follow;
 3. the rewrite, one task per segment: every batch goes through the cleaner's
-   own `compaction_rules.filter_batch` with that offset map, so the records
-   and bytes predicted are those `pylog compact` writes.
-The dirty section and whether a partition is cleaned at all come from the
-cleaner's `cleanable_section` / `should_clean` on the segment summaries.
+   own `compaction_rules.filter_batch` with that offset map (broadcast), so
+   the records and bytes predicted are those `pylog compact` writes.
+Whether a partition is cleaned at all comes from `should_clean` (with
+`--if-dirty`) as in `pylog compact`. The per-key aggregate and the offset map
+are collected on the driver: memory there grows with the number of distinct
+keys (about 150 bytes each), like the cleaner's own map.
 """
 from __future__ import annotations
 
@@ -175,11 +180,15 @@ def segment_summary(seg: dict) -> dict:
                 last_offset=last_offset, producers=producers)
 
 
-def segment_rows(seg: dict, acc_records=None, acc_bytes=None):
-    """One row per record of the data batches of a segment."""
+def segment_rows(seg: dict, bounds: dict | None = None, acc_records=None, acc_bytes=None):
+    """One row per record of the data batches of a segment (ROW_SCHEMA). `bounds` maps
+    (topic, partition) to the cleaner's (first dirty, first uncleanable) offsets; a row's
+    `in_map` says whether the cleaner's offset map would take its key: whole batches
+    from the one holding the first dirty offset to the last one below the uncleanable."""
     from pylog.core.records import decode_records
 
     topic, part, base = seg["topic"], seg["partition"], seg["base"]
+    first_dirty, upper = (bounds or {}).get((topic, part), (0, -1))
     n = 0
     nbytes = 0
     for buf, off, h in _batches(seg["path"]):
@@ -190,20 +199,16 @@ def segment_rows(seg: dict, acc_records=None, acc_bytes=None):
         raw = memoryview(buf)[off:off + size]
         data = batch_records_data(raw, h)
         pid = h.producer_id
-        bb, bl = h.base_offset, h.last_offset
+        in_map = h.last_offset >= first_dirty and h.base_offset < upper
         for r in decode_records(data, h.base_offset, h.base_timestamp):
             k = r.key
             v = r.value
             if k is None:
-                kh = None
-                ks = -1
-                preview = None
+                yield (topic, part, base, r.offset, None, -1, -1 if v is None else len(v), v is None, r.timestamp,
+                       pid, False, None)
             else:
-                kh = key_hash(k)
-                ks = len(k)
-                preview = k[:KEY_PREVIEW].decode("utf-8", "replace")
-            yield (topic, part, base, r.offset, kh, ks, -1 if v is None else len(v), v is None, r.timestamp, pid,
-                   bb, bl, preview)
+                yield (topic, part, base, r.offset, key_hash(k), len(k), -1 if v is None else len(v), v is None,
+                       r.timestamp, pid, in_map, k[:KEY_PREVIEW].decode("utf-8", "replace"))
             n += 1
     if acc_records is not None:
         acc_records.add(n)
@@ -256,8 +261,8 @@ def live_producers(summaries: list[dict], now_ms: int, expiration_ms: int) -> di
 
 
 ROW_SCHEMA = ("topic string, partition int, segment long, offset long, key_hash binary, key_size int, "
-              "value_size int, tombstone boolean, timestamp long, producer_id long, batch_base long, "
-              "batch_last long, key_preview string")
+              "value_size int, tombstone boolean, timestamp long, producer_id long, in_map boolean, "
+              "key_preview string")
 
 
 def _freq_bucket(n: int) -> str:
@@ -272,7 +277,6 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
                           progress_factory=None) -> dict:
     """The report. `force` and `overrides` mean what `pylog compact` (force unless
     --if-dirty) and its `--set` mean, so the prediction matches that command."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from pylog.storage.cleaner import read_cleaner_checkpoint
@@ -331,55 +335,53 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
 
     acc_records = sc.accumulator(0)
     acc_bytes = sc.accumulator(0)
-    rows_rdd = seg_rdd.mapPartitions(lambda it: (r for s in it for r in segment_rows(s, acc_records, acc_bytes)))
+    bounds = {k: (v["first_dirty"], v["end"]) for k, v in plan.items()}
+    rows_rdd = seg_rdd.mapPartitions(
+        lambda it: (r for s in it for r in segment_rows(s, bounds, acc_records, acc_bytes)))
     # the tasks build the tuples to the schema: no per-row verification in Python
-    df = spark.createDataFrame(rows_rdd, ROW_SCHEMA, verifySchema=False).persist()
-    bounds = spark.createDataFrame([(t, p, v["first_dirty"], v["end"]) for (t, p), v in plan.items()],
-                                   "topic string, partition int, first_dirty long, upper long")
-    with progress("decode records", acc_records, acc_bytes):
-        per_part = {(r["topic"], r["partition"]): r for r in df.groupBy("topic", "partition").agg(
-            F.count(F.lit(1)).alias("rows"),
-            F.sum(F.col("tombstone").cast("long")).alias("tombstones"),
-            F.sum(F.when(F.col("key_hash").isNull(), 1).otherwise(0)).alias("keyless"),
-        ).collect()}
-    keyed = df.where(F.col("key_hash").isNotNull()).join(F.broadcast(bounds), ["topic", "partition"])
-    # the cleaner's map covers whole batches from the one holding first_dirty to the one before upper
-    in_dirty = (F.col("batch_last") >= F.col("first_dirty")) & (F.col("batch_base") < F.col("upper"))
-    keys = keyed.groupBy("topic", "partition", "key_hash").agg(
+    df = spark.createDataFrame(rows_rdd, ROW_SCHEMA, verifySchema=False)
+    # One aggregation per key (keyless records form the key_hash-null group) holds
+    # everything the report needs; it is collected once. Like the offset map the
+    # rewrite needs, it is as large as the number of distinct keys.
+    keys = df.groupBy("topic", "partition", "key_hash").agg(
         F.count(F.lit(1)).alias("n"),
-        F.max(F.when(in_dirty, F.col("offset"))).alias("latest"),
+        F.sum(F.col("tombstone").cast("int")).alias("tombstones"),
+        F.max(F.when(F.col("in_map"), F.col("offset"))).alias("latest"),
         F.first("key_preview").alias("preview"),
-    ).persist()
-    with progress("key statistics"):
-        # one job gives both the distinct keys per partition and the key-frequency distribution
-        by_n = keys.groupBy("topic", "partition", "n").agg(F.count(F.lit(1)).alias("keys")).collect()
-        distinct: dict = {}
-        for r in by_n:
-            distinct[(r["topic"], r["partition"])] = distinct.get((r["topic"], r["partition"]), 0) + r["keys"]
-        w = Window.partitionBy("topic", "partition").orderBy(F.col("n").desc(), F.col("preview"))
-        hot: dict = {}
-        if top_keys:
-            for r in keys.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= top_keys) \
-                    .orderBy("topic", "partition", "rank").collect():
-                hot.setdefault((r["topic"], r["partition"]), []).append({"key": r["preview"], "records": r["n"]})
-        latest_rows = keys.where(F.col("latest").isNotNull()).select("topic", "partition", "key_hash", "latest") \
-            .collect()
+    )
+    with progress("decode records", acc_records, acc_bytes):
+        key_rows = keys.collect()
+    per_part: dict = {}
     latest: dict = {}
-    for r in latest_rows:
-        latest.setdefault((r["topic"], r["partition"]), {})[bytes(r["key_hash"])] = r["latest"]
+    by_key: dict = {}
+    for r in key_rows:
+        tp = (r["topic"], r["partition"])
+        pp = per_part.setdefault(tp, {"tombstones": 0, "keyless": 0, "keys": 0})
+        pp["tombstones"] += r["tombstones"]
+        if r["key_hash"] is None:
+            pp["keyless"] += r["n"]
+            continue
+        pp["keys"] += 1
+        by_key.setdefault(tp, []).append((r["n"], r["preview"]))
+        if r["latest"] is not None:
+            latest.setdefault(tp, {})[bytes(r["key_hash"])] = r["latest"]
+    del key_rows
+    hot: dict = {}
+    freq: dict[str, dict[str, int]] = {}
+    for tp, ks in by_key.items():
+        if top_keys:
+            ks.sort(key=lambda kv: (-kv[0], kv[1]))
+            hot[tp] = [{"key": pv, "records": n} for n, pv in ks[:top_keys]]
+        b = freq.setdefault(tp[0], {})
+        for n, _ in ks:
+            label = _freq_bucket(n)
+            b[label] = b.get(label, 0) + 1
+    del by_key
     latest_bc = sc.broadcast(latest)
     with progress("predict rewrite"):
         after = {a["seg"]: a for a in seg_rdd.map(lambda s: segment_after(s, plan, latest_bc)).collect()}
     latest_bc.unpersist()
-    keys.unpersist()
-    df.unpersist()
     elapsed = time.monotonic() - t0
-
-    freq: dict[str, dict[str, int]] = {}
-    for r in by_n:
-        b = freq.setdefault(r["topic"], {})
-        label = _freq_bucket(r["n"])
-        b[label] = b.get(label, 0) + r["keys"]
 
     out_parts = []
     tot = {"segments": 0, "records": 0, "bytes": 0, "records_after": 0, "bytes_after": 0}
@@ -397,7 +399,7 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
         pp = per_part.get((topic, part))
         entry = {
             "topic": topic, "partition": part, "segments": len(ss), "records": records, "bytes": size,
-            "distinct_keys": distinct.get((topic, part), 0),
+            "distinct_keys": pp["keys"] if pp else 0,
             "tombstones": pp["tombstones"] if pp else 0, "keyless_records": pp["keyless"] if pp else 0,
             "compacted_topic": p["compacted"], "would_clean": p["clean"],
             "cleaner_checkpoint": sec.first_dirty, "first_uncleanable_offset": sec.first_uncleanable,

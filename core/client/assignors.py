@@ -15,7 +15,7 @@ No I/O.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pylog.core.client.consumer_protocol import Subscription
 

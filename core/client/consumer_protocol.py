@@ -2,23 +2,19 @@
 
 Kafka's ConsumerProtocolSubscription (v0 topics + user_data; v1 adds owned
 partitions; v2 the generation; v3 the rack) and ConsumerProtocolAssignment
-(assigned partitions + user_data; v1-v3 share the v0 layout). Neither is
-flexible. Decoding a newer version than we know reads the fields we know:
-Kafka only ever appends fields, so that is what its own decoders do.
-No I/O.
+(assigned partitions + user_data; v1-v3 share the v0 layout), as dataclasses for the
+assignors and the group code; the bytes are the protocol codec's
+(`pylog.core.protocol.consumer_protocol`). No I/O.
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 from pylog.core.errors import InconsistentGroupProtocolError
+from pylog.core.protocol import consumer_protocol as cp
 
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 
 
 @dataclass
@@ -38,130 +34,40 @@ class Assignment:
     version: int = ASSIGNMENT_VERSION
 
 
-# ---------------------------------------------------------------- writing
-def _string(out: list, s: str | None) -> None:
-    if s is None:
-        out.append(_I16.pack(-1))
-    else:
-        b = s.encode()
-        out.append(_I16.pack(len(b)))
-        out.append(b)
-
-
-def _bytes(out: list, b: bytes | None) -> None:
-    if b is None:
-        out.append(_I32.pack(-1))
-    else:
-        out.append(_I32.pack(len(b)))
-        out.append(bytes(b))
-
-
-def _topic_partitions(out: list, tps) -> None:
+def _grouped(tps) -> list[dict]:
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
-    out.append(_I32.pack(len(by_topic)))
-    for t in sorted(by_topic):
-        _string(out, t)
-        ps = sorted(by_topic[t])
-        out.append(_I32.pack(len(ps)))
-        out.append(struct.pack(f">{len(ps)}i", *ps))
+    return [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())]
+
+
+def _flat(items) -> list[tuple[str, int]]:
+    return [(it["topic"], p) for it in items or [] for p in it["partitions"]]
 
 
 def encode_subscription(sub: Subscription) -> bytes:
-    v = min(sub.version, SUBSCRIPTION_VERSION)
-    out: list = [_I16.pack(v), _I32.pack(len(sub.topics))]
-    for t in sub.topics:
-        _string(out, t)
-    _bytes(out, sub.user_data)
-    if v >= 1:
-        _topic_partitions(out, sub.owned_partitions)
-    if v >= 2:
-        out.append(_I32.pack(sub.generation_id))
-    if v >= 3:
-        _string(out, sub.rack_id)
-    return b"".join(out)
+    return cp.encode_subscription({
+        "topics": list(sub.topics), "user_data": sub.user_data, "owned_partitions": _grouped(sub.owned_partitions),
+        "generation_id": sub.generation_id, "rack_id": sub.rack_id}, min(sub.version, SUBSCRIPTION_VERSION))
 
 
 def encode_assignment(a: Assignment) -> bytes:
-    out: list = [_I16.pack(min(a.version, ASSIGNMENT_VERSION))]
-    _topic_partitions(out, a.partitions)
-    _bytes(out, a.user_data)
-    return b"".join(out)
-
-
-# ---------------------------------------------------------------- reading
-class _Reader:
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf):
-        self.buf = bytes(buf)
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise InconsistentGroupProtocolError("truncated consumer protocol metadata")
-        b = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return b
-
-    def i16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def i32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def string(self) -> str | None:
-        n = self.i16()
-        return None if n < 0 else self._take(n).decode("utf-8", "replace")
-
-    def bytes_(self) -> bytes | None:
-        n = self.i32()
-        return None if n < 0 else self._take(n)
-
-    def at_end(self) -> bool:
-        return self.pos >= len(self.buf)
-
-    def topic_partitions(self) -> list[tuple[str, int]]:
-        out = []
-        for _ in range(self._count()):
-            t = self.string() or ""
-            n = self._count()
-            out.extend((t, p) for p in struct.unpack(f">{n}i", self._take(4 * n)))
-        return out
-
-    def _count(self) -> int:
-        n = self.i32()
-        if n < 0 or n > len(self.buf):
-            if n == -1:
-                return 0
-            raise InconsistentGroupProtocolError(f"bad array length {n} in consumer protocol metadata")
-        return n
+    return cp.encode_assignment({"assigned_partitions": _grouped(a.partitions), "user_data": a.user_data},
+                                min(a.version, ASSIGNMENT_VERSION))
 
 
 def decode_subscription(data) -> Subscription:
-    r = _Reader(data)
-    v = r.i16()
-    if v < 0:
-        raise InconsistentGroupProtocolError(f"bad subscription version {v}")
-    topics = [r.string() or "" for _ in range(r._count())]
-    user_data = r.bytes_()
-    sub = Subscription(topics, user_data, version=v)
-    # fields of a version may be absent when an old client mislabels; stop at the end
-    if v >= 1 and not r.at_end():
-        sub.owned_partitions = r.topic_partitions()
-    if v >= 2 and not r.at_end():
-        sub.generation_id = r.i32()
-    if v >= 3 and not r.at_end():
-        sub.rack_id = r.string()
-    return sub
+    try:
+        d = cp.decode_subscription(data)
+    except cp.MalformedDataError as e:
+        raise InconsistentGroupProtocolError(f"unreadable consumer subscription: {e}") from None
+    return Subscription(list(d["topics"]), d.get("user_data"), _flat(d.get("owned_partitions")),
+                        d.get("generation_id", -1), d.get("rack_id"), d["version"])
 
 
 def decode_assignment(data) -> Assignment:
-    if not data:
-        return Assignment([], None, 0)  # an empty assignment (e.g. from a failed leader)
-    r = _Reader(data)
-    v = r.i16()
-    parts = r.topic_partitions()
-    user_data = r.bytes_() if not r.at_end() else None
-    return Assignment(parts, user_data, v)
+    try:
+        d = cp.decode_assignment(bytes(data or b""))
+    except cp.MalformedDataError as e:
+        raise InconsistentGroupProtocolError(f"unreadable consumer assignment: {e}") from None
+    return Assignment(_flat(d["assigned_partitions"]), d.get("user_data"), d["version"])

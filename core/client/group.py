@@ -48,7 +48,6 @@ from pylog.core.client.consumer_protocol import (
     encode_subscription,
 )
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError
-from pylog.core.client import group_schemas  # noqa: F401 - until core/protocol has the group APIs
 from pylog.core.errors import ERROR_NAMES, PylogError, UsageError, error_for_code
 
 log = logging.getLogger(__name__)
@@ -515,7 +514,13 @@ class GroupMembership(GroupHooks):
             await asyncio.sleep(self.backoff_s)
 
     def commit_async(self, offsets: dict | None = None, callback=None) -> None:
-        """Commit without waiting (call on the loop thread, or through `Consumer`'s loop)."""
+        """Commit without waiting; `callback(offsets, error_or_None)` runs on the client's loop
+        thread when the commit is done. Callable from the application thread too."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the application thread: hop onto the consumer's loop
+            self.consumer._loop.call_soon(self.commit_async, offsets, callback)
+            return
         offsets = self.positions() if offsets is None else offsets
         if not offsets:
             return

@@ -15,7 +15,6 @@ from pylog.core.client.consumer import TopicPartition
 from pylog.core.client.consumer_protocol import decode_assignment
 from pylog.core.client.loop import LoopThread
 from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.client import group_schemas  # noqa: F401 - until core/protocol has the group APIs
 from pylog.core.errors import ERROR_NAMES, error_for_code
 
 EARLIEST = -2

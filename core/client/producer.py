@@ -165,7 +165,12 @@ class Producer:
         self._last_md_request = 0.0
         self._inflight_requests = 0
         self._fatal: BaseException | None = None
-        self._loop.run(self._start())
+        try:
+            self._loop.run(self._start())
+        except BaseException:
+            if self._own_loop:
+                self._loop.stop()
+            raise
 
     # ------------------------------------------------------------------ public API
     def partitions_for(self, topic: str) -> list[int]:
