@@ -177,7 +177,8 @@ def main(argv: list[str]) -> int:
     print("spark start-up (session / warm-up round on 20k records): " + ", ".join(
         f"{m} {r['startup_seconds']:.1f} s / {r['warmup_seconds']:.1f} s" for m, r in results.items()))
     pred = results[ms[-1]]["compaction"]
-    print(f"prediction: {pred['records_after']:,} records after compaction; compact --dry-run says "
-          f"{dry['totals']['records_written']:,}; scan saw {scanned:,} records")
+    print(f"prediction: {pred['records_after']:,} records after compaction; compact --dry-run removes "
+          f"{dry['totals']['records_removed']:,} of {scanned:,} (= {scanned - dry['totals']['records_removed']:,} left)")
+    os.system("uptime")
     print(f"(work dir {work})")
     return 0

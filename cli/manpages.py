@@ -48,16 +48,53 @@ def _page_name(path: list[str]) -> str:
 
 
 def _synopsis(ctx: click.Context, cmd: click.Command) -> str:
-    pieces = cmd.collect_usage_pieces(ctx)
+    # Built here rather than by Click so the page is the same on every Click version.
+    pieces = ["[OPTIONS]"]
+    for p in cmd.params:
+        if isinstance(p, click.Argument):
+            name = (p.metavar or p.name or "").upper()
+            if p.nargs == -1:
+                name += "..."
+            pieces.append(name if p.required else f"[{name}]")
+    if isinstance(cmd, click.Group):
+        pieces.append("COMMAND [ARGS]...")
     return f".B {_esc(ctx.command_path)}\n" + _esc(" ".join(pieces))
 
 
+def _metavar(param: click.Option) -> str:
+    if param.metavar:
+        return param.metavar
+    if isinstance(param.type, click.Choice):
+        return "[" + "|".join(str(c) for c in param.type.choices) + "]"
+    return param.type.name.upper()
+
+
 def _option_entry(ctx: click.Context, param: click.Parameter) -> str | None:
-    rec = param.get_help_record(ctx)
-    if rec is None:
+    if not isinstance(param, click.Option) or param.hidden:
         return None
-    names, help_text = rec
-    return f".TP\n.B {_esc(names)}\n{_esc(' '.join(help_text.split()))}" if help_text else f".TP\n.B {_esc(names)}"
+    # short forms first: Click versions differ in the order they keep
+    names = ", ".join(sorted(param.opts, key=lambda o: (o.startswith("--"), o)))
+    if param.secondary_opts:
+        names += " / " + ", ".join(param.secondary_opts)
+    if not param.is_flag and not param.count:
+        names += " " + _metavar(param)
+    help_text = " ".join((param.help or "").split())
+    extra = []
+    if param.show_default and param.default is not None and not callable(param.default) and not param.is_flag:
+        default = param.default
+        if isinstance(default, (list, tuple)):
+            default = ", ".join(map(str, default))
+        if default != "" and default != ():
+            extra.append(f"default: {default}")
+    if param.show_envvar and param.envvar:
+        env = param.envvar if isinstance(param.envvar, str) else ", ".join(param.envvar)
+        extra.append(f"env var: {env}")
+    if param.multiple:
+        extra.append("repeatable")
+    if extra:
+        help_text = f"{help_text} [{'; '.join(extra)}]".strip()
+    entry = f".TP\n.B {_esc(names)}"
+    return f"{entry}\n{_esc(help_text)}" if help_text else entry
 
 
 def render_command(path: list[str], cmd: click.Command, parent: click.Context | None) -> str:

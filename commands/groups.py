@@ -103,6 +103,8 @@ def describe(group_ids, bootstrap, show_members, properties, as_json):
     For every partition the group committed or is assigned: the committed
     offset (CURRENT-OFFSET), the partition's end (LOG-END-OFFSET), the LAG
     between them, and the member that owns the partition now ("-" when none).
+    A GROUP that does not exist is reported and the exit code is 1 (the other
+    groups are still described).
     """
     results = []
     with _admin(bootstrap, properties) as admin:
@@ -122,15 +124,15 @@ def describe(group_ids, bootstrap, show_members, properties, as_json):
                         for m in d.members],
             "offsets": rows,
         } for d, rows in results])
-        return
-    for i, (d, rows) in enumerate(results):
+    missing = [d.group_id for d, _ in results if d.state == "Dead"]
+    for i, (d, rows) in enumerate([] if as_json else results):
         if i:
             out.print()
         coord = f"{d.coordinator[1]}:{d.coordinator[2]} (id: {d.coordinator[0]})" if d.coordinator else "-"
         out.print(f"GROUP {d.group_id}  state: {d.state}  protocol: {d.protocol_type or '-'}"
                   f"/{d.protocol or '-'}  members: {len(d.members)}  coordinator: {coord}")
         if d.state == "Dead":
-            err.print(f"consumer group '{d.group_id}' does not exist", style="yellow")
+            err.print(f"consumer group '{d.group_id}' does not exist", style="red")
             continue
         if show_members:
             _print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"),
@@ -146,6 +148,10 @@ def describe(group_ids, bootstrap, show_members, properties, as_json):
                       "CLIENT-ID"),
                      [(r["topic"], r["partition"], s(r["current_offset"]), s(r["log_end_offset"]), s(r["lag"]),
                        s(r["consumer_id"]), s(r["host"]), s(r["client_id"])) for r in rows])
+    if missing:
+        # kafka-consumer-groups prints an error for a group that does not exist; pylog also
+        # says so in the exit code (1, a data error), as `groups delete` does
+        raise click.exceptions.Exit(1)
 
 
 def parse_datetime(text: str) -> int:

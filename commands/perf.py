@@ -13,7 +13,7 @@ from pylog.cli.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS, PRODUCER_CONFIGS
 from pylog.core.errors import DataError
 
-from pylog.commands.client_common import client_props
+from pylog.commands.client_common import client_props, producer_options
 
 
 _KEY = attrgetter("key")
@@ -73,11 +73,7 @@ def perf():
               help="Value size in bytes (random, incompressible-ish payload reused for every record).")
 @click.option("--throughput", "-t", type=int, default=-1, show_default=True,
               help="Cap on records/s; -1 for no cap.")
-@click.option("--acks", type=click.Choice(["0", "1", "all", "-1"]), default=None, help="acks [default: all]")
-@click.option("--compression", "-z", type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]), default=None,
-              help="compression.type [default: none]")
-@click.option("--batch-size", type=click.IntRange(min=0), default=None, help="batch.size [default: 16384]")
-@click.option("--linger-ms", type=click.IntRange(min=0), default=None, help="linger.ms [default: 5]")
+@producer_options
 @click.option("--api", type=click.Choice(["bulk", "send"]), default="bulk", show_default=True,
               help="bulk: Producer.send_many() in chunks of 1000 values; send: one Producer.send() call "
                    "per record (like Kafka's perf tool).")

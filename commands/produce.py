@@ -13,7 +13,7 @@ from pylog.cli.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import PRODUCER_CONFIGS
 from pylog.core.errors import DataError, PylogError, UsageError
 
-from pylog.commands.client_common import client_props
+from pylog.commands.client_common import client_props, producer_options
 
 EXIT_ALL_DELIVERED = 0
 EXIT_SOME_FAILED = 1
@@ -90,12 +90,7 @@ def parse_json_line(line: bytes, lineno: int):
               help="Send every record to this partition (default: by key, sticky when keyless).")
 @click.option("--header", "-H", "headers", multiple=True, metavar="KEY=VALUE",
               help="Add this header to every record (repeatable).")
-@click.option("--acks", type=click.Choice(["0", "1", "all", "-1"]), default=None,
-              help="Acknowledgements to wait for (acks). [default: all]")
-@click.option("--compression", "-z", type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]), default=None,
-              help="Batch compression (compression.type). [default: none]")
-@click.option("--linger-ms", type=click.IntRange(min=0), default=None, help="linger.ms [default: 5]")
-@click.option("--batch-size", type=click.IntRange(min=0), default=None, help="batch.size in bytes [default: 16384]")
+@producer_options
 @properties_options
 @json_option
 def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers, acks, compression, linger_ms,

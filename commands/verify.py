@@ -11,6 +11,11 @@ Checks (each problem has a `kind` so scripts and tests can match it):
   index               an offset-index entry not pointing at a batch with that last offset,
                       entries out of order, or a missing index for a non-empty segment
   time-index          a time-index entry out of order, not at a batch, or with the wrong timestamp
+  txn-index           a .txnindex that does not parse, lists an aborted transaction with no ABORT
+                      marker in its segment, misses one, or disagrees on its first offset or
+                      last stable offset; a segment with ABORT markers but no .txnindex
+  stray-file          a .deleted, .cleaned or .swap file left by an interrupted deletion,
+                      cleaning or swap (the storage engine's recovery resolves them)
   snapshot            a producer snapshot that does not parse, lies beyond the log end,
                       or disagrees with replaying the log
   leader-epoch        batch epochs that disagree with leader-epoch-checkpoint
@@ -36,6 +41,12 @@ from pylog.core.errors import DataError, UsageError
 
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
+# what Kafka's (and pylog's) log loading does with each kind of leftover file
+_STRAY_SUFFIXES = {
+    ".deleted": "left by an interrupted segment deletion; recovery removes it",
+    ".cleaned": "left by an interrupted cleaning; recovery removes it",
+    ".swap": "left by an interrupted cleaner swap; recovery completes or discards the swap",
+}
 MAX_REPORTED_PER_KIND = 20
 ONE_DAY_MS = 86400000
 
@@ -141,6 +152,9 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
     prev_seg_last = None
     log_start = logs[0][0] if logs else None
     rep.log_start_offset = log_start
+    # replaying from offset 0 sees every transaction; after retention (or for one
+    # segment alone) a transaction may have begun before the first batch read
+    exact_replay = log_start == 0
 
     def compare_snapshot(off: int) -> None:
         path = snapshots[off]
@@ -172,6 +186,7 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
         size = log_path.stat().st_size
         rep.bytes += size
         last_pos = 0
+        aborted: list = []  # (CompletedTxn, first offset known, last stable offset) of ABORT markers
         for item in scan_log(log_path, max_message_size=max_message_size):
             if isinstance(item, Damage):
                 if item.kind == "truncated":
@@ -222,7 +237,17 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
                 while pending_snaps and pending_snaps[0] <= first_off:
                     compare_snapshot(pending_snaps.pop(0))
                 if h.producer_id >= 0:
-                    psm.update(h, item.buf, item.buf_pos)
+                    if h.is_control:
+                        known_first = psm.ongoing_txn_first_offsets().get(h.producer_id)
+                        done = psm.update(h, item.buf, item.buf_pos)
+                        if done is not None and done.is_aborted:
+                            # Kafka's lastStableOffset(completedTxn): the first offset of the earliest
+                            # other open transaction, else just past the marker
+                            lso = psm.first_unstable_offset()
+                            aborted.append((done, known_first is not None or exact_replay,
+                                            done.last_offset + 1 if lso is None else lso))
+                    else:
+                        psm.update(h, item.buf, item.buf_pos)
                 ple = h.partition_leader_epoch
                 if ple >= 0 and (not epochs or ple > epochs[-1][0]):
                     epochs.append((ple, first_off))
@@ -232,6 +257,7 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
         if seg_last is not None:
             prev_seg_last = seg_last
         _check_indexes(rep, log_path, base, positions, size, require=only_log is None)
+        _check_txn_index(rep, log_path, aborted, exact_lso=exact_replay)
     rep.log_end_offset = (prev_last + 1) if prev_last is not None else log_start
 
     if only_log is not None:
@@ -269,13 +295,22 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
     elif epochs:
         rep.add("leader-epoch", pdir, f"{LEADER_EPOCH_CHECKPOINT} is missing but batches carry leader epochs")
 
-    pm = pdir / PARTITION_METADATA
-    if pm.exists():
-        try:
-            read_partition_metadata(pdir)
-        except DataError as e:
-            rep.add("metadata", pm, str(e))
+    for p in sorted(pdir.iterdir()):
+        for suffix, why in _STRAY_SUFFIXES.items():
+            if p.name.endswith(suffix):
+                rep.add("stray-file", p, why)
+
+    _check_readable(rep, pdir / PARTITION_METADATA, lambda p: read_partition_metadata(p.parent))
     return rep
+
+
+def _check_readable(rep: PartitionReport, path: Path, reader) -> None:
+    """A metadata file that exists must parse."""
+    if path.exists():
+        try:
+            reader(path)
+        except DataError as e:
+            rep.add("metadata", path, str(e))
 
 
 def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: dict, log_size: int,
@@ -319,6 +354,49 @@ def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: d
             if log_ts != ts:
                 rep.add("time-index", tpath, f"entry for offset {off} has timestamp {ts}, the batch's max timestamp is "
                         f"{log_ts}", offset=off)
+
+
+def _check_txn_index(rep: PartitionReport, log_path: Path, aborted: list, exact_lso: bool) -> None:
+    """The segment's .txnindex against the ABORT markers replayed from its batches."""
+    from pylog.storage.txn_index import TransactionIndex
+
+    tpath = log_path.with_name(log_path.name[:-4] + ".txnindex")
+    if not tpath.exists():
+        if aborted:
+            done = aborted[0][0]
+            rep.add("txn-index", tpath, f"missing, but {log_path.name} holds {len(aborted)} ABORT marker(s) (the "
+                    f"first: producer {done.producer_id} at offset {done.last_offset})", offset=done.last_offset)
+        return
+    try:
+        stored = TransactionIndex(tpath, 0).read_all()
+    except DataError as e:
+        rep.add("txn-index", tpath, str(e))
+        return
+    expected = {(d.producer_id, d.last_offset): (d, known, lso) for d, known, lso in aborted}
+    prev_last = None
+    for t in stored:
+        if prev_last is not None and t.last_offset < prev_last:
+            rep.add("txn-index", tpath, f"entry for producer {t.producer_id} (last offset {t.last_offset}) out of "
+                    f"order after last offset {prev_last}", offset=t.last_offset)
+        prev_last = t.last_offset
+        exp = expected.pop((t.producer_id, t.last_offset), None)
+        if exp is None:
+            rep.add("txn-index", tpath, f"aborted transaction of producer {t.producer_id} (offsets {t.first_offset}.."
+                    f"{t.last_offset}) has no ABORT marker at offset {t.last_offset} in {log_path.name}",
+                    offset=t.last_offset)
+            continue
+        done, known, lso = exp
+        if known and t.first_offset != done.first_offset:
+            rep.add("txn-index", tpath, f"aborted transaction of producer {t.producer_id} ending at offset "
+                    f"{t.last_offset}: the index says it starts at {t.first_offset}, the log at {done.first_offset}",
+                    offset=t.last_offset)
+        if exact_lso and t.last_stable_offset != lso:
+            rep.add("txn-index", tpath, f"aborted transaction of producer {t.producer_id} ending at offset "
+                    f"{t.last_offset}: last stable offset {t.last_stable_offset}, the log gives {lso}",
+                    offset=t.last_offset)
+    for (pid, last), _ in sorted(expected.items()):
+        rep.add("txn-index", tpath, f"the ABORT marker of producer {pid} at offset {last} is missing from the index",
+                offset=last)
 
 
 # ---------------------------------------------------------------- log dirs and checkpoints
@@ -365,12 +443,7 @@ def verify_checkpoints(log_dir: Path, reports: dict[str, PartitionReport]) -> Pa
                 bad = False
             if bad:
                 rep.add("checkpoint", p, f"{topic}-{part} offset {off} is outside the log [{lo}, {hi}]", offset=off)
-    mp = log_dir / META_PROPERTIES
-    if mp.exists():
-        try:
-            read_meta_properties(mp)
-        except DataError as e:
-            rep.add("metadata", mp, str(e))
+    _check_readable(rep, log_dir / META_PROPERTIES, read_meta_properties)
     return rep
 
 
@@ -417,12 +490,17 @@ def _verify_file(p: Path, max_message_size: int) -> PartitionReport:
             read_leader_epoch_checkpoint(p)
         elif name in OFFSET_CHECKPOINT_FILES:
             read_offset_checkpoint(p)
-        elif name.endswith(".index") or name.endswith(".timeindex"):
+        elif name.endswith(".index") or name.endswith(".timeindex") or name.endswith(".txnindex"):
             base = int(name.split(".")[0])
             log = p.with_name(name.split(".")[0] + ".log")
             if log.exists():
                 return verify_partition(p.parent, max_message_size=max_message_size, only_log=log)
-            _read_index(p, base, 8 if name.endswith(".index") else 12)
+            if name.endswith(".txnindex"):
+                from pylog.storage.txn_index import TransactionIndex
+
+                TransactionIndex(p, base).read_all()
+            else:
+                _read_index(p, base, 8 if name.endswith(".index") else 12)
         else:
             raise UsageError(f"{p}: not a Kafka log file pylog can verify")
     except (CorruptSnapshotError, DataError) as e:
@@ -516,8 +594,8 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
 
     PATH may be a log dir (every <topic>-<partition> folder in it plus the
     offset checkpoint files and meta.properties), a partition folder, or one
-    file (.log, .index, .timeindex, .snapshot, leader-epoch-checkpoint, an
-    offset checkpoint).
+    file (.log, .index, .timeindex, .txnindex, .snapshot,
+    leader-epoch-checkpoint, an offset checkpoint).
 
     \b
     Checks:
@@ -526,6 +604,10 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
       - segment base offsets agree with the file names and first batches
       - every offset/time index entry points at a batch whose offsets and
         timestamp match; time index monotonic
+      - each .txnindex lists exactly the aborted transactions whose ABORT
+        markers its segment holds, with Kafka's first/last-stable offsets
+      - no .deleted, .cleaned or .swap leftovers of an interrupted deletion,
+        cleaning or swap
       - producer snapshots parse and agree with replaying the log
       - batch leader epochs agree with leader-epoch-checkpoint
       - checkpoint files name known partitions with offsets inside the log

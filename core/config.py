@@ -280,6 +280,8 @@ _BROKER_OWN = [
     _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a member may ask for."),
     _d("group.max.size", INT, INT_MAX, "Largest number of members in one group.", at_least(1)),
     _d("producer.id.expiration.ms", INT, 86400000, "Idle time after which a producer id's state expires."),
+    _d("producer.id.expiration.check.interval.ms", INT, 600000,
+       "How often the broker forgets producer ids idle for producer.id.expiration.ms.", at_least(1)),
     _d("transactional.id.expiration.ms", INT, 604800000, "Idle time after which a transactional id expires."),
     _d("fetch.max.bytes", INT, 57671680, "Largest fetch response the broker builds.", at_least(0)),
     _d("replica.fetch.max.bytes", INT, 1048576, "Bytes per partition a follower fetches (unused on one node)."),

@@ -248,6 +248,7 @@ class Cleaner:
         self.progress = progress or (lambda n: None)
         self._fsync = fsync
         self.thread_id = thread_id
+        self._mapped_from: int | None = None  # first batch of the current map (see _build_map)
 
     @property
     def map(self):
@@ -286,7 +287,8 @@ class Cleaner:
             stats.buffer_utilization = max(stats.buffer_utilization, m.utilization)
             t2 = time.perf_counter()
             stats.map_seconds += t2 - t1
-            self._clean_segments(lg, m, first_dirty, end, now, stats, dry_run)
+            mapped_from = end if self._mapped_from is None else self._mapped_from
+            self._clean_segments(lg, m, mapped_from, end, now, stats, dry_run)
             stats.clean_seconds += time.perf_counter() - t2
             stats.passes += 1
             stats.end_offset = end
@@ -310,6 +312,10 @@ class Cleaner:
 
     # ---- pass 1: the offset map ----
     def _build_map(self, lg, m, start: int, upper: int, stats: CleanerStats) -> int:
+        """Put the keys of the batches from `start` on into m until it is full
+        (or `upper`); returns where the map ends. Every batch from the one at
+        self._mapped_from up to that end went into the map."""
+        self._mapped_from = None
         with lg.lock:
             segs = list(lg.segments)
         for i, seg in enumerate(segs):
@@ -329,6 +335,8 @@ class Cleaner:
                     return upper
                 if h.last_offset < start:
                     continue
+                if self._mapped_from is None:
+                    self._mapped_from = h.base_offset
                 stats.map_bytes_read += h.batch_length + LOG_OVERHEAD
                 if h.attributes & 0x20 or h.record_count == 0:  # control or empty batches hold no keys
                     continue
@@ -355,7 +363,8 @@ class Cleaner:
 
     # ---- pass 2: rewrite ----
     def _clean_segments(self, lg, m, start: int, end: int, now: int, stats: CleanerStats, dry_run: bool) -> None:
-        """Rewrite the segments below `end` with the map built over [start, end)."""
+        """Rewrite the segments below `end` with the map that holds every batch
+        from the one at offset `start` up to `end`."""
         cfg = lg.config
         with lg.lock:
             segs = [s for s in lg.segments[:-1] if s.base_offset < end]

@@ -43,6 +43,7 @@ from pylog.core.records.header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
+    NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
     BatchHeader,
@@ -224,6 +225,7 @@ class Log:
                     p.unlink()  # an index without its log: Kafka deletes it too
         bases.sort()
         epoch_ok = self._load_epoch_cache()
+        self._txn_index_rebuild: set[int] = set()
         recover_from = None
         if not had_clean_shutdown and bases:
             i = max(0, bisect.bisect_right(bases, self.recovery_point) - 1)
@@ -263,8 +265,36 @@ class Log:
         self.epoch_cache.truncate_from_end(leo)
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self._load_producer_state()
+        if self._txn_index_rebuild:
+            self._rebuild_txn_indexes(self._txn_index_rebuild)
         self.recovery_point = leo
         self.high_watermark = leo
+
+    def _rebuild_txn_indexes(self, bases: set[int]) -> None:
+        """Rebuild the .txnindex of recovered segments that hold end-transaction markers.
+
+        Each ABORT marker's entry needs the transaction's first offset and the
+        last stable offset at the marker (the first offset of the earliest other
+        open transaction, else the marker's offset + 1), so producer state is
+        replayed from the log start, batch headers only, reading the bytes of
+        control batches alone. Runs only after a recovery that met markers: a log
+        without transactions never pays for it."""
+        from pylog.storage.txn_index import AbortedTxn
+
+        psm = ProducerStateManager(self.dir / ".txn-index-rebuild", fsync=False)  # in memory: never snapshots
+        for seg in self.segments:
+            rebuild = seg.base_offset in bases
+            for p, h in seg.batches():
+                if h.producer_id < 0:
+                    continue
+                if not h.is_control:
+                    psm.update(h)
+                    continue
+                done = psm.update(h, seg.read_batch_bytes(p, h.batch_length + LOG_OVERHEAD), 0)
+                if rebuild and done is not None and done.is_aborted:
+                    lso = psm.first_unstable_offset()
+                    seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                                    done.last_offset + 1 if lso is None else lso))
 
     def _remove_temp_files(self) -> list[int]:
         """Kafka's removeTempFilesAndCollectSwapFiles: .deleted and .cleaned files go;
@@ -360,11 +390,15 @@ class Log:
             if e >= 0 and e != state["epoch"]:
                 cache.assign(e, h.base_offset, flush=False)
                 state["epoch"] = e
+            if h.attributes & CONTROL_MASK and h.producer_id >= 0:
+                state["markers"] = True
 
         cache.truncate_from_end(seg.base_offset, flush=False)
         state["epoch"] = cache.latest_epoch
         res = seg.recover(on_batch, contiguous=not self.is_compacted)
         self.recovered = True
+        if state.get("markers"):
+            self._txn_index_rebuild.add(seg.base_offset)  # recover() emptied its .txnindex
         if res.truncated_bytes:
             self._warn(
                 f"recovery: {seg.log_path} truncated at byte {res.valid_bytes} (offset {res.next_offset}): "
@@ -493,6 +527,7 @@ class Log:
         create_time = cfg["message.timestamp.type"] == "CreateTime"
         before_max = cfg["message.timestamp.before.max.ms"]
         lo = now - before_max if before_max < now else -(1 << 63)
+        lo_bounded = before_max < now
         hi = now + cfg["message.timestamp.after.max.ms"]
         unpack = _BATCH_HEADER.unpack_from
         batches = []
@@ -518,8 +553,9 @@ class Log:
                 has_pid = True
             elif attrs & TRANSACTIONAL_MASK:
                 return None
-            if create_time and not (attrs & TIMESTAMP_TYPE_MASK) and not (lo <= t[7] <= hi and lo <= t[8] <= hi):
-                return None
+            if create_time and (t[8] > hi or (lo_bounded and not (
+                    (n == 1 or attrs & TIMESTAMP_TYPE_MASK) and (t[8] >= lo or t[8] == NO_TIMESTAMP)))):
+                return None  # out of range, or only the records can tell (see _check_timestamps)
             if crc32c(mv[pos + ATTRIBUTES_OFFSET:pos + size]) != t[4]:
                 return None
             batches.append((pos, _new_tuple(BatchHeader, t)))
@@ -560,13 +596,8 @@ class Log:
                     raise InvalidRecordError(f"producer {h.producer_id} sent a batch without a base sequence")
                 if h.is_transactional and h.producer_id < 0:
                     raise InvalidRecordError("transactional batch without a producer id")
-                if create_time and not (h.attributes & TIMESTAMP_TYPE_MASK):
-                    for ts in (h.base_timestamp, h.max_timestamp):
-                        if ts < lo or ts > hi:
-                            raise InvalidTimestampError(
-                                f"timestamp {ts} of a batch is out of range: it must be within "
-                                f"[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms] "
-                                f"= [{lo}, {hi}]")
+                if create_time:
+                    self._check_timestamps(mv, p, h, lo if before_max < now else None, hi)
                 if compacted:
                     # the one check that needs the records themselves
                     for rec in RecordBatch(mv, p).records():
@@ -581,6 +612,38 @@ class Log:
         except RecordFormatError as e:
             raise CorruptMessageError(f"malformed record batch: {e}") from None
         return batches
+
+    @staticmethod
+    def _check_timestamps(mv, p: int, h: BatchHeader, lo: int | None, hi: int) -> None:
+        """CreateTime window check of every record, as Kafka's LogValidator does per record
+        (records without a timestamp, -1, are exempt), decoding records only when needed.
+
+        The header's maxTimestamp is the largest record timestamp, so the upper bound
+        is decided by it alone. The lower bound is not: a record's timestamp delta may
+        be negative (Java's producer writes one when a later record carries an earlier
+        explicit timestamp, as Kafka Streams does), so the first record is not the
+        oldest. Records are decoded only when the window has a lower bound
+        (message.timestamp.before.max.ms below now; unbounded by default) and the batch
+        has several records of their own timestamps."""
+        out = None
+        if h.max_timestamp > hi:
+            out = h.max_timestamp
+        elif lo is not None:
+            if h.record_count == 1 or h.attributes & TIMESTAMP_TYPE_MASK:
+                if NO_TIMESTAMP != h.max_timestamp < lo:
+                    out = h.max_timestamp
+            elif NO_TIMESTAMP != h.max_timestamp < lo:
+                out = h.max_timestamp  # even the newest record is too old
+            else:
+                for rec in RecordBatch(mv, p).records():
+                    if NO_TIMESTAMP != rec.timestamp < lo or rec.timestamp > hi:
+                        out = rec.timestamp
+                        break
+        if out is not None:
+            raise InvalidTimestampError(
+                f"timestamp {out} of a record is out of range: it must be within "
+                f"[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms] = "
+                f"[{'-inf' if lo is None else lo}, {hi}]")
 
     # ---- roll ----
     def roll(self, now_ms: int | None = None) -> LogSegment:

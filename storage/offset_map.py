@@ -92,6 +92,7 @@ class OffsetMap:
         self._key_bytes = 0  # bound on the heap bytes of the dict's key objects
         self._int_bytes = 32  # heap bytes of one offset int (48 beyond 2**60)
         self._overflowed = False
+        self._checked = None  # (keys, dict size, bytes bound) of the last fits()
         self.peak_bytes = 0
         self._size = 0
         self.latest_offset = -1
@@ -162,7 +163,9 @@ class OffsetMap:
         """Can put_many(keys, offsets) stay within the budget? (keys never None)"""
         if self._d is None:
             return len(keys) <= self.max_entries - self._size
-        return self._dict_bytes_with(keys, offsets) <= self.memory
+        need = self._dict_bytes_with(keys, offsets)
+        self._checked = (keys, len(self._d), need)  # put_many of the same keys reuses it
+        return need <= self.memory
 
     def overflow(self) -> None:
         """The pass ends here for want of room; the next clear() switches to the arrays."""
@@ -242,7 +245,12 @@ class OffsetMap:
         if d is not None:
             if not keys:
                 return
-            need = self._dict_bytes_with(keys, offsets)
+            checked = self._checked
+            if checked is not None and checked[0] is keys and checked[1] == len(d):
+                need = checked[2]
+            else:
+                need = self._dict_bytes_with(keys, offsets)
+            self._checked = None
             if need > self.memory:
                 self._use_arrays(keep_entries=True)
             else:

@@ -12,7 +12,7 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from pylog.core.errors import DataError
+from pylog.storage.index_file import CorruptIndexError
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -29,8 +29,8 @@ class AbortedTxn(NamedTuple):
         return _ENTRY.pack(VERSION, *self)
 
 
-class CorruptTxnIndexError(DataError):
-    pass
+class CorruptTxnIndexError(CorruptIndexError):
+    """A .txnindex that does not parse: like the other indexes, the segment rebuilds it."""
 
 
 class TransactionIndex:
@@ -39,7 +39,10 @@ class TransactionIndex:
         self.base_offset = base_offset
         self._last_offset: int | None = None
         if self.path.exists():
-            entries = self.read_all()
+            try:
+                entries = self.read_all()
+            except CorruptTxnIndexError:
+                entries = []  # sanity_check() reports it; loading the segment must not fail here
             if entries:
                 self._last_offset = entries[-1].last_offset
 

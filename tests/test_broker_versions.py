@@ -20,6 +20,20 @@ GROUP_KEYS = {8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47}
 
 
 @pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """This module's broker: no group.initial.rebalance.delay.ms, so the join done for
+    each group API version completes at once."""
+    from broker_fixtures import BrokerProcess
+
+    b = BrokerProcess(tmp_path_factory.mktemp("versions") / "data",
+                      "--set", "group.initial.rebalance.delay.ms=0").start()
+    yield b
+    if b.alive():
+        rc = b.stop()
+        assert rc == 0, f"broker exit code {rc}: {b.stderr()}"
+
+
+@pytest.fixture(scope="module")
 def sock(broker):
     s = connect(broker)
     call(s, 19, 5, {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 5000})
@@ -157,10 +171,142 @@ def check_version(sock, advertised, api_key, version):
         r = call(sock, 60, version, {"include_cluster_authorized_operations": False})
         assert r["error_code"] == 0 and [b["broker_id"] for b in r["brokers"]] == [1]
     elif api_key in GROUP_KEYS:
-        r = call(sock, api_key, version, {})
-        assert isinstance(r, dict)
+        check_group_version(sock, api_key, version, f"vg-{api_key}-{version}")
     else:
         raise AssertionError(f"{API_NAMES.get(api_key)} is advertised but this test has no case for it")
+
+
+# ---- group APIs (issue 7): a real exchange at every served version ----------
+
+SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x02vt\xff\xff\xff\xff"  # ConsumerProtocol v0: ["vt"]
+
+
+def join(sock, group, version=5):
+    body = {"group_id": group, "session_timeout_ms": 6000, "rebalance_timeout_ms": 3000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": SUBSCRIPTION}]}
+    r = call(sock, 11, version, body)
+    if version >= 4:  # KIP-394 member-id handshake
+        assert r["error_code"] == 79 and r["member_id"]
+        r = call(sock, 11, version, dict(body, member_id=r["member_id"]))
+    assert r["error_code"] == 0, r
+    assert r["leader"] == r["member_id"] and r["generation_id"] >= 1 and r["protocol_name"] == "range"
+    assert [m["member_id"] for m in r["members"]] == [r["member_id"]]
+    assert r["members"][0]["metadata"] == SUBSCRIPTION
+    return r["member_id"], r["generation_id"]
+
+
+def simple_commit(sock, group, offset, version=8):
+    r = call(sock, 8, version, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                                "topics": [{"name": TOPIC, "partitions": [
+                                    {"partition_index": 0, "committed_offset": offset,
+                                     "committed_metadata": f"m{offset}"}]}]})
+    assert r["topics"][0]["partitions"][0]["error_code"] == 0
+
+
+def fetch_committed(sock, group, version=8):
+    topics = [{"name": TOPIC, "partition_indexes": [0]}]
+    if version >= 8:
+        r = call(sock, 9, version, {"groups": [{"group_id": group, "topics": topics}]})
+        assert r["groups"][0]["error_code"] == 0
+        p = r["groups"][0]["topics"][0]["partitions"][0]
+    else:
+        r = call(sock, 9, version, {"group_id": group, "topics": topics})
+        assert r.get("error_code", 0) == 0
+        p = r["topics"][0]["partitions"][0]
+    assert p["error_code"] == 0
+    return p["committed_offset"], p["metadata"]
+
+
+def group_state(sock, group):
+    return call(sock, 15, 5, {"groups": [group]})["groups"][0]["group_state"]
+
+
+def check_group_version(sock, api_key, version, group):
+    if api_key == 8:
+        simple_commit(sock, group, 40 + version, version)
+        assert fetch_committed(sock, group) == (40 + version, f"m{40 + version}")
+    elif api_key == 9:
+        simple_commit(sock, group, 7)
+        assert fetch_committed(sock, group, version) == (7, "m7")
+        if version >= 8:  # several groups in one request, an unknown one included
+            r = call(sock, 9, version, {"groups": [{"group_id": group, "topics": None},
+                                                   {"group_id": group + "-none", "topics": None}]})
+            assert [g["group_id"] for g in r["groups"]] == [group, group + "-none"]
+            assert r["groups"][1]["topics"] == []
+    elif api_key == 10:
+        if version >= 4:
+            r = call(sock, 10, version, {"key_type": 0, "coordinator_keys": [group, group + "-b"]})
+            assert [(c["key"], c["error_code"], c["node_id"]) for c in r["coordinators"]] == \
+                [(group, 0, 1), (group + "-b", 0, 1)]
+        else:
+            r = call(sock, 10, version, {"key": group, "key_type": 0})
+            assert r["error_code"] == 0 and r["node_id"] == 1 and r["port"] > 0
+    elif api_key == 11:
+        mid, _ = join(sock, group, version)
+        assert call(sock, 13, 0, {"group_id": group, "member_id": mid})["error_code"] == 0
+    elif api_key == 12:
+        mid, gen = join(sock, group)
+        assert call(sock, 14, 3, {"group_id": group, "generation_id": gen, "member_id": mid,
+                                  "assignments": [{"member_id": mid, "assignment": b""}]})["error_code"] == 0
+        assert call(sock, 12, version, {"group_id": group, "generation_id": gen, "member_id": mid})["error_code"] == 0
+        assert call(sock, 12, version, {"group_id": group, "generation_id": gen + 5,
+                                        "member_id": mid})["error_code"] == 22  # ILLEGAL_GENERATION
+        call(sock, 13, 0, {"group_id": group, "member_id": mid})
+    elif api_key == 13:
+        mid, _ = join(sock, group)
+        if version >= 3:
+            r = call(sock, 13, version, {"group_id": group, "members": [{"member_id": mid}]})
+            assert r["error_code"] == 0 and [(m["member_id"], m["error_code"]) for m in r["members"]] == [(mid, 0)]
+        else:
+            assert call(sock, 13, version, {"group_id": group, "member_id": mid})["error_code"] == 0
+        assert group_state(sock, group) == "Empty"
+    elif api_key == 14:
+        mid, gen = join(sock, group)
+        r = call(sock, 14, version, {"group_id": group, "generation_id": gen, "member_id": mid,
+                                     "protocol_type": "consumer", "protocol_name": "range",
+                                     "assignments": [{"member_id": mid, "assignment": b"\x00\x01"}]})
+        assert r["error_code"] == 0 and r["assignment"] == b"\x00\x01"
+        if version >= 5:
+            assert (r["protocol_type"], r["protocol_name"]) == ("consumer", "range")
+        assert group_state(sock, group) == "Stable"
+        call(sock, 13, 0, {"group_id": group, "member_id": mid})
+    elif api_key == 15:
+        mid, gen = join(sock, group)
+        g = call(sock, 15, version, {"groups": [group]})["groups"][0]
+        # as Kafka: before Stable, no protocol and no member metadata/assignment
+        assert (g["group_state"], g["protocol_data"], g["members"][0]["member_metadata"]) == \
+            ("CompletingRebalance", "", b"")
+        call(sock, 14, 3, {"group_id": group, "generation_id": gen, "member_id": mid,
+                           "assignments": [{"member_id": mid, "assignment": b"\x00\x02"}]})
+        r = call(sock, 15, version, {"groups": [group, group + "-none"], "include_authorized_operations": False})
+        g, none = r["groups"]
+        assert (g["error_code"], g["group_state"], g["protocol_type"], g["protocol_data"]) == \
+            (0, "Stable", "consumer", "range")
+        assert [(m["member_id"], m["member_metadata"], m["member_assignment"]) for m in g["members"]] == \
+            [(mid, SUBSCRIPTION, b"\x00\x02")]
+        assert none["group_state"] == "Dead"
+        call(sock, 13, 0, {"group_id": group, "member_id": mid})
+    elif api_key == 16:
+        simple_commit(sock, group, 1)
+        r = call(sock, 16, version, {"states_filter": [], "types_filter": []})
+        assert r["error_code"] == 0
+        listed = {g["group_id"]: g for g in r["groups"]}
+        assert listed[group]["protocol_type"] in ("", "consumer")
+        if version >= 4:
+            assert listed[group]["group_state"] == "Empty"
+            r = call(sock, 16, version, {"states_filter": ["Stable"]})
+            assert group not in {g["group_id"] for g in r["groups"]}
+    elif api_key == 42:
+        simple_commit(sock, group, 3)
+        r = call(sock, 42, version, {"groups_names": [group, group + "-none"]})
+        assert [(x["group_id"], x["error_code"]) for x in r["results"]] == [(group, 0), (group + "-none", 69)]
+        assert fetch_committed(sock, group)[0] == -1
+    elif api_key == 47:
+        simple_commit(sock, group, 3)
+        r = call(sock, 47, version, {"group_id": group, "topics": [{"name": TOPIC, "partitions": [
+            {"partition_index": 0}]}]})
+        assert r["error_code"] == 0 and r["topics"][0]["partitions"][0]["error_code"] == 0
+        assert fetch_committed(sock, group)[0] == -1
 
 
 def test_api_versions_fallback_for_a_too_new_version(broker, advertised):

@@ -162,14 +162,18 @@ def test_consume_format_tokens_and_decoders(bs):
 
 
 def test_consume_group_option_is_honest_until_groups_exist(bs):
-    t = topic(bs, "cmd-group")
-    r = pylog_cli("consume", t, "-b", bs, "--group", "g1", "--timeout-ms", "500")
-    try:
-        import pylog.core.client.group  # noqa: F401
-    except ImportError:
-        assert r.returncode == 2 and "consumer groups" in r.stderr
-    else:
-        assert r.returncode == 0, r.stderr
+    """--group joins the group, reads from the reset position and commits what it consumed."""
+    t = topic(bs, "cmd-group", 2)
+    assert pylog_cli("produce", t, "-b", bs, input="a\nb\nc\n").returncode == 0
+    r = pylog_cli("consume", t, "-b", bs, "--group", "g1", "--from-beginning", "--max-messages", "3",
+                  "--timeout-ms", "20000")
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split()) == ["a", "b", "c"]
+    r = pylog_cli("groups", "describe", "g1", "-b", bs, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)[0]
+    assert d["state"] == "Empty" and sum(o["current_offset"] for o in d["offsets"]) == 3
+    assert all(o["lag"] == 0 for o in d["offsets"])
 
 
 def test_progress_bar_only_on_a_terminal(bs, tmp_path):

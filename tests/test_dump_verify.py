@@ -383,7 +383,35 @@ def plant_segment_base(d):
             p.rename(d / f"{base + 1:020d}{suffix}")
 
 
+def plant_segment_overlap(d):
+    """The second segment's first batch claims the first segment's last offset (file renamed to match)."""
+    from pylog.core.records.header import parse_header
+
+    segs = _segments(d)
+    first = segs[0].read_bytes()
+    pos = last = 0
+    while pos < len(first):
+        h = parse_header(first, pos)
+        last, pos = h.last_offset, pos + h.size
+    data = bytearray(segs[1].read_bytes())
+    struct.pack_into(">q", data, 0, last)
+    stem = segs[1].name[:20]
+    for suffix in (".log", ".index", ".timeindex"):
+        (d / (stem + suffix)).unlink(missing_ok=True)
+    (d / f"{last:020d}.log").write_bytes(bytes(data))
+
+
+def plant_partition_metadata(d):
+    (d / "partition.metadata").write_text("version: 0\n")
+
+
+def plant_meta_properties(d):
+    (d.parent / "meta.properties").write_text("version=banana\n")
+
+
 PLANTS = [
+    (plant_segment_overlap, "segment-overlap"), (plant_partition_metadata, "metadata"),
+    (plant_meta_properties, "metadata"),
     (plant_crc, "crc"), (plant_corrupt, "corrupt"), (plant_torn_tail, "torn-tail"),
     (plant_truncated_segment, "truncated-segment"), (plant_offset_order, "offset-order"), (plant_index, "index"),
     (plant_missing_index, "index"), (plant_time_index, "time-index"), (plant_snapshot_corrupt, "snapshot"),
@@ -442,3 +470,116 @@ def test_subprocess_dump_verify_and_errors(clean_dir, shared_dir):
     assert p.returncode == 0 and "kafka-dump-log" in p.stdout
     p = _pylog("verify", "--help")
     assert p.returncode == 0 and "--repair" in p.stdout
+
+
+def plant_stray_deleted(d):
+    (d / (_segments(d)[0].name + ".deleted")).write_bytes(b"old data")
+
+
+def plant_stray_cleaned(d):
+    (d / "00000000000000000000.log.cleaned").write_bytes(b"")
+
+
+def plant_stray_swap(d):
+    (d / (_segments(d)[1].name + ".swap")).write_bytes(b"")
+
+
+STRAYS = [plant_stray_deleted, plant_stray_cleaned, plant_stray_swap]
+
+
+@pytest.mark.parametrize("plant", STRAYS, ids=[p.__name__[12:] for p in STRAYS])
+def test_verify_reports_stray_files(clean_dir, plant):
+    plant(clean_dir)
+    r = run("verify", "--json", clean_dir.parent)
+    assert r.exit_code == 1, r.output
+    problems = [p for item in json.loads(r.output)["items"] for p in item["problems"]]
+    assert [p["kind"] for p in problems] == ["stray-file"]
+    suffix = plant.__name__[12:]
+    assert problems[0]["file"].endswith("." + suffix) and "interrupted" in problems[0]["message"]
+    text = run("verify", clean_dir)
+    assert text.exit_code == 1 and "stray-file" in text.output
+    # recovery resolves them: a repaired folder verifies clean
+    assert run("verify", "--repair", "--yes", clean_dir).exit_code == 0
+    assert not [p for p in clean_dir.iterdir() if p.name.endswith("." + suffix)]
+
+
+# ---------------------------------------------------------------- transaction index
+@pytest.fixture
+def txn_dir(tmp_path):
+    """Producer 42 writes offsets 0-1 and aborts at 3; producer 43 writes offset 2 (its transaction still
+    open at 3, so the abort's last stable offset is 2) and commits at 4; offset 5 is plain."""
+    from pylog.core.records.control import ABORT
+
+    d = tmp_path / "logs" / "payments-0"
+    d.mkdir(parents=True)
+    parts = [
+        batch(0, [(b"a", b"1", []), (b"b", b"2", [])], pid=42, epoch=1, seq=0, txn=True),
+        batch(2, [(b"c", b"3", [])], pid=43, epoch=1, seq=0, txn=True),
+        build_end_txn_batch(ABORT, 42, 1, 5, base_offset=3, timestamp=TS + 3, partition_leader_epoch=0),
+        build_end_txn_batch(COMMIT, 43, 1, 5, base_offset=4, timestamp=TS + 4, partition_leader_epoch=0),
+        batch(5, [(b"d", b"4", [])]),
+    ]
+    (d / "00000000000000000000.log").write_bytes(b"".join(parts))
+    # the storage engine's recovery writes the offset/time indexes and the epoch cache
+    Log(d, TOPIC_CONFIGS.resolve({}), had_clean_shutdown=False, fsync=False).close()
+    return d
+
+
+def _write_txn_index(d, *entries):
+    from pylog.storage.txn_index import AbortedTxn, TransactionIndex
+
+    p = d / "00000000000000000000.txnindex"
+    p.unlink(missing_ok=True)
+    t = TransactionIndex(p, 0)
+    for e in entries:
+        t.append(AbortedTxn(*e))
+
+
+def _txn_problems(d):
+    r = run("verify", "--json", d)
+    return r.exit_code, [p["message"] for item in json.loads(r.output)["items"] for p in item["problems"]
+                         if p["kind"] == "txn-index"]
+
+
+def test_verify_txn_index_matches_abort_markers(txn_dir):
+    _write_txn_index(txn_dir, (42, 0, 3, 2))
+    assert _txn_problems(txn_dir) == (0, [])
+    r = run("dump-segment", txn_dir / "00000000000000000000.txnindex")
+    assert "version: 0 producerId: 42 firstOffset: 0 lastOffset: 3 lastStableOffset: 2" in r.output
+    assert run("verify", txn_dir / "00000000000000000000.txnindex").exit_code == 0
+
+
+@pytest.mark.parametrize("entries, message", [
+    ((), "missing, but 00000000000000000000.log holds 1 ABORT marker(s) (the first: producer 42 at offset 3)"),
+    (((42, 0, 3, 4),), "last stable offset 4, the log gives 2"),
+    (((42, 1, 3, 2),), "the index says it starts at 1, the log at 0"),
+    (((42, 0, 3, 2), (43, 2, 4, 5)), "producer 43 (offsets 2..4) has no ABORT marker at offset 4"),
+    (((41, 0, 3, 2),), "the ABORT marker of producer 42 at offset 3 is missing from the index"),
+])
+def test_verify_reports_txn_index_problems(txn_dir, entries, message):
+    _write_txn_index(txn_dir, *entries)  # no entries: no file at all, as Kafka leaves a segment without aborts
+    code, messages = _txn_problems(txn_dir)
+    assert code == 1 and any(message in m for m in messages), messages
+    assert "txn-index" in run("verify", txn_dir).output
+
+
+def test_verify_reports_unreadable_txn_index(txn_dir):
+    (txn_dir / "00000000000000000000.txnindex").write_bytes(b"\x00" * 10)
+    code, messages = _txn_problems(txn_dir)
+    assert code == 1 and any("not a multiple of 34" in m for m in messages)
+
+
+def test_storage_recovery_rebuilds_txn_index(txn_dir):
+    """Recovery writes each ABORT marker's entry (as Kafka's segment recovery does), and a .txnindex that
+    does not parse is rebuilt instead of making the partition unloadable."""
+    from pylog.storage.txn_index import AbortedTxn, TransactionIndex
+
+    path = txn_dir / "00000000000000000000.txnindex"
+    assert TransactionIndex(path, 0).read_all() == [AbortedTxn(42, 0, 3, 2)]
+    assert _txn_problems(txn_dir) == (0, [])
+    path.write_bytes(b"\x00" * 10)
+    log = Log(txn_dir, TOPIC_CONFIGS.resolve({}), fsync=False)  # a clean shutdown: the sanity check catches it
+    assert any("not a multiple of 34" in w for w in log.warnings)
+    assert log.log_end_offset == 6
+    log.close()
+    assert TransactionIndex(path, 0).read_all() == [AbortedTxn(42, 0, 3, 2)]

@@ -259,6 +259,20 @@ def test_consume_cli_with_group_and_groups_commands(gbroker):
         d = describe_json(gbroker, group)
         assert d["state"] == "Stable" and len(d["members"]) == 1
         assert sorted((a["topic"], a["partition"]) for a in d["members"][0]["assignment"]) == [(topic, 0), (topic, 1)]
+        # the text views show the same driven state
+        r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap, "--members")
+        assert r.returncode == 0, r.stderr
+        assert f"GROUP {group}  state: Stable  protocol: consumer/range  members: 1" in r.stdout
+        rows = [line.split() for line in r.stdout.splitlines() if line.startswith(d["members"][0]["member_id"])]
+        assert len(rows) == 1 and rows[0][-2:] == ["2", f"{topic}-0,{topic}-1"], r.stdout
+        r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap)
+        rows = sorted(line.split() for line in r.stdout.splitlines() if line.startswith(topic))
+        assert [row[:5] for row in rows] == [[topic, "0", "0", "5", "5"], [topic, "1", "0", "5", "5"]]
+        assert {row[5] for row in rows} == {d["members"][0]["member_id"]}
+        r = pylog_cli("groups", "list", "-b", gbroker.bootstrap, "--state", "stable", "--json")
+        assert {g["group_id"]: g["state"] for g in json.loads(r.stdout)}.get(group) == "Stable"
+        r = pylog_cli("groups", "list", "-b", gbroker.bootstrap, "--state", "Empty", "--json")
+        assert group not in {g["group_id"] for g in json.loads(r.stdout)}
     finally:
         c.close()
     r = pylog_cli("groups", "delete", group, "-b", gbroker.bootstrap)
@@ -267,6 +281,12 @@ def test_consume_cli_with_group_and_groups_commands(gbroker):
     assert group not in {g["group_id"] for g in json.loads(r.stdout)}
     r = pylog_cli("groups", "delete", group, "-b", gbroker.bootstrap)
     assert r.returncode == 1 and "GROUP_ID_NOT_FOUND" in r.stderr
+    # describing a group that does not exist is a data error (exit 1), like deleting it;
+    # the other groups named are still described
+    r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap)
+    assert r.returncode == 1 and f"consumer group '{group}' does not exist" in r.stderr
+    r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap, "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)[0]["state"] == "Dead"
 
 
 def test_wire_protocol_details(gbroker):

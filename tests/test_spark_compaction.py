@@ -27,25 +27,35 @@ TOPICS = {
 }
 
 
-def _append(lg, rnd, n_batches, keys, *, tombstone_rate=0.15, pid=-1, seq=None):
+def _append(lg, rnd, n_batches, keys, *, tombstone_rate=0.15, pid=-1, seq=None, compress_tombstones=False):
     for _ in range(n_batches):
-        codec = rnd.choice([CODEC_NONE, CODEC_NONE, CODEC_GZIP, CODEC_LZ4, CODEC_ZSTD])
         count = rnd.randint(1, 6)
         kw = {}
         if pid >= 0:
             kw = {"producer_id": pid, "producer_epoch": 0, "base_sequence": seq[0]}
             seq[0] += count
-        b = BatchBuilder(codec=codec, **kw)
         # an hour old: a tombstone kept with a new delete horizon (cleaning time +
         # delete.retention.ms) has its timestamp deltas re-encoded against that horizon,
         # and their varint lengths must not depend on the seconds between predicting
         # and compacting
         now = int(time.time() * 1000) - 3_600_000
-        for _ in range(count):
-            k = rnd.choice(keys)
-            v = None if rnd.random() < tombstone_rate else ("v" * rnd.randint(1, 40)).encode()
-            b.append(now + rnd.randint(-5000, 0), k, v)
+        recs = [(now + rnd.randint(-5000, 0), rnd.choice(keys),
+                 None if rnd.random() < tombstone_rate else ("v" * rnd.randint(1, 40)).encode())
+                for _ in range(count)]
+        codec = rnd.choice([CODEC_NONE, CODEC_NONE, CODEC_GZIP, CODEC_LZ4, CODEC_ZSTD])
+        if not compress_tombstones and any(v is None for _, _, v in recs):
+            # ... and once compressed, the size of such a batch depends on the horizon's
+            # exact value: only a cleaning at the same millisecond writes the same bytes
+            codec = CODEC_NONE
+        b = BatchBuilder(codec=codec, **kw)
+        for ts, k, v in recs:
+            b.append(ts, k, v)
         lg.append_as_leader(bytearray(b.build()), 0)
+
+
+# old segments go at once after a swap (the default keeps them a minute as .deleted files)
+for _parts, _cfg in TOPICS.values():
+    _cfg["file.delete.delay.ms"] = "0"
 
 
 def generate(log_dir: Path, seed: int, round_: int) -> None:
@@ -60,7 +70,7 @@ def generate(log_dir: Path, seed: int, round_: int) -> None:
         for p in range(2):
             _append(lm.get_log("users", p), rnd, rnd.randint(20, 60), keys)
         _append(lm.get_log("orders", 0), rnd, rnd.randint(20, 50), keys[:10], tombstone_rate=0.05)
-        _append(lm.get_log("gone", 0), rnd, 40, keys, tombstone_rate=0.4)
+        _append(lm.get_log("gone", 0), rnd, 40, keys, tombstone_rate=0.4, compress_tombstones=True)
         _append(lm.get_log("plain", 0), rnd, 30, keys, tombstone_rate=0.0)
         idem = lm.get_log("idem", 0)
         seq = [idem.log_end_offset]  # one producer per round: sequences start at 0 in round 0

@@ -26,6 +26,19 @@ def apis(broker) -> list[Api]:
             return (info.name if info else None), tid
         return t.get("topic"), None
 
+    def leader_log(entry, name, idx, requested_epoch):
+        """The partition's log, or None with entry's error_code set (unknown partition or
+        a stale current_leader_epoch, KIP-320)."""
+        plog = broker.logs.get_log(name, idx)
+        if plog is None:
+            entry["error_code"] = 3
+            return None
+        code = check_leader_epoch(requested_epoch, broker.leader_epoch(plog))
+        if code:
+            entry["error_code"] = code
+            return None
+        return plog
+
     def read_all(body, by_id, read_committed, max_total):
         """One pass over the request's partitions: (responses, bytes, any_error)."""
         remaining = max_total
@@ -139,13 +152,8 @@ def apis(broker) -> list[Api]:
                 entry = {"partition_index": idx, "error_code": 0, "old_style_offsets": [], "timestamp": -1,
                          "offset": -1, "leader_epoch": -1}
                 parts.append(entry)
-                plog = broker.logs.get_log(name, idx)
+                plog = leader_log(entry, name, idx, p.get("current_leader_epoch", -1))
                 if plog is None:
-                    entry["error_code"] = 3
-                    continue
-                code = check_leader_epoch(p.get("current_leader_epoch", -1), broker.leader_epoch(plog))
-                if code:
-                    entry["error_code"] = code
                     continue
                 ts = p.get("timestamp", -1)
                 if ts == -4:  # EARLIEST_LOCAL: every segment is local here
@@ -185,13 +193,8 @@ def apis(broker) -> list[Api]:
                 idx = p.get("partition", 0)
                 entry = {"error_code": 0, "partition": idx, "leader_epoch": -1, "end_offset": -1}
                 parts.append(entry)
-                plog = broker.logs.get_log(name, idx)
+                plog = leader_log(entry, name, idx, p.get("current_leader_epoch", -1))
                 if plog is None:
-                    entry["error_code"] = 3
-                    continue
-                code = check_leader_epoch(p.get("current_leader_epoch", -1), broker.leader_epoch(plog))
-                if code:
-                    entry["error_code"] = code
                     continue
                 try:
                     epoch, end = plog.end_offset_for_epoch(p.get("leader_epoch", -1))

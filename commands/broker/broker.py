@@ -131,6 +131,7 @@ class Broker:
             ("checkpoints", cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
              lambda: self.logs.write_checkpoints()),
             ("delete-files", 10000, lambda: self.logs.delete_expired_files()),
+            ("producer-expiration", cfg["producer.id.expiration.check.interval.ms"], self._expire_producers),
         ]
         # flush_dirty honours each topic's flush.ms; a topic may get one later
         # through AlterConfigs, so check at least every second
@@ -138,6 +139,13 @@ class Broker:
         jobs.append(("flush", flush_every, lambda: self.logs.flush_dirty()))
         for name, every_ms, fn in jobs:
             self._schedule(name, every_ms / 1000.0, fn)
+
+    def _expire_producers(self) -> None:
+        # Kafka's broker forgets producers idle for producer.id.expiration.ms; their next
+        # write is then accepted at any sequence (KIP-360)
+        now = int(time.time() * 1000)
+        for lg in self.logs.all_logs():
+            lg.producer_state.remove_expired(now)
 
     def _schedule(self, name: str, every: float, fn) -> None:
         def fire():

@@ -349,29 +349,42 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
         F.max(F.when(F.col("in_map"), F.col("offset"))).alias("latest"),
         F.first("key_preview").alias("preview"),
     )
+    # Collecting 10^5..10^6 Row objects costs seconds of driver time that does not
+    # scale with executors: each partition's keys come back as one text blob instead.
+    line = F.concat_ws(" ", F.coalesce(F.hex("key_hash"), F.lit("-")), F.col("n"), F.col("tombstones"),
+                       F.coalesce(F.col("latest"), F.lit(-1)),
+                       F.coalesce(F.hex(F.encode(F.col("preview"), "UTF-8")), F.lit("")))
+    blobs = keys.groupBy("topic", "partition").agg(F.concat_ws("\n", F.collect_list(line)).alias("keys"))
     with progress("decode records", acc_records, acc_bytes):
-        key_rows = keys.collect()
+        blob_rows = blobs.collect()
     per_part: dict = {}
     latest: dict = {}
     by_key: dict = {}
-    for r in key_rows:
+    for r in blob_rows:
         tp = (r["topic"], r["partition"])
         pp = per_part.setdefault(tp, {"tombstones": 0, "keyless": 0, "keys": 0})
-        pp["tombstones"] += r["tombstones"]
-        if r["key_hash"] is None:
-            pp["keyless"] += r["n"]
-            continue
-        pp["keys"] += 1
-        by_key.setdefault(tp, []).append((r["n"], r["preview"]))
-        if r["latest"] is not None:
-            latest.setdefault(tp, {})[bytes(r["key_hash"])] = r["latest"]
-    del key_rows
+        lat = latest.setdefault(tp, {})
+        ks = by_key.setdefault(tp, [])
+        fromhex = bytes.fromhex
+        for ln in r["keys"].split("\n"):
+            kh, n, tombs, last, pv = ln.split(" ")
+            n = int(n)
+            pp["tombstones"] += int(tombs)
+            if kh == "-":
+                pp["keyless"] += n
+                continue
+            pp["keys"] += 1
+            ks.append((n, pv))
+            last = int(last)
+            if last >= 0:
+                lat[fromhex(kh)] = last
+    del blob_rows
     hot: dict = {}
     freq: dict[str, dict[str, int]] = {}
     for tp, ks in by_key.items():
         if top_keys:
             ks.sort(key=lambda kv: (-kv[0], kv[1]))
-            hot[tp] = [{"key": pv, "records": n} for n, pv in ks[:top_keys]]
+            hot[tp] = [{"key": bytes.fromhex(pv).decode("utf-8", "replace"), "records": n} for n, pv in ks[:top_keys]]
         b = freq.setdefault(tp[0], {})
         for n, _ in ks:
             label = _freq_bucket(n)
@@ -392,10 +405,15 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
         records = sum(s["records"] for s in ss)
         size = sum(s["size"] for s in ss)
         rec_after = byt_after = 0
+        seg_rows = []
         for s in ss:
             a = after[(topic, part, s["base"])]
-            rec_after += s["records"] if a["records"] is None else a["records"]
-            byt_after += s["size"] if a["bytes"] is None else a["bytes"]
+            ra = s["records"] if a["records"] is None else a["records"]
+            ba = s["size"] if a["bytes"] is None else a["bytes"]
+            rec_after += ra
+            byt_after += ba
+            seg_rows.append({"base_offset": s["base"], "bytes": s["size"], "records": s["records"],
+                             "cleaned": a["records"] is not None, "bytes_after": ba, "records_after": ra})
         pp = per_part.get((topic, part))
         entry = {
             "topic": topic, "partition": part, "segments": len(ss), "records": records, "bytes": size,
@@ -408,6 +426,7 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
             "records_after": rec_after, "bytes_after": byt_after,
             "saving_percent": round(100.0 * (size - byt_after) / size, 3) if size else 0.0,
             "hottest_keys": hot.get((topic, part), []),
+            "segment_details": seg_rows,
         }
         out_parts.append(entry)
         tot["segments"] += len(ss)

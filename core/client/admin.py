@@ -22,13 +22,18 @@ def _raise(code, what, message=None):
         raise error_for_code(code, f"{what}: {detail}")
 
 
-class Admin:
+class AdminBase:
+    """What the synchronous admin facades share: the resolved client configs, one loop
+    thread, one NetworkClient with bootstrap metadata (never auto-creating topics)."""
+
+    _thread_name = "pylog-admin"
+
     def __init__(self, props: dict | None = None, **overrides):
         props = dict(props or {})
         props.update({k: str(v) for k, v in overrides.items()})
         # admin uses the common client configs; unknown consumer-only keys are ignored
         self.config = CONSUMER_CONFIGS.resolve(props)
-        self._loop = LoopThread("pylog-admin")
+        self._loop = LoopThread(self._thread_name)
         self.client = NetworkClient(self.config)
         self.client.allow_auto_create = False
         try:
@@ -52,6 +57,10 @@ class Admin:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Admin(AdminBase):
+    """Topics: create, delete, list, describe, offsets, configs."""
 
     # ------------------------------------------------------------------ topics
     def create_topic(self, name, partitions=1, replication_factor=1, configs=None, validate_only=False,

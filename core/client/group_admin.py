@@ -10,15 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pylog.core.client.cluster import NetworkClient
-from pylog.core.client.consumer import TopicPartition
+from pylog.core.client.admin import AdminBase
+from pylog.core.client.admin import _raise as _check
+from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets  # noqa: F401 - re-exported
 from pylog.core.client.consumer_protocol import decode_assignment
-from pylog.core.client.loop import LoopThread
-from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.errors import ERROR_NAMES, error_for_code
-
-EARLIEST = -2
-LATEST = -1
 
 
 @dataclass
@@ -40,42 +35,10 @@ class GroupDescription:
     coordinator: tuple | None = None  # (node_id, host, port)
 
 
-def _check(code, what):
-    if code:
-        raise error_for_code(code, f"{what}: {ERROR_NAMES.get(code, code)}")
-
-
-class GroupAdmin:
+class GroupAdmin(AdminBase):
     """Synchronous facade; one loop thread and one NetworkClient."""
 
-    def __init__(self, props: dict | None = None, **overrides):
-        props = dict(props or {})
-        props.update({k: str(v) for k, v in overrides.items()})
-        self.config = CONSUMER_CONFIGS.resolve(props)
-        self._loop = LoopThread("pylog-group-admin")
-        self.client = NetworkClient(self.config)
-        self.client.allow_auto_create = False
-        try:
-            self._loop.run(self.client.refresh_metadata([]))
-        except BaseException:
-            self._loop.stop()
-            raise
-
-    def close(self):
-        try:
-            self._loop.run(self.client.close(), 5)
-        except Exception:
-            pass
-        self._loop.stop()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _run(self, coro):
-        return self._loop.run(coro)
+    _thread_name = "pylog-group-admin"
 
     # ---------------------------------------------------------------- coordinator
     async def _coordinator(self, group: str):
@@ -152,26 +115,9 @@ class GroupAdmin:
     def list_offsets(self, requests: dict) -> dict:
         """{TopicPartition: timestamp (EARLIEST, LATEST or ms)} -> {TopicPartition: offset (-1: none)}."""
         async def go():
-            topics = {tp.topic for tp in requests}
-            md = await self.client.refresh_metadata(topics)
-            by_node: dict = {}
-            for tp, ts in requests.items():
-                leader = md.leader_for(*tp)
-                if leader < 0:
-                    t = md.topics.get(tp.topic)
-                    _check(t.error_code if t is not None and t.error_code else 3, f"topic {tp.topic}")
-                by_node.setdefault(leader, {}).setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": ts})
-            out = {}
-            for node, ts_by_topic in by_node.items():
-                resp = await self.client.request(node, "ListOffsets", {
-                    "replica_id": -1, "isolation_level": 0,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in ts_by_topic.items()]})
-                for t in resp.get("topics", []):
-                    for p in t.get("partitions", []):
-                        _check(p.get("error_code", 0), f"ListOffsets {t['name']}-{p['partition_index']}")
-                        out[TopicPartition(t["name"], p["partition_index"])] = p.get("offset", -1)
-            return out
+            await self.client.refresh_metadata({tp.topic for tp in requests})  # current leaders
+            found = await list_offsets(self.client, requests, strict=True)
+            return {tp: r.offset for tp, r in found.items()}
         return self._run(go())
 
     def partitions(self, topic: str) -> list[int]:

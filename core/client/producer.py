@@ -686,16 +686,7 @@ class Producer:
         expired = now - b.created >= self.delivery_timeout
         if retriable and not expired and b.attempts <= self.retries:
             if ps is not None and b.base_sequence >= 0:
-                try:
-                    ps.inflight.remove(b)
-                except ValueError:
-                    pass
-                if ps.inflight:
-                    ps.resync = True
-                    self._muted.add(tp)
-                else:
-                    ps.resync = False
-                    self._muted.discard(tp)
+                self._resend_later(ps, tp, b)
             self.acc.reenqueue(b, now, self.idempotent)
             return
         self._done_inflight(b)
@@ -705,18 +696,27 @@ class Producer:
             err = expiry_error(b, now) if not isinstance(err, KafkaError) or retriable else err
         self._complete(b, err)
 
+    def _resend_later(self, ps, tp, b):
+        """`b` leaves the in-flight list to be sent again. While batches sent before it are
+        still in flight the partition is muted, so the resend waits for their answers and
+        goes out in sequence order; with none left, nothing holds it back."""
+        try:
+            ps.inflight.remove(b)
+        except ValueError:
+            pass
+        if ps.inflight:
+            ps.resync = True
+            self._muted.add(tp)
+        else:
+            ps.resync = False
+            self._muted.discard(tp)
+
     def _split(self, b, now):
         records = b.records()
         tp = (b.topic, b.partition)
         ps = self._pstate.get(tp)
         if ps is not None:
-            try:
-                ps.inflight.remove(b)
-            except ValueError:
-                pass
-            if ps.inflight:
-                ps.resync = True
-                self._muted.add(tp)
+            self._resend_later(ps, tp, b)
         target = max(1, min(self.acc.batch_size, max(1, len(b.buf) // 2)))
         pieces = []
         cur = None

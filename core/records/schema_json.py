@@ -1,0 +1,57 @@
+"""Kafka's JSON rendering of a struct decoded with a declared schema.
+
+The internal-topic decoders (`__consumer_offsets`, `__cluster_metadata`)
+declare their records with the wire protocol's `Field`s and decode them with
+its compiled codec; this module turns the decoded dict into the JSON Kafka's
+generated `*JsonConverter.write` produces, so kafka-dump-log parsers keep
+working: camelCase keys in schema order, only the fields of that version,
+tagged fields only when they differ from their default, UUIDs in Kafka's
+URL-safe base64 text, bytes in standard base64.
+"""
+from __future__ import annotations
+
+import uuid
+
+from pylog.core.protocol.schema import default_of
+from pylog.core.protocol.types import BYTES, UUID, Array, Prim, Struct
+from pylog.core.records.kafka_types import b64, uuid_text
+
+
+def camel(name: str) -> str:
+    """snake_case declaration name -> Kafka's JSON key ("leader_epoch" -> "leaderEpoch")."""
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def to_kafka_json(fields, version: int, data: dict) -> dict:
+    out = {}
+    for f in fields:
+        if not f.present(version):
+            continue
+        value = data.get(f.name)
+        if f.is_tagged(version) and value == default_of(f):
+            continue
+        out[camel(f.name)] = _value(f.type, value, version)
+    return out
+
+
+def _value(t, value, version: int):
+    if value is None:
+        return None
+    if isinstance(t, Prim):
+        if t is UUID:
+            return uuid_text(value) if isinstance(value, uuid.UUID) else value
+        if t is BYTES:
+            return b64(bytes(value))
+        return value
+    if isinstance(t, Array):
+        elem = t.elem
+        if isinstance(elem, list):
+            return [to_kafka_json(elem, version, x) for x in value]
+        return [_value(elem, x, version) for x in value]
+    if isinstance(t, Struct):
+        return to_kafka_json(t.fields, version, value)
+    raise TypeError(t)
+
+
+__all__ = ["camel", "to_kafka_json"]
