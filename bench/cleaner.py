@@ -10,7 +10,6 @@ Also the cleaner's peak RSS growth against the dedupe buffer size.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
 import tempfile

@@ -250,9 +250,17 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
     t0 = time.monotonic()
     run = open_session(settings)
     try:
-        doc = run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys, now_ms=now_ms,
-                                    force=not if_dirty, overrides=overrides,
-                                    progress_factory=_progress_factory(run.spark.sparkContext, not as_json))
+        try:
+            doc = run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys, now_ms=now_ms,
+                                        force=not if_dirty, overrides=overrides,
+                                        progress_factory=_progress_factory(run.spark.sparkContext, not as_json))
+        except Exception as e:
+            if e.__class__.__module__.startswith(("pyspark", "py4j")):
+                from pylog.commands.spark.ingest import _task_error
+                from pylog.core.errors import DataError
+
+                raise DataError(f"Spark job failed: {_task_error(e)}") from None
+            raise
     finally:
         _finish_session(run)
     doc.update(_run_info(run))

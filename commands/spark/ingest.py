@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import time
 from collections import defaultdict
@@ -122,12 +123,22 @@ def read_input(spark, opts: IngestOptions, fmt: str):
     raise UsageError(f"unknown format {fmt}")
 
 
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*)(?:\.[A-Z0-9_]+)?\]\s*([^\n]*?)(?:\s+SQLSTATE:|\n|$)")
+
+
 def _spark_message(e: BaseException) -> str:
+    """One readable line from a Spark/Py4J error: its message and error class, no JVM stack."""
     text = getattr(e, "getMessage", None)
     try:
         msg = text() if callable(text) else str(e)
     except Exception:
         msg = str(e)
+    m = _ERROR_CLASS.search(msg)
+    if m:
+        sentence = m.group(2).strip()
+        for cut in (" To process malformed records", " Did you mean", " Verify the spelling"):
+            sentence = sentence.split(cut)[0]
+        return f"{sentence.rstrip('. ')} ({m.group(1)})"
     return " ".join(msg.split())[:400]
 
 
@@ -580,10 +591,11 @@ def run_ingest(spark, opts: IngestOptions, progress_factory) -> dict:
 
 
 def _task_error(e: BaseException) -> str:
-    """The useful line of a failed Spark job: the Python exception raised in the task."""
+    """The useful line of a failed Spark job: the Python exception raised in the task,
+    or Spark's own error message."""
     msg = str(e)
     lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
     for ln in reversed(lines):
-        if ("Error: " in ln or "Exception: " in ln) and not ln.startswith(("at ", "File ")):
+        if ("Error: " in ln or "Exception: " in ln) and not ln.startswith(("at ", "File ", "org.apache.spark")):
             return ln[:400]
-    return " ".join(msg.split())[:400]
+    return _spark_message(e)
