@@ -14,8 +14,9 @@ Checks (each problem has a `kind` so scripts and tests can match it):
   txn-index           a .txnindex that does not parse, lists an aborted transaction with no ABORT
                       marker in its segment, misses one, or disagrees on its first offset or
                       last stable offset; a segment with ABORT markers but no .txnindex
-  stray-file          a .deleted, .cleaned or .swap file left by an interrupted deletion,
-                      cleaning or swap (the storage engine's recovery resolves them)
+  stray-file          a .cleaned or .swap file left by an interrupted cleaning or swap
+                      (the storage engine's recovery resolves them); .deleted segments
+                      awaiting file.delete.delay.ms are normal and not reported
   snapshot            a producer snapshot that does not parse, lies beyond the log end,
                       or disagrees with replaying the log
   leader-epoch        batch epochs that disagree with leader-epoch-checkpoint
@@ -42,8 +43,9 @@ from pylog.core.errors import DataError, UsageError
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 # what Kafka's (and pylog's) log loading does with each kind of leftover file
+# `.deleted` is not among them: Kafka renames segments so and removes them after
+# file.delete.delay.ms, so a live log dir (or one just compacted) holds them normally.
 _STRAY_SUFFIXES = {
-    ".deleted": "left by an interrupted segment deletion; recovery removes it",
     ".cleaned": "left by an interrupted cleaning; recovery removes it",
     ".swap": "left by an interrupted cleaner swap; recovery completes or discards the swap",
 }
@@ -606,8 +608,8 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
         timestamp match; time index monotonic
       - each .txnindex lists exactly the aborted transactions whose ABORT
         markers its segment holds, with Kafka's first/last-stable offsets
-      - no .deleted, .cleaned or .swap leftovers of an interrupted deletion,
-        cleaning or swap
+      - no .cleaned or .swap leftovers of an interrupted cleaning or swap
+        (.deleted segments awaiting file.delete.delay.ms are normal)
       - producer snapshots parse and agree with replaying the log
       - batch leader epochs agree with leader-epoch-checkpoint
       - checkpoint files name known partitions with offsets inside the log

@@ -421,10 +421,19 @@ class LogSegment:
 
     # ---- durability and lifecycle ----
     def flush(self) -> None:
-        os.fsync(self.fd)
-        self.offset_index.flush()
-        self.time_index.flush()
-        self.txn_index.flush()
+        # Log.flush runs outside the log's lock (a roll hands older segments to a
+        # background flush), so retention, a cleaner swap or a topic deletion may
+        # close this segment meanwhile: a closed segment has nothing left to make durable.
+        if self.fd < 0:
+            return
+        try:
+            os.fsync(self.fd)
+            self.offset_index.flush()
+            self.time_index.flush()
+            self.txn_index.flush()
+        except (OSError, ValueError):
+            if self.fd >= 0:
+                raise
         self.unflushed = False
 
     def resize_indexes(self, size: int) -> None:

@@ -484,7 +484,15 @@ def plant_stray_swap(d):
     (d / (_segments(d)[1].name + ".swap")).write_bytes(b"")
 
 
-STRAYS = [plant_stray_deleted, plant_stray_cleaned, plant_stray_swap]
+STRAYS = [plant_stray_cleaned, plant_stray_swap]
+
+
+def test_verify_accepts_segments_pending_deletion(clean_dir):
+    """A .deleted segment waits out file.delete.delay.ms: normal, not damage."""
+    plant_stray_deleted(clean_dir)
+    r = run("verify", "--json", clean_dir.parent)
+    assert r.exit_code == 0, r.output
+    assert not [p for item in json.loads(r.output)["items"] for p in item["problems"]]
 
 
 @pytest.mark.parametrize("plant", STRAYS, ids=[p.__name__[12:] for p in STRAYS])

@@ -147,11 +147,22 @@ async def list_offsets(client, requests: dict, *, read_committed: bool = False, 
 
 
 class _Completed:
-    __slots__ = ("tp", "records", "index", "next_offset", "epoch", "high_watermark")
+    """One partition's fetched data, decoded a batch at a time as poll() drains it.
 
-    def __init__(self, tp, records, next_offset, epoch, hw):
+    Decoding lazily keeps only about max.poll.records Records alive: records made
+    and dropped between two polls die young, whereas a whole decoded fetch
+    (~10,000 records per MB) lives through several garbage collections and
+    makes every older-generation collection walk it.
+    """
+    __slots__ = ("tp", "parts", "part", "position", "records", "index", "next_offset", "epoch",
+                 "high_watermark")
+
+    def __init__(self, tp, parts, position, next_offset, epoch, hw):
         self.tp = tp
-        self.records = records
+        self.parts = parts  # batches still to decode: (batch, drop records below position?)
+        self.part = 0
+        self.position = position
+        self.records: list = []  # the decoded batch being drained
         self.index = 0
         self.next_offset = next_offset
         self.epoch = epoch
@@ -398,9 +409,13 @@ class ConsumerEngine:
     def _fetchable(self) -> dict:
         md = self.client.metadata
         by_node: dict[int, list] = {}
+        held: set = set()  # leaders of partitions waiting only for the buffer to drain
         for tp in self.assignment:
-            # prefetch: one completed fetch may wait in the buffer while the next is in flight
-            if self._buffered.get(tp, 0) > 2 or tp in self.paused or tp in self.need_validation:
+            if tp in self.paused or tp in self.need_validation:
+                continue
+            # prefetch: completed fetches may wait in the buffer while the next is in flight
+            if self._buffered.get(tp, 0) > 2:
+                held.add(md.leader_for(*tp))
                 continue
             pos = self.positions.get(tp)
             if pos is None:
@@ -414,6 +429,14 @@ class ConsumerEngine:
             if leader in self._fetching:
                 continue
             by_node.setdefault(leader, []).append((tp, pos))
+        if held:
+            # A fetch for partitions already at their high watermark is parked by the broker
+            # for fetch.max.wait.ms, and it holds the node's one fetch slot: partitions with
+            # more data would wait that long once the buffer drains. Send it with them instead.
+            hws = self.high_watermarks
+            for node in held.intersection(by_node):
+                if all(pos[0] >= hws.get(tp, -1) >= 0 for tp, pos in by_node[node]):
+                    del by_node[node]
         return by_node
 
     async def _fetch(self, node, parts):
@@ -498,8 +521,8 @@ class ConsumerEngine:
         data = p.get("records")
         if not data:
             return
-        records, next_offset, epoch = self.parse_records(tp, data, fetch_offset, p.get("aborted_transactions"))
-        if next_offset == fetch_offset and not records:
+        parts, next_offset, epoch = self._scan_records(tp, data, fetch_offset, p.get("aborted_transactions"))
+        if next_offset == fetch_offset and not parts:
             if len(data) >= self.config["max.partition.fetch.bytes"]:
                 raise error_for_code(10, f"a record batch at offset {fetch_offset} of {tp} is larger than "
                                          f"max.partition.fetch.bytes")
@@ -507,13 +530,24 @@ class ConsumerEngine:
         with self.lock:
             if gen != self._gen.get(tp, 0):
                 return
-            self._buffer.append(_Completed(tp, records, next_offset, epoch, hw))
+            self._buffer.append(_Completed(tp, parts, fetch_offset, next_offset, epoch, hw))
             self._buffered[tp] = self._buffered.get(tp, 0) + 1
             self._next_fetch[tp] = next_offset
 
     def parse_records(self, tp, data, position, aborted=None):
         """Records at or above `position` from a fetched record set; the offset to fetch
         next; the leader epoch of the last batch."""
+        parts, next_offset, epoch = self._scan_records(tp, data, position, aborted)
+        out = []
+        for part in parts:
+            out.extend(self._decode_part(tp, part, position))
+        return out, next_offset, epoch
+
+    def _scan_records(self, tp, data, position, aborted=None):
+        """Walk a fetched record set by batch headers: CRCs checked (check.crcs), batches
+        below `position`, control batches and aborted transactions left out. Returns the
+        batches to decode as (batch, has records below position), the offset to fetch
+        next and the leader epoch of the last batch. No record is decoded here."""
         mv = memoryview(data)
         end = len(mv)
         pos = 0
@@ -552,19 +586,14 @@ class ConsumerEngine:
                             aborted_pids.discard(h.producer_id)
                     elif aborted_pids and h.attributes & 0x10 and h.producer_id in aborted_pids:
                         pass  # records of an aborted transaction
-                    else:
-                        recs = b.records()
-                        if h.base_offset < position:
-                            recs = [r for r in recs if r.offset >= position]
-                        out.extend(recs)
+                    elif h.record_count:
+                        out.append((b, h.base_offset < position))
                     next_offset = last + 1
                 elif magic in (0, 1):
                     b = LegacyBatch(mv, pos)
                     if check:
                         b.check_crc()
-                    recs = b.records()
-                    recs = [r for r in recs if r.offset >= position]
-                    out.extend(recs)
+                    out.append((b, True))
                     next_offset = max(next_offset, b.last_offset + 1)
                 else:
                     raise CorruptMessageError(f"unknown magic {magic} at offset {base} of {tp}")
@@ -572,6 +601,17 @@ class ConsumerEngine:
                 raise CorruptMessageError(f"corrupt record batch at offset {base} of {tp}: {e}") from None
             pos += size
         return out, next_offset, epoch
+
+    @staticmethod
+    def _decode_part(tp, part, position) -> list:
+        b, below = part
+        try:
+            recs = b.records()
+        except RecordFormatError as e:
+            raise CorruptMessageError(f"corrupt record batch at offset {b.base_offset} of {tp}: {e}") from None
+        if below:
+            recs = [r for r in recs if r.offset >= position]
+        return recs
 
     def drain(self, max_records):
         """Up to max_records buffered records as {tp: [Record]}; positions advance."""
@@ -586,31 +626,54 @@ class ConsumerEngine:
         out: dict = {}
         n = 0
         buf = self._buffer
-        while buf and n < max_records:
-            c = buf[0]
-            pos = self.positions.get(c.tp)
-            if pos is None:
-                buf.popleft()
-                self._drop_buffered(c.tp)
-                continue
-            take = c.records[c.index:c.index + (max_records - n)]
-            c.index += len(take)
-            if take:
-                out.setdefault(c.tp, []).extend(take)
-                n += len(take)
-            if c.index >= len(c.records):
-                buf.popleft()
-                left = self._buffered.get(c.tp, 1) - 1
-                if left:
-                    self._buffered[c.tp] = left
+        try:
+            while buf and n < max_records:
+                c = buf[0]
+                pos = self.positions.get(c.tp)
+                if pos is None:
+                    buf.popleft()
+                    self._drop_buffered(c.tp)
+                    continue
+                recs = c.records
+                if c.index >= len(recs) and c.part < len(c.parts):
+                    # next batch; a decode error leaves the position before it, so it
+                    # is raised again until the application seeks past it
+                    c.records = recs = self._decode_part(c.tp, c.parts[c.part], c.position)
+                    c.part += 1
+                    c.index = 0
+                i = c.index
+                want = max_records - n
+                if i == 0 and len(recs) <= want:
+                    take = recs  # the whole batch: no slice copy
                 else:
-                    self._buffered.pop(c.tp, None)
-                    self._next_fetch.pop(c.tp, None)
-                pos[0] = c.next_offset
-                if c.epoch >= 0:
-                    pos[1] = c.epoch
-            else:
-                pos[0] = take[-1].offset + 1
+                    take = recs[i:i + want]
+                if take:
+                    c.index = i + len(take)
+                    got = out.get(c.tp)
+                    if got is None:
+                        # may be the decoded batch's own list: it is never read again here
+                        out[c.tp] = take
+                    else:
+                        got.extend(take)
+                    n += len(take)
+                if c.index >= len(recs) and c.part >= len(c.parts):
+                    buf.popleft()
+                    left = self._buffered.get(c.tp, 1) - 1
+                    if left:
+                        self._buffered[c.tp] = left
+                    else:
+                        self._buffered.pop(c.tp, None)
+                        self._next_fetch.pop(c.tp, None)
+                    pos[0] = c.next_offset
+                    if c.epoch >= 0:
+                        pos[1] = c.epoch
+                elif take:
+                    pos[0] = take[-1].offset + 1
+        except CorruptMessageError as e:
+            if not out:
+                raise
+            if self._error is None:  # records before the bad batch go out first
+                self._error = e
         return out
 
     async def poll(self, timeout_s: float) -> dict:

@@ -16,9 +16,11 @@ lookup table) instead of a call per field.
 """
 from __future__ import annotations
 
+import re
 import struct
 import time
-from operator import attrgetter
+from itertools import repeat
+from operator import add, attrgetter, lshift, xor
 from typing import Iterable, Iterator, NamedTuple, Optional
 
 from crc32c import crc32c
@@ -137,20 +139,192 @@ def decode_records(
     """Decode every record in `data` (an uncompressed records section) into Records.
 
     Raises CorruptRecordError when a record does not parse or its fields do
-    not fill exactly its declared length. Each varint is decoded inline: one
-    byte from _ONE, two bytes from _TWO, longer ones by _slow_varint.
+    not fill exactly its declared length.
+
+    Two decoders share the work. Producers mostly write runs of records with
+    the same framing (same size, key and value lengths, no headers: only the
+    offset and timestamp deltas and the payload differ); _decode_run checks a
+    whole run at once with strided slices and builds its Records with
+    C-level map/zip, about a third of the per-record cost. Everything else
+    (and every error) goes through _decode_generic, one record at a time.
     """
-    out = []
+    out: list = []
+    end = len(data)
+    if type(data) is bytes and end:
+        pos = 0
+        chunk = 2048
+        while pos < end:
+            nxt = _decode_run(data, pos, end, base_offset, base_timestamp, out)
+            if nxt == pos:
+                # no run here: decode some records one by one, and try runs less
+                # often when the records keep differing
+                nxt = _decode_generic(data, pos, min(end, pos + chunk), end, base_offset, base_timestamp, out)
+                chunk <<= 1
+            pos = nxt
+    else:
+        _decode_generic(data, 0, end, end, base_offset, base_timestamp, out)
+    if log_append_time is not None:
+        # LogAppendTime: every record reads the batch's maxTimestamp (rare path)
+        out = [r._replace(timestamp=log_append_time) for r in out]
+    return out
+
+
+# Zig-zag varints of offset deltas 0, 1, 2, ...: one byte for 0..63 and the two bytes
+# (low, high) for 0..8191, to recognise the usual consecutive offsets in one compare.
+_SEQ1 = bytes(range(0, 128, 2))
+_SEQ2_LO = bytes(((2 * i) & 0x7F) | 0x80 for i in range(0x2000))
+_SEQ2_HI = bytes((2 * i) >> 7 for i in range(0x2000))
+_LOW_RUN = re.compile(rb"[\x00-\x7f]*")
+_HIGH_RUN = re.compile(rb"[\x80-\xff]*")
+_MIN_RUN = 4
+_RUN_STRUCTS: dict = {}  # run shape -> struct.Struct unpacking its keys and values
+
+
+def _varint_width(data, i: int) -> int:
+    """1 or 2 for a one- or two-byte varint at i, 0 for longer ones."""
+    if data[i] < 0x80:
+        return 1
+    return 2 if data[i + 1] < 0x80 else 0
+
+
+def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int, out: list) -> int:
+    """Decode the run of same-framed records starting at `pos`; return where it ends.
+
+    The first record sets the framing: its size S, one- or two-byte varints,
+    no headers. Record i of the run starts at pos + i*S, so byte j of every
+    record is data[pos + j : stop : S] (one C-level slice). The run is the
+    longest prefix in which the length, attributes, key length, value length
+    and header count bytes equal the first record's and the offset and
+    timestamp deltas keep the first record's varint widths; such records
+    parse exactly as the first one does. Returns `pos` (nothing decoded) when
+    there is no run of at least _MIN_RUN records.
+    """
+    one = _ONE
+    two = _TWO
+    try:
+        lw = _varint_width(data, pos)
+        if lw == 1:
+            n = one[data[pos]]
+        elif lw == 2:
+            n = two[(data[pos + 1] << 7) ^ data[pos]]
+        else:
+            return pos
+        size = lw + n
+        if n <= 0 or (end - pos) // size < _MIN_RUN:
+            return pos
+        tj = lw + 1  # after the attributes byte
+        tw = _varint_width(data, pos + tj)
+        oj = tj + tw
+        ow = _varint_width(data, pos + oj)
+        kj = oj + ow
+        kw = _varint_width(data, pos + kj)
+        if not (tw and ow and kw):
+            return pos
+        kl = one[data[pos + kj]] if kw == 1 else two[(data[pos + kj + 1] << 7) ^ data[pos + kj]]
+        ks = kj + kw
+        vj = ks + kl if kl > 0 else ks
+        vw = _varint_width(data, pos + vj)
+        if not vw:
+            return pos
+        vl = one[data[pos + vj]] if vw == 1 else two[(data[pos + vj + 1] << 7) ^ data[pos + vj]]
+        vs = vj + vw
+        hj = vs + vl if vl > 0 else vs
+        if kl < -1 or vl < -1 or hj + 1 != size or data[pos + hj] != 0:
+            return pos
+    except IndexError:
+        return pos
+    m = (end - pos) // size
+    stop = pos + m * size
+    k = m
+    # bytes every record of the run shares with the first
+    same = [*range(tj), *range(kj, ks), *range(vj, vs), hj] if kl > 0 else [*range(tj), *range(kj, vs), hj]
+    for j in same:
+        s = data[pos + j : stop : size]
+        left = len(s.lstrip(s[:1]))
+        if left and m - left < k:
+            k = m - left
+            if k < _MIN_RUN:
+                return pos
+    # the delta varints keep their widths: continuation bits set on all but the last byte
+    for j, w in ((tj, tw), (oj, ow)):
+        if w == 2:
+            s = data[pos + j : stop : size]
+            k = min(k, _HIGH_RUN.match(s).end())
+            j += 1
+        s = data[pos + j : stop : size]
+        if not s.isascii():
+            k = min(k, _LOW_RUN.match(s).end())
+    if k < _MIN_RUN:
+        return pos
+    stop = pos + k * size
+    if ow == 1:
+        ob = data[pos + oj : stop : size]
+        od = one[ob[0]]
+        if 0 <= od and ob == _SEQ1[od : od + k]:
+            offsets = range(base_offset + od, base_offset + od + k)
+        else:
+            offsets = map(add, repeat(base_offset), map(one.__getitem__, ob))
+    else:
+        lo = data[pos + oj : stop : size]
+        hi = data[pos + oj + 1 : stop : size]
+        od = two[(hi[0] << 7) ^ lo[0]]
+        if 0 <= od and lo == _SEQ2_LO[od : od + k] and hi == _SEQ2_HI[od : od + k]:
+            offsets = range(base_offset + od, base_offset + od + k)
+        else:
+            offsets = map(add, repeat(base_offset), map(two.__getitem__, map(xor, map(lshift, hi, repeat(7)), lo)))
+    if tw == 1:
+        tb = data[pos + tj : stop : size]
+        if tb.count(0) == k:
+            stamps = repeat(base_ts)
+        else:
+            stamps = map(add, repeat(base_ts), map(one.__getitem__, tb))
+    else:
+        lo = data[pos + tj : stop : size]
+        hi = data[pos + tj + 1 : stop : size]
+        stamps = map(add, repeat(base_ts), map(two.__getitem__, map(xor, map(lshift, hi, repeat(7)), lo)))
+    # keys and values of the whole run come out of one cached Struct's unpack_from
+    # (about 15 ns per field, against ~140 for a slice object plus __getitem__)
+    shape = (size, ks, kl, vs, vl, k)
+    st = _RUN_STRUCTS.get(shape)
+    if st is None:
+        if len(_RUN_STRUCTS) >= 256:
+            _RUN_STRUCTS.clear()
+        fmt = [f"{ks}x"]
+        if kl > 0:
+            fmt.append(f"{kl}s")
+        fmt.append(f"{vs - (ks + kl if kl > 0 else ks)}x")
+        if vl > 0:
+            fmt.append(f"{vl}s")
+        fmt.append(f"{size - (vs + vl if vl > 0 else vs)}x")
+        st = _RUN_STRUCTS[shape] = struct.Struct("".join(fmt) * k)
+    fields = st.unpack_from(data, pos)
+    if kl > 0 and vl > 0:
+        keys = fields[0::2]
+        values = fields[1::2]
+    elif kl > 0:
+        keys = fields
+        values = repeat(None if vl < 0 else b"")
+    else:
+        keys = repeat(None if kl < 0 else b"")
+        values = fields if vl > 0 else repeat(None if vl < 0 else b"")
+    out.extend(map(_new_tuple, repeat(Record), zip(offsets, stamps, keys, values, repeat(()))))
+    return stop
+
+
+def _decode_generic(data, pos: int, stop: int, end: int, base_offset: int, base_timestamp: int, out: list) -> int:
+    """Decode records one at a time from `pos` until `stop` (<= end); return the position reached.
+
+    Each varint is decoded inline: one byte from _ONE, two bytes from _TWO,
+    longer ones by _slow_varint.
+    """
     append = out.append
     one = _ONE
     two = _TWO
     new = _new_tuple
     R = Record
     no_headers = ()
-    end = len(data)
-    pos = 0
     try:
-        while pos < end:
+        while pos < stop:
             # record length
             b = data[pos]
             if b < 0x80:
@@ -246,10 +420,7 @@ def decode_records(
             append(new(R, (offset, ts, key, value, headers)))
     except IndexError:
         raise CorruptRecordError(f"record {len(out)} runs past the end of the batch") from None
-    if log_append_time is not None:
-        # LogAppendTime: every record reads the batch's maxTimestamp (rare path)
-        out = [r._replace(timestamp=log_append_time) for r in out]
-    return out
+    return pos
 
 
 class RecordBatch:

@@ -1,5 +1,5 @@
-// Producer with keys, headers and GZIP (acks=-1, idempotent), then a plain
-// consumer reads the partitions back from the beginning.
+// Producer with keys, headers and GZIP (acks=-1, idempotent), then a consumer
+// in a fresh group reads every partition back from the beginning.
 // opts: {topic, partitions, count}
 'use strict';
 
@@ -33,7 +33,6 @@ main(async ({ bootstrap, opts }) => {
   }
   await producer.disconnect();
 
-  // Read back with a group-less style consumer: a fresh group, fromBeginning.
   const consumer = kafka.consumer({ groupId: `${opts.topic}-reader`, maxWaitTimeInMs: 500 });
   await consumer.connect();
   await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
