@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pylog.cli.options import json_option
+from pylog.commands.options import json_option
 from pylog.core.errors import UsageError
 
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
@@ -80,7 +80,7 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
     with --json one JSON document with the cleaner statistics. Exit status 0
     on success, 1 on errors (locked log dir, corrupt data), 2 on usage errors.
     """
-    from pylog.cli.console import emit_json, err, out
+    from pylog.commands.console import emit_json, err, out
     from pylog.core.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigError
     from pylog.core.properties import parse_assignment
     from pylog.storage.cleaner import Cleaner, update_cleaner_checkpoint, read_cleaner_checkpoint

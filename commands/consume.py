@@ -10,8 +10,8 @@ import time
 
 import click
 
-from pylog.cli.console import err
-from pylog.cli.options import bootstrap_option, json_option, properties_options
+from pylog.commands.console import err
+from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import UsageError
 

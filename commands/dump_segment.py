@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from pylog.cli.options import json_option
+from pylog.commands.options import json_option
 from pylog.commands.dump_format import (
     DECODERS,
     TIMESTAMP_TYPE_NAMES,

@@ -5,8 +5,8 @@ import datetime as _dt
 
 import click
 
-from pylog.cli.console import emit_json, err, out
-from pylog.cli.options import bootstrap_option, json_option, properties_options
+from pylog.commands.console import emit_json, err, out
+from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import PylogError, UsageError
 

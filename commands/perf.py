@@ -8,8 +8,8 @@ from operator import attrgetter
 import click
 from rich.table import Table
 
-from pylog.cli.console import emit_json, err, out
-from pylog.cli.options import bootstrap_option, json_option, properties_options
+from pylog.commands.console import emit_json, err, out
+from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS, PRODUCER_CONFIGS
 from pylog.core.errors import DataError
 

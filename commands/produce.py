@@ -8,8 +8,8 @@ import time
 
 import click
 
-from pylog.cli.console import emit_json, err
-from pylog.cli.options import bootstrap_option, json_option, properties_options
+from pylog.commands.console import emit_json, err
+from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import PRODUCER_CONFIGS
 from pylog.core.errors import DataError, PylogError, UsageError
 

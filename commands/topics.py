@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from pylog.cli.console import emit_json, err, out
-from pylog.cli.options import bootstrap_option, json_option, properties_options
+from pylog.commands.console import emit_json, err, out
+from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS, TOPIC_CONFIGS
 from pylog.core.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError, UsageError
 

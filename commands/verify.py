@@ -36,7 +36,7 @@ from pathlib import Path
 
 import click
 
-from pylog.cli.options import json_option
+from pylog.commands.options import json_option
 from pylog.commands.segment_scan import DEFAULT_MAX_MESSAGE_SIZE, Damage, scan_log
 from pylog.core.errors import DataError, UsageError
 
@@ -516,7 +516,7 @@ def _verify_file(p: Path, max_message_size: int) -> PartitionReport:
 def _render(reports: list[PartitionReport], seconds: float) -> None:
     from rich.table import Table
 
-    from pylog.cli.console import out
+    from pylog.commands.console import out
 
     table = Table(title="pylog verify", show_lines=False)
     for col, just in (("partition", "left"), ("segments", "right"), ("batches", "right"), ("records", "right"),
@@ -544,7 +544,7 @@ def _render(reports: list[PartitionReport], seconds: float) -> None:
 
 def _repair(reports: list[PartitionReport], yes: bool) -> list[str]:
     """Run the storage engine's recovery on damaged partitions; returns the repaired dirs."""
-    from pylog.cli.console import err
+    from pylog.commands.console import err
     from pylog.core.config import TOPIC_CONFIGS
     from pylog.storage.log import Log
 
@@ -623,7 +623,7 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
     do, including how many bytes after the first damage point are dropped;
     it asks for confirmation unless --yes is given.
     """
-    from pylog.cli.console import err
+    from pylog.commands.console import err
 
     t0 = time.perf_counter()
     items = collect(paths)

@@ -6,7 +6,7 @@ import click
 import pytest
 
 from pylog.cli import main as cli_main
-from pylog.cli.options import merge_properties
+from pylog.commands.options import merge_properties
 from pylog.core.errors import DataError, UsageError
 from pylog.core.properties import parse_properties
 

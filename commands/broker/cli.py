@@ -9,7 +9,7 @@ import time
 
 import click
 
-from pylog.cli.options import merge_properties
+from pylog.commands.options import merge_properties
 from pylog.commands.broker.settings import DEFAULT_LISTENER, DEFAULT_LOG_DIR, build_settings
 
 LEVELS = ("debug", "info", "warning", "error")

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from pylog.cli.options import bootstrap_option, json_option, merge_properties
+from pylog.commands.options import bootstrap_option, json_option, merge_properties
 from pylog.core.errors import UsageError
 
 
@@ -193,7 +193,7 @@ def _print_ingest(doc: dict) -> None:
                 for p in doc["partitions"]]
     print_tables(kv_table("spark-ingest", rows), grid("per partition", cols, body))
     if doc["partitions_mismatched"]:
-        from pylog.cli.console import err
+        from pylog.commands.console import err
 
         err.print(f"[red]{doc['partitions_mismatched']} partition(s) do not match the broker's end offsets "
                   f"(retried tasks or other producers)[/]")

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from rich.table import Table
 
-from pylog.cli.console import emit_json, err, out
+from pylog.commands.console import emit_json, err, out
 
 
 def human_bytes(n: float) -> str:
