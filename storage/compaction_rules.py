@@ -191,71 +191,12 @@ def _varint_at(data, pos: int) -> tuple[int, int]:
 def record_keys(data, base_offset: int) -> tuple[list, list]:
     """(keys, offsets) of every record in an uncompressed records section.
 
-    The map-building hot path: only the offset delta and the key of each record
-    are decoded; everything else is skipped by the record's length."""
+    The map-building pass shares the filter pass's scan: one parser of the
+    record framing (the two extra list appends cost ~10% of the scan, ~4% of a
+    cleaning)."""
     if type(data) is not bytes:
         data = bytes(data)
-    keys: list = []
-    offsets: list = []
-    kadd = keys.append
-    oadd = offsets.append
-    one = _ONE
-    two = _TWO
-    len1 = _LEN1
-    len2 = _LEN2
-    end = len(data)
-    pos = 0
-    try:
-        while pos < end:
-            b = data[pos]
-            if b < 0x80:
-                p = pos + 2  # past the length and the attributes
-                pos = p + len1[b] - 1
-            else:
-                b2 = data[pos + 1]
-                if b2 < 0x80:
-                    p = pos + 3
-                    pos = p + len2[(b2 << 7) ^ b] - 1
-                else:
-                    n, p = _varint_at(data, pos)
-                    pos = p + n if n > 0 else _PAST
-                    p += 1
-            # timestamp delta: skipped
-            if data[p] < 0x80:
-                p += 1
-            else:
-                p += 1
-                while data[p] & 0x80:
-                    p += 1
-                p += 1
-            b = data[p]
-            if b < 0x80:
-                oadd(base_offset + one[b])
-                p += 1
-            else:
-                b2 = data[p + 1]
-                if b2 < 0x80:
-                    oadd(base_offset + two[(b2 << 7) ^ b])
-                    p += 2
-                else:
-                    od, p = _varint_at(data, p)
-                    oadd(base_offset + od)
-            b = data[p]
-            if b < 0x80:
-                kl = one[b]
-                p += 1
-            else:
-                b2 = data[p + 1]
-                if b2 < 0x80:
-                    kl = two[(b2 << 7) ^ b]
-                    p += 2
-                else:
-                    kl, p = _varint_at(data, p)
-            kadd(data[p:p + kl] if kl >= 0 else None)
-    except IndexError:
-        raise CorruptRecordError("records run past the end of their batch") from None
-    if pos != end:
-        raise CorruptRecordError("records run past the end of their batch")
+    _, keys, offsets, _ = _scan_for_filter(data, base_offset)
     return keys, offsets
 
 

@@ -21,6 +21,7 @@ from pylog.core.errors import UnsupportedVersionError, error_for_code
 log = logging.getLogger(__name__)
 
 _I32 = struct.Struct(">i")
+_READ_LIMIT = 1 << 22  # StreamReader limit: see connect()
 
 # Versions the client code knows how to fill and read. Fetch stops at 12 and
 # Produce at 12 because later versions address topics by id only.
@@ -79,7 +80,10 @@ class BrokerConnection:
     async def connect(self) -> None:
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.connect_timeout)
+                # a StreamReader pauses the socket above 2 x limit bytes buffered; fetch
+                # responses run to megabytes, and the default 64 KiB limit paused and
+                # resumed reading every 128 KiB of them
+                asyncio.open_connection(self.host, self.port, limit=_READ_LIMIT), self.connect_timeout)
         except asyncio.TimeoutError:
             raise ConnectionFailedError(f"connection to {self.host}:{self.port} timed out") from None
         except OSError as e:

@@ -598,15 +598,15 @@ class BatchBuilder:
         self.delete_horizon = delete_horizon
         self._parts: list = []
         self._size = 0  # bytes of encoded records so far
-        self._count = 0
+        # record count = len(_parts) // 2 and last offset delta = _next_delta - 1:
+        # derived instead of stored, two attribute stores fewer per append
         self._next_delta = 0
-        self._last_delta = -1
         self._base_ts = delete_horizon
         self._max_ts = NO_TIMESTAMP
 
     @property
     def record_count(self) -> int:
-        return self._count
+        return len(self._parts) >> 1
 
     @property
     def next_offset(self) -> int:
@@ -627,7 +627,7 @@ class BatchBuilder:
         else:
             od = offset - self.base_offset
             if od < self._next_delta:
-                raise ValueError(f"offset {offset} is not above the last one {self.base_offset + self._last_delta}")
+                raise ValueError(f"offset {offset} is not above the last one {self.base_offset + self._next_delta - 1}")
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         base_ts = self._base_ts
@@ -660,8 +660,6 @@ class BatchBuilder:
         self._size += n + len(n_b)
         if timestamp > self._max_ts:
             self._max_ts = timestamp
-        self._count += 1
-        self._last_delta = od
         self._next_delta = od + 1
         return self.base_offset + od
 
@@ -669,7 +667,7 @@ class BatchBuilder:
         codec = self.codec
         records = b"".join(self._parts)
         payload = records if codec == CODEC_NONE else compression.compress(codec, records)
-        count = self._count
+        count = len(self._parts) >> 1
         base_ts = self._base_ts if self._base_ts is not None else NO_TIMESTAMP
         attrs = attributes_for(
             codec, self.timestamp_type, self.is_transactional, self.is_control, self.delete_horizon is not None
@@ -684,7 +682,7 @@ class BatchBuilder:
             2,
             0,
             attrs,
-            self._last_delta if count else 0,
+            self._next_delta - 1 if count else 0,
             base_ts,
             self._max_ts if count else NO_TIMESTAMP,
             self.producer_id,
