@@ -1,11 +1,14 @@
 """Client benchmark: pylog vs kafka-python vs confluent-kafka, same broker, same workload.
 
     python -m bench client [--records N] [--record-size B] [--partitions P] [--broker pylog|tansu|HOST:PORT]
+                           [--rounds R]
 
 Each client runs in its own process: produce N records of B bytes (acks=all,
 linger.ms=5, batch.size=16384, no compression) to its own topic, then consume
-them back from the beginning. Prints a table and a markdown block for
-bench/RESULTS.md.
+them back from the beginning, --rounds times per client (best kept, every
+round printed: single consume runs of librdkafka in particular sometimes stall
+for ~1 s near the end of the partitions). Prints a table and a markdown block
+for bench/RESULTS.md.
 """
 from __future__ import annotations
 
@@ -140,6 +143,7 @@ def main(argv):
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--broker", default="pylog", help="pylog, tansu, or HOST:PORT of a running broker")
     ap.add_argument("--skip-kafka-python", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1, help="consume runs per client (best kept)")
     a = ap.parse_args(argv)
     workdir = tempfile.mkdtemp(prefix="bench-client-")
     proc = None
@@ -149,6 +153,11 @@ def main(argv):
         bs = a.broker
     n, size = a.records, a.record_size
     results = {}
+    rounds: dict = {}
+
+    def consume(client, fn, *args):
+        got = rounds[client] = [fn(*args) for _ in range(max(1, a.rounds))]
+        results[(client, "consume")] = max(got)
     try:
         stamp = int(time.time())
         topics = {c: f"bench-{c}-{stamp}" for c in ("pylog", "pylog-send", "kafka-python", "confluent")}
@@ -159,13 +168,13 @@ def main(argv):
         results[("pylog (send_many)", "produce")] = r["records_per_s"]
         r = run_pylog("perf", "produce", topics["pylog-send"], "-b", bs, "-n", n, "-s", size, "--api", "send")
         results[("pylog (send)", "produce")] = r["records_per_s"]
-        r = run_pylog("perf", "consume", topics["pylog"], "-b", bs, "-n", n, "--timeout-ms", 10000)
-        results[("pylog (send_many)", "consume")] = r["records_per_s"]
+        consume("pylog (send_many)", lambda: run_pylog("perf", "consume", topics["pylog"], "-b", bs, "-n", n,
+                                                      "--timeout-ms", 10000)["records_per_s"])
         results[("confluent-kafka", "produce")] = run_py(CK_PRODUCE, bs, topics["confluent"], n, size)
-        results[("confluent-kafka", "consume")] = run_py(CK_CONSUME, bs, topics["confluent"], n)
+        consume("confluent-kafka", run_py, CK_CONSUME, bs, topics["confluent"], n)
         if not a.skip_kafka_python:
             results[("kafka-python", "produce")] = run_py(KP_PRODUCE, bs, topics["kafka-python"], n, size)
-            results[("kafka-python", "consume")] = run_py(KP_CONSUME, bs, topics["kafka-python"], n)
+            consume("kafka-python", run_py, KP_CONSUME, bs, topics["kafka-python"], n)
     finally:
         if proc is not None:
             proc.terminate()
@@ -195,5 +204,9 @@ def main(argv):
     if ck_p and ck_c:
         lines.append(f"pylog / confluent-kafka: produce {py_p / ck_p:.2f}x (send: {py_s / ck_p:.2f}x), "
                      f"consume {py_c / ck_c:.2f}x")
+    if a.rounds > 1:
+        lines.append("")
+        for c, got in rounds.items():
+            lines.append(f"{c} consume rounds: " + ", ".join(f"{x:,.0f}" for x in got))
     print("\n".join(lines))
     return 0

@@ -152,14 +152,14 @@ def decode_records(
     end = len(data)
     if type(data) is bytes and end:
         pos = 0
-        chunk = 2048
+        chunk = 4096
         while pos < end:
             nxt = _decode_run(data, pos, end, base_offset, base_timestamp, out)
             if nxt == pos:
                 # no run here: decode some records one by one, and try runs less
                 # often when the records keep differing
                 nxt = _decode_generic(data, pos, min(end, pos + chunk), end, base_offset, base_timestamp, out)
-                chunk <<= 1
+                chunk <<= 2
             pos = nxt
     else:
         _decode_generic(data, 0, end, end, base_offset, base_timestamp, out)
@@ -177,7 +177,25 @@ _SEQ2_HI = bytes((2 * i) >> 7 for i in range(0x2000))
 _LOW_RUN = re.compile(rb"[\x00-\x7f]*")
 _HIGH_RUN = re.compile(rb"[\x80-\xff]*")
 _MIN_RUN = 4
-_RUN_STRUCTS: dict = {}  # run shape -> struct.Struct unpacking its keys and values
+_RUN_STRUCTS: dict = {}  # (size, key at, key len, value at, value len, records) -> struct.Struct
+_MAX_STRUCT_RECORDS = 512  # bounds a Struct's size (~64 bytes per record) and the cache's
+
+
+def _run_struct(shape) -> struct.Struct:
+    """The Struct that unpacks the key and value (when not null or empty) of `count`
+    consecutive records of one framing."""
+    size, ks, kl, vs, vl, count = shape
+    fmt = [f"{ks}x"]
+    if kl > 0:
+        fmt.append(f"{kl}s")
+    fmt.append(f"{vs - (ks + kl if kl > 0 else ks)}x")
+    if vl > 0:
+        fmt.append(f"{vl}s")
+    fmt.append(f"{size - (vs + vl if vl > 0 else vs)}x")
+    if len(_RUN_STRUCTS) >= 256:
+        _RUN_STRUCTS.clear()
+    st = _RUN_STRUCTS[shape] = struct.Struct("".join(fmt) * count)
+    return st
 
 
 def _varint_width(data, i: int) -> int:
@@ -212,6 +230,9 @@ def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int,
         size = lw + n
         if n <= 0 or (end - pos) // size < _MIN_RUN:
             return pos
+        b = data[pos]
+        if data[pos + size] != b or data[pos + 2 * size] != b:
+            return pos  # the next records differ in size: not a run (cheap early exit)
         tj = lw + 1  # after the attributes byte
         tw = _varint_width(data, pos + tj)
         oj = tj + tw
@@ -282,22 +303,22 @@ def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int,
         lo = data[pos + tj : stop : size]
         hi = data[pos + tj + 1 : stop : size]
         stamps = map(add, repeat(base_ts), map(two.__getitem__, map(xor, map(lshift, hi, repeat(7)), lo)))
-    # keys and values of the whole run come out of one cached Struct's unpack_from
-    # (about 15 ns per field, against ~140 for a slice object plus __getitem__)
-    shape = (size, ks, kl, vs, vl, k)
-    st = _RUN_STRUCTS.get(shape)
-    if st is None:
-        if len(_RUN_STRUCTS) >= 256:
-            _RUN_STRUCTS.clear()
-        fmt = [f"{ks}x"]
-        if kl > 0:
-            fmt.append(f"{kl}s")
-        fmt.append(f"{vs - (ks + kl if kl > 0 else ks)}x")
-        if vl > 0:
-            fmt.append(f"{vl}s")
-        fmt.append(f"{size - (vs + vl if vl > 0 else vs)}x")
-        st = _RUN_STRUCTS[shape] = struct.Struct("".join(fmt) * k)
-    fields = st.unpack_from(data, pos)
+    # keys and values come out of cached Structs' unpack_from (about 15 ns per field,
+    # against ~140 for a slice object plus __getitem__). Struct record counts are
+    # multiples of 16 or below 16, so runs of any length share a few compiled Structs
+    # and take at most two calls (up to 512 records).
+    fields = ()
+    p = pos
+    left = k
+    while left:
+        count = min(_MAX_STRUCT_RECORDS, left - (left & 15)) if left >= 16 else left
+        shape = (size, ks, kl, vs, vl, count)
+        st = _RUN_STRUCTS.get(shape)
+        if st is None:
+            st = _run_struct(shape)
+        fields += st.unpack_from(data, p)
+        p += count * size
+        left -= count
     if kl > 0 and vl > 0:
         keys = fields[0::2]
         values = fields[1::2]
