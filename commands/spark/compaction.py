@@ -1,24 +1,24 @@
 """`pylog spark-compaction`: what compaction would leave, predicted with Spark.
 
 Three Spark jobs over the segment files (nothing is written to the log dir):
-1. segment summaries, one task per segment: size, batch count, record count,
+1. segment summaries, a few segments per task: size, batch count, record count,
    first batch / largest timestamp, each producer's last batch (header walk);
    from them the cleaner's `cleanable_section` gives each partition's dirty
    section;
-2. record rows, one task per segment: every record of every data batch as
-   (topic, partition, segment, offset, key hash, key size, value size,
-   tombstone, timestamp, producer id, in-offset-map flag, key preview), a
-   DataFrame aggregated per key in Spark SQL: record and tombstone counts and
-   the key's latest offset in the dirty section (the cleaner's offset map),
-   from which distinct keys, hottest keys and the key-frequency distribution
-   follow;
+2. per-key aggregates, one task per segment: every record of every data batch
+   is decoded and counted by key (hash) inside the task, which hands Spark one
+   row per key of the segment as Arrow columns (`mapInArrow`): record and
+   tombstone counts and the key's latest offset in the dirty section (the
+   cleaner's offset map). The driver merges them per key across segments
+   with Arrow's group-by; from that come distinct keys, hottest keys and the key-frequency distribution;
 3. the rewrite, one task per segment: every batch goes through the cleaner's
    own `compaction_rules.filter_batch` with that offset map (broadcast), so
    the records and bytes predicted are those `pylog compact` writes.
 Whether a partition is cleaned at all comes from `should_clean` (with
-`--if-dirty`) as in `pylog compact`. The per-key aggregate and the offset map
-are collected on the driver: memory there grows with the number of distinct
-keys (about 150 bytes each), like the cleaner's own map.
+`--if-dirty`) as in `pylog compact`. The per-key aggregates and the offset map
+are held on the driver: memory there grows with the number of distinct keys
+(about 150 bytes each, like the cleaner's own map), plus, briefly, an Arrow row
+(about 60 bytes) per key and segment before the merge.
 """
 from __future__ import annotations
 
@@ -215,6 +215,65 @@ def segment_rows(seg: dict, bounds: dict | None = None, acc_records=None, acc_by
         acc_bytes.add(nbytes)
 
 
+KEYS_SCHEMA = ("topic string, partition int, key_hash binary, n long, tombstones long, latest long, "
+               "preview string")
+
+
+def segment_keys(batches, bounds: dict, acc_records=None, acc_bytes=None):
+    """Per-key aggregate of each segment named in the Arrow input batches (topic,
+    partition, base, path): one row per key of the segment (KEYS_SCHEMA; keyless
+    records form the key_hash-null row) with its record and tombstone counts, its
+    latest offset the cleaner's offset map would take (null if none) and a preview.
+    Aggregating inside the task sends Spark one row per key and segment, as Arrow
+    columns, instead of one pickled row per record."""
+    import pyarrow as pa
+
+    from pylog.core.records import decode_records
+
+    for batch in batches:
+        for topic, part, base, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
+            first_dirty, upper = bounds.get((topic, part), (0, -1))
+            # key bytes -> [records, tombstones, latest in map]; hashed once per distinct key below
+            agg: dict = {}
+            get = agg.get
+            n = nbytes = 0
+            for buf, off, h in _batches(path):
+                size = h.batch_length + 12
+                nbytes += size
+                if h.attributes & 0x20 or h.record_count == 0:
+                    continue
+                data = batch_records_data(memoryview(buf)[off:off + size], h)
+                in_map = h.last_offset >= first_dirty and h.base_offset < upper
+                for r in decode_records(data, h.base_offset, h.base_timestamp):
+                    n += 1
+                    k = r.key
+                    e = get(k)
+                    if e is None:
+                        e = agg[k] = [0, 0, None]
+                    e[0] += 1
+                    if r.value is None:
+                        e[1] += 1
+                    # offsets grow through a segment: the last one in the map is the latest
+                    if in_map and k is not None:
+                        e[2] = r.offset
+            if acc_records is not None:
+                acc_records.add(n)
+                acc_bytes.add(nbytes)
+            if not agg:
+                continue
+            m = len(agg)
+            ks = list(agg)
+            vals = list(agg.values())
+            yield pa.RecordBatch.from_arrays([
+                pa.array([topic] * m, pa.string()), pa.array([part] * m, pa.int32()),
+                pa.array([None if k is None else key_hash(k) for k in ks], pa.binary()),
+                pa.array([e[0] for e in vals], pa.int64()), pa.array([e[1] for e in vals], pa.int64()),
+                pa.array([e[2] for e in vals], pa.int64()),
+                pa.array([None if k is None else k[:KEY_PREVIEW].decode("utf-8", "replace") for k in ks],
+                         pa.string()),
+            ], names=["topic", "partition", "key_hash", "n", "tombstones", "latest", "preview"])
+
+
 def segment_after(seg: dict, plan: dict, latest_bc) -> dict:
     """Apply the cleaner's filter to one segment; records/bytes that stay."""
     from pylog.core.records.header import LOG_OVERHEAD
@@ -277,8 +336,6 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
                           progress_factory=None) -> dict:
     """The report. `force` and `overrides` mean what `pylog compact` (force unless
     --if-dirty) and its `--set` mean, so the prediction matches that command."""
-    from pyspark.sql import functions as F
-
     from pylog.storage.cleaner import read_cleaner_checkpoint
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -304,7 +361,8 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
         return progress_factory(label, rec, byt)
 
     with progress("segment summaries"):
-        summaries = seg_rdd.map(segment_summary).collect()
+        # a header walk is cheap: a few segments per task, not a task each
+        summaries = sc.parallelize(segs, min(len(segs), 2 * sc.defaultParallelism)).map(segment_summary).collect()
     by_part: dict[tuple[str, int], list[dict]] = {}
     for s in summaries:
         by_part.setdefault((s["topic"], s["partition"]), []).append(s)
@@ -336,55 +394,53 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
     acc_records = sc.accumulator(0)
     acc_bytes = sc.accumulator(0)
     bounds = {k: (v["first_dirty"], v["end"]) for k, v in plan.items()}
-    rows_rdd = seg_rdd.mapPartitions(
-        lambda it: (r for s in it for r in segment_rows(s, bounds, acc_records, acc_bytes)))
-    # the tasks build the tuples to the schema: no per-row verification in Python
-    df = spark.createDataFrame(rows_rdd, ROW_SCHEMA, verifySchema=False)
-    # One aggregation per key (keyless records form the key_hash-null group) holds
-    # everything the report needs; it is collected once. Like the offset map the
-    # rewrite needs, it is as large as the number of distinct keys.
-    keys = df.groupBy("topic", "partition", "key_hash").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.sum(F.col("tombstone").cast("int")).alias("tombstones"),
-        F.max(F.when(F.col("in_map"), F.col("offset"))).alias("latest"),
-        F.first("key_preview").alias("preview"),
-    )
-    # Collecting 10^5..10^6 Row objects costs seconds of driver time that does not
-    # scale with executors: each partition's keys come back as one text blob instead.
-    line = F.concat_ws(" ", F.coalesce(F.hex("key_hash"), F.lit("-")), F.col("n"), F.col("tombstones"),
-                       F.coalesce(F.col("latest"), F.lit(-1)),
-                       F.coalesce(F.hex(F.encode(F.col("preview"), "UTF-8")), F.lit("")))
-    blobs = keys.groupBy("topic", "partition").agg(F.concat_ws("\n", F.collect_list(line)).alias("keys"))
+    # one task per segment: the segment list as a DataFrame keeps parallelize's one-per-slice split
+    seg_df = spark.createDataFrame(seg_rdd.map(lambda s: (s["topic"], s["partition"], s["base"], s["path"])),
+                                   "topic string, partition int, base long, path string")
+    seg_keys = seg_df.mapInArrow(lambda it: segment_keys(it, bounds, acc_records, acc_bytes), KEYS_SCHEMA)
+    # The per-segment aggregates (one row per key and segment, Arrow columns) are
+    # merged per key on the driver with Arrow's group-by: cheaper than another
+    # Spark shuffle stage at this size. Like the offset map the rewrite needs,
+    # the result is as large as the number of distinct keys.
     with progress("decode records", acc_records, acc_bytes):
-        blob_rows = blobs.collect()
+        if hasattr(seg_keys, "toArrow"):  # Spark 4
+            table = seg_keys.toArrow()
+        else:  # Spark 3.5: the same Arrow collect, without the public wrapper
+            import pyarrow as pa
+
+            table = pa.Table.from_batches(seg_keys._collect_as_arrow(), schema=None)
+    table = table.group_by(["topic", "partition", "key_hash"], use_threads=False).aggregate(
+        [("n", "sum"), ("tombstones", "sum"), ("latest", "max"), ("preview", "first")])
+    table = table.rename_columns([{"n_sum": "n", "tombstones_sum": "tombstones", "latest_max": "latest",
+                                   "preview_first": "preview"}.get(c, c) for c in table.column_names])
     per_part: dict = {}
     latest: dict = {}
     by_key: dict = {}
-    for r in blob_rows:
-        tp = (r["topic"], r["partition"])
-        pp = per_part.setdefault(tp, {"tombstones": 0, "keyless": 0, "keys": 0})
-        lat = latest.setdefault(tp, {})
-        ks = by_key.setdefault(tp, [])
-        fromhex = bytes.fromhex
-        for ln in r["keys"].split("\n"):
-            kh, n, tombs, last, pv = ln.split(" ")
-            n = int(n)
-            pp["tombstones"] += int(tombs)
-            if kh == "-":
-                pp["keyless"] += n
-                continue
-            pp["keys"] += 1
-            ks.append((n, pv))
-            last = int(last)
-            if last >= 0:
-                lat[fromhex(kh)] = last
-    del blob_rows
+    cols = [table.column(c).to_pylist() for c in ("topic", "partition", "key_hash", "n", "tombstones", "latest",
+                                                   "preview")]
+    del table
+    for topic, part, kh, n, tombs, last, pv in zip(*cols):
+        tp = (topic, part)
+        pp = per_part.get(tp)
+        if pp is None:
+            pp = per_part[tp] = {"tombstones": 0, "keyless": 0, "keys": 0}
+            latest[tp] = {}
+            by_key[tp] = []
+        pp["tombstones"] += tombs
+        if kh is None:
+            pp["keyless"] += n
+            continue
+        pp["keys"] += 1
+        by_key[tp].append((n, pv or ""))
+        if last is not None:
+            latest[tp][kh] = last
+    del cols
     hot: dict = {}
     freq: dict[str, dict[str, int]] = {}
     for tp, ks in by_key.items():
         if top_keys:
             ks.sort(key=lambda kv: (-kv[0], kv[1]))
-            hot[tp] = [{"key": bytes.fromhex(pv).decode("utf-8", "replace"), "records": n} for n, pv in ks[:top_keys]]
+            hot[tp] = [{"key": pv, "records": n} for n, pv in ks[:top_keys]]
         b = freq.setdefault(tp[0], {})
         for n, _ in ks:
             label = _freq_bucket(n)

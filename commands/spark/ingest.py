@@ -7,15 +7,19 @@ Driver side: read the input as a DataFrame, project it in Spark SQL to
   acknowledged per partition are compared with the broker's end offsets.
 - segments mode: each row gets its Kafka partition in Python (pylog's
   partitioner; null keys sticky per input task, switching after batch.size
-  bytes), rows are shuffled with an identity partitioner so one Spark task
-  holds exactly one Kafka partition (input order kept by sorting on the row's
-  input position), and that task writes the partition with pylog's storage
+  bytes), rows are shuffled on a key chosen so Spark's hash partitioning sends
+  Kafka partition p to Spark task p (input order restored by sorting on the
+  row's input position), and that task writes the partition with pylog's storage
   engine into a staging folder inside the log dir. After every task succeeded
   the driver moves the segment files in and lets LogManager write the
   checkpoints, snapshots and clean-shutdown marker.
 
+Rows reach Python as Arrow record batches (`mapInArrow`), so the JVM side of a
+task is a cheap columnar hand-over and a task costs about one Python core;
+headers and timestamp columns are left out when the options give none.
+
 Functions that run on executors are module-level and import only pylog.core,
-pylog.storage and the standard library (executors need no click or rich).
+pylog.storage, pyarrow and the standard library (executors need no click or rich).
 """
 from __future__ import annotations
 
@@ -208,12 +212,44 @@ def project(df, opts: IngestOptions, fmt: str):
 
 
 def _headers(h):
-    return [(x[0], bytes(x[1]) if x[1] is not None else None) for x in h] if h else ()
+    """Headers of one row as pylog takes them, from an Arrow list<struct<k, v>> value."""
+    return [(x["k"], x["v"]) for x in h] if h else ()
+
+
+def _columns(batch):
+    """(keys, values, headers, timestamps) of an Arrow record batch as Python lists.
+    Headers (h) and timestamps (t) are absent from the batch when the input has
+    none: Spark's Arrow conversion of an all-null array<struct> column alone costs
+    several times the rest of the job."""
+    n = batch.num_rows
+    names = batch.schema.names
+    keys = batch.column(names.index("k")).to_pylist()
+    values = batch.column(names.index("v")).to_pylist()
+    headers = batch.column(names.index("h")).to_pylist() if "h" in names else [None] * n
+    stamps = batch.column(names.index("t")).to_pylist() if "t" in names else [None] * n
+    return keys, values, headers, stamps
+
+
+def slim(df, opts: IngestOptions):
+    """The projected DataFrame without the columns the options leave null (h, t)."""
+    cols = ["k", "v"] + (["h"] if opts.headers_columns else []) + (["t"] if opts.timestamp_column else [])
+    return df.select(*cols)
+
+
+def _schema(df) -> str:
+    return ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in df.schema.fields)
 
 
 # ---------------------------------------------------------------- executor side: produce
-def produce_task(rows, ctx: dict, acc_records, acc_bytes):
-    """Send one input partition through a pylog Producer; yields one result dict."""
+PRODUCE_SCHEMA = "partition int, count long, bytes long"
+
+
+def produce_task(batches, ctx: dict, acc_records, acc_bytes):
+    """Send one input partition (Arrow batches) through a pylog Producer. Yields one
+    Arrow batch: a row per partition with its acknowledged count, and a row with
+    partition -1 holding the task's records and bytes sent."""
+    import pyarrow as pa
+
     from pylog.core.client import Producer
 
     counts: dict[int, int] = defaultdict(int)
@@ -232,13 +268,12 @@ def produce_task(rows, ctx: dict, acc_records, acc_bytes):
     producer = Producer(ctx["props"])
     try:
         send = producer.send
-        for r in rows:
-            k, v, h, t = r
-            k = bytes(k) if k is not None else None
-            v = bytes(v) if v is not None else None
-            send(topic, v, k, timestamp=t, headers=_headers(h) or None, callback=on_done)
-            n += 1
-            nbytes += (len(k) if k else 0) + (len(v) if v else 0)
+        for batch in batches:
+            keys, values, headers, stamps = _columns(batch)
+            for k, v, h, t in zip(keys, values, headers, stamps):
+                send(topic, v, k, timestamp=t, headers=_headers(h) or None, callback=on_done)
+                nbytes += (len(k) if k else 0) + (len(v) if v else 0)
+            n += len(keys)
         producer.flush()
     finally:
         producer.close()
@@ -247,61 +282,104 @@ def produce_task(rows, ctx: dict, acc_records, acc_bytes):
         raise RuntimeError(f"{failures[0]} of {n} records were not delivered: {e.__class__.__name__}: {e}")
     acc_records.add(n)
     acc_bytes.add(nbytes)
-    yield {"counts": dict(counts), "records": n, "bytes": nbytes}
+    parts = [-1] + sorted(counts)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(parts, pa.int32()), pa.array([n] + [counts[p] for p in parts[1:]], pa.int64()),
+         pa.array([nbytes] + [0] * (len(parts) - 1), pa.int64())],
+        names=["partition", "count", "bytes"])
 
 
 # ---------------------------------------------------------------- executor side: segments
-def assign_partitions(index: int, rows, num_partitions: int, batch_size: int):
-    """((kafka_partition, (input_task, row_number)), (k, v, h, t)) for each row.
+ROW_BITS = 40  # row number bits of the order column: (input task << 40) | row
+
+
+def assign_partitions(batches, num_partitions: int, batch_size: int, shuffle_keys: list[int]):
+    """Arrow batches of (p, sk, o, k, v[, h][, t]): each input row with its Kafka partition p,
+    the shuffle key sk that Spark's hash partitioning sends to Spark partition p, and
+    its input position o (input task, row number) to restore the order after the shuffle.
 
     Keyed rows: pylog's murmur2 partitioner (the Java client's choice). Keyless
     rows: a sticky partition per input task that moves on once batch.size bytes
     went to it, as the Java client's sticky partitioner moves on when a batch is
     full. Seeded by the input task index so a retried task makes the same
     choices (a Spark shuffle needs deterministic map output)."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
     from pylog.core.client.partitioner import StickyPartitioner, partition_for_key
 
+    index = TaskContext.get().partitionId()
     random.seed(index * 7919 + num_partitions)
     sticky = StickyPartitioner()
     current = None
     filled = 0
-    for i, r in enumerate(rows):
-        k, v, h, t = r
-        k = bytes(k) if k is not None else None
-        v = bytes(v) if v is not None else None
-        hs = _headers(h)
-        if k is not None:
-            p = partition_for_key(k, num_partitions)
-        else:
-            if current is None:
-                current = sticky.partition("t", num_partitions)
-            p = current
-            filled += (len(v) if v else 0) + RECORD_OVERHEAD + sum(len(a) + len(b or b"") for a, b in hs)
-            if filled >= batch_size:
-                current = sticky.next_partition("t", num_partitions, prev=current)
-                filled = 0
-        yield (p, index, i), (k, v, hs, t)
+    # keys repeat in most inputs; murmur2 in Python is the costly part
+    memo: dict[bytes, int] = {}
+    row = index << ROW_BITS
+    for batch in batches:
+        n = batch.num_rows
+        keys = batch.column(batch.schema.names.index("k")).to_pylist()
+        parts = [0] * n
+        values = headers = None
+        for i, k in enumerate(keys):
+            if k is not None:
+                p = memo.get(k)
+                if p is None:
+                    if len(memo) >= 1 << 20:
+                        memo.clear()
+                    p = memo[k] = partition_for_key(k, num_partitions)
+            else:
+                if values is None:
+                    _, values, headers, _ = _columns(batch)
+                if current is None:
+                    current = sticky.partition("t", num_partitions)
+                p = current
+                v = values[i]
+                filled += (len(v) if v else 0) + RECORD_OVERHEAD + \
+                    sum(len(a) + len(b or b"") for a, b in _headers(headers[i]))
+                if filled >= batch_size:
+                    current = sticky.next_partition("t", num_partitions, prev=current)
+                    filled = 0
+            parts[i] = p
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(parts, pa.int32()), pa.array([shuffle_keys[p] for p in parts], pa.int64()),
+             pa.array(range(row, row + n), pa.int64()), *batch.columns],
+            names=["p", "sk", "o", *batch.schema.names])
+        row += n
 
 
 def staging_root(log_dir: str) -> Path:
     return Path(log_dir) / STAGING_DIR
 
 
-def write_partition_task(kp: int, rows, ctx: dict, acc_records, acc_bytes):
-    """Write one Kafka partition's rows (already in input order) into its staging folder."""
+WRITE_SCHEMA = "partition int, records long, bytes long, end_offset long"
+
+
+def write_partition_task(batches, ctx: dict, acc_records, acc_bytes):
+    """Write one Kafka partition's rows (Arrow batches of (p, k, v[, h][, t]), in input
+    order) into its staging folder; yields one summary row."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
     from pylog.core.config import BROKER_CONFIGS, TOPIC_CONFIGS, topic_defaults_from_broker
     from pylog.core.records import BatchBuilder
     from pylog.storage import Log
 
+    def summary(records, nbytes, end):
+        return pa.RecordBatch.from_arrays(
+            [pa.array([kp], pa.int32()), pa.array([records], pa.int64()), pa.array([nbytes], pa.int64()),
+             pa.array([end], pa.int64())], names=["partition", "records", "bytes", "end_offset"])
+
+    kp = TaskContext.get().partitionId()
     topic = ctx["topic"]
     start = ctx["start_offsets"][kp]
     pdir = staging_root(ctx["log_dir"]) / f"{topic}-{kp}"
     # a retried task starts again from nothing: the staging folder is its own
     shutil.rmtree(pdir, ignore_errors=True)
-    rows = iter(rows)
-    first = next(rows, None)
+    batches = (b for b in batches if b.num_rows)
+    first = next(batches, None)
     if first is None:
-        yield {"partition": kp, "records": 0, "bytes": 0, "end_offset": start}
+        yield summary(0, 0, start)
         return
     config = TOPIC_CONFIGS.resolve(ctx["overrides"], base=topic_defaults_from_broker(BROKER_CONFIGS.resolve({})))
     log = Log(pdir, config, topic=topic, partition=kp, log_start_offset=start)
@@ -311,18 +389,23 @@ def write_partition_task(kp: int, rows, ctx: dict, acc_records, acc_bytes):
     now = int(time.time() * 1000)
     n = nbytes = 0
     try:
-        def rows_with_first():
+        def all_batches():
             yield first
-            yield from rows
+            yield from batches
 
         b = BatchBuilder(codec=codec)
-        for _, (k, v, hs, t) in rows_with_first():
-            if b.record_count and b.size_in_bytes() + len(k or b"") + len(v or b"") + RECORD_OVERHEAD > batch_size:
-                log.append_as_leader(bytearray(b.build()), epoch)
-                b = BatchBuilder(codec=codec)
-            b.append(now if t is None else t, k, v, hs)
-            n += 1
-            nbytes += (len(k) if k else 0) + (len(v) if v else 0)
+        for batch in all_batches():
+            ps = batch.column(0)
+            if ps.null_count or ps.to_pylist().count(kp) != batch.num_rows:
+                raise RuntimeError(f"task {kp} got rows of another Kafka partition (shuffle key mismatch)")
+            keys, values, headers, stamps = _columns(batch)
+            for k, v, h, t in zip(keys, values, headers, stamps):
+                if b.record_count and b.size_in_bytes() + len(k or b"") + len(v or b"") + RECORD_OVERHEAD > batch_size:
+                    log.append_as_leader(bytearray(b.build()), epoch)
+                    b = BatchBuilder(codec=codec)
+                b.append(now if t is None else t, k, v, _headers(h))
+                nbytes += (len(k) if k else 0) + (len(v) if v else 0)
+            n += len(keys)
         if b.record_count:
             log.append_as_leader(bytearray(b.build()), epoch)
         log.flush()
@@ -331,7 +414,7 @@ def write_partition_task(kp: int, rows, ctx: dict, acc_records, acc_bytes):
         log.close()
     acc_records.add(n)
     acc_bytes.add(nbytes)
-    yield {"partition": kp, "records": n, "bytes": nbytes, "end_offset": end}
+    yield summary(n, nbytes, end)
 
 
 # ---------------------------------------------------------------- driver side
@@ -381,17 +464,22 @@ def run_produce(spark, df, opts: IngestOptions, progress_factory) -> dict:
     acc_records = sc.accumulator(0)
     acc_bytes = sc.accumulator(0)
     ctx = {"topic": opts.topic, "props": props}
-    rdd = df.rdd
+    df = slim(df, opts)
     if opts.tasks:
-        rdd = rdd.repartition(opts.tasks)
+        df = df.repartition(opts.tasks)
     t0 = time.monotonic()
     with progress_factory("produce", acc_records, acc_bytes):
-        results = rdd.mapPartitions(lambda rows: produce_task(rows, ctx, acc_records, acc_bytes)).collect()
+        results = df.mapInArrow(lambda it: produce_task(it, ctx, acc_records, acc_bytes), PRODUCE_SCHEMA).collect()
     elapsed = time.monotonic() - t0
     acked: dict[int, int] = defaultdict(int)
+    tasks = records = nbytes = 0
     for r in results:
-        for p, c in r["counts"].items():
-            acked[int(p)] += c
+        if r["partition"] < 0:
+            tasks += 1
+            records += r["count"]
+            nbytes += r["bytes"]
+        else:
+            acked[r["partition"]] += r["count"]
     with Admin(admin_props) as admin:
         _, after = admin.offsets(opts.topic, parts)
     rows = []
@@ -406,9 +494,9 @@ def run_produce(spark, df, opts: IngestOptions, progress_factory) -> dict:
         "mode": "produce",
         "topic": opts.topic,
         "bootstrap": opts.bootstrap,
-        "records": sum(r["records"] for r in results),
-        "bytes": sum(r["bytes"] for r in results),
-        "tasks": len(results),
+        "records": records,
+        "bytes": nbytes,
+        "tasks": tasks,
         "job_seconds": elapsed,
         "delivery": "at-least-once (a retried Spark task sends its whole input split again)",
         "partitions": rows,
@@ -492,6 +580,20 @@ def _install_partition(staged: Path, real: Path, keep_epochs: bool) -> None:
         os.replace(staged / "leader-epoch-checkpoint", real / "leader-epoch-checkpoint")
 
 
+def shuffle_keys(spark, n: int) -> list[int]:
+    """For each Kafka partition p, a long that Spark's hash partitioning into n parts
+    (pmod(murmur3 hash, n), as `repartition(n, col)` places rows) sends to part p."""
+    from pyspark.sql import functions as F
+
+    found: dict[int, int] = {}
+    limit = 64 * n
+    while len(found) < n:
+        for r in spark.range(0, limit).select("id", F.expr(f"pmod(hash(id), {n})").alias("p")).collect():
+            found.setdefault(r["p"], r["id"])
+        limit *= 8
+    return [found[p] for p in range(n)]
+
+
 def run_segments(spark, df, opts: IngestOptions, progress_factory) -> dict:
     from pylog.core.config import BROKER_CONFIGS
     from pylog.storage import LogManager
@@ -523,11 +625,15 @@ def run_segments(spark, df, opts: IngestOptions, progress_factory) -> dict:
     try:
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        keyed = df.rdd.mapPartitionsWithIndex(lambda i, rows: assign_partitions(i, rows, n, batch_size))
-        shuffled = keyed.repartitionAndSortWithinPartitions(n, partitionFunc=lambda key: key[0])
+        sks = shuffle_keys(spark, n)
+        df = slim(df, opts)
+        keyed = df.mapInArrow(lambda it: assign_partitions(it, n, batch_size, sks),
+                              "p int, sk long, o long, " + _schema(df))
+        # one Spark task per Kafka partition, its rows back in input order
+        shuffled = keyed.repartition(n, "sk").sortWithinPartitions("o").drop("sk", "o")
         with progress_factory("segments", acc_records, acc_bytes):
-            results = shuffled.mapPartitionsWithIndex(
-                lambda kp, rows: write_partition_task(kp, rows, ctx, acc_records, acc_bytes)).collect()
+            results = [r.asDict() for r in shuffled.mapInArrow(
+                lambda it: write_partition_task(it, ctx, acc_records, acc_bytes), WRITE_SCHEMA).collect()]
         elapsed = time.monotonic() - t0
         for r in sorted(results, key=lambda r: r["partition"]):
             if r["records"]:
@@ -559,7 +665,7 @@ def run_segments(spark, df, opts: IngestOptions, progress_factory) -> dict:
         "topic_id": str(prep["topic_id"]),
         "records": sum(r["records"] for r in results),
         "bytes": sum(r["bytes"] for r in results),
-        "tasks": len(results),
+        "tasks": n,
         "job_seconds": elapsed,
         "delivery": "exactly once (each task rewrites its partition's staging folder; files are moved in only "
                     "after every task succeeded)",
