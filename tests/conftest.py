@@ -24,3 +24,7 @@ from client_fixtures import tansu  # noqa: E402,F401
 
 # Spark jobs (issue 9): `spark_master`, one SparkSession per master for the run
 from spark_fixtures import spark_master  # noqa: E402,F401
+
+
+# Apache Kafka 4.x, the reference peer: `kafka_node`, `kafka_cluster` (tests/kafka_peer.py)
+from kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401

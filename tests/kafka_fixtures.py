@@ -1,0 +1,27 @@
+"""pytest fixtures for the Apache Kafka reference peer (see kafka_peer.py).
+
+`kafka_node`: one KRaft node for the whole run (tests use topics of their own).
+`kafka_cluster`: three combined broker+controller nodes, one per requesting module.
+Both stop their nodes at the end and fail if a node died under a test.
+"""
+from __future__ import annotations
+
+import pytest
+
+from kafka_peer import KafkaCluster, KafkaNode
+
+
+@pytest.fixture(scope="session")
+def kafka_node(tmp_path_factory):
+    node = KafkaNode(tmp_path_factory.mktemp("kafka-node")).format().start()
+    yield node
+    alive = node.proc.poll() is None
+    node.stop()
+    assert alive, f"Apache Kafka node died during the run:\n{node.log_tail()}"
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(tmp_path_factory):
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-cluster"), 3).start()
+    yield cluster
+    cluster.stop()

@@ -1,0 +1,287 @@
+"""Apache Kafka 4.x as the reference peer: its main classes, KRaft nodes and Java programs.
+
+The jars come from the pinned Maven project in `tests/kafka/pom.xml`; `.ci/run` resolves
+them with `mvn` before the tests start (and fails loudly when it cannot). Nothing here
+skips: a missing JDK or Maven is a test error, not a silent pass.
+
+- `classpath()`: the resolved classpath (runs mvn once if `.ci/run` did not).
+- `run_main(cls, *args)`: run any Kafka main class (`kafka.tools.DumpLogSegments`,
+  `org.apache.kafka.tools.TopicCommand`, ...) and return the CompletedProcess.
+- `KafkaNode` / `KafkaCluster`: combined broker+controller KRaft nodes on free loopback
+  ports (format, start, wait until ready, stop, kill -9, restart).
+- `java_program(source)`: compile a small Java program against kafka-clients and run it.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
+POM = KAFKA_DIR / "pom.xml"
+CLASSPATH_FILE = KAFKA_DIR / "target" / "classpath.txt"
+CLASSES_DIR = KAFKA_DIR / "target" / "programs"
+
+KAFKA_VERSION = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text()).group(1)
+
+# Small heaps: CI machines have 2 cores and run a 3-node cluster beside the tests.
+JVM_OPTS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+
+
+def classpath() -> str:
+    """The pinned Kafka classpath, resolving it with mvn when missing or older than the pom."""
+    if not CLASSPATH_FILE.exists() or CLASSPATH_FILE.stat().st_mtime < POM.stat().st_mtime:
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise RuntimeError("Apache Kafka reference peer: mvn is not installed (.ci/run installs it)")
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "-f", str(POM), "dependency:build-classpath",
+             f"-Dmdep.outputFile={CLASSPATH_FILE}"],
+            capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0 or not CLASSPATH_FILE.exists():
+            raise RuntimeError(f"mvn could not resolve Apache Kafka {KAFKA_VERSION}:\n"
+                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return CLASSPATH_FILE.read_text().strip()
+
+
+def java() -> str:
+    path = shutil.which("java")
+    if path is None:
+        raise RuntimeError("Apache Kafka reference peer: java is not installed (.ci/run installs it)")
+    return path
+
+
+def _log_opts(level: str) -> list[str]:
+    return [f"-Dorg.slf4j.simpleLogger.defaultLogLevel={level}",
+            "-Dorg.slf4j.simpleLogger.logFile=System.err"]
+
+
+def java_command(main_class: str, *args: str, extra_cp: str | None = None,
+                 log_level: str = "warn", jvm_opts: list[str] | None = None) -> list[str]:
+    cp = classpath() if extra_cp is None else f"{extra_cp}{os.pathsep}{classpath()}"
+    return [java(), *(jvm_opts or JVM_OPTS), *_log_opts(log_level), "-cp", cp, main_class, *map(str, args)]
+
+
+def run_main(main_class: str, *args: str, timeout: float = 180, check: bool = False,
+             input: str | None = None, log_level: str = "warn",
+             extra_cp: str | None = None) -> subprocess.CompletedProcess:
+    """Run a Kafka main class with the pinned classpath; stdout/stderr captured as text."""
+    proc = subprocess.run(java_command(main_class, *args, extra_cp=extra_cp, log_level=log_level),
+                          capture_output=True, text=True, timeout=timeout, input=input)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{main_class} {' '.join(map(str, args))} exited {proc.returncode}:\n"
+                             f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+# --- Java programs --------------------------------------------------------------------------
+
+def compile_java(source: str) -> tuple[str, str]:
+    """Compile one Java source (a public class with main) against Kafka; returns (classes dir, class name).
+
+    Compiled classes are cached by the source's hash, so a test module compiles once per run."""
+    name = re.search(r"public\s+(?:final\s+)?class\s+(\w+)", source).group(1)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    out = CLASSES_DIR / f"{name}-{digest}"
+    if not (out / f"{name}.class").exists():
+        src_dir = out / "src"
+        src_dir.mkdir(parents=True, exist_ok=True)
+        (src_dir / f"{name}.java").write_text(source)
+        javac = shutil.which("javac")
+        if javac is None:
+            raise RuntimeError("javac is not installed (.ci/run installs a JDK)")
+        proc = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(out),
+                               str(src_dir / f"{name}.java")], capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise AssertionError(f"javac {name}.java failed:\n{proc.stderr[-4000:]}")
+    return str(out), name
+
+
+def java_program(source: str, *args: str, timeout: float = 180, check: bool = True,
+                 input: str | None = None, log_level: str = "warn") -> subprocess.CompletedProcess:
+    """Compile (cached) and run a small Java program against kafka-clients/streams."""
+    classes, name = compile_java(source)
+    return run_main(name, *args, timeout=timeout, check=check, input=input, log_level=log_level,
+                    extra_cp=classes)
+
+
+# --- KRaft nodes ---------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def random_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in Kafka's URL-safe base64 form."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _metadata_broker_count(host: str, port: int, timeout: float = 2.0) -> int:
+    """Raw Metadata v0 (no topics): how many brokers the node reports. No client library needed."""
+    client_id = b"pylog-harness"
+    body = struct.pack(">i", 0)  # topics: empty array
+    header = struct.pack(">hhih", 3, 0, 1, len(client_id)) + client_id
+    frame = header + body
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", _recv_exact(s, 4))[0]
+        resp = _recv_exact(s, size)
+    return struct.unpack_from(">i", resp, 4)[0]
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return bytes(buf)
+
+
+class KafkaNode:
+    """One combined broker+controller Apache Kafka KRaft node in a directory of its own."""
+
+    def __init__(self, root: Path, node_id: int = 1, *, port: int | None = None,
+                 controller_port: int | None = None, overrides: dict | None = None):
+        self.root = Path(root)
+        self.node_id = node_id
+        self.port = port or free_port()
+        self.controller_port = controller_port or free_port()
+        self.overrides = dict(overrides or {})
+        self.log_dir = self.root / "data"
+        self.metadata_dir = self.root / "metadata"
+        self.config_path = self.root / "server.properties"
+        self.stderr_path = self.root / "kafka.log"
+        self.proc: subprocess.Popen | None = None
+        self.voters = f"{node_id}@127.0.0.1:{self.controller_port}"
+        self.expected_brokers = 1
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def properties(self) -> dict:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": self.node_id,
+            "controller.quorum.voters": self.voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+            "metadata.log.dir": str(self.metadata_dir),
+            "num.partitions": 1,
+            "offsets.topic.replication.factor": min(3, self.expected_brokers),
+            "offsets.topic.num.partitions": 50,
+            "transaction.state.log.replication.factor": min(3, self.expected_brokers),
+            "transaction.state.log.min.isr": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "share.coordinator.state.topic.replication.factor": min(3, self.expected_brokers),
+            "share.coordinator.state.topic.min.isr": 1,
+        }
+        props.update(self.overrides)
+        return props
+
+    def format(self, cluster_id: str | None = None) -> "KafkaNode":
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        run_main("kafka.tools.StorageTool", "format", "-t", cluster_id or random_cluster_id(),
+                 "-c", str(self.config_path), "--ignore-formatted", check=True)
+        return self
+
+    def start(self, wait: bool = True, timeout: float = 120) -> "KafkaNode":
+        log = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen(java_command("kafka.Kafka", str(self.config_path), log_level="info"),
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        """Until the node answers Metadata listing every broker of its cluster."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"Kafka node {self.node_id} exited {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                if _metadata_broker_count("127.0.0.1", self.port) >= self.expected_brokers:
+                    return
+            except OSError as exc:
+                last = exc
+            time.sleep(0.2)
+        raise AssertionError(f"Kafka node {self.node_id} not ready in {timeout}s ({last}):\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 60) -> int | None:
+        """SIGTERM (controlled shutdown) and wait; returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+    def restart(self, wait: bool = True, timeout: float = 120) -> "KafkaNode":
+        self.stop()
+        return self.start(wait=wait, timeout=timeout)
+
+
+class KafkaCluster:
+    """N combined broker+controller KRaft nodes forming one cluster on loopback."""
+
+    def __init__(self, root: Path, size: int = 3, overrides: dict | None = None):
+        self.root = Path(root)
+        self.nodes = [KafkaNode(self.root / f"node{i}", i, overrides=overrides) for i in range(1, size + 1)]
+        voters = ",".join(n.voters for n in self.nodes)
+        for n in self.nodes:
+            n.voters = voters
+            n.expected_brokers = size
+        self.cluster_id = random_cluster_id()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    def node(self, node_id: int) -> KafkaNode:
+        return self.nodes[node_id - 1]
+
+    def start(self, timeout: float = 180) -> "KafkaCluster":
+        for n in self.nodes:
+            n.format(self.cluster_id)
+        for n in self.nodes:
+            n.start(wait=False)
+        for n in self.nodes:
+            n.wait_ready(timeout)
+        return self
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            n.stop()
