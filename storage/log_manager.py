@@ -24,7 +24,7 @@ from pylog.core.errors import (
     DataError,
     InvalidConfigError,
     InvalidPartitionsError,
-    InvalidTopicExceptionError,
+    InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -70,13 +70,13 @@ class RecoveryReport:
 
 def validate_topic_name(name: str) -> None:
     if not name:
-        raise InvalidTopicExceptionError("topic name is empty")
+        raise InvalidTopicError("topic name is empty")
     if name in (".", ".."):
-        raise InvalidTopicExceptionError(f"topic name cannot be {name!r}")
+        raise InvalidTopicError(f"topic name cannot be {name!r}")
     if len(name) > MAX_TOPIC_NAME:
-        raise InvalidTopicExceptionError(f"topic name is {len(name)} characters, more than {MAX_TOPIC_NAME}")
+        raise InvalidTopicError(f"topic name is {len(name)} characters, more than {MAX_TOPIC_NAME}")
     if not _LEGAL.match(name):
-        raise InvalidTopicExceptionError(
+        raise InvalidTopicError(
             f"topic name {name!r} is illegal: it may contain only ASCII letters, digits, '.', '_' and '-'")
 
 

@@ -15,7 +15,7 @@ from pylog.core.errors import (
     InvalidProducerEpochError,
     InvalidRecordError,
     InvalidTimestampError,
-    InvalidTopicExceptionError,
+    InvalidTopicError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceNumberError,
@@ -424,7 +424,7 @@ def test_log_manager_topics_and_restart(tmp_path):
     with pytest.raises(TopicAlreadyExistsError):
         lm.create_topic("orders", 1)
     for bad in ("", ".", "..", "a/b", "x" * 250, "sp ace"):
-        with pytest.raises(InvalidTopicExceptionError):
+        with pytest.raises(InvalidTopicError):
             lm.create_topic(bad, 1)
     with pytest.raises(InvalidConfigError):
         lm.create_topic("bad", 1, {"segment.bytes": "nope"})
