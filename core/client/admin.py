@@ -5,7 +5,7 @@ from pylog.core.client.cluster import NetworkClient
 from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets
 from pylog.core.client.loop import LoopThread
 from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.errors import ERROR_NAMES, UsageError, error_for_code
+from pylog.core.errors import ErrorCode, UsageError, error_for_code, error_name
 
 TOPIC_RESOURCE = 2
 # DescribeConfigs config_source values
@@ -18,7 +18,7 @@ CONFIG_SOURCES = {
 
 def _raise(code, what, message=None):
     if code:
-        detail = message or ERROR_NAMES.get(code, str(code))
+        detail = message or error_name(code)
         raise error_for_code(code, f"{what}: {detail}")
 
 
@@ -60,7 +60,16 @@ class AdminBase:
 
 
 class Admin(AdminBase):
-    """Topics: create, delete, list, describe, offsets, configs."""
+    """Topic administration, as Kafka's Admin client does it for topics.
+
+        with Admin({"bootstrap.servers": "127.0.0.1:9092"}) as a:
+            a.create_topic("orders", partitions=6)
+            start, end = a.offsets("orders", [0, 1])
+
+    CreateTopics, DeleteTopics, Metadata, ListOffsets, DescribeConfigs and
+    IncrementalAlterConfigs against the controller or any broker; errors raise
+    the Kafka exception for the answer's error code.
+    """
 
     # ------------------------------------------------------------------ topics
     def create_topic(self, name, partitions=1, replication_factor=1, configs=None, validate_only=False,
@@ -98,7 +107,7 @@ class Admin(AdminBase):
         md = self._run(self.client.refresh_metadata([name], allow_auto_create=False))
         t = md.topics.get(name)
         if t is None:
-            raise error_for_code(3, f"topic {name} does not exist")
+            raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} does not exist")
         _raise(t.error_code, f"topic {name}")
         return t
 

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 
 from pylog.core.client.connection import BrokerConnection
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError, NoBrokersAvailableError
-from pylog.core.errors import UsageError, error_for_code
+from pylog.core.errors import ErrorCode, UsageError, error_for_code
 
 log = logging.getLogger(__name__)
 
 ZERO_UUID = uuid.UUID(int=0)
+
+# a topic being created: its metadata may still answer these for a moment
+_NOT_YET = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE}
 
 
 @dataclass
@@ -62,7 +65,7 @@ class ClusterMetadata:
         self.updated = time.monotonic()
         # name -> sorted partition list, the producer's hot lookup
         self.partition_counts = {
-            n: len(t.partitions) for n, t in self.topics.items() if t.error_code == 0 and t.partitions
+            n: len(t.partitions) for n, t in self.topics.items() if t.error_code == ErrorCode.NONE and t.partitions
         }
 
     def leader_for(self, topic: str, partition: int) -> int:
@@ -291,7 +294,7 @@ class NetworkClient:
         last_error = None
         while True:
             t = self.metadata.topics.get(topic)
-            if t is not None and t.error_code == 0 and t.partitions:
+            if t is not None and t.error_code == ErrorCode.NONE and t.partitions:
                 return t
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -303,9 +306,9 @@ class NetworkClient:
             except (NoBrokersAvailableError, ConnectionFailedError, KafkaTimeoutError) as e:
                 last_error = e
             t = self.metadata.topics.get(topic)
-            if t is not None and t.error_code == 0 and t.partitions:
+            if t is not None and t.error_code == ErrorCode.NONE and t.partitions:
                 return t
-            if t is not None and t.error_code and t.error_code not in (3, 5):
+            if t is not None and t.error_code and t.error_code not in _NOT_YET:
                 raise error_for_code(t.error_code, f"topic {topic}: {error_for_code(t.error_code)}")
             await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
             backoff = min(backoff * 2, self.config["retry.backoff.max.ms"] / 1000.0)

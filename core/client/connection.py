@@ -16,7 +16,7 @@ import struct
 
 from pylog.core import protocol
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError
-from pylog.core.errors import UnsupportedVersionError, error_for_code
+from pylog.core.errors import ErrorCode, UnsupportedVersionError, error_for_code
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class BrokerConnection:
             resp = await self._send(key, version, body)
         except Exception:
             resp = None
-        if resp is None or resp.get("error_code") == 35 or not resp.get("api_keys"):
+        if resp is None or resp.get("error_code") == ErrorCode.UNSUPPORTED_VERSION or not resp.get("api_keys"):
             # the broker does not speak our version: v0 is understood by everyone
             if self.closed:
                 raise self.error or ConnectionFailedError(f"connection to {self.host}:{self.port} closed")

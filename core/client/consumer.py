@@ -1,66 +1,33 @@
-"""The consumer: positions, offset reset, the fetch pipeline, and the hooks the
-consumer-group code plugs into.
+"""The consumer: its synchronous facade and the engine behind it.
 
-`Consumer` is the synchronous facade; its engine runs on the event loop thread.
-Without a group (`group.id` unset or no coordinator attached) `subscribe()`
-assigns every partition of the topics. Group membership (issue 7) attaches a
+`Consumer` is the synchronous facade; `ConsumerEngine` runs on the event loop
+thread and holds assignment, positions and offset reset; its fetching half is
+`fetcher.Fetcher`, and the record parsing is `fetch_records`. Without a group
+(`group.id` unset or no coordinator attached) `subscribe()` assigns every
+partition of the topics. Group membership (`group.attach_group`) attaches a
 `GroupHooks` object: it is driven from poll(), updates the assignment and
 answers committed-offset lookups and commits.
-
-Fetching: one Fetch in flight per leader, for the assigned partitions with a
-position and no buffered data; responses are parsed into records (v2 batches,
-v0/v1 message sets, decompressed, CRC-checked when `check.crcs`), records
-below the position dropped, control batches hidden, aborted transactions
-dropped for read_committed. poll() returns at most `max.poll.records`.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import logging
-import struct
 import threading
 import time
-from typing import NamedTuple
 
 from pylog.core.client.cluster import NetworkClient
-from pylog.core.client.errors import (
-    LogTruncationError,
-    NoOffsetForPartitionError,
-)
+from pylog.core.client.errors import LogTruncationError, NoOffsetForPartitionError
+from pylog.core.client.fetcher import REFRESH_ERRORS, Fetcher, list_offsets
 from pylog.core.client.loop import LoopThread
+from pylog.core.client.structs import EARLIEST, LATEST, OffsetAndTimestamp, TopicPartition
 from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.errors import (
-    ERROR_NAMES,
-    CorruptMessageError,
-    OffsetOutOfRangeError,
-    UsageError,
-    error_for_code,
-)
-from pylog.core.records.batch import RecordBatch
-from pylog.core.records.errors import RecordFormatError
-from pylog.core.records.legacy import LegacyBatch
+from pylog.core.errors import UsageError
 
 log = logging.getLogger(__name__)
 
-EARLIEST = -2  # ListOffsets timestamps (Kafka's ListOffsetsRequest constants)
-LATEST = -1
-_PREFIX = struct.Struct(">qi")
-_REFRESH_ERRORS = {3, 5, 6, 9, 56, 74, 75, 100}
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self):
-        return f"{self.topic}-{self.partition}"
-
-
-class OffsetAndTimestamp(NamedTuple):
-    offset: int
-    timestamp: int
-    leader_epoch: int = -1
+__all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerEngine", "GroupHooks", "OffsetAndTimestamp",
+           "TopicPartition", "list_offsets", "resolve_consumer_config"]
 
 
 class GroupHooks:
@@ -85,91 +52,7 @@ class GroupHooks:
         """Leave the group (commit first when auto-commit is on)."""
 
 
-async def list_offsets(client, requests: dict, *, read_committed: bool = False, strict: bool = False,
-                       on_stale_metadata=None) -> dict:
-    """{tp: timestamp (EARLIEST, LATEST or ms)} -> {tp: OffsetAndTimestamp}, asking each leader.
-
-    strict: errors raise; otherwise partitions that fail are left out (retried by the caller)
-    and on_stale_metadata() is called when a metadata refresh may help."""
-    def stale():
-        if on_stale_metadata is not None:
-            on_stale_metadata()
-
-    md = client.metadata
-    missing = {tp.topic for tp in requests if md.leader_for(*tp) < 0}
-    if missing:
-        await client.refresh_metadata(missing)
-        md = client.metadata
-    by_node: dict[int, dict] = {}
-    out = {}
-    for tp, ts in requests.items():
-        tp = TopicPartition(*tp)
-        leader = md.leader_for(*tp)
-        if leader < 0:
-            if strict:
-                t = md.topics.get(tp.topic)
-                code = t.error_code if t is not None and t.error_code else 3
-                raise error_for_code(code, f"{ERROR_NAMES.get(code)}: {tp}")
-            continue
-        by_node.setdefault(leader, {})[tp] = ts
-    iso = 1 if read_committed else 0
-    for node, reqs in by_node.items():
-        topics: dict[str, list] = {}
-        for tp, ts in reqs.items():
-            pi = md.partition_info(*tp)
-            topics.setdefault(tp.topic, []).append({
-                "partition_index": tp.partition,
-                "current_leader_epoch": pi.leader_epoch if pi else -1,
-                "timestamp": ts,
-            })
-        body = {"replica_id": -1, "isolation_level": iso,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-        try:
-            resp = await client.request(node, "ListOffsets", body)
-        except Exception as e:
-            if strict:
-                raise
-            log.debug("ListOffsets to %s failed: %s", node, e)
-            stale()
-            continue
-        for t in resp.get("topics", []):
-            for p in t.get("partitions", []):
-                tp = TopicPartition(t["name"], p["partition_index"])
-                code = p.get("error_code", 0)
-                if code:
-                    if strict or code not in _REFRESH_ERRORS:
-                        raise error_for_code(code, f"ListOffsets {tp}: {ERROR_NAMES.get(code, code)}")
-                    stale()
-                    continue
-                out[tp] = OffsetAndTimestamp(p.get("offset", -1), p.get("timestamp", -1),
-                                             p.get("leader_epoch", -1))
-    return out
-
-
-class _Completed:
-    """One partition's fetched data, decoded a batch at a time as poll() drains it.
-
-    Decoding lazily keeps only about max.poll.records Records alive: records made
-    and dropped between two polls die young, whereas a whole decoded fetch
-    (~10,000 records per MB) lives through several garbage collections and
-    makes every older-generation collection walk it.
-    """
-    __slots__ = ("tp", "parts", "part", "position", "records", "index", "next_offset", "epoch",
-                 "high_watermark")
-
-    def __init__(self, tp, parts, position, next_offset, epoch, hw):
-        self.tp = tp
-        self.parts = parts  # batches still to decode: (batch, drop records below position?)
-        self.part = 0
-        self.position = position
-        self.records: list = []  # the decoded batch being drained
-        self.index = 0
-        self.next_offset = next_offset
-        self.epoch = epoch
-        self.high_watermark = hw
-
-
-class ConsumerEngine:
+class ConsumerEngine(Fetcher):
     """State and protocol logic; every method runs on the event loop thread."""
 
     def __init__(self, config):
@@ -341,7 +224,7 @@ class ConsumerEngine:
                     tp = TopicPartition(t["topic"], p["partition"])
                     code = p.get("error_code", 0)
                     if code:
-                        if code in _REFRESH_ERRORS:
+                        if code in REFRESH_ERRORS:
                             self._refresh_soon()
                             continue
                         self.need_validation.discard(tp)
@@ -390,292 +273,6 @@ class ConsumerEngine:
 
         self._md_task = asyncio.get_running_loop().create_task(refresh())
 
-    # ---------------------------------------------------------------- fetching
-    def send_fetches_soon(self):
-        try:
-            self._send_fetches()
-        except Exception as e:  # surfaced by the next poll
-            if self._error is None:
-                self._error = e
-
-    def _send_fetches(self):
-        with self.lock:
-            by_node = self._fetchable()
-        loop = asyncio.get_running_loop()
-        for node, parts in by_node.items():
-            self._fetching.add(node)
-            loop.create_task(self._fetch(node, parts))
-
-    def _fetchable(self) -> dict:
-        md = self.client.metadata
-        by_node: dict[int, list] = {}
-        held: set = set()  # leaders of partitions waiting only for the buffer to drain
-        for tp in self.assignment:
-            if tp in self.paused or tp in self.need_validation:
-                continue
-            # prefetch: completed fetches may wait in the buffer while the next is in flight
-            if self._buffered.get(tp, 0) > 2:
-                held.add(md.leader_for(*tp))
-                continue
-            pos = self.positions.get(tp)
-            if pos is None:
-                continue
-            if tp in self._buffered:
-                pos = [self._next_fetch.get(tp, pos[0]), pos[1]]
-            leader = md.leader_for(*tp)
-            if leader < 0:
-                self._refresh_soon()
-                continue
-            if leader in self._fetching:
-                continue
-            by_node.setdefault(leader, []).append((tp, pos))
-        if held:
-            # A fetch for partitions already at their high watermark is parked by the broker
-            # for fetch.max.wait.ms, and it holds the node's one fetch slot: partitions with
-            # more data would wait that long once the buffer drains. Send it with them instead.
-            hws = self.high_watermarks
-            for node in held.intersection(by_node):
-                if all(pos[0] >= hws.get(tp, -1) >= 0 for tp, pos in by_node[node]):
-                    del by_node[node]
-        return by_node
-
-    async def _fetch(self, node, parts):
-        cfg = self.config
-        md = self.client.metadata
-        topics: dict[str, list] = {}
-        for tp, pos in parts:
-            pi = md.partition_info(*tp)
-            topics.setdefault(tp.topic, []).append({
-                "partition": tp.partition,
-                "current_leader_epoch": pi.leader_epoch if pi else -1,
-                "fetch_offset": pos[0],
-                "log_start_offset": -1,
-                "partition_max_bytes": cfg["max.partition.fetch.bytes"],
-            })
-        body = {
-            "replica_id": -1,
-            "max_wait_ms": cfg["fetch.max.wait.ms"],
-            "min_bytes": cfg["fetch.min.bytes"],
-            "max_bytes": cfg["fetch.max.bytes"],
-            "isolation_level": 1 if self.read_committed else 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [],
-            "rack_id": cfg.get("client.rack") or "",
-        }
-        fetched = {tp: (pos[0], self._gen.get(tp, 0)) for tp, pos in parts}
-        try:
-            timeout = cfg["request.timeout.ms"] / 1000.0 + cfg["fetch.max.wait.ms"] / 1000.0
-            resp = await self.client.request(node, "Fetch", body, timeout=timeout)
-            code = resp.get("error_code", 0)
-            if code:
-                raise error_for_code(code, f"Fetch: {ERROR_NAMES.get(code, code)}")
-            for t in resp.get("responses", []):
-                for p in t.get("partitions", []):
-                    tp = TopicPartition(t["topic"], p["partition_index"])
-                    if tp not in fetched:
-                        continue
-                    try:
-                        self._handle_partition(tp, fetched[tp][0], fetched[tp][1], p)
-                    except Exception as e:
-                        if self._error is None:
-                            self._error = e
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            log.debug("fetch from node %s failed: %s", node, e)
-            self._refresh_soon()
-            await asyncio.sleep(min(self.client.backoff_remaining(node), 1.0) or
-                                self.config["retry.backoff.ms"] / 1000.0)
-        finally:
-            self._fetching.discard(node)
-            if self._event is not None:
-                self._event.set()
-
-    def _handle_partition(self, tp, fetch_offset, gen, p):
-        pos = self.positions.get(tp)
-        if pos is None or gen != self._gen.get(tp, 0) or tp not in self.assignment:
-            return  # seeked or revoked while the fetch was in flight
-        code = p.get("error_code", 0)
-        if code:
-            if code == 1:  # OFFSET_OUT_OF_RANGE
-                if self.reset_strategy == "none":
-                    raise OffsetOutOfRangeError(
-                        f"Fetch position FetchPosition{{offset={fetch_offset}}} is out of range for partition {tp}")
-                log.info("offset %d out of range for %s: resetting (%s)", fetch_offset, tp, self.reset_strategy)
-                self._drop_buffered(tp)
-                self.positions.pop(tp, None)
-                self._default_reset(tp)
-                return
-            if code in _REFRESH_ERRORS:
-                if code == 74:
-                    self.need_validation.add(tp)
-                self._refresh_soon()
-                return
-            raise error_for_code(code, f"fetch {tp}: {ERROR_NAMES.get(code, code)}")
-        hw = p.get("high_watermark", -1)
-        self.high_watermarks[tp] = hw
-        if p.get("log_start_offset", -1) >= 0:
-            self.log_start[tp] = p["log_start_offset"]
-        data = p.get("records")
-        if not data:
-            return
-        parts, next_offset, epoch = self._scan_records(tp, data, fetch_offset, p.get("aborted_transactions"))
-        if next_offset == fetch_offset and not parts:
-            if len(data) >= self.config["max.partition.fetch.bytes"]:
-                raise error_for_code(10, f"a record batch at offset {fetch_offset} of {tp} is larger than "
-                                         f"max.partition.fetch.bytes")
-            return
-        with self.lock:
-            if gen != self._gen.get(tp, 0):
-                return
-            self._buffer.append(_Completed(tp, parts, fetch_offset, next_offset, epoch, hw))
-            self._buffered[tp] = self._buffered.get(tp, 0) + 1
-            self._next_fetch[tp] = next_offset
-
-    def parse_records(self, tp, data, position, aborted=None):
-        """Records at or above `position` from a fetched record set; the offset to fetch
-        next; the leader epoch of the last batch."""
-        parts, next_offset, epoch = self._scan_records(tp, data, position, aborted)
-        out = []
-        for part in parts:
-            out.extend(self._decode_part(tp, part, position))
-        return out, next_offset, epoch
-
-    def _scan_records(self, tp, data, position, aborted=None):
-        """Walk a fetched record set by batch headers: CRCs checked (check.crcs), batches
-        below `position`, control batches and aborted transactions left out. Returns the
-        batches to decode as (batch, has records below position), the offset to fetch
-        next and the leader epoch of the last batch. No record is decoded here."""
-        mv = memoryview(data)
-        end = len(mv)
-        pos = 0
-        out = []
-        next_offset = position
-        epoch = -1
-        check = self.check_crcs
-        aborted_pids = None
-        pending_aborts = None
-        if self.read_committed and aborted:
-            pending_aborts = sorted(((a["first_offset"], a["producer_id"]) for a in aborted), reverse=True)
-            aborted_pids = set()
-        while pos + 17 <= end:
-            base, length = _PREFIX.unpack_from(mv, pos)
-            size = 12 + length
-            if length < 0 or pos + size > end:
-                break  # the partial batch at the end of a fetch
-            magic = mv[pos + 16]
-            try:
-                if magic == 2:
-                    b = RecordBatch(mv, pos)
-                    h = b.header
-                    if check:
-                        b.check_crc()
-                    last = h.last_offset
-                    if last < position:
-                        pos += size
-                        next_offset = max(next_offset, last + 1)
-                        continue
-                    epoch = h.partition_leader_epoch
-                    if pending_aborts is not None:
-                        while pending_aborts and pending_aborts[-1][0] <= last:
-                            aborted_pids.add(pending_aborts.pop()[1])
-                    if h.attributes & 0x20:  # control batch: hidden, but may end an aborted txn
-                        if aborted_pids and h.producer_id in aborted_pids:
-                            aborted_pids.discard(h.producer_id)
-                    elif aborted_pids and h.attributes & 0x10 and h.producer_id in aborted_pids:
-                        pass  # records of an aborted transaction
-                    elif h.record_count:
-                        out.append((b, h.base_offset < position))
-                    next_offset = last + 1
-                elif magic in (0, 1):
-                    b = LegacyBatch(mv, pos)
-                    if check:
-                        b.check_crc()
-                    out.append((b, True))
-                    next_offset = max(next_offset, b.last_offset + 1)
-                else:
-                    raise CorruptMessageError(f"unknown magic {magic} at offset {base} of {tp}")
-            except RecordFormatError as e:
-                raise CorruptMessageError(f"corrupt record batch at offset {base} of {tp}: {e}") from None
-            pos += size
-        return out, next_offset, epoch
-
-    @staticmethod
-    def _decode_part(tp, part, position) -> list:
-        b, below = part
-        try:
-            recs = b.records()
-        except RecordFormatError as e:
-            raise CorruptMessageError(f"corrupt record batch at offset {b.base_offset} of {tp}: {e}") from None
-        if below:
-            recs = [r for r in recs if r.offset >= position]
-        return recs
-
-    def drain(self, max_records):
-        """Up to max_records buffered records as {tp: [Record]}; positions advance."""
-        with self.lock:
-            return self._drain_locked(max_records)
-
-    def can_drain_directly(self) -> bool:
-        return (bool(self._buffer) and self.group is None and self._error is None and not self.reset_pending
-                and not self.need_committed and not self.need_validation)
-
-    def _drain_locked(self, max_records):
-        out: dict = {}
-        n = 0
-        buf = self._buffer
-        try:
-            while buf and n < max_records:
-                c = buf[0]
-                pos = self.positions.get(c.tp)
-                if pos is None:
-                    buf.popleft()
-                    self._drop_buffered(c.tp)
-                    continue
-                recs = c.records
-                if c.index >= len(recs) and c.part < len(c.parts):
-                    # next batch; a decode error leaves the position before it, so it
-                    # is raised again until the application seeks past it
-                    c.records = recs = self._decode_part(c.tp, c.parts[c.part], c.position)
-                    c.part += 1
-                    c.index = 0
-                i = c.index
-                want = max_records - n
-                if i == 0 and len(recs) <= want:
-                    take = recs  # the whole batch: no slice copy
-                else:
-                    take = recs[i:i + want]
-                if take:
-                    c.index = i + len(take)
-                    got = out.get(c.tp)
-                    if got is None:
-                        # may be the decoded batch's own list: it is never read again here
-                        out[c.tp] = take
-                    else:
-                        got.extend(take)
-                    n += len(take)
-                if c.index >= len(recs) and c.part >= len(c.parts):
-                    buf.popleft()
-                    left = self._buffered.get(c.tp, 1) - 1
-                    if left:
-                        self._buffered[c.tp] = left
-                    else:
-                        self._buffered.pop(c.tp, None)
-                        self._next_fetch.pop(c.tp, None)
-                    pos[0] = c.next_offset
-                    if c.epoch >= 0:
-                        pos[1] = c.epoch
-                elif take:
-                    pos[0] = take[-1].offset + 1
-        except CorruptMessageError as e:
-            if not out:
-                raise
-            if self._error is None:  # records before the bad batch go out first
-                self._error = e
-        return out
-
     async def poll(self, timeout_s: float) -> dict:
         if self._event is None:
             self._event = asyncio.Event()
@@ -718,13 +315,25 @@ class ConsumerEngine:
 
 
 def resolve_consumer_config(props: dict | None = None, **overrides):
+    """Kafka's consumer properties, validated and with their defaults."""
     props = dict(props or {})
     props.update({k: str(v) for k, v in overrides.items()})
     return CONSUMER_CONFIGS.resolve(props)
 
 
 class Consumer:
-    """A Kafka consumer (synchronous facade over ConsumerEngine on a loop thread)."""
+    """A Kafka consumer with the Java client's semantics and property names.
+
+        with Consumer({"bootstrap.servers": "127.0.0.1:9092", "auto.offset.reset": "earliest"}) as c:
+            c.assign([TopicPartition("orders", 0)])
+            for tp, records in c.poll(500).items(): ...
+
+    A synchronous facade over `ConsumerEngine` on a background loop thread:
+    `assign()`/`subscribe()` choose partitions (with `group.id` and
+    `group.attach_group` the group decides), `seek*()` and `auto.offset.reset`
+    set positions, `poll()` returns up to `max.poll.records` records per call
+    while the next fetches are already in flight.
+    """
 
     def __init__(self, props: dict | None = None, *, loop: LoopThread | None = None, **overrides):
         self.config = resolve_consumer_config(props, **overrides)
@@ -878,3 +487,4 @@ class Consumer:
 
 async def _call(fn, *args):
     return fn(*args)
+

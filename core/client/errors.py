@@ -40,10 +40,6 @@ class ProducerClosedError(PylogError):
     """send() after close()."""
 
 
-def is_retriable(exc: BaseException) -> bool:
-    return bool(getattr(exc, "retriable", False)) or isinstance(exc, (ConnectionError, OSError))
-
-
 __all__ = [
     "KafkaError",
     "KafkaTimeoutError",
@@ -54,5 +50,4 @@ __all__ = [
     "RecordTooLargeError",
     "BufferExhaustedError",
     "ProducerClosedError",
-    "is_retriable",
 ]

@@ -48,21 +48,12 @@ from pylog.core.client.consumer_protocol import (
     encode_subscription,
 )
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError
-from pylog.core.errors import ERROR_NAMES, PylogError, UsageError, error_for_code
+from pylog.core.errors import ErrorCode, PylogError, UsageError, error_for_code, error_name
 
 log = logging.getLogger(__name__)
 
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-REQUEST_TIMED_OUT = 7
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-_COORDINATOR_ERRORS = {COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REQUEST_TIMED_OUT}
-_REJOIN_ERRORS = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS}
+_COORDINATOR_ERRORS = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT}
+_REJOIN_ERRORS = {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.REBALANCE_IN_PROGRESS}
 JOIN_WAIT_S = 0.05  # how long one poll() waits for a join in progress before fetching on
 
 
@@ -159,8 +150,8 @@ class GroupMembership(GroupHooks):
                 entry = (resp.get("coordinators") or [resp])[0]
                 code = entry.get("error_code", 0)
                 if code:
-                    last = error_for_code(code, f"FindCoordinator: {ERROR_NAMES.get(code, code)}")
-                    if code not in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS):
+                    last = error_for_code(code, f"FindCoordinator: {error_name(code)}")
+                    if code not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
                         raise last
                 else:
                     conn = BrokerConnection(entry["host"], entry["port"], client_id=self.engine.client.client_id,
@@ -310,7 +301,7 @@ class GroupMembership(GroupHooks):
         }
         resp = await self._request("JoinGroup", body, timeout=self.max_poll_s + 5.0)
         code = resp.get("error_code", 0)
-        if code == MEMBER_ID_REQUIRED:
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = resp.get("member_id") or ""
             body["member_id"] = self.member_id
             resp = await self._request("JoinGroup", body, timeout=self.max_poll_s + 5.0)
@@ -339,18 +330,18 @@ class GroupMembership(GroupHooks):
         return True
 
     def _join_failed(self, what: str, code: int) -> bool:
-        name = ERROR_NAMES.get(code, code)
+        name = error_name(code)
         log.info("group %s: %s failed: %s", self.group_id, what, name)
-        if code == UNKNOWN_MEMBER_ID:
+        if code == ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_id = ""
             self.generation = -1
             self.lost = bool(self.owned)
-        elif code == ILLEGAL_GENERATION:
+        elif code == ErrorCode.ILLEGAL_GENERATION:
             self.generation = -1
             self.lost = bool(self.owned)
         elif code in _COORDINATOR_ERRORS:
             self._coordinator_dead(name)
-        elif code in (REBALANCE_IN_PROGRESS, COORDINATOR_LOAD_IN_PROGRESS):
+        elif code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
             pass
         else:
             raise error_for_code(code, f"{what} for group {self.group_id}: {name}")
@@ -371,11 +362,11 @@ class GroupMembership(GroupHooks):
             md = await self.engine.client.refresh_metadata(topics)
             for t in topics:
                 info = md.topics.get(t)
-                if info is not None and info.error_code == 0 and info.partitions:
+                if info is not None and info.error_code == ErrorCode.NONE and info.partitions:
                     counts[t] = len(info.partitions)
         assignor = next((a for a in self.assignors if a.name == self.protocol), None)
         if assignor is None:
-            raise error_for_code(23, f"group {self.group_id} chose assignor {self.protocol!r}, "
+            raise error_for_code(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"group {self.group_id} chose assignor {self.protocol!r}, "
                                      "which this consumer does not have")
         result = assignor.assign(subs, counts)
         log.debug("group %s: leader assigned %s", self.group_id, result)
@@ -430,18 +421,18 @@ class GroupMembership(GroupHooks):
                 code = resp.get("error_code", 0)
                 if not code:
                     continue
-                log.info("group %s: heartbeat: %s", self.group_id, ERROR_NAMES.get(code, code))
-                if code == REBALANCE_IN_PROGRESS:
+                log.info("group %s: heartbeat: %s", self.group_id, error_name(code))
+                if code == ErrorCode.REBALANCE_IN_PROGRESS:
                     self.need_rejoin = True
-                elif code in (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
-                    if code == UNKNOWN_MEMBER_ID:
+                elif code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
+                    if code == ErrorCode.UNKNOWN_MEMBER_ID:
                         self.member_id = ""
                     self.generation = -1
                     self.stable = False
                     self.lost = bool(self.owned)
                     self.need_rejoin = True
                 elif code in _COORDINATOR_ERRORS:
-                    self._coordinator_dead(ERROR_NAMES.get(code))
+                    self._coordinator_dead(error_name(code))
                     self.need_rejoin = True
                 ev = getattr(self.engine, "_event", None)
                 if ev is not None:
@@ -491,14 +482,14 @@ class GroupMembership(GroupHooks):
                     for p in t.get("partitions", []):
                         code = code or p.get("error_code", 0)
             except _CoordinatorGone:
-                code = COORDINATOR_NOT_AVAILABLE
+                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             if not code:
                 return
-            name = ERROR_NAMES.get(code, code)
+            name = error_name(code)
             if code in _REJOIN_ERRORS:
-                if code != REBALANCE_IN_PROGRESS:
+                if code != ErrorCode.REBALANCE_IN_PROGRESS:
                     self.generation = -1
-                    if code == UNKNOWN_MEMBER_ID:
+                    if code == ErrorCode.UNKNOWN_MEMBER_ID:
                         self.member_id = ""
                 self.need_rejoin = True
                 raise CommitFailedError(
@@ -507,7 +498,7 @@ class GroupMembership(GroupHooks):
                     "max.poll.interval.ms")
             if code in _COORDINATOR_ERRORS:
                 self._coordinator_dead(name)
-            elif code != COORDINATOR_LOAD_IN_PROGRESS:
+            elif code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                 raise error_for_code(code, f"OffsetCommit for group {self.group_id}: {name}")
             if time.monotonic() >= deadline:
                 raise error_for_code(code, f"OffsetCommit for group {self.group_id} kept failing: {name}")
@@ -562,16 +553,16 @@ class GroupMembership(GroupHooks):
                         out[TopicPartition(t["name"], p["partition_index"])] = (
                             (off, p.get("committed_leader_epoch", -1), p.get("metadata") or "") if off >= 0 else None)
             except _CoordinatorGone:
-                code = COORDINATOR_NOT_AVAILABLE
+                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             if not code:
                 return out
-            name = ERROR_NAMES.get(code, code)
-            if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            name = error_name(code)
+            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
                 self.need_rejoin = True
                 raise error_for_code(code, f"OffsetFetch for group {self.group_id}: {name}")
             if code in _COORDINATOR_ERRORS:
                 self._coordinator_dead(name)
-            elif code not in (COORDINATOR_LOAD_IN_PROGRESS, 88):  # 88 UNSTABLE_OFFSET_COMMIT: retry
+            elif code not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNSTABLE_OFFSET_COMMIT):  # retry
                 raise error_for_code(code, f"OffsetFetch for group {self.group_id}: {name}")
             if time.monotonic() >= deadline:
                 raise error_for_code(code, f"OffsetFetch for group {self.group_id} kept failing: {name}")

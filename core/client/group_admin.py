@@ -14,6 +14,7 @@ from pylog.core.client.admin import AdminBase
 from pylog.core.client.admin import _raise as _check
 from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets  # noqa: F401 - re-exported
 from pylog.core.client.consumer_protocol import decode_assignment
+from pylog.core.errors import ErrorCode
 
 
 @dataclass
@@ -77,7 +78,7 @@ class GroupAdmin(AdminBase):
                 "groups": [group], "include_authorized_operations": False})
             g = resp["groups"][0]
             code = g.get("error_code", 0)
-            if code == 69:  # GROUP_ID_NOT_FOUND (v6+): same as Kafka's Dead answer
+            if code == ErrorCode.GROUP_ID_NOT_FOUND:  # (v6+) same as Kafka's Dead answer
                 return GroupDescription(group, "Dead", "", "", [], coord)
             _check(code, f"DescribeGroups {group}")
             members = []
@@ -125,7 +126,7 @@ class GroupAdmin(AdminBase):
             md = await self.client.refresh_metadata([topic])
             t = md.topics.get(topic)
             if t is None or t.error_code:
-                _check(t.error_code if t is not None else 3, f"topic {topic}")
+                _check(t.error_code if t is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic}")
             return sorted(t.partitions)
         return self._run(go())
 
