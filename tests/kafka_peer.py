@@ -127,8 +127,8 @@ def random_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _metadata_broker_count(host: str, port: int, timeout: float = 2.0) -> int:
-    """Raw Metadata v0 (no topics): how many brokers the node reports. No client library needed."""
+def _metadata_broker_ids(host: str, port: int, timeout: float = 2.0) -> set[int]:
+    """Raw Metadata v0 (no topics): the ids of the brokers the node reports. No client library needed."""
     client_id = b"pylog-harness"
     body = struct.pack(">i", 0)  # topics: empty array
     header = struct.pack(">hhih", 3, 0, 1, len(client_id)) + client_id
@@ -137,7 +137,13 @@ def _metadata_broker_count(host: str, port: int, timeout: float = 2.0) -> int:
         s.sendall(struct.pack(">i", len(frame)) + frame)
         size = struct.unpack(">i", _recv_exact(s, 4))[0]
         resp = _recv_exact(s, size)
-    return struct.unpack_from(">i", resp, 4)[0]
+    count = struct.unpack_from(">i", resp, 4)[0]
+    ids, pos = set(), 8
+    for _ in range(count):
+        node_id, host_len = struct.unpack_from(">ih", resp, pos)
+        ids.add(node_id)
+        pos += 6 + host_len + 4
+    return ids
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -154,9 +160,11 @@ class KafkaNode:
     """One combined broker+controller Apache Kafka KRaft node in a directory of its own."""
 
     def __init__(self, root: Path, node_id: int = 1, *, port: int | None = None,
-                 controller_port: int | None = None, overrides: dict | None = None):
+                 controller_port: int | None = None, overrides: dict | None = None,
+                 roles: str = "broker,controller"):
         self.root = Path(root)
         self.node_id = node_id
+        self.roles = roles
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
         self.overrides = dict(overrides or {})
@@ -172,15 +180,22 @@ class KafkaNode:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
     def properties(self) -> dict:
+        listeners = []
+        if self.is_broker:
+            listeners.append(f"PLAINTEXT://127.0.0.1:{self.port}")
+        if "controller" in self.roles:
+            listeners.append(f"CONTROLLER://127.0.0.1:{self.controller_port}")
         props = {
-            "process.roles": "broker,controller",
+            "process.roles": self.roles,
             "node.id": self.node_id,
             "controller.quorum.voters": self.voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(self.log_dir),
             "metadata.log.dir": str(self.metadata_dir),
@@ -193,10 +208,14 @@ class KafkaNode:
             "share.coordinator.state.topic.replication.factor": min(3, self.expected_brokers),
             "share.coordinator.state.topic.min.isr": 1,
         }
+        if self.is_broker:
+            props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
+            props["inter.broker.listener.name"] = "PLAINTEXT"
         props.update(self.overrides)
         return props
 
     def format(self, cluster_id: str | None = None) -> "KafkaNode":
+        """Write server.properties and format the log dirs (kafka-storage format)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         run_main("kafka.tools.StorageTool", "format", "-t", cluster_id or random_cluster_id(),
@@ -212,15 +231,19 @@ class KafkaNode:
             self.wait_ready(timeout)
         return self
 
-    def wait_ready(self, timeout: float = 120) -> None:
-        """Until the node answers Metadata listing every broker of its cluster."""
+    def wait_ready(self, timeout: float = 120, all_brokers: bool = False) -> None:
+        """Until the node answers Metadata listing itself (and, with all_brokers, every broker of its cluster)."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(f"Kafka node {self.node_id} exited {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                if _metadata_broker_count("127.0.0.1", self.port) >= self.expected_brokers:
+                if not self.is_broker:  # a controller is ready once its quorum listener accepts
+                    socket.create_connection(("127.0.0.1", self.controller_port), timeout=2).close()
+                    return
+                ids = _metadata_broker_ids("127.0.0.1", self.port)
+                if self.node_id in ids and (not all_brokers or len(ids) >= self.expected_brokers):
                     return
             except OSError as exc:
                 last = exc
@@ -255,13 +278,23 @@ class KafkaNode:
 
 
 class KafkaCluster:
-    """N combined broker+controller KRaft nodes forming one cluster on loopback."""
+    """KRaft nodes forming one cluster on loopback.
 
-    def __init__(self, root: Path, size: int = 3, overrides: dict | None = None):
+    By default `size` combined broker+controller nodes (ids 1..size). With
+    `dedicated_controller=True`, `size` broker-only nodes (ids 1..size) and one controller-only
+    node (id 100), so that brokers can die without the cluster losing its metadata quorum.
+    """
+
+    def __init__(self, root: Path, size: int = 3, overrides: dict | None = None,
+                 dedicated_controller: bool = False):
         self.root = Path(root)
-        self.nodes = [KafkaNode(self.root / f"node{i}", i, overrides=overrides) for i in range(1, size + 1)]
-        voters = ",".join(n.voters for n in self.nodes)
-        for n in self.nodes:
+        roles = "broker" if dedicated_controller else "broker,controller"
+        self.nodes = [KafkaNode(self.root / f"node{i}", i, overrides=overrides, roles=roles)
+                      for i in range(1, size + 1)]
+        self.controllers = ([KafkaNode(self.root / "controller", 100, overrides=overrides, roles="controller")]
+                            if dedicated_controller else [])
+        voters = ",".join(n.voters for n in (self.controllers or self.nodes))
+        for n in self.nodes + self.controllers:
             n.voters = voters
             n.expected_brokers = size
         self.cluster_id = random_cluster_id()
@@ -271,17 +304,19 @@ class KafkaCluster:
         return ",".join(n.bootstrap for n in self.nodes)
 
     def node(self, node_id: int) -> KafkaNode:
+        """The broker with this node id (1..size)."""
         return self.nodes[node_id - 1]
 
     def start(self, timeout: float = 180) -> "KafkaCluster":
-        for n in self.nodes:
+        everyone = self.controllers + self.nodes
+        for n in everyone:
             n.format(self.cluster_id)
-        for n in self.nodes:
+        for n in everyone:
             n.start(wait=False)
-        for n in self.nodes:
-            n.wait_ready(timeout)
+        for n in everyone:
+            n.wait_ready(timeout, all_brokers=True)
         return self
 
     def stop(self) -> None:
-        for n in self.nodes:
+        for n in self.nodes + self.controllers:
             n.stop()

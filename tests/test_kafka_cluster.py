@@ -1,0 +1,249 @@
+"""pylog's clients and commands against a real Apache Kafka cluster whose brokers die and return.
+
+One cluster per module: three broker-only KRaft nodes and a dedicated controller, so that two
+brokers can be down without the cluster losing its metadata quorum. Records are checked against
+what was sent: exactly once and in order per key for the idempotent producer, at least once with
+commits reaching the end for group consumers.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from broker_fixtures import wait_for
+from client_fixtures import pylog_cli
+from kafka_peer import KafkaCluster, run_main
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = KafkaCluster(tmp_path_factory.mktemp("kafka3"), 3, dedicated_controller=True,
+                     overrides={"replica.lag.time.max.ms": 5000,
+                                "group.initial.rebalance.delay.ms": 0}).start()
+    yield c
+    c.stop()
+
+
+def kafka_topics(bootstrap: str, *args: str) -> str:
+    return run_main("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, *args,
+                    check=True).stdout
+
+
+def partition_state(bootstrap: str, topic: str) -> dict[int, dict]:
+    """{partition: {"leader": id, "replicas": [..], "isr": [..]}} from kafka-topics --describe."""
+    out = kafka_topics(bootstrap, "--describe", "--topic", topic)
+    state = {}
+    for m in re.finditer(r"Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: ([\d,]+)\s+Isr: ([\d,]*)", out):
+        state[int(m[1])] = {"leader": -1 if m[2] == "none" else int(m[2]),
+                            "replicas": [int(x) for x in m[3].split(",")],
+                            "isr": [int(x) for x in m[4].split(",") if x]}
+    return state
+
+
+def ensure_all_up(cluster: KafkaCluster) -> None:
+    for n in cluster.nodes:
+        if n.proc is None or n.proc.poll() is not None:
+            n.start(wait=False)
+    for n in cluster.nodes:
+        n.wait_ready(180)
+
+
+def create_topic(cluster, name, partitions=3, *configs):
+    args = ["--create", "--topic", name, "--partitions", str(partitions), "--replication-factor", "3"]
+    for c in configs:
+        args += ["--config", c]
+    kafka_topics(cluster.bootstrap, *args)
+    assert wait_for(lambda: len(partition_state(cluster.bootstrap, name)) == partitions, 60)
+
+
+class SlowFeeder:
+    """`pylog produce` fed KEY:VALUE lines in small bursts, so broker faults land mid-stream."""
+
+    def __init__(self, tmp: Path, topic: str, bootstrap: str, n: int, *extra: str, burst=1000, pause=0.05):
+        self.n = n
+        self.out = tmp / f"{topic}.out"
+        self.err = tmp / f"{topic}.err"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pylog.cli", "produce", topic, "-b", bootstrap, "-K:", "--json", *extra],
+            stdin=subprocess.PIPE, stdout=open(self.out, "w"), stderr=open(self.err, "w"), text=True)
+        self.sent = 0
+        self.thread = threading.Thread(target=self._feed, args=(burst, pause), daemon=True)
+        self.thread.start()
+
+    def _feed(self, burst, pause):
+        for i in range(self.n):
+            self.proc.stdin.write(f"k{i % 97}:{i}\n")
+            self.sent = i + 1
+            if i % burst == 0:
+                self.proc.stdin.flush()
+                time.sleep(pause)
+        self.proc.stdin.close()
+
+    def result(self, timeout=300) -> tuple[int, dict, str]:
+        self.thread.join(timeout)
+        rc = self.proc.wait(timeout)
+        out = self.out.read_text()
+        return rc, (json.loads(out) if out.strip() else {}), self.err.read_text()
+
+
+def read_all(bootstrap: str, topic: str, expect: int) -> list[tuple[str, int]]:
+    r = pylog_cli("consume", topic, "-b", bootstrap, "--from-beginning", "-e", "-f", "%k %s\\n", timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [(k, int(v)) for k, v in (line.split(" ") for line in r.stdout.splitlines())]
+    assert len(rows) >= expect, f"read {len(rows)} of {expect}"
+    return rows
+
+
+def assert_exactly_once_in_key_order(rows, n):
+    values = [v for _, v in rows]
+    assert sorted(values) == list(range(n)), (
+        f"{len(values)} records, {len(values) - len(set(values))} duplicates, "
+        f"{n - len(set(values))} missing")
+    per_key = defaultdict(list)
+    for k, v in rows:
+        per_key[k].append(v)
+    for k, vs in per_key.items():
+        assert vs == sorted(vs), f"key {k} out of order"
+
+
+def test_produce_through_leader_kill9_and_restart(cluster, tmp_path):
+    ensure_all_up(cluster)
+    create_topic(cluster, "leader-kill", 3, "min.insync.replicas=2")
+    leader = partition_state(cluster.bootstrap, "leader-kill")[0]["leader"]
+    n = 40_000
+    feeder = SlowFeeder(tmp_path, "leader-kill", cluster.bootstrap, n, "--acks", "all")
+    assert wait_for(lambda: feeder.sent > n // 4, 120)
+    cluster.node(leader).kill9()
+    # the controller moves leadership away from the dead broker
+    assert wait_for(lambda: partition_state(cluster.bootstrap, "leader-kill")[0]["leader"] not in (leader, -1), 120)
+    cluster.node(leader).start()
+    rc, summary, err = feeder.result()
+    assert rc == 0, err
+    assert summary["records"] == n and summary["failures"] == 0
+    assert_exactly_once_in_key_order(read_all(cluster.bootstrap, "leader-kill", n), n)
+
+
+def test_two_brokers_down_not_enough_replicas_then_delivery_resumes(cluster, tmp_path):
+    ensure_all_up(cluster)
+    create_topic(cluster, "isr-shrink", 1, "min.insync.replicas=2")
+    state = partition_state(cluster.bootstrap, "isr-shrink")[0]
+    survivor = state["leader"]
+    others = [i for i in state["replicas"] if i != survivor]
+    for i in others:
+        cluster.node(i).kill9()
+    # the ISR shrinks to the leader alone: acks=all produce is refused with NOT_ENOUGH_REPLICAS
+    assert wait_for(lambda: partition_state(cluster.nodes[survivor - 1].bootstrap, "isr-shrink")[0]["isr"]
+                    == [survivor], 120)
+    n = 3000
+    feeder = SlowFeeder(tmp_path, "isr-shrink", cluster.nodes[survivor - 1].bootstrap, n, "--acks", "all",
+                        "-X", "delivery.timeout.ms=180000", burst=500, pause=0.02)
+    assert wait_for(lambda: feeder.sent == n, 60)
+    # nothing can be acknowledged while the ISR is too small; the producer keeps retrying
+    cluster.node(others[0]).start()
+    rc, summary, err = feeder.result()
+    assert rc == 0, err
+    assert summary["records"] == n and summary["failures"] == 0
+    assert_exactly_once_in_key_order(read_all(cluster.bootstrap, "isr-shrink", n), n)
+    ensure_all_up(cluster)
+
+
+def test_delivery_timeout_reports_failed_lines(cluster, tmp_path):
+    ensure_all_up(cluster)
+    create_topic(cluster, "isr-timeout", 1, "min.insync.replicas=2")
+    state = partition_state(cluster.bootstrap, "isr-timeout")[0]
+    survivor = state["leader"]
+    others = [i for i in state["replicas"] if i != survivor]
+    for i in others:
+        cluster.node(i).kill9()
+    assert wait_for(lambda: partition_state(cluster.nodes[survivor - 1].bootstrap, "isr-timeout")[0]["isr"]
+                    == [survivor], 120)
+    r = pylog_cli("produce", "isr-timeout", "-b", cluster.nodes[survivor - 1].bootstrap, "--acks", "all",
+                  "-X", "delivery.timeout.ms=8000", "-X", "request.timeout.ms=3000", "--json",
+                  input="".join(f"v{i}\n" for i in range(20)), timeout=120)
+    ensure_all_up(cluster)
+    # nothing delivered: exit 3, and every line is reported
+    assert r.returncode == 3, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["failures"] == 20
+    assert sorted(f["line"] for f in summary["failed"]) == list(range(1, 21))
+    # the Java client's wording for records that outlived delivery.timeout.ms
+    assert all(re.match(r"Expiring \d+ record\(s\) for isr-timeout-0:\d+ ms has passed", f["error"])
+               for f in summary["failed"]), summary["failed"][:3]
+
+
+def test_dead_bootstrap_server_is_skipped(cluster):
+    ensure_all_up(cluster)
+    create_topic(cluster, "dead-bootstrap", 1)
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    r = pylog_cli("produce", "dead-bootstrap", "-b", f"{dead},{cluster.nodes[1].bootstrap}", "--json",
+                  input="a\nb\nc\n", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["records"] == 3
+
+
+def test_group_consumers_ride_through_coordinator_failover(cluster, tmp_path):
+    ensure_all_up(cluster)
+    create_topic(cluster, "failover", 6)
+    n = 6000
+    r = pylog_cli("produce", "failover", "-b", cluster.bootstrap, "--acks", "all",
+                  input="".join(f"{i}\n" for i in range(n)), timeout=120)
+    assert r.returncode == 0, r.stderr
+    outs = [tmp_path / f"member{i}.txt" for i in range(2)]
+    members = [subprocess.Popen([sys.executable, "-m", "pylog.cli", "consume", "failover", "-b", cluster.bootstrap,
+                                 "--group", "riders", "--from-beginning", "-f", "%s\\n"],
+                                stdout=open(o, "w"), stderr=subprocess.DEVNULL) for o in outs]
+    try:
+        def seen():
+            return {int(x) for o in outs for x in o.read_text().split()}
+        assert wait_for(lambda: len(seen()) > 0, 120)
+        desc = run_main("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                        cluster.bootstrap, "--describe", "--group", "riders", "--state", check=True).stdout
+        coordinator = int(re.search(r"\(\s*(\d+)\s*\)", desc)[1])
+        cluster.node(coordinator).kill9()
+        more = "".join(f"{i}\n" for i in range(n, 2 * n))
+        assert wait_for(lambda: pylog_cli("produce", "failover", "-b", cluster.bootstrap, "--acks", "all",
+                                          input=more, timeout=120).returncode == 0, 240, step=1)
+        cluster.node(coordinator).start()
+        assert wait_for(lambda: seen() >= set(range(2 * n)), 240, step=0.5), f"saw {len(seen())} of {2 * n}"
+
+        def lag_zero():
+            d = run_main("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                         cluster.bootstrap, "--describe", "--group", "riders").stdout
+            lags = re.findall(r"^riders\s+failover\s+\d+\s+(\d+|-)\s+(\d+)\s+(\d+|-)", d, re.M)
+            return len(lags) == 6 and all(lag == "0" for _, _, lag in lags)
+        assert wait_for(lag_zero, 180, step=1), "committed offsets did not reach the end"
+    finally:
+        for m in members:
+            m.terminate()
+        for m in members:
+            m.wait(60)
+    ensure_all_up(cluster)
+
+
+def test_topics_describe_shows_replicas_and_isr(cluster):
+    ensure_all_up(cluster)
+    r = pylog_cli("topics", "create", "admin-rf3", "-p", "2", "-r", "3", "-b", cluster.bootstrap,
+                  "-c", "min.insync.replicas=2")
+    assert r.returncode == 0, r.stderr
+    r = pylog_cli("topics", "describe", "admin-rf3", "-b", cluster.bootstrap, "--json")
+    assert r.returncode == 0, r.stderr
+    described = json.loads(r.stdout)
+    kafka_view = partition_state(cluster.bootstrap, "admin-rf3")
+    parts = {p["partition"]: p for p in described["partitions"]}
+    assert set(parts) == {0, 1}
+    for i, p in parts.items():
+        assert p["leader"] == kafka_view[i]["leader"]
+        assert sorted(p["replicas"]) == sorted(kafka_view[i]["replicas"])
+        assert sorted(p["isr"]) == sorted(kafka_view[i]["isr"])
