@@ -31,6 +31,7 @@ from pylog.core.protocol.types import (
     Array,
     Truncated,
     read_uvarint,
+    uvarint_bytes,
 )
 from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.kafka_types import b64
@@ -139,6 +140,14 @@ _SPECS = {
 
 # apiKey -> Kafka's MetadataRecordType name (ids 6, 13 and 16 are unassigned)
 RECORD_TYPES = {key: name for key, (name, _) in _SPECS.items()}
+_KEYS = {name: key for key, name in RECORD_TYPES.items()}
+
+
+def encode_metadata_record(record_type: str, version: int, data: dict) -> bytes:
+    """A metadata record value: frame version, apiKey, version, then the body (fields by pylog name)."""
+    key = _KEYS[record_type]
+    body = _SPECS[key][1].encode_body(data, version)
+    return uvarint_bytes(FRAME_VERSION) + uvarint_bytes(key) + uvarint_bytes(version) + body
 
 
 def decode_metadata_record(value: bytes) -> dict:
