@@ -255,19 +255,19 @@ def export_to_kafka(sources, kafka_config, topics, move, dry_run, as_json):
     overlap = set(src_dirs) & {d.resolve() for d in [*log_dirs, metadata_dir]}
     if overlap:
         raise UsageError(f"{overlap.pop()} is both a pylog source and a Kafka dir; export into new Kafka dirs")
-    dir_ids = _check_fresh(log_dirs, metadata_dir, node_id)
-    try:
-        boot = read_bootstrap_checkpoint(metadata_dir / BOOTSTRAP_CHECKPOINT)
-    except FileNotFoundError:
-        raise DataError(f"{metadata_dir}: no {BOOTSTRAP_CHECKPOINT}; format the node with kafka-storage.sh "
-                        f"(a node formatted with --standalone or --initial-controllers keeps its bootstrap "
-                        f"records in __cluster_metadata-0 instead: use a static controller.quorum.voters)") from None
-    if "TOPIC_RECORD" in boot.types():
-        raise DataError(f"{metadata_dir}/{BOOTSTRAP_CHECKPOINT} already holds topics (exported once already?)")
     locks = [DirLock(s) for s in src_dirs]
     try:
         for lk in locks:
             lk.acquire()  # refuses while a pylog broker runs on the dir
+        dir_ids = _check_fresh(log_dirs, metadata_dir, node_id)
+        try:
+            boot = read_bootstrap_checkpoint(metadata_dir / BOOTSTRAP_CHECKPOINT)
+        except FileNotFoundError:
+            raise DataError(f"{metadata_dir}: no {BOOTSTRAP_CHECKPOINT}; format the node with kafka-storage.sh "
+                            f"(a node formatted with --standalone or --initial-controllers keeps its bootstrap "
+                            f"records in __cluster_metadata-0 instead: use a static controller.quorum.voters)") from None
+        if "TOPIC_RECORD" in boot.types():
+            raise DataError(f"{metadata_dir}/{BOOTSTRAP_CHECKPOINT} already holds topics (exported once already?)")
         exported, max_pid, checkpoints = _collect(src_dirs, set(topics) if topics else None)
         parts = [p for t in exported for p in t.partitions]
         for i, p in enumerate(parts):
