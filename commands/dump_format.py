@@ -29,7 +29,8 @@ def decode_bytes(data: bytes | None, decoder: str) -> str | None:
     if data is None or decoder == "none":
         return None
     if decoder == "string":
-        return bytes(data).decode("utf-8", "backslashreplace")
+        # Kafka's StringDecoder (new String(bytes, UTF_8)): invalid UTF-8 becomes U+FFFD; hex/base64 keep the bytes
+        return bytes(data).decode("utf-8", "replace")
     if decoder == "hex":
         return bytes(data).hex()
     if decoder == "base64":

@@ -130,7 +130,8 @@ def _dump_records(o: Options, w: Writer, e, h, state: dict) -> None:
     ts_name = TIMESTAMP_TYPE_NAMES[h.timestamp_type]
     v2 = e.magic == 2
     control = v2 and h.is_control
-    legacy_plain = not v2 and h.codec == 0
+    # kafka-dump-log prints every legacy record's own crc and validity (inner ones of a wrapper too)
+    legacy_crcs = None if v2 else LegacyBatch(e.buf, e.buf_pos).record_crcs()
     last = state["last_offset"]
     gaps = state["gaps"]
     if v2 and not control and not w.as_json and not o.print_data_log and not o.skip_record_metadata and records:
@@ -163,7 +164,7 @@ def _dump_records(o: Options, w: Writer, e, h, state: dict) -> None:
     skip_meta = o.skip_record_metadata
     print_data = o.print_data_log and not control
     base_seq, base_off = (h.base_sequence, h.base_offset) if v2 else (-1, 0)
-    for r in records:
+    for i, r in enumerate(records):
         off = r.offset
         if last != -1 and off != last + 1:
             gaps.append((last, off))
@@ -175,9 +176,8 @@ def _dump_records(o: Options, w: Writer, e, h, state: dict) -> None:
             if v2:
                 obj["sequence"] = ((base_seq + off - base_off) & 0x7FFFFFFF) if base_seq >= 0 else -1
                 obj["headerKeys"] = [k for k, _ in r.headers]
-            if legacy_plain:
-                obj["isValid"] = e.crc_ok
-                obj["crc"] = h.crc
+            if legacy_crcs is not None:
+                obj["crc"], obj["isValid"] = legacy_crcs[i]
             if control:
                 obj.update(_control_text(key, value)[1])
             if print_data:
@@ -197,9 +197,9 @@ def _dump_records(o: Options, w: Writer, e, h, state: dict) -> None:
             if v2:
                 seq = ((base_seq + off - base_off) & 0x7FFFFFFF) if base_seq >= 0 else -1
                 parts.append(f" sequence: {seq} headerKeys: [{','.join(k for k, _ in r.headers)}]")
-            if legacy_plain:
-                # the closing brace is in kafka-dump-log's own output; kept for parsers of it
-                parts.append(f" isValid: {java_bool(e.crc_ok)} crc: {h.crc}}}")
+            if legacy_crcs is not None:
+                crc, ok = legacy_crcs[i]
+                parts.append(f" isValid: {java_bool(ok)} crc: {crc}")
             if control:
                 parts.append(_control_text(key, value)[0])
         if print_data:

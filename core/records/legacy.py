@@ -216,19 +216,7 @@ class LegacyBatch:
             return [Record(h.offset, h.timestamp, key, value, ())]
         if codec not in _LEGACY_CODECS:
             raise UnknownCodecError(codec, self.position)
-        if value is None:
-            raise CorruptRecordError("compressed wrapper message without a value", self.position)
-        try:
-            if codec == CODEC_LZ4:
-                # magic 0 writers used the pre-KIP-57 frame checksum; accept either form
-                inner = compression.decompress_lz4_legacy(value)
-            else:
-                inner = compression.decompress(codec, value)
-        except RecordFormatError as e:
-            if e.position is None:
-                e.position = self.position
-                e.args = (f"{e.args[0]} at position {self.position}",)
-            raise
+        inner = self._inner_bytes(value)
         entries = []
         pos, end = 0, len(inner)
         try:
@@ -261,6 +249,36 @@ class LegacyBatch:
 
     def __iter__(self):
         return iter(self.records())
+
+    def _inner_bytes(self, value) -> bytes:
+        """The wrapper's value, decompressed: the inner message set."""
+        codec = self.header.codec
+        if value is None:
+            raise CorruptRecordError("compressed wrapper message without a value", self.position)
+        try:
+            if codec == CODEC_LZ4:
+                # magic 0 writers used the pre-KIP-57 frame checksum; accept either form
+                return compression.decompress_lz4_legacy(value)
+            return compression.decompress(codec, value)
+        except RecordFormatError as e:
+            if e.position is None:
+                e.position = self.position
+                e.args = (f"{e.args[0]} at position {self.position}",)
+            raise
+
+    def record_crcs(self) -> list[tuple[int, bool]]:
+        """(stored crc, crc matches) per record, aligned with records(): kafka-dump-log prints both."""
+        h = self.header
+        if h.codec == CODEC_NONE:
+            return [(h.crc, self.crc_ok())]
+        inner = self._inner_bytes(self.key_value()[1])
+        out = []
+        pos, end = 0, len(inner)
+        while pos < end:
+            ih = read_legacy_header(inner, pos, end)
+            out.append((ih.crc, zlib.crc32(memoryview(inner)[pos + MAGIC_OFFSET : pos + ih.size]) == ih.crc))
+            pos += ih.size
+        return out
 
 
 def _encode_message(offset: int, magic: int, attributes: int, timestamp: int, key, value) -> bytes:
