@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import json
 import re
 import sys
 import struct
@@ -26,8 +27,11 @@ from pylog.core.records.control import ABORT, COMMIT, CONTROL_TYPE_NAMES
 from pylog.core.records.errors import RecordFormatError
 from pylog.core.records.header import HEADER_SIZE, parse_header
 from pylog.core.records.legacy import LegacyBatch
+from pylog.core.records.raft_control import format_raft_control
+from pylog.storage.kraft_bootstrap import BOOTSTRAP_CHECKPOINT
 
 RECORD_INDENT = "|"
+
 _KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _I16x2 = struct.Struct(">hh")
 _MARKER = struct.Struct(">hi")
@@ -100,6 +104,9 @@ def _control_text(key: bytes | None, value: bytes | None) -> tuple[str, dict]:
         name = CONTROL_TYPE_NAMES[ctype]
         return f" endTxnMarker: {name} coordinatorEpoch: {epoch}", {"endTxnMarker": name, "coordinatorEpoch": epoch}
     name = CONTROL_TYPE_NAMES.get(ctype, "UNKNOWN")
+    text = format_raft_control(ctype, value)
+    if text is not None:  # KRaft's own control records, as Kafka's JSON
+        return text, {"controlType": name, "controlTypeId": ctype, "data": json.loads(text.split(" ", 2)[2])}
     return f" controlType: {name}({ctype})", {"controlType": name, "controlTypeId": ctype}
 
 
@@ -220,6 +227,9 @@ def dump_log(path: Path, o: Options, w: Writer, problems: Problems) -> None:
         start = int(name.split(".")[0]) if name.split(".")[0].isdigit() else 0
         w.obj({"type": "file", "file": str(path), "kind": "log", "logStartOffset": start}) if w.as_json \
             else w.line(f"Log starting offset: {start}")
+    elif name == BOOTSTRAP_CHECKPOINT:
+        w.obj({"type": "file", "file": str(path), "kind": "kraft-bootstrap-snapshot"}) if w.as_json \
+            else w.line("KRaft bootstrap snapshot")
     elif m:
         w.obj({"type": "file", "file": str(path), "kind": "kraft-snapshot", "endOffset": int(m.group(1)),
                "epoch": int(m.group(2))}) if w.as_json \
@@ -467,7 +477,7 @@ def _kind(path: Path) -> str | None:
     from pylog.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT
 
     name = path.name
-    if name.endswith(".log") or _KRAFT_SNAPSHOT.match(name):
+    if name.endswith(".log") or _KRAFT_SNAPSHOT.match(name) or name == BOOTSTRAP_CHECKPOINT:
         return "log"
     for suffix, kind in ((".index", "index"), (".timeindex", "timeindex"), (".snapshot", "snapshot"),
                          (".txnindex", "txnindex")):

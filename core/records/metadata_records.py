@@ -45,7 +45,7 @@ _NULL_I32S = dict(nullable="0+", default=None)
 
 # apiKey -> (Kafka's MetadataRecordType name, schema)
 _SPECS = {
-    0: ("REGISTER_BROKER_RECORD", Embedded("RegisterBrokerRecord", "0-3", "0+", [
+    0: ("REGISTER_BROKER_RECORD", Embedded("RegisterBrokerRecord", "0-4", "0+", [
         F("broker_id", INT32),
         F("is_migrating_zk_broker", BOOL, "2+", default=False),
         F("incarnation_id", UUID),
@@ -56,6 +56,8 @@ _SPECS = {
         F("fenced", BOOL, default=True),
         F("in_controlled_shutdown", BOOL, "1+", default=False),
         F("log_dirs", Array(UUID), "3+", tag=0),
+        # Kafka 4.3 (cordoned log dirs): tagged, null when the broker cordons nothing
+        F("cordoned_log_dirs", Array(UUID), "4+", tag=1, nullable="4+", default=None),
     ])),
     1: ("UNREGISTER_BROKER_RECORD", Embedded("UnregisterBrokerRecord", "0", "0+", [
         F("broker_id", INT32), F("broker_epoch", INT64)])),
@@ -108,12 +110,13 @@ _SPECS = {
         F("key", STRING), F("value", FLOAT64), F("remove", BOOL)])),
     15: ("PRODUCER_IDS_RECORD", Embedded("ProducerIdsRecord", "0", "0+", [
         F("broker_id", INT32), F("broker_epoch", INT64, default=-1), F("next_producer_id", INT64)])),
-    17: ("BROKER_REGISTRATION_CHANGE_RECORD", Embedded("BrokerRegistrationChangeRecord", "0-2", "0+", [
+    17: ("BROKER_REGISTRATION_CHANGE_RECORD", Embedded("BrokerRegistrationChangeRecord", "0-3", "0+", [
         F("broker_id", INT32),
         F("broker_epoch", INT64),
         F("fenced", INT8, tag=0),
         F("in_controlled_shutdown", INT8, "1+", tag=1),
         F("log_dirs", Array(UUID), "2+", tag=2),
+        F("cordoned_log_dirs", Array(UUID), "3+", tag=3, nullable="3+", default=None),
     ])),
     18: ("ACCESS_CONTROL_ENTRY_RECORD", Embedded("AccessControlEntryRecord", "0", "0+", [
         F("id", UUID), F("resource_type", INT8), F("resource_name", STRING), F("pattern_type", INT8),
