@@ -11,8 +11,10 @@ offsets decoder.
 """
 from __future__ import annotations
 
+import base64
 import json
 
+from pylog.core.protocol import consumer_protocol as cp
 from pylog.core.protocol import internal_records as ir
 from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.schema_json import to_kafka_json
@@ -48,7 +50,27 @@ def decode_offset_commit_value(value: bytes) -> tuple[int, dict]:
 
 
 def decode_group_metadata_value(value: bytes) -> tuple[int, dict]:
-    return _decode(ir.GROUP_METADATA_VALUE, value)
+    """GroupMetadataValue as Kafka's JSON; for protocolType "consumer" each member's subscription and
+    assignment are decoded too (Kafka 4's offsets decoder does; bytes it cannot read stay base64)."""
+    version, data = _decode(ir.GROUP_METADATA_VALUE, value)
+    if data.get("protocolType") == "consumer":
+        for member in data.get("members") or ():
+            for field, schema in (("subscription", cp.SUBSCRIPTION), ("assignment", cp.ASSIGNMENT)):
+                member[field] = _consumer_protocol_json(schema, member.get(field))
+    return version, data
+
+
+def _consumer_protocol_json(schema, text):
+    if not isinstance(text, str):
+        return text
+    try:
+        raw = base64.b64decode(text, validate=True)
+        version = int.from_bytes(raw[:2], "big", signed=True)
+        if len(raw) < 2 or not schema.min_version <= version <= schema.max_version:
+            return text
+        return to_kafka_json(schema.fields, version, schema.decode_body(raw, version, 2, strict=False))
+    except (ValueError, cp.MalformedDataError):
+        return text
 
 
 def format_offsets_record(key: bytes | None, value: bytes | None, offset: int) -> tuple[str | None, str | None]:
