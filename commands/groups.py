@@ -8,7 +8,7 @@ import click
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.errors import PylogError, UsageError
+from pylog.core.errors import ErrorCode, PylogError, UsageError, error_name
 
 from pylog.commands.client_common import client_props
 
@@ -279,23 +279,21 @@ def reset_offsets(group_id, bootstrap, topic_specs, all_topics, how, to_offset, 
 @json_option
 def delete(group_ids, bootstrap, properties, as_json):
     """Delete each GROUP and its committed offsets (the group must be empty)."""
-    from pylog.core.errors import ERROR_NAMES
-
     with _admin(bootstrap, properties) as admin:
         res = admin.delete_groups(list(group_ids))
     if as_json:
-        emit_json([{"group": g, "deleted": c == 0, "error": None if c == 0 else ERROR_NAMES.get(c, str(c))}
-                   for g, c in res.items()])
+        emit_json([{"group": g, "deleted": c == ErrorCode.NONE,
+                    "error": None if c == ErrorCode.NONE else error_name(c)} for g, c in res.items()])
     failed = [g for g, c in res.items() if c]
     if not as_json:
         for g, c in res.items():
-            if c == 0:
+            if c == ErrorCode.NONE:
                 out.print(f"deleted group {g}")
-            elif c == 68:
+            elif c == ErrorCode.NON_EMPTY_GROUP:
                 err.print(f"group {g} is not empty: stop its consumers first (NON_EMPTY_GROUP)", style="red")
-            elif c == 69:
+            elif c == ErrorCode.GROUP_ID_NOT_FOUND:
                 err.print(f"group {g} does not exist (GROUP_ID_NOT_FOUND)", style="red")
             else:
-                err.print(f"group {g}: {ERROR_NAMES.get(c, c)}", style="red")
+                err.print(f"group {g}: {error_name(c)}", style="red")
     if failed:
         raise click.exceptions.Exit(1)

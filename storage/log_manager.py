@@ -129,7 +129,9 @@ class LogManager:
         return cfg.get("node.id", 1)
 
     # ---- startup / shutdown ----
-    def startup(self) -> "RecoveryReport":
+    def startup(self, *, start_cleaner: bool = True) -> "RecoveryReport":
+        """Lock the log dirs, load (and recover) every partition; start the cleaner unless
+        start_cleaner=False (the broker starts it itself, in its own start-up order)."""
         t0 = time.monotonic()
         warnings: list[str] = []
         loaded = recovered = 0
@@ -209,12 +211,13 @@ class LogManager:
             self._write_registry()
             self.started = True
             self._shut = False
-            self._start_cleaner()
+            if start_cleaner:
+                self.start_cleaner()
         for w in warnings:
             log.warning(w)
         return RecoveryReport(len(self.topics), loaded, recovered, time.monotonic() - t0, warnings)
 
-    def _start_cleaner(self) -> None:
+    def start_cleaner(self) -> None:
         """The log cleaner's background threads (log.cleaner.enable / .threads / .backoff.ms)."""
         self.cleaner = None
         cfg = self.broker_config
@@ -224,11 +227,15 @@ class LogManager:
             self.cleaner = CleanerManager(self.all_logs, cfg, clock=self._clock)
             self.cleaner.startup()
 
-    def shutdown(self) -> None:
+    def stop_cleaner(self) -> None:
+        """Stop the cleaner threads (a cleaning in progress is cancelled); idempotent."""
         cleaner = getattr(self, "cleaner", None)
         if cleaner is not None:
             cleaner.shutdown()  # outside self.lock: a cleaning in progress may need all_logs()
             self.cleaner = None
+
+    def shutdown(self) -> None:
+        self.stop_cleaner()
         with self.lock:
             if self._shut or not self.started:
                 return

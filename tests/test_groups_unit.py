@@ -16,6 +16,7 @@ from pylog.core.client.assignors import (
 from pylog.core.client.consumer_protocol import (
     Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 )
+from pylog.core.errors import ErrorCode
 from pylog.core.records.offsets_records import format_offsets_record
 
 
@@ -202,11 +203,8 @@ def _coordinator(tmp_path, **overrides):
 
 
 def _commit(gc, group, offsets):
-    body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-            "topics": [{"name": t, "partitions": [{"partition_index": p, "committed_offset": o,
-                                                   "committed_metadata": ""}]} for (t, p), o in offsets.items()]}
-    resp = gc.offset_commit(None, body)
-    return [p["error_code"] for t in resp["topics"] for p in t["partitions"]]
+    """A simple (admin) commit: generation -1, no member; an error code per partition."""
+    return gc.commit_offsets(group, -1, "", None, [(tp, o, -1, "") for tp, o in offsets.items()])
 
 
 def test_offsets_replay_and_retention(tmp_path):
@@ -233,10 +231,7 @@ def test_offsets_replay_and_retention(tmp_path):
 
 def test_metadata_too_large_is_refused_per_partition(tmp_path):
     gc, logs = _coordinator(tmp_path, **{"offset.metadata.max.bytes": "4"})
-    body = {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
-        {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_metadata": "ok"},
-                                     {"partition_index": 1, "committed_offset": 1, "committed_metadata": "toolong"}]}]}
-    resp = gc.offset_commit(None, body)
-    assert [p["error_code"] for p in resp["topics"][0]["partitions"]] == [0, 12]
+    codes = gc.commit_offsets("g", -1, "", None, [(("t", 0), 1, -1, "ok"), (("t", 1), 1, -1, "toolong")])
+    assert codes == [ErrorCode.NONE, ErrorCode.OFFSET_METADATA_TOO_LARGE]
     assert list(gc.groups["g"].offsets) == [("t", 0)]
     logs.shutdown()

@@ -1,94 +1,112 @@
-"""The broker: storage, the API table, request dispatch, timers, shutdown."""
+"""The broker: its components' lifecycle, and request dispatch through the handler table.
+
+Start-up, in order (Broker.open_storage, then Broker.serve):
+  1. log manager: lock the log dirs, load and recover every partition
+  2. producer-id allocator: its block file in the first log dir
+  3. coordinators: replay their internal topics, start their timers
+  4. log cleaner threads
+  5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
+  6. listener: from here on clients can connect
+Shutdown runs the same list backwards (Broker._stop): stop accepting, answer
+what is in flight, cancel the jobs, stop the coordinators and the cleaner, then
+flush the logs and write checkpoints and the clean-shutdown marker.
+"""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
-from pylog.commands.broker.apis import Api, RequestContext, code_of
+from pylog.commands.broker.context import RequestContext, code_of
+from pylog.commands.broker.fetch_waiters import FetchWaiters
+from pylog.commands.broker.group_coordinator import GroupCoordinator
+from pylog.commands.broker.handlers import HANDLERS, Handler
 from pylog.commands.broker.producer_ids import ProducerIdManager
+from pylog.commands.broker.scheduler import Scheduler
 from pylog.commands.broker.server import Connection, Server
 from pylog.commands.broker.settings import BrokerSettings
 from pylog.core import protocol
+from pylog.core.errors import ErrorCode
+from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 
 log = logging.getLogger("pylog.broker")
 
-API_VERSIONS_KEY = 18
-UNSUPPORTED_VERSION = 35
-HANDLER_MODULES = (
-    "pylog.commands.broker.apis_meta",
-    "pylog.commands.broker.apis_produce",
-    "pylog.commands.broker.apis_fetch",
-    "pylog.commands.broker.apis_admin",
-    "pylog.commands.broker.apis_configs",
-    "pylog.commands.broker.group_coordinator",
-)
+DELETE_FILES_EVERY_MS = 10000  # Kafka's file.delete.delay.ms check: deleted segments go this often
+FLUSH_CHECK_MAX_MS = 1000
 
 
 class Broker:
+    """A single-node Kafka broker on pylog's storage engine.
+
+    `open_storage()` loads the log dirs (before the event loop runs, so the
+    caller can report recovery); `serve()` starts the other components,
+    listens, and runs until `request_stop()`, then stops everything.
+    """
+
     def __init__(self, settings: BrokerSettings):
         self.settings = settings
         self.config = settings.config
         self.node_id = settings.node_id
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.logs = None  # storage.LogManager
-        self.server: Server | None = None
-        self.apis: dict[int, Api] = {}
-        self.advertised: list[tuple[int, int, int]] = []
-        self.producer_ids: ProducerIdManager | None = None
-        self.cluster_id = ""
-        self.recovery = None
-        self._ids: dict[uuid.UUID, str] = {}
-        self._waiters: dict[tuple[str, int], set[asyncio.Future]] = {}
-        self._all_waiters: set[asyncio.Future] = set()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pylog-log-timers")
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._stop_event: asyncio.Event | None = None
-        self._busy: set[str] = set()
-        self._stopping = False
         self.started_at = time.time()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.cluster_id = ""
+        self.recovery = None  # storage.RecoveryReport
+        # components, in start order
+        self.logs = None  # storage.LogManager
+        self.producer_ids: ProducerIdManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.coordinators: list = []  # each with load(), start(loop), stop()
+        self.scheduler: Scheduler | None = None
+        self.server: Server | None = None
+        # requests
+        self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
+        self._api_keys = [{"api_key": k, "min_version": h.schema.min_version, "max_version": h.schema.max_version}
+                          for k, h in sorted(self.handlers.items())]
+        self.fetch_waiters = FetchWaiters()
+        self._ids: dict[uuid.UUID, str] = {}
+        self._stop_event: asyncio.Event | None = None
+        self._stopping = False
 
     # ---- start-up --------------------------------------------------------
     def open_storage(self):
+        """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
         from pylog.storage import LogManager
 
         self.logs = LogManager(list(self.settings.log_dirs), self.config)
-        self.recovery = self.logs.startup()
-        metas = list(getattr(self.logs, "meta", {}).values())
+        self.recovery = self.logs.startup(start_cleaner=False)
+        metas = list(self.logs.meta.values())
         self.cluster_id = metas[0].cluster_id if metas else ""
         self.producer_ids = ProducerIdManager(self.settings.log_dirs[0])
         return self.recovery
 
-    def register_apis(self) -> None:
-        table: dict[int, Api] = {}
-        for name in HANDLER_MODULES:
-            for api in importlib.import_module(name).apis(self):
-                table[api.key] = api
-        # advertise the intersection of what the codec knows and the handler serves
-        self.apis = {}
-        self.advertised = []
-        for key, api in sorted(table.items()):
-            schema = protocol.SCHEMAS.get(key)
-            if schema is None:
-                continue
-            lo = max(api.min_version, schema.min_version)
-            hi = min(api.max_version, schema.max_version)
-            if lo > hi:
-                continue
-            api.min_version, api.max_version = lo, hi
-            self.apis[key] = api
-            self.advertised.append((key, lo, hi))
-
     async def serve(self, ready_callback=None) -> None:
+        """Steps 3-6, then run until request_stop() and stop every component."""
         self.loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         if self._stopping:  # a signal arrived while starting
             self._stop_event.set()
-        self.register_apis()
+        try:
+            self._start_services()
+            port = self._listen()
+            if ready_callback:
+                ready_callback(port)
+            await self._stop_event.wait()
+        finally:
+            await self._stop()
+
+    def _start_services(self) -> None:
+        self.group_coordinator = GroupCoordinator(self)
+        self.coordinators = [self.group_coordinator]
+        for c in self.coordinators:
+            c.load()
+            c.start(self.loop)
+        self.logs.start_cleaner()
+        self.scheduler = Scheduler()
+        self.scheduler.start(self.loop, self._periodic_jobs())
+
+    def _listen(self) -> int:
         cfg = self.config
         self.server = Server(
             self.loop, self.dispatch, cfg["socket.request.max.bytes"],
@@ -98,47 +116,22 @@ class Broker:
         port = self.server.listen(self.settings.host, self.settings.port)
         if self.settings.advertised_port is None:
             self.settings.advertised_port = port
-        self._start_timers()
-        if ready_callback:
-            ready_callback(port)
-        await self._stop_event.wait()
-        await self._shutdown()
+        return port
 
-    def request_stop(self) -> None:
-        if not self._stopping:
-            self._stopping = True
-            if self._stop_event is not None:
-                self._stop_event.set()
-
-    async def _shutdown(self) -> None:
-        log.info("shutting down")
-        for t in self._timers.values():
-            t.cancel()
-        self.server.stop_accepting()
-        # long polls answer now with what they have
-        for fut in list(self._all_waiters):
-            if not fut.done():
-                fut.set_result(None)
-        await self.server.drain(timeout=10.0)
-        self._executor.shutdown(wait=True)
-        self.logs.shutdown()
-
-    # ---- periodic storage work -------------------------------------------
-    def _start_timers(self) -> None:
+    def _periodic_jobs(self) -> list:
         cfg = self.config
-        jobs = [
-            ("retention", cfg["log.retention.check.interval.ms"], lambda: self.logs.run_retention()),
-            ("checkpoints", cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
-             lambda: self.logs.write_checkpoints()),
-            ("delete-files", 10000, lambda: self.logs.delete_expired_files()),
-            ("producer-expiration", cfg["producer.id.expiration.check.interval.ms"], self._expire_producers),
-        ]
+        logs = self.logs
         # flush_dirty honours each topic's flush.ms; a topic may get one later
         # through AlterConfigs, so check at least every second
-        flush_every = min(cfg["log.flush.scheduler.interval.ms"], 1000)
-        jobs.append(("flush", flush_every, lambda: self.logs.flush_dirty()))
-        for name, every_ms, fn in jobs:
-            self._schedule(name, every_ms / 1000.0, fn)
+        flush_every = min(cfg["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MAX_MS)
+        jobs = [
+            ("retention", cfg["log.retention.check.interval.ms"], logs.run_retention),
+            ("checkpoints", cfg["log.flush.offset.checkpoint.interval.ms"] or 60000, logs.write_checkpoints),
+            ("delete-files", DELETE_FILES_EVERY_MS, logs.delete_expired_files),
+            ("producer-expiration", cfg["producer.id.expiration.check.interval.ms"], self._expire_producers),
+            ("flush", flush_every, logs.flush_dirty),
+        ]
+        return [(name, every_ms / 1000.0, fn) for name, every_ms, fn in jobs]
 
     def _expire_producers(self) -> None:
         # Kafka's broker forgets producers idle for producer.id.expiration.ms; their next
@@ -147,59 +140,59 @@ class Broker:
         for lg in self.logs.all_logs():
             lg.producer_state.remove_expired(now)
 
-    def _schedule(self, name: str, every: float, fn) -> None:
-        def fire():
-            if self._stopping:
-                return
-            if name not in self._busy:
-                self._busy.add(name)
-                fut = self.loop.run_in_executor(self._executor, self._run_job, name, fn)
-                fut.add_done_callback(lambda _f: self._busy.discard(name))
-            self._timers[name] = self.loop.call_later(every, fire)
-
-        self._timers[name] = self.loop.call_later(every, fire)
-
-    @staticmethod
-    def _run_job(name: str, fn) -> None:
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - a failed timer must not stop the broker
-            log.exception("periodic %s failed", name)
-
-    # ---- fetch long polls ------------------------------------------------
-    def new_waiter(self, keys) -> asyncio.Future:
-        fut = self.loop.create_future()
-        for k in keys:
-            self._waiters.setdefault(k, set()).add(fut)
-        self._all_waiters.add(fut)
-        return fut
-
-    def drop_waiter(self, fut: asyncio.Future, keys) -> None:
-        for k in keys:
-            s = self._waiters.get(k)
-            if s is not None:
-                s.discard(fut)
-                if not s:
-                    del self._waiters[k]
-        self._all_waiters.discard(fut)
-
-    def wake(self, topic: str, partition: int) -> None:
-        waiters = self._waiters.get((topic, partition))
-        if waiters:
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
-
-    def wake_topic(self, topic: str) -> None:
-        for (t, p) in list(self._waiters):
-            if t == topic:
-                self.wake(t, p)
+    # ---- shutdown ----------------------------------------------------------
+    def request_stop(self) -> None:
+        """Begin a graceful shutdown (signal handlers call this)."""
+        if not self._stopping:
+            self._stopping = True
+            if self._stop_event is not None:
+                self._stop_event.set()
 
     @property
     def stopping(self) -> bool:
+        """True once a shutdown was requested: long polls answer, timers stop rescheduling."""
         return self._stopping
 
-    # ---- topics ----------------------------------------------------------
+    async def _stop(self) -> None:
+        log.info("shutting down")
+        self._stopping = True
+        if self.scheduler is not None:
+            self.scheduler.cancel()
+        for c in reversed(self.coordinators):
+            c.stop()
+        if self.server is not None:
+            self.server.stop_accepting()
+            self.fetch_waiters.wake_all()  # long polls answer now with what they have
+            await self.server.drain(timeout=10.0)
+        if self.scheduler is not None:
+            self.scheduler.wait()
+        self.close_storage()
+
+    def close_storage(self) -> None:
+        """Stop the cleaner, then flush every log and write checkpoints and the
+        clean-shutdown marker (idempotent; also the way out when start-up fails)."""
+        if self.logs is not None:
+            self.logs.stop_cleaner()
+            self.logs.shutdown()
+
+    # ---- fetch long polls --------------------------------------------------
+    def new_waiter(self, keys) -> asyncio.Future:
+        """A future woken by the next append to any (topic, partition) in `keys`."""
+        return self.fetch_waiters.add(self.loop, keys)
+
+    def drop_waiter(self, fut: asyncio.Future, keys) -> None:
+        """Forget a waiter from new_waiter (woken or timed out)."""
+        self.fetch_waiters.remove(fut, keys)
+
+    def wake(self, topic: str, partition: int) -> None:
+        """New data in a partition: parked fetches on it read again."""
+        self.fetch_waiters.wake(topic, partition)
+
+    def wake_topic(self, topic: str) -> None:
+        """A topic went away: parked fetches on any of its partitions answer now."""
+        self.fetch_waiters.wake_topic(topic)
+
+    # ---- topics and partitions --------------------------------------------
     def topic_by_id(self, topic_id: uuid.UUID):
         """Topic ids arrive in every Fetch v13+: a cached map, checked on use and rebuilt on a miss."""
         topics = self.logs.topics
@@ -212,8 +205,18 @@ class Broker:
         name = self._ids.get(topic_id)
         return topics.get(name) if name is not None else None
 
+    def leader_epoch(self, log_) -> int:
+        """Single node: the leader epoch never changes once the partition has data."""
+        e = getattr(log_, "latest_epoch", None)
+        return e if e is not None and e > 0 else 0
+
+    def api_version_ranges(self) -> list[dict]:
+        """ApiVersions' api_keys: every served API at its schema's versions."""
+        return self._api_keys
+
     # ---- dispatch --------------------------------------------------------
     def dispatch(self, conn: Connection, frame: bytearray) -> None:
+        """Decode one request frame and run its handler; the answer keeps the request's place."""
         try:
             req = protocol.decode_request(frame, strict=False)
         except UnsupportedVersionError as e:
@@ -227,57 +230,50 @@ class Broker:
             return conn.close(f"malformed {what}: {e}")
         except Exception as e:  # noqa: BLE001 - a codec bug on garbage input: drop only this client
             return conn.close(f"undecodable request: {e.__class__.__name__}: {e}")
-        api = self.apis.get(req.api_key)
-        if api is None:
+        handler = self.handlers.get(req.api_key)
+        if handler is None:
             return conn.close(f"api {protocol.API_NAMES.get(req.api_key, req.api_key)} is not served by this broker")
         ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn, len(frame))
-        if not api.min_version <= req.api_version <= api.max_version:
-            if req.api_key == API_VERSIONS_KEY:
-                return self._api_versions_fallback(conn, req.correlation_id)
-            body = api.error(req.body, req.api_version, UNSUPPORTED_VERSION, "unsupported version")
-            return self._respond_now(conn, ctx, body)
+        # the decoder checked the version against the schema, which is what we advertise;
+        # authorization (when there is an authorizer) belongs here, before the handler runs
         try:
-            result = api.handler(ctx, req.body)
+            result = handler.handle(self, ctx, req.body)
         except Exception as e:  # noqa: BLE001
-            result = self._handler_error(api, ctx, req.body, e)
+            result = self._handler_error(handler, ctx, req.body, e)
         if result is None:
             return
         if isinstance(result, dict):
-            return self._respond_now(conn, ctx, result)
-        # an awaitable: keep the response's place in the connection's order
+            return conn.fill(conn.reserve(), self._encode(conn, ctx, result))
+        self._answer_later(conn, handler, ctx, req.body, result)
+
+    def _answer_later(self, conn: Connection, handler: Handler, ctx: RequestContext, body: dict, result) -> None:
+        """An awaitable answer (long poll, rebalance) keeps its place in the connection's order."""
         slot = conn.reserve()
         task = asyncio.ensure_future(result)
         conn.tasks.add(task)
 
-        def done(t: asyncio.Future, slot=slot, ctx=ctx, body=req.body):
+        def done(t: asyncio.Future) -> None:
             conn.tasks.discard(t)
             if t.cancelled() or conn.closed:
                 return
             exc = t.exception()
-            res = self._handler_error(api, ctx, body, exc) if exc else t.result()
-            if res is None:
-                conn.fill(slot, [])
-                return
-            conn.fill(slot, self._encode(conn, ctx, res))
+            res = self._handler_error(handler, ctx, body, exc) if exc else t.result()
+            conn.fill(slot, [] if res is None else self._encode(conn, ctx, res))
 
         task.add_done_callback(done)
 
-    def _handler_error(self, api: Api, ctx: RequestContext, body: dict, exc: BaseException) -> dict:
+    def _handler_error(self, handler: Handler, ctx: RequestContext, body: dict, exc: BaseException) -> dict:
         code, msg = code_of(exc)
-        if code == -1:
-            log.error("%s v%d from %s failed", protocol.API_NAMES.get(ctx.api_key), ctx.api_version,
-                      ctx.conn.peer, exc_info=exc)
-        return api.error(body, ctx.api_version, code, msg)
-
-    def _respond_now(self, conn: Connection, ctx: RequestContext, body: dict) -> None:
-        conn.fill(conn.reserve(), self._encode(conn, ctx, body))
+        if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+            log.error("%s v%d from %s failed", handler.schema.name, ctx.api_version, ctx.conn.peer, exc_info=exc)
+        return handler.error(body, ctx.api_version, code, msg)
 
     def _encode(self, conn: Connection, ctx: RequestContext, body: dict) -> list:
+        """The response as parts: bytes, and file slices the server sends with sendfile
+        (a fetch's record sets; any other response is one bytes part)."""
         try:
-            if ctx.api_key == 1:  # Fetch: record bytes go out with sendfile
-                _, parts = protocol.encode_response_parts(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
-                return parts
-            return [protocol.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)]
+            _, parts = protocol.encode_response_parts(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+            return parts
         except Exception as e:  # noqa: BLE001 - a response we cannot encode is a bug; drop the client
             log.error("cannot encode %s v%d response", protocol.API_NAMES.get(ctx.api_key), ctx.api_version,
                       exc_info=e)
@@ -288,27 +284,12 @@ class Broker:
         hdr = getattr(e, "header", None)
         if hdr is None:
             return conn.close(f"unsupported request: {e}")
-        if hdr.api_key == API_VERSIONS_KEY:
+        if hdr.api_key == API_VERSIONS.key:
             return self._api_versions_fallback(conn, hdr.correlation_id)
         name = protocol.API_NAMES.get(hdr.api_key, hdr.api_key)
         conn.close(f"{name} v{hdr.api_version} is not supported (client should have checked ApiVersions)")
 
     def _api_versions_fallback(self, conn: Connection, correlation_id: int) -> None:
         """KIP-511: a too-new ApiVersions gets a v0 answer with our ranges so the client can retry."""
-        body = {
-            "error_code": UNSUPPORTED_VERSION,
-            "api_keys": [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.advertised],
-        }
-        conn.fill(conn.reserve(), [protocol.encode_response(API_VERSIONS_KEY, 0, correlation_id, body)])
-
-    def leader_epoch(self, log_) -> int:
-        """Single node: the leader epoch never changes once the partition has data."""
-        e = getattr(log_, "latest_epoch", None)
-        return e if e is not None and e > 0 else 0
-
-
-def check_leader_epoch(requested: int | None, current: int) -> int:
-    """Error code for a client's current_leader_epoch (KIP-320)."""
-    if requested is None or requested < 0 or requested == current:
-        return 0
-    return 75 if requested > current else 74  # UNKNOWN_LEADER_EPOCH / FENCED_LEADER_EPOCH
+        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self._api_keys}
+        conn.fill(conn.reserve(), [protocol.encode_response(API_VERSIONS.key, 0, correlation_id, body)])

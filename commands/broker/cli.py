@@ -21,9 +21,9 @@ def broker():
 
     A single node (node id 1 by default) that speaks the Kafka wire protocol,
     so kcat, kafka-python, confluent-kafka (librdkafka) and the Java client
-    work against it with no special settings. Consumer-group APIs answer
-    COORDINATOR_NOT_AVAILABLE for now: consume with explicit partition
-    assignment.
+    work against it with no special settings. It is the group coordinator
+    for Kafka's classic consumer-group protocol, with committed offsets kept
+    in __consumer_offsets.
     """
 
 
@@ -86,8 +86,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, log_level):
 
         _run(b, ready)
     except BaseException:
-        if b.logs is not None:
-            b.logs.shutdown()
+        b.close_storage()
         raise
     click.echo("pylog broker stopped cleanly")
 

@@ -32,11 +32,13 @@ VALID_PREVIOUS = {
 
 
 class IllegalStateTransition(Exception):
-    pass
+    """A transition the state table does not allow: a coordinator bug."""
 
 
 @dataclass
 class OffsetEntry:
+    """One committed offset of a group for one partition."""
+
     offset: int
     leader_epoch: int
     metadata: str
@@ -45,6 +47,8 @@ class OffsetEntry:
 
 @dataclass
 class Member:
+    """One group member: identity, timeouts, protocols, assignment and its parked requests."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -60,21 +64,25 @@ class Member:
     is_new: bool = True
 
     def metadata(self, protocol: str) -> bytes:
+        """The member's metadata (subscription) for `protocol`, empty if it has none."""
         for name, md in self.protocols:
             if name == protocol:
                 return md
         return b""
 
     def vote(self, candidates: set) -> str:
+        """The member's most preferred protocol among `candidates`."""
         for name, _ in self.protocols:
             if name in candidates:
                 return name
         raise ValueError("member supports none of the candidate protocols")
 
     def same_protocols(self, protocols) -> bool:
+        """True when a rejoin brings exactly the protocols (and metadata) the member had."""
         return [(n, bytes(m)) for n, m in self.protocols] == [(n, bytes(m)) for n, m in protocols]
 
     def touch(self, now: float | None = None) -> None:
+        """A sign of life: the session expires session_timeout_ms from now."""
         self.deadline = (now if now is not None else time.monotonic()) + self.session_timeout_ms / 1000.0
 
     @property
@@ -86,6 +94,8 @@ class Member:
 
 @dataclass
 class Group:
+    """One consumer group: state, generation, members, pending joins and committed offsets."""
+
     group_id: str
     state: str = EMPTY
     protocol_type: str | None = None
@@ -104,18 +114,22 @@ class Group:
     new_member_added: bool = False
 
     def transition(self, new: str) -> None:
+        """Move to state `new` (raises IllegalStateTransition when the table forbids it)."""
         if self.state not in VALID_PREVIOUS[new]:
             raise IllegalStateTransition(f"group {self.group_id}: {self.state} -> {new}")
         self.state = new
         self.state_ts = int(time.time() * 1000)
 
     def is_(self, *states) -> bool:
+        """True when the group is in one of `states`."""
         return self.state in states
 
     def has_member(self, member_id: str) -> bool:
+        """True when `member_id` is a current member."""
         return member_id in self.members
 
     def max_rebalance_timeout_ms(self) -> int:
+        """How long a rebalance may wait for members: the largest of their timeouts."""
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def supports(self, protocol_type: str, protocols: list) -> bool:
@@ -131,6 +145,7 @@ class Group:
         return bool(names & self.candidate_protocols())
 
     def candidate_protocols(self) -> set:
+        """Protocols every member supports."""
         sets = [{n for n, _ in m.protocols} for m in self.members.values()]
         return set.intersection(*sets) if sets else set()
 
@@ -146,10 +161,12 @@ class Group:
         return max(sorted(votes), key=lambda n: votes[n])
 
     def all_joined(self) -> bool:
+        """Every member has (re)joined this rebalance and no member id is pending."""
         return not self.pending and all(
             m.join_waiter is not None for m in self.members.values())
 
     def add_member(self, m: Member) -> None:
+        """Add a member; the first one sets the protocol type and leads."""
         if not self.members:
             self.protocol_type = m.protocol_type
         self.members[m.member_id] = m
@@ -160,6 +177,7 @@ class Group:
         self.new_member_added = True
 
     def remove_member(self, member_id: str) -> Member | None:
+        """Remove a member (a new leader is picked if it led); None if unknown."""
         m = self.members.pop(member_id, None)
         if m is None:
             return None
@@ -172,6 +190,7 @@ class Group:
         return m
 
     def replace_static_member(self, instance_id: str, new_id: str) -> Member:
+        """A static member came back: its member keeps everything under `new_id`."""
         old_id = self.static[instance_id]
         m = self.members.pop(old_id)
         m.member_id = new_id

@@ -36,21 +36,26 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 
 
 def offset_key(group: str, topic: str, partition: int) -> bytes:
+    """OffsetCommitKey v1 bytes."""
     return ir.encode_offset_commit_key(group, topic, partition, OFFSET_KEY_VERSION)
 
 
 def offset_value(offset: int, leader_epoch: int, metadata: str, commit_ts: int) -> bytes:
+    """OffsetCommitValue v3 bytes."""
     return ir.encode_offset_commit_value({"offset": offset, "leader_epoch": leader_epoch,
                                           "metadata": metadata or "", "commit_timestamp": commit_ts},
                                          OFFSET_VALUE_VERSION)
 
 
 def group_key(group: str) -> bytes:
+    """GroupMetadataKey v2 bytes."""
     return ir.encode_group_metadata_key(group)
 
 
 @dataclass
 class StoredMember:
+    """A member as GroupMetadataValue stores it."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -63,6 +68,8 @@ class StoredMember:
 
 @dataclass
 class StoredGroup:
+    """A group as GroupMetadataValue stores it."""
+
     protocol_type: str
     generation: int
     protocol: str | None
@@ -72,6 +79,7 @@ class StoredGroup:
 
 
 def group_value(g: StoredGroup) -> bytes:
+    """GroupMetadataValue v3 bytes."""
     return ir.encode_group_metadata_value({
         "protocol_type": g.protocol_type, "generation": g.generation, "protocol": g.protocol,
         "leader": g.leader, "current_state_timestamp": g.state_timestamp,
@@ -85,6 +93,8 @@ def group_value(g: StoredGroup) -> bytes:
 # ---------------------------------------------------------------- reading back
 @dataclass
 class OffsetRecord:
+    """A committed offset (or its tombstone) read back from the topic."""
+
     group: str
     topic: str
     partition: int
@@ -93,6 +103,8 @@ class OffsetRecord:
 
 @dataclass
 class GroupRecord:
+    """A group's metadata (or its tombstone) read back from the topic."""
+
     group: str
     value: StoredGroup | None
 

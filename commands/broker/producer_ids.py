@@ -22,6 +22,8 @@ BLOCK_SIZE = 1000
 
 
 class ProducerIdManager:
+    """Hands out producer ids from blocks reserved in the id file (see the module text)."""
+
     def __init__(self, log_dir: str, block_size: int = BLOCK_SIZE):
         self.path = Path(log_dir) / FILE_NAME
         self.block_size = block_size
@@ -52,6 +54,7 @@ class ProducerIdManager:
         self._next, self._block_end = start, end
 
     def next_id(self) -> int:
+        """A producer id never handed out before (reserving a new block when needed)."""
         with self._lock:
             if self._next >= self._block_end:
                 self._reserve_block()

@@ -64,6 +64,7 @@ class _FileRange:
         self.fd, self.pos, self.left = os.dup(fd), pos, left
 
     def release(self) -> None:
+        """Close our dup of the segment fd."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -96,6 +97,7 @@ class Connection:
 
     # ---- reading -------------------------------------------------------
     def start(self) -> None:
+        """Start (or resume) reading requests."""
         self._reading = True
         self.loop.add_reader(self.fd, self._on_readable)
 
@@ -185,6 +187,7 @@ class Connection:
 
     # ---- responses -----------------------------------------------------
     def reserve(self) -> _Slot:
+        """A place in the response order for a request just read."""
         slot = _Slot()
         self._slots.append(slot)
         return slot
@@ -267,6 +270,7 @@ class Connection:
 
     @property
     def idle(self) -> bool:
+        """No answer owed and nothing left to write."""
         return not self._slots and not self._out
 
     # ---- lifecycle -----------------------------------------------------
@@ -278,6 +282,7 @@ class Connection:
             self.close(None)
 
     def close(self, reason: str | None) -> None:
+        """Close the socket (logging `reason` when given) and cancel the connection's pending work."""
         if self.closed:
             return
         self.closed = True
@@ -318,9 +323,11 @@ class Server:
         self.port = 0
 
     def dispatch(self, conn: Connection, frame: bytearray) -> None:
+        """Hand one request frame to the broker."""
         self._dispatch(conn, frame)
 
     def listen(self, host: str, port: int) -> int:
+        """Bind and accept clients on host:port; returns the bound port (port 0 picks one)."""
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, _, _, _, addr = infos[0]
         s = socket.socket(family, socket.SOCK_STREAM)
@@ -355,6 +362,7 @@ class Server:
             conn.start()
 
     def stop_accepting(self) -> None:
+        """Close the listening socket; live connections stay."""
         if self.lsock is not None:
             self.loop.remove_reader(self.lsock.fileno())
             self.lsock.close()

@@ -23,6 +23,8 @@ DEFAULT_LISTENER = "127.0.0.1:9092"
 
 @dataclass
 class BrokerSettings:
+    """Everything the broker starts with: addresses, log dirs, node id and the resolved config."""
+
     host: str
     port: int
     advertised_host: str
@@ -66,6 +68,7 @@ def build_settings(
     listen: str | None = None,
     advertised: str | None = None,
 ) -> BrokerSettings:
+    """Fold the command-line options over server.properties and Kafka's defaults (see the module text)."""
     unknown = sorted(k for k in file_props if k not in BROKER_CONFIGS)
     if unknown:
         log.warning("ignoring unknown broker properties: %s", ", ".join(unknown))

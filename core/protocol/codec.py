@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
+from pylog.core.errors import ErrorCode
 from pylog.core.protocol.apis import SCHEMAS
 from pylog.core.protocol.errors import (
     InvalidRequestError,
@@ -19,6 +20,7 @@ from pylog.core.protocol.errors import (
     UnsupportedVersionError,
     attach_header,
 )
+from pylog.core.protocol.schema import API_VERSIONS_KEY
 from pylog.core.protocol.types import Truncated, skip_tagged_fields
 
 __all__ = [
@@ -199,7 +201,7 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:
         pos = 4
         if schema.response_header_version(api_version) >= 1:
             pos = skip_tagged_fields(buf, pos, end)
-        if api_key == 18 and api_version > 0 and _api_versions_fallback(buf, pos, end):
+        if api_key == API_VERSIONS_KEY and api_version > 0 and _api_versions_fallback(buf, pos, end):
             # A broker that does not know the requested ApiVersions version
             # answers UNSUPPORTED_VERSION with a v0 body (KIP-511); so does pylog.
             body, pos = schema.codec("response", 0)[0](buf, pos, end)
@@ -212,7 +214,7 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:
 
 def _api_versions_fallback(buf, pos, end) -> bool:
     (error_code,) = _I16.unpack_from(buf, pos)
-    return error_code == 35
+    return error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
 def _response_prefix(schema, api_version, correlation_id) -> bytearray:
@@ -239,11 +241,15 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
     `records` values may be objects with a `.length` attribute (a file slice);
     each such object appears as-is in the list, between `bytes` parts that
     hold everything else (the first one starts with the 4-byte size prefix).
-    Returns (total bytes on the wire including the prefix, parts)."""
+    Returns (total bytes on the wire including the prefix, parts); a response
+    without file slices is a single bytes-like part."""
     schema = _schema(api_key, api_version)
     out = _response_prefix(schema, api_version, correlation_id)
     parts: list = []
     schema.codec("response", api_version)[1](body, out, parts)
+    if not parts:
+        _SIZE.pack_into(out, 0, len(out) - 4)
+        return len(out), [out]
     if out:
         parts.append(bytes(out))
     total = 0

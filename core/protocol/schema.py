@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from pylog.core.protocol.types import Array, Prim, Struct
 
-__all__ = ["Field", "Api", "parse_versions", "MISSING", "default_of", "defaults_dict"]
+__all__ = ["Field", "Api", "parse_versions", "MISSING", "default_of", "defaults_dict", "API_VERSIONS_KEY"]
 
 MAX_VERSION = 0x7FFF
+# ApiVersions (declared in apis/meta.py) answers with response header v0 at every version
+API_VERSIONS_KEY = 18
 
 
 class _Missing:
@@ -132,7 +134,7 @@ class Api:
     def response_header_version(self, version: int) -> int:
         # ApiVersions answers with header v0 always, so a client that sent a
         # too-new version can still read the error and fall back.
-        if self.key == 18:
+        if self.key == API_VERSIONS_KEY:
             return 0
         return 1 if self.is_flexible(version) else 0
 

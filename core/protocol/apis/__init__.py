@@ -1,20 +1,8 @@
 """Every declared API, keyed by api key."""
-from pylog.core.protocol.apis import configs, fetch, meta, produce, topics
-
-_MODULES = [meta, produce, fetch, topics, configs]
-try:  # declared in later modules; absent ones are simply not registered
-    from pylog.core.protocol.apis import groups
-    _MODULES.append(groups)
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from pylog.core.protocol.apis import txn
-    _MODULES.append(txn)
-except ImportError:  # pragma: no cover
-    pass
+from pylog.core.protocol.apis import configs, fetch, groups, meta, produce, topics, txn
 
 SCHEMAS = {}
-for _m in _MODULES:
+for _m in (meta, produce, fetch, topics, configs, groups, txn):
     for _api in _m.APIS:
         assert _api.key not in SCHEMAS, _api
         SCHEMAS[_api.key] = _api

@@ -1,8 +1,8 @@
 """ApiVersions, Metadata, DescribeCluster, SaslHandshake."""
-from pylog.core.protocol.schema import Api, Field as F
+from pylog.core.protocol.schema import API_VERSIONS_KEY, Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UUID
 
-API_VERSIONS = Api(18, "ApiVersions", "0-4", "3+",
+API_VERSIONS = Api(API_VERSIONS_KEY, "ApiVersions", "0-4", "3+",
     request=[
         F("client_software_name", STRING, "3+"),
         F("client_software_version", STRING, "3+"),

@@ -1,0 +1,68 @@
+"""The broker's one request-handler table: every API it serves, in one place.
+
+Each entry pairs an API's protocol schema (key, name and the version range,
+declared once in pylog.core.protocol.apis) with the module-level function that
+answers it and the function that builds its whole-request error answer. The
+broker advertises exactly these APIs at exactly the schema's versions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pylog.commands.broker import apis_admin, apis_configs, apis_fetch, apis_groups, apis_meta, apis_produce
+from pylog.commands.broker.context import ErrorBuilder, Response
+from pylog.core.protocol import Api
+from pylog.core.protocol.apis import configs, fetch, groups, meta, produce, topics
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One served API: its schema, `handle(broker, ctx, body)` and `error(body, version, code, msg)`."""
+
+    schema: Api
+    handle: Callable[..., Response]
+    error: ErrorBuilder
+
+    @property
+    def key(self) -> int:
+        """The api key (from the schema)."""
+        return self.schema.key
+
+
+HANDLERS: tuple[Handler, ...] = (
+    # what clients ask first
+    Handler(meta.API_VERSIONS, apis_meta.api_versions, apis_meta.api_versions_error),
+    Handler(meta.METADATA, apis_meta.metadata, apis_meta.metadata_error),
+    Handler(meta.DESCRIBE_CLUSTER, apis_meta.describe_cluster, apis_meta.describe_cluster_error),
+    # producing
+    Handler(produce.PRODUCE, apis_produce.produce, apis_produce.produce_error),
+    Handler(produce.INIT_PRODUCER_ID, apis_produce.init_producer_id, apis_produce.init_producer_id_error),
+    # fetching and offsets
+    Handler(fetch.FETCH, apis_fetch.fetch, apis_fetch.fetch_error),
+    Handler(fetch.LIST_OFFSETS, apis_fetch.list_offsets, apis_fetch.list_offsets_error),
+    Handler(fetch.OFFSET_FOR_LEADER_EPOCH, apis_fetch.offset_for_leader_epoch,
+            apis_fetch.offset_for_leader_epoch_error),
+    # topic administration
+    Handler(topics.CREATE_TOPICS, apis_admin.create_topics, apis_admin.create_topics_error),
+    Handler(topics.DELETE_TOPICS, apis_admin.delete_topics, apis_admin.delete_topics_error),
+    Handler(topics.CREATE_PARTITIONS, apis_admin.create_partitions, apis_admin.create_partitions_error),
+    Handler(topics.DELETE_RECORDS, apis_admin.delete_records, apis_admin.delete_records_error),
+    Handler(configs.DESCRIBE_LOG_DIRS, apis_admin.describe_log_dirs, apis_admin.describe_log_dirs_error),
+    # configs
+    Handler(configs.DESCRIBE_CONFIGS, apis_configs.describe_configs, apis_configs.describe_configs_error),
+    Handler(configs.ALTER_CONFIGS, apis_configs.alter_configs, apis_configs.alter_error),
+    Handler(configs.INCREMENTAL_ALTER_CONFIGS, apis_configs.incremental_alter_configs, apis_configs.alter_error),
+    # consumer groups (the group coordinator)
+    Handler(groups.FIND_COORDINATOR, apis_groups.find_coordinator, apis_groups.find_coordinator_error),
+    Handler(groups.JOIN_GROUP, apis_groups.join_group, apis_groups.join_group_error),
+    Handler(groups.SYNC_GROUP, apis_groups.sync_group, apis_groups.sync_group_error),
+    Handler(groups.HEARTBEAT, apis_groups.heartbeat, apis_groups.heartbeat_error),
+    Handler(groups.LEAVE_GROUP, apis_groups.leave_group, apis_groups.leave_group_error),
+    Handler(groups.OFFSET_COMMIT, apis_groups.offset_commit, apis_groups.offset_commit_error),
+    Handler(groups.OFFSET_FETCH, apis_groups.offset_fetch, apis_groups.offset_fetch_error),
+    Handler(groups.OFFSET_DELETE, apis_groups.offset_delete, apis_groups.offset_delete_error),
+    Handler(groups.LIST_GROUPS, apis_groups.list_groups, apis_groups.list_groups_error),
+    Handler(groups.DESCRIBE_GROUPS, apis_groups.describe_groups, apis_groups.describe_groups_error),
+    Handler(groups.DELETE_GROUPS, apis_groups.delete_groups, apis_groups.delete_groups_error),
+)
