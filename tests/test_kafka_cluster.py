@@ -29,7 +29,8 @@ pytestmark = pytest.mark.slow
 def cluster(tmp_path_factory):
     c = KafkaCluster(tmp_path_factory.mktemp("kafka3"), 3, dedicated_controller=True,
                      overrides={"replica.lag.time.max.ms": 5000,
-                                "group.initial.rebalance.delay.ms": 0}).start()
+                                "group.initial.rebalance.delay.ms": 0,
+                                "leader.imbalance.check.interval.seconds": 5}).start()
     yield c
     c.stop()
 
@@ -247,3 +248,129 @@ def test_topics_describe_shows_replicas_and_isr(cluster):
         assert p["leader"] == kafka_view[i]["leader"]
         assert sorted(p["replicas"]) == sorted(kafka_view[i]["replicas"])
         assert sorted(p["isr"]) == sorted(kafka_view[i]["isr"])
+
+
+JAVA_GROUP_MEMBER = r"""
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+public class JavaGroupMember {
+    // Joins group a[1] on topic a[2], polls until it owns partitions and has read a[3] records, commits, stays
+    // a member until stdin closes.
+    public static void main(String[] a) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", a[0]);
+        p.put("group.id", a[1]);
+        p.put("auto.offset.reset", "earliest");
+        p.put("enable.auto.commit", "false");
+        p.put("client.id", "java-member");
+        int want = Integer.parseInt(a[3]);
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+            c.subscribe(List.of(a[2]));
+            int seen = 0;
+            long deadline = System.currentTimeMillis() + 120000;
+            while ((seen < want || c.assignment().isEmpty()) && System.currentTimeMillis() < deadline) {
+                seen += c.poll(Duration.ofMillis(200)).count();
+            }
+            c.commitSync();
+            System.out.println("joined " + c.assignment().size() + " seen " + seen);
+            System.out.flush();
+            while (System.in.read() != -1) { c.poll(Duration.ofMillis(100)); }
+        }
+    }
+}
+"""
+
+
+def test_groups_describe_on_java_and_librdkafka_members(cluster, tmp_path):
+    from confluent_kafka import Consumer
+
+    from kafka_peer import compile_java, java_command
+    ensure_all_up(cluster)
+    create_topic(cluster, "mixed-group", 4)
+    r = pylog_cli("produce", "mixed-group", "-b", cluster.bootstrap, input="".join(f"{i}\n" for i in range(400)))
+    assert r.returncode == 0, r.stderr
+    classes, name = compile_java(JAVA_GROUP_MEMBER)
+    java = subprocess.Popen(java_command(name, cluster.bootstrap, "mixed", "mixed-group", "1", extra_cp=classes),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rdk = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "mixed", "client.id": "rdkafka-member",
+                    "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        rdk.subscribe(["mixed-group"])
+
+        def settled():
+            rdk.poll(0.2)
+            d = pylog_cli("groups", "describe", "mixed", "-b", cluster.bootstrap, "--members", "--json")
+            if d.returncode != 0:
+                return None
+            g = json.loads(d.stdout)[0]
+            members = g.get("members", [])
+            owned = sum(len(m.get("assignment", [])) for m in members)
+            return g if len(members) == 2 and owned == 4 and g.get("state") == "Stable" else None
+        group = wait_for(settled, 180, step=0.5)
+        assert group, "the Java and librdkafka members never shared the group"
+        clients = sorted(m["client_id"] for m in group["members"])
+        assert clients == ["java-member", "rdkafka-member"]
+        # the offsets view agrees with kafka-consumer-groups.sh, partition by partition
+        d = pylog_cli("groups", "describe", "mixed", "-b", cluster.bootstrap, "--json")
+        assert d.returncode == 0, d.stderr
+        kafka = run_main("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                         cluster.bootstrap, "--describe", "--group", "mixed", check=True).stdout
+        rows = json.loads(d.stdout)[0]["offsets"]
+        assert sorted(r["partition"] for r in rows) == [0, 1, 2, 3]
+        for row in rows:
+            m = re.search(rf"^mixed\s+mixed-group\s+{row['partition']}\s+(\S+)\s+(\d+)\s+\S+\s+(\S+)", kafka, re.M)
+            assert m, kafka
+            current = "-" if row["current_offset"] is None else str(row["current_offset"])
+            assert current == m[1]
+            assert row["log_end_offset"] == int(m[2])
+            assert row["consumer_id"] == m[3]
+    finally:
+        rdk.close()
+        java.stdin.close()
+        java.wait(60)
+
+
+def test_perf_against_the_cluster(cluster):
+    ensure_all_up(cluster)
+    create_topic(cluster, "perf3", 3)
+    r = pylog_cli("perf", "produce", "perf3", "-b", cluster.bootstrap, "-n", "20000", "-s", "100", "--json",
+                  timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["records"] == 20000
+    r = pylog_cli("perf", "consume", "perf3", "-b", cluster.bootstrap, "-n", "20000", "--json", timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["records"] == 20000
+
+
+def test_broker_address_change_is_followed(cluster, tmp_path):
+    """A broker returns on another port: the client learns the new address from metadata."""
+    from kafka_peer import free_port
+    ensure_all_up(cluster)
+    create_topic(cluster, "moved", 3)
+    n = 30_000
+    # bootstrap only through brokers 1 and 2: broker 3's address is only ever learned from metadata
+    boot12 = f"{cluster.node(1).bootstrap},{cluster.node(2).bootstrap}"
+    feeder = SlowFeeder(tmp_path, "moved", boot12, n, "--acks", "all")
+    assert wait_for(lambda: feeder.sent > n // 5, 120)
+    node = cluster.node(3)
+    old_port = node.port
+    node.stop()
+    node.port = free_port()
+    node.format(cluster.cluster_id)  # rewrites server.properties; the formatted dirs are kept
+    node.start()
+    assert node.port != old_port
+    rc, summary, err = feeder.result()
+    assert rc == 0, err
+    assert summary["records"] == n and summary["failures"] == 0
+    assert_exactly_once_in_key_order(read_all(boot12, "moved", n), n)
+
+    def led_by_3():
+        return [p for p, s in partition_state(cluster.bootstrap, "moved").items() if s["leader"] == 3]
+    # after the preferred-leader election broker 3 leads again, now on its new port
+    parts = wait_for(led_by_3, 180, step=1)
+    assert parts, "broker 3 never became a leader again"
+    r = pylog_cli("produce", "moved", "-b", boot12, "-p", str(parts[0]), "--json", input="after-move\n")
+    assert r.returncode == 0, r.stderr
