@@ -1,19 +1,22 @@
 """`pylog produce TOPIC`: lines from stdin or a file to a topic."""
 from __future__ import annotations
 
-import base64
-import json
+import operator
 import sys
 import time
+from itertools import accumulate
 
 import click
 
 from pylog.commands.console import emit_json, err
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import PRODUCER_CONFIGS
-from pylog.core.errors import DataError, PylogError, UsageError
+from pylog.core.errors import PylogError, UsageError
 
 from pylog.commands.client_common import client_props, producer_options
+from pylog.commands.produce_input import parse_json, parse_json_line, parse_text, read_blocks
+
+__all__ = ["produce", "parse_json_line"]
 
 EXIT_ALL_DELIVERED = 0
 EXIT_SOME_FAILED = 1
@@ -33,47 +36,6 @@ def _header(item: str) -> tuple[str, bytes]:
     if not sep or not k:
         raise UsageError(f"--header {item!r}: expected KEY=VALUE")
     return k, v.encode("utf-8")
-
-
-def _to_bytes(v, what, lineno):
-    if v is None:
-        return None
-    if isinstance(v, str):
-        return v.encode("utf-8")
-    if isinstance(v, dict) and set(v) == {"base64"}:
-        return base64.b64decode(v["base64"])
-    return json.dumps(v, separators=(",", ":")).encode("utf-8")
-
-
-def parse_json_line(line: bytes, lineno: int):
-    try:
-        obj = json.loads(line)
-    except ValueError as e:
-        raise DataError(f"line {lineno}: malformed JSON: {e}") from None
-    if not isinstance(obj, dict):
-        raise DataError(f"line {lineno}: expected a JSON object with key/value/headers/partition/timestamp")
-    unknown = set(obj) - {"key", "value", "headers", "partition", "timestamp"}
-    if unknown:
-        raise DataError(f"line {lineno}: unknown field(s) {', '.join(sorted(unknown))}")
-    key = _to_bytes(obj.get("key"), "key", lineno)
-    value = _to_bytes(obj.get("value"), "value", lineno)
-    headers = obj.get("headers") or {}
-    if isinstance(headers, dict):
-        headers = [(str(k), _to_bytes(v, "header", lineno)) for k, v in headers.items()]
-    elif isinstance(headers, list):
-        try:
-            headers = [(str(k), _to_bytes(v, "header", lineno)) for k, v in headers]
-        except (TypeError, ValueError):
-            raise DataError(f"line {lineno}: headers must be an object or a list of [key, value] pairs") from None
-    else:
-        raise DataError(f"line {lineno}: headers must be an object")
-    partition = obj.get("partition")
-    if partition is not None and (not isinstance(partition, int) or partition < 0):
-        raise DataError(f"line {lineno}: partition must be a non-negative integer")
-    ts = obj.get("timestamp")
-    if ts is not None and not isinstance(ts, int):
-        raise DataError(f"line {lineno}: timestamp must be an integer (ms since the epoch)")
-    return key, value, headers, partition, ts
 
 
 @click.command("produce")
@@ -106,7 +68,8 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     broker is unreachable or the topic does not exist); 2 usage errors such as
     an invalid -X property.
     """
-    from pylog.core.client import KafkaTimeoutError, Producer
+    from pylog.core.client import Producer
+    from pylog.core.client.errors import BulkSendStopped
 
     if key_separator == "":
         raise UsageError("--key-separator must not be empty")
@@ -129,19 +92,10 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         total_size = os.fstat(stream.fileno()).st_size
 
     stats = {"delivered": 0, "bytes": 0, "partitions": set(), "failed": []}
-
-    def on_done(lineno, nbytes, md, error):
-        if error is None:
-            stats["delivered"] += 1
-            stats["bytes"] += nbytes
-            stats["partitions"].add(md.partition)
-        else:
-            stats["failed"].append((lineno, str(error)))
-
+    tracker = _Tracker(stats)
     start = time.monotonic()
     producer = None
     progress = None
-    sent = 0
     stopped = None
     interrupted = False
     try:
@@ -156,41 +110,35 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
             progress.start()
             task = progress.add_task(f"producing to {topic}", total=total_size)
         read = 0
-        for lineno, raw in enumerate(stream, 1):
-            read += len(raw)
-            line = raw.rstrip(b"\r\n") if raw.endswith(b"\n") else raw
-            if progress is not None and lineno % 1000 == 0:
-                progress.update(task, completed=read)
-            try:
-                if fmt == "json":
-                    if not line.strip():
-                        continue
-                    key, value, rh, p, ts = parse_json_line(line, lineno)
-                    rh = hdrs + rh
-                    if partition is not None and p is None:
-                        p = partition
-                else:
-                    ts = None
-                    p = partition
-                    rh = hdrs
-                    if sep is not None:
-                        key, s, value = line.partition(sep)
-                        if not s:
-                            raise DataError(f"line {lineno}: no key separator {key_separator!r} found")
-                    else:
-                        key, value = None, line
-            except DataError as e:
-                stats["failed"].append((lineno, str(e).split(": ", 1)[1] if str(e).startswith("line ") else str(e)))
-                continue
-            nbytes = len(value or b"") + len(key or b"")
-            fut = producer.send(topic, value, key, partition=p, timestamp=ts, headers=rh or None,
-                                callback=_Cb(on_done, lineno, nbytes))
-            sent += 1
-            if isinstance(fut.exception(), KafkaTimeoutError):
-                # no metadata for the topic within max.block.ms: every later line would wait as long
-                stopped = lineno
+        for first, lines, nbytes in read_blocks(stream):
+            read += nbytes
+            if fmt == "json":
+                block = parse_json(first, lines, hdrs)
+            else:
+                block = parse_text(first, lines, sep, key_separator)
+                if hdrs:
+                    block.headers = [hdrs] * len(block.values)  # one list object: encoded once
+            stats["failed"] += block.errors
+            if block.values:
+                parts = block.partitions
+                if parts is not None and partition is not None:
+                    parts = [partition if x is None else x for x in parts]
+                try:
+                    runs, refused = producer.send_many(
+                        topic, block.values, keys=block.keys, headers=block.headers, runs=True,
+                        partition=partition if parts is None else None, partitions=parts,
+                        timestamps=block.timestamps)
+                except BulkSendStopped as e:
+                    runs, refused = e.runs, []
+                    stopped = tracker.stopped(block, first, runs, e.error)
+                tracker.add(block, first, runs, refused)
+            if stopped is not None:
                 break
+            tracker.settle()
+            if progress is not None:
+                progress.update(task, completed=read)
         producer.flush()
+        tracker.settle()
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -200,6 +148,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         if producer is not None:
             # on Ctrl-C give in-flight records a moment, not the whole delivery.timeout.ms
             producer.close(timeout=5 if interrupted else None)
+            tracker.settle()
         if stream is not sys.stdin.buffer:
             stream.close()
     elapsed = time.monotonic() - start
@@ -238,13 +187,64 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
                             f"(first: line {failed[0][0]}: {first})")
 
 
-class _Cb:
-    __slots__ = ("fn", "lineno", "nbytes")
+class _Tracker:
+    """Which lines each batch holds, so each line's outcome can be reported: a batch's
+    records are counted delivered or failed (with their line numbers) when it completes."""
 
-    def __init__(self, fn, lineno, nbytes):
-        self.fn = fn
-        self.lineno = lineno
-        self.nbytes = nbytes
+    def __init__(self, stats):
+        self.stats = stats
+        self.pending: list = []  # (batch, record indices, block, first line)
 
-    def __call__(self, md, error):
-        self.fn(self.lineno, self.nbytes, md, error)
+    def add(self, block, first, runs, refused):
+        for i, e in refused:
+            self.stats["failed"].append((_line(block, first, i), str(e)))
+        for b, idx in runs:
+            self.pending.append((b, idx, block, first))
+
+    def settle(self):
+        """Count the batches that completed; keep the others."""
+        stats = self.stats
+        keep = []
+        for entry in self.pending:
+            b, idx, block, first = entry
+            if not b.done:
+                keep.append(entry)
+            elif b.error is None:
+                stats["delivered"] += len(idx)
+                stats["bytes"] += _bytes(block, idx)
+                stats["partitions"].add(b.partition)
+            else:
+                msg = str(b.error)
+                stats["failed"] += [(_line(block, first, i), msg) for i in idx]
+        self.pending = keep
+
+    def stopped(self, block, first, runs, error) -> int:
+        """The line where a metadata or buffer timeout stopped the bulk send: the first
+        record no batch took. It is reported failed; reading stops there."""
+        taken = set()
+        for _, idx in runs:
+            taken.update(idx)
+        i = next((i for i in range(len(block.values)) if i not in taken), 0)
+        lineno = _line(block, first, i)
+        self.stats["failed"].append((lineno, str(error)))
+        return lineno
+
+
+def _line(block, first, i):
+    return block.lines[i] if block.lines is not None else first + i
+
+
+def _bytes(block, idx) -> int:
+    """Key and value bytes of records `idx` of a block (prefix sums, made once per block)."""
+    if block.sizes is None:
+        vl = [len(v) if v is not None else 0 for v in block.values] if None in block.values else \
+            list(map(len, block.values))
+        if block.keys is not None:
+            kl = [len(k) if k is not None else 0 for k in block.keys] if None in block.keys else \
+                list(map(len, block.keys))
+            vl = list(map(operator.add, vl, kl))
+        block.sizes = [0] + list(accumulate(vl))
+    cum = block.sizes
+    if isinstance(idx, range):
+        return cum[idx.stop] - cum[idx.start]
+    return sum(cum[i + 1] - cum[i] for i in idx)

@@ -7,7 +7,10 @@ partitioner (KIP-480) keeps one partition until its batch is full, then moves on
 """
 from __future__ import annotations
 
+import array
 import random
+import sys
+from itertools import repeat
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -70,3 +73,82 @@ class StickyPartitioner:
         p = random.choice(list(choices)) if len(choices) > 1 else choices[0]
         self._sticky[topic] = p
         return p
+
+
+def _lanes(data: bytes, count: int, stride: int, offset: int, width: int) -> int:
+    """Bytes offset..offset+width of each of `count` records of `stride` bytes in `data`,
+    as one integer with a 64-bit little-endian lane per record."""
+    buf = bytearray(count * 8)
+    for j in range(width):
+        buf[j::8] = data[offset + j::stride]
+    return int.from_bytes(buf, "little")
+
+
+_CHUNK = 16384  # keys hashed together: enough to amortise each step, few enough to stay in cache
+_MAXLEN = 255  # longer keys take the scalar path
+_LANE32 = int.from_bytes(b"\xff\xff\xff\xff\x00\x00\x00\x00" * _CHUNK, "little")
+_LANE31 = int.from_bytes(b"\xff\xff\xff\x7f\x00\x00\x00\x00" * _CHUNK, "little")
+_SEED = [((0x9747B28C ^ n) & _MASK).to_bytes(8, "little") for n in range(_MAXLEN + 1)]
+# per word i: which key lengths have a whole word there, which end inside it (the tail)
+_FULL = [bytes(0xFF if n >= 4 * i + 4 else 0 for n in range(256)) for i in range(64)]
+_TAIL = [bytes(0xFF if 4 * i < n < 4 * i + 4 else 0 for n in range(256)) for i in range(64)]
+
+
+def _lane_mask(lens: bytes, table: bytes, count: int) -> int:
+    sel = lens.translate(table)
+    buf = bytearray(count * 8)
+    for j in range(4):
+        buf[j::8] = sel
+    return int.from_bytes(buf, "little")
+
+
+def _murmur2_chunk(keys: list, lens: list) -> list[int]:
+    """toPositive(murmur2) of up to _CHUNK keys of at most _MAXLEN bytes, one lane each.
+
+    Keys are zero-padded to one stride, so the word a key ends in holds exactly its
+    tail bytes; per word, lanes whose key has a whole word there take the word
+    round, lanes whose key ends inside it take the tail step, the rest keep h."""
+    count = len(keys)
+    lane32 = _LANE32 if count == _CHUNK else _LANE32 & ((1 << (64 * count)) - 1)
+    longest = max(lens)
+    stride = (longest + 3) & ~3
+    data = b"".join(map(bytes.ljust, keys, repeat(stride, count), repeat(b"\x00", count))) if longest else b""
+    lb = bytes(lens)
+    h = int.from_bytes(b"".join(map(_SEED.__getitem__, lens)), "little")
+    for i in range(stride // 4):
+        k = _lanes(data, count, stride, 4 * i, 4)
+        full = _lane_mask(lb, _FULL[i], count)
+        tail = _lane_mask(lb, _TAIL[i], count)
+        w = (k * _M) & lane32
+        w ^= (w >> 24) & lane32
+        w = (w * _M) & lane32
+        hw = ((h * _M) & lane32) ^ w
+        ht = ((h ^ k) * _M) & lane32
+        h = (hw & full) | (ht & tail) | (h & (lane32 ^ (full | tail)))
+    h ^= (h >> 13) & lane32
+    h = (h * _M) & lane32
+    h ^= (h >> 15) & lane32
+    h &= _LANE31
+    lanes = array.array("Q", h.to_bytes(count * 8, "little"))
+    if sys.byteorder == "big":
+        lanes.byteswap()
+    return lanes.tolist()
+
+
+def murmur2_many(keys) -> list[int]:
+    """`murmur2(k) & 0x7fffffff` (Java's toPositive) of every key, in key order.
+
+    Vectorised with Python's big integers: thousands of keys are laid out one per
+    64-bit lane of a single integer, so each step of the hash (multiply by a 32-bit
+    constant, xor, shift, mask to 32 bits) runs once for all of them. A lane never
+    carries into its neighbour: values are masked to 32 bits before every multiply,
+    and the bits a right shift brings in from the lane above are masked off.
+    """
+    keys = keys if isinstance(keys, list) else list(keys)
+    lens = list(map(len, keys))
+    if lens and max(lens) > _MAXLEN:
+        return [murmur2(k) & 0x7FFFFFFF for k in keys]
+    out: list[int] = []
+    for c in range(0, len(keys), _CHUNK):
+        out += _murmur2_chunk(keys[c:c + _CHUNK], lens[c:c + _CHUNK])
+    return out

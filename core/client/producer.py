@@ -18,8 +18,14 @@ from pylog.core.client.accumulator import (
     RecordAccumulator,
     RecordMetadata,
 )
+from pylog.core.client.bulk import BulkSender
 from pylog.core.client.cluster import NetworkClient
-from pylog.core.client.errors import KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
+from pylog.core.client.errors import (
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    record_too_large,
+)
 from pylog.core.client.loop import LoopThread
 from pylog.core.client.partitioner import StickyPartitioner, murmur2
 from pylog.core.client.sender import Sender, record_metadata
@@ -117,6 +123,7 @@ class Producer:
         self._counts = {}  # topic -> partition count, from the latest metadata
         self._closed = False
         self._sender = Sender(self)
+        self._bulk = BulkSender(self)
         try:
             self._loop.run(self._start())
         except BaseException:
@@ -161,14 +168,9 @@ class Producer:
             if headers:
                 headers = [(k, v.encode("utf-8") if isinstance(v, str) else v) for k, v in headers]
                 size += sum(len(k) + (len(v) if v is not None else 0) + 10 for k, v in headers)
-            if size + HEADER_SIZE > self.max_request_size:
-                raise RecordTooLargeError(
-                    f"The message is {size + HEADER_SIZE} bytes when serialized which is larger than "
-                    f"{self.max_request_size}, which is the value of the max.request.size configuration.")
-            if size + HEADER_SIZE > self.pool.total:
-                raise RecordTooLargeError(
-                    f"The message is {size + HEADER_SIZE} bytes when serialized which is larger than the total "
-                    f"memory buffer you have configured with the buffer.memory configuration.")
+            too_large = record_too_large(size + HEADER_SIZE, self.max_request_size, self.pool.total)
+            if too_large is not None:
+                raise too_large
             if partition is not None:
                 if not 0 <= partition < n:
                     raise KafkaError(f"Invalid partition given with record: {partition} is not in the range "
@@ -189,53 +191,34 @@ class Producer:
             return RecordFuture(self, None, 0, e)
         return RecordFuture(self, batch, index)
 
-    def send_many(self, topic: str, values, *, partition: int | None = None) -> list:
-        """Bulk path for keyless, headerless values (perf tests, Spark tasks): fills batches
-        directly. Returns the batches, whose `.done`/`.error`/`.count` tell the outcome."""
+    def send_many(self, topic: str, values, *, keys=None, headers=None, partition: int | None = None,
+                  partitions=None, timestamps=None, runs: bool = False):
+        """Queue many records at once: the bulk path (the produce command, perf, Spark tasks).
+
+        `values` is a list of bytes (or str); optional, each a list like it: `keys`,
+        `headers` (each None or a list of (key, value) pairs; pass the same list object
+        for headers every record shares), `partitions` (each None or an explicit
+        partition), `timestamps` (each None or ms). `partition` sends every record to
+        one partition. Keyed records go where the Java client puts them (murmur2),
+        the rest to the sticky partition. No future is made per record.
+
+        Returns the batches the records went into (their `.done`/`.error`/`.count` tell
+        the outcome); with `runs=True`, `([(batch, indices)], [(index, error)])`: which
+        records (indices into `values`) each batch took, and the records refused at once.
+        Without `runs`, a refused record raises its error."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
-        n = self._counts.get(topic) or self._wait_topic(topic)
-        values = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
-        for v in values:
-            if len(v) + RECORD_OVERHEAD_MAX + HEADER_SIZE > self.max_request_size:
-                raise RecordTooLargeError(
-                    f"The message is {len(v) + RECORD_OVERHEAD_MAX + HEADER_SIZE} bytes when serialized which is "
-                    f"larger than {self.max_request_size}, which is the value of the max.request.size configuration.")
+        if self._sender.fatal is not None:
+            raise self._sender.fatal
+        got, failed = self._bulk.send_many(topic, values, keys, headers, partition, partitions, timestamps)
+        if runs:
+            return got, failed
+        if failed:
+            raise failed[0][1]
         batches = []
-        pos = 0
-        total = len(values)
-        acc = self.acc
-        while pos < total:
-            p = partition if partition is not None else self.sticky.partition(topic, n)
-            tp = (topic, p)
-            ts = int(time.time() * 1000)
-            with acc.lock:
-                dq = acc.deques.get(tp)
-                b = dq[-1] if dq else None
-                took = 0
-                if b is not None and not b.full:
-                    took = b.append_many(ts, values[pos:pos + 2048] if pos or total > 2048 else values)
-                    pos += took
-                    if took and (not batches or batches[-1] is not b):
-                        batches.append(b)
-            if pos >= total:
-                break
-            if took == 0 or b is None or b.full:
-                if b is not None and b.full:
-                    self._notify_sender()
-                    if partition is None:
-                        self.sticky.next_partition(topic, n, prev=p)
-                        p = self.sticky.partition(topic, n)
-                        tp = (topic, p)
-                with acc.lock:
-                    dq = acc.deques.get(tp)
-                    if dq and not dq[-1].full:
-                        continue
-                nb = acc.new_batch(topic, p, len(values[pos]) + RECORD_OVERHEAD_MAX)
-                with acc.lock:
-                    acc.deques.setdefault(tp, collections.deque()).append(nb)
-                    acc.incomplete.add(nb)
-                self._notify_sender()
+        for b, _ in got:
+            if not batches or batches[-1] is not b:
+                batches.append(b)
         return batches
 
     def flush(self, timeout: float | None = None) -> None:

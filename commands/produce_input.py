@@ -1,0 +1,218 @@
+"""`pylog produce` input: blocks of lines read and parsed into record columns.
+
+Input is read in large blocks and split into lines, keys and values with
+whole-list operations (bytes.split, map(bytes.partition), zip), and JSON lines
+are decoded a block at a time by one json.loads call; a block with a bad line
+is parsed again line by line so the report names each bad line exactly as a
+line-at-a-time reader would.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from itertools import chain, repeat
+
+from pylog.core.errors import DataError
+
+BLOCK = 1 << 20
+_FIELDS = {"key", "value", "headers", "partition", "timestamp"}
+# between two lines of a JSON block: a marker element no JSON line can swallow unseen
+_MARK = "\x1epylog"
+_MARK_TEXT = b'"\\u001epylog"'
+_MARK_SEP = b"," + _MARK_TEXT + b","
+
+
+class Block:
+    """One block's records as columns; `lines[i]` is record i's line number."""
+
+    __slots__ = ("values", "keys", "headers", "partitions", "timestamps", "lines", "errors", "sizes")
+
+    def __init__(self, values, keys=None, headers=None, partitions=None, timestamps=None, lines=None,
+                 errors=None):
+        self.values = values
+        self.keys = keys
+        self.headers = headers  # None, or per record a list of (key, value) pairs
+        self.partitions = partitions
+        self.timestamps = timestamps
+        self.lines = lines  # None: record i is on line first + i
+        self.errors = errors or []  # [(line number, message)]
+        self.sizes = None  # key + value bytes per record, once asked for
+
+
+def read_blocks(stream, block_size: int = BLOCK):
+    """Yield (first line number, lines, bytes consumed) per block of whole lines.
+
+    Lines lose their "\\n" and any "\\r" before it; a last line without "\\n" is kept
+    as it is. A pipe's block is what has arrived (read1), so records flow as typed."""
+    read = getattr(stream, "read1", stream.read)
+    rest = b""
+    lineno = 1
+    while True:
+        chunk = read(block_size)
+        if not chunk:
+            if rest:
+                yield lineno, [rest], len(rest)
+            return
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            rest = data
+            continue
+        body = data[:cut]
+        rest = data[cut + 1:]
+        lines = body.split(b"\n")
+        if b"\r" in body:
+            lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
+        yield lineno, lines, cut + 1
+        lineno += len(lines)
+
+
+def parse_text(first: int, lines: list, sep: bytes | None, sep_text: str | None) -> Block:
+    """Values, or KEY<sep>VALUE split at the first separator."""
+    if sep is None:
+        return Block(lines)
+    keys, seps, values = (list(c) for c in zip(*map(bytes.partition, lines, repeat(sep, len(lines)))))
+    if b"" not in seps:
+        return Block(values, keys)
+    bad = [i for i, s in enumerate(seps) if not s]
+    errors = [(first + i, f"no key separator {sep_text!r} found") for i in bad]
+    skip = set(bad)
+    keep = [i for i in range(len(lines)) if i not in skip]
+    return Block([values[i] for i in keep], [keys[i] for i in keep], lines=[first + i for i in keep],
+                 errors=errors)
+
+
+def _to_bytes(v):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, dict) and set(v) == {"base64"}:
+        return base64.b64decode(v["base64"])
+    return json.dumps(v, separators=(",", ":")).encode("utf-8")
+
+
+def _headers(h, lineno):
+    if isinstance(h, dict):
+        return [(str(k), _to_bytes(v)) for k, v in h.items()]
+    if isinstance(h, list):
+        try:
+            return [(str(k), _to_bytes(v)) for k, v in h]
+        except (TypeError, ValueError):
+            raise DataError(f"line {lineno}: headers must be an object or a list of [key, value] pairs") from None
+    raise DataError(f"line {lineno}: headers must be an object")
+
+
+def parse_json_line(line: bytes, lineno: int):
+    """(key, value, headers, partition, timestamp) of one JSON line; DataError naming it."""
+    try:
+        obj = json.loads(line)
+    except ValueError as e:
+        raise DataError(f"line {lineno}: malformed JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"line {lineno}: expected a JSON object with key/value/headers/partition/timestamp")
+    unknown = set(obj) - _FIELDS
+    if unknown:
+        raise DataError(f"line {lineno}: unknown field(s) {', '.join(sorted(unknown))}")
+    key = _to_bytes(obj.get("key"))
+    value = _to_bytes(obj.get("value"))
+    headers = _headers(obj.get("headers") or {}, lineno)
+    partition = obj.get("partition")
+    if partition is not None and (not isinstance(partition, int) or partition < 0):
+        raise DataError(f"line {lineno}: partition must be a non-negative integer")
+    ts = obj.get("timestamp")
+    if ts is not None and not isinstance(ts, int):
+        raise DataError(f"line {lineno}: timestamp must be an integer (ms since the epoch)")
+    return key, value, headers, partition, ts
+
+
+def _column(objs, name):
+    return list(map(dict.get, objs, repeat(name, len(objs))))
+
+
+def _encode_column(col):
+    """A key or value column: str encoded in one pass; other JSON values one by one."""
+    types = set(map(type, col))
+    if types == {str}:
+        return list(map(str.encode, col))
+    if types <= {str, type(None)}:
+        return [None if v is None else v.encode() for v in col]
+    return list(map(_to_bytes, col))
+
+
+def _json_fast(first: int, lines: list, common_headers):
+    """The block decoded at once, or None when any line needs a closer look."""
+    if not lines or b"" in lines or any(map(bytes.isspace, lines)):
+        return None
+    doc = b"[" + _MARK_SEP.join(lines) + b"]"
+    if doc.count(_MARK_TEXT) != len(lines) - 1:
+        return None  # a line carries the marker itself
+    try:
+        res = json.loads(doc)
+    except ValueError:
+        return None
+    n = len(lines)
+    # every marker at the top level in its place: each line was exactly one JSON value
+    if len(res) != 2 * n - 1 or res[1::2] != [_MARK] * (n - 1):
+        return None
+    objs = res[0::2]
+    if set(map(type, objs)) != {dict} or not set(chain.from_iterable(objs)) <= _FIELDS:
+        return None
+    parts = _column(objs, "partition")
+    if parts.count(None) != n:
+        if not set(map(type, parts)) <= {int, type(None)} or min(p for p in parts if p is not None) < 0:
+            return None
+    else:
+        parts = None
+    stamps = _column(objs, "timestamp")
+    if stamps.count(None) != n:
+        if not set(map(type, stamps)) <= {int, type(None)}:
+            return None
+    else:
+        stamps = None
+    hcol = _column(objs, "headers")
+    if not any(hcol):
+        headers = None
+    else:
+        headers = []
+        for i, h in enumerate(hcol):
+            if not h:
+                headers.append(common_headers)
+                continue
+            if not isinstance(h, (dict, list)):
+                return None
+            try:
+                headers.append(common_headers + _headers(h, first + i))
+            except DataError:
+                return None
+    values = _encode_column(_column(objs, "value"))
+    keys = _column(objs, "key")
+    keys = None if keys.count(None) == n else _encode_column(keys)
+    return Block(values, keys, headers, parts, stamps)
+
+
+def parse_json(first: int, lines: list, common_headers) -> Block:
+    """JSON lines: {"key", "value", "headers", "partition", "timestamp"} per line; blank lines skipped."""
+    block = _json_fast(first, lines, common_headers)
+    if block is not None:
+        return block
+    values, keys, headers, parts, stamps, nums, errors = [], [], [], [], [], [], []
+    for i, line in enumerate(lines):
+        lineno = first + i
+        if not line.strip():
+            continue
+        try:
+            k, v, h, p, ts = parse_json_line(line, lineno)
+        except DataError as e:
+            errors.append((lineno, str(e).split(": ", 1)[1]))
+            continue
+        values.append(v)
+        keys.append(k)
+        headers.append(common_headers + h if h else common_headers)
+        parts.append(p)
+        stamps.append(ts)
+        nums.append(lineno)
+    return Block(values, keys if keys.count(None) != len(keys) else None,
+                 headers if any(headers) else None,
+                 parts if parts.count(None) != len(parts) else None,
+                 stamps if stamps.count(None) != len(stamps) else None, nums, errors)
