@@ -16,6 +16,7 @@ from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import UsageError
 
 from pylog.commands.client_common import client_props
+from pylog.commands.consume_output import Renderer
 
 DECODERS = ("string", "hex", "base64", "json")
 _TOKEN = re.compile(r"%[tpokshTKS%]|\\[ntr\\]")
@@ -54,9 +55,8 @@ def parse_offset(text: str):
     return ("relative", -n) if n < 0 else ("offset", n)
 
 
-def compile_format(fmt: str, kdec: str, vdec: str):
-    """A function Record -> str for kcat tokens: %t topic %p partition %o offset %k key %s value
-    %h headers %T timestamp %K key length %S value length."""
+def format_pieces(fmt: str) -> list:
+    """The format string cut into kcat tokens and the literal text between them."""
     pieces = []
     pos = 0
     for m in _TOKEN.finditer(fmt):
@@ -66,6 +66,13 @@ def compile_format(fmt: str, kdec: str, vdec: str):
         pos = m.end()
     if pos < len(fmt):
         pieces.append(fmt[pos:])
+    return pieces
+
+
+def compile_format(fmt: str, kdec: str, vdec: str):
+    """A function Record -> str for kcat tokens: %t topic %p partition %o offset %k key %s value
+    %h headers %T timestamp %K key length %S value length."""
+    pieces = format_pieces(fmt)
     esc = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\\\": "\\", "%%": "%"}
 
     def render(topic, partition, r):
@@ -97,6 +104,19 @@ def compile_format(fmt: str, kdec: str, vdec: str):
             else:
                 outp.append(p)
         return "".join(outp)
+    return render
+
+
+def json_line(key_decoder, value_decoder):
+    """A function (topic, partition, Record) -> one JSON line."""
+    def render(topic, partition, r):
+        return json.dumps({
+            "topic": topic, "partition": partition, "offset": r.offset,
+            "timestamp": r.timestamp, "key": decode(r.key, key_decoder, True),
+            "value": decode(r.value, value_decoder, True),
+            "headers": {k: (None if v is None else bytes(v).decode("utf-8", "replace"))
+                        for k, v in (r.headers or ())},
+        }, separators=(",", ":"), ensure_ascii=False) + "\n"
     return render
 
 
@@ -156,7 +176,9 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
     if group is None:
         extra["enable.auto.commit"] = "false"
     props = client_props(bootstrap, properties, CONSUMER_CONFIGS, **extra)
-    render = compile_format(fmt if fmt is not None else "%s\\n", key_decoder, value_decoder)
+    fmt = fmt if fmt is not None else "%s\\n"
+    renderer = Renderer(format_pieces(fmt), key_decoder, value_decoder, as_json,
+                        compile_format(fmt, key_decoder, value_decoder), json_line(key_decoder, value_decoder))
 
     consumer = Consumer(props)
     count = 0
@@ -204,20 +226,10 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
                 last_record = now
                 chunks = []
                 for tp, rs in recs.items():
-                    for r in rs:
-                        if as_json:
-                            chunks.append(json.dumps({
-                                "topic": tp.topic, "partition": tp.partition, "offset": r.offset,
-                                "timestamp": r.timestamp, "key": decode(r.key, key_decoder, True),
-                                "value": decode(r.value, value_decoder, True),
-                                "headers": {k: (None if v is None else bytes(v).decode("utf-8", "replace"))
-                                            for k, v in (r.headers or ())},
-                            }, separators=(",", ":"), ensure_ascii=False) + "\n")
-                        else:
-                            chunks.append(render(tp.topic, tp.partition, r))
-                        count += 1
-                        if max_messages is not None and count >= max_messages:
-                            break
+                    if max_messages is not None and count + len(rs) > max_messages:
+                        rs = rs[:max_messages - count]
+                    chunks.append(renderer.render(tp.topic, tp.partition, rs))
+                    count += len(rs)
                     if max_messages is not None and count >= max_messages:
                         break
                 write("".join(chunks))

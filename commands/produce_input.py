@@ -172,7 +172,7 @@ def _json_fast(first: int, lines: list, common_headers):
         stamps = None
     hcol = _column(objs, "headers")
     if not any(hcol):
-        headers = None
+        headers = [common_headers] * n if common_headers else None  # one list object: encoded once
     else:
         headers = []
         for i, h in enumerate(hcol):

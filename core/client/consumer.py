@@ -461,9 +461,13 @@ class Consumer:
         if eng.can_drain_directly():
             # records already fetched: hand them over without a round trip to the loop
             # thread, and let it send the next fetches
+            held = len(eng._buffer)
             recs = eng.drain(eng.max_poll_records)
             if recs:
-                self._loop.call_soon(eng.send_fetches_soon)
+                if len(eng._buffer) < held:
+                    # a completed fetch was used up: room for the next one (the loop thread
+                    # sends fetches itself as answers arrive; waking it costs the GIL)
+                    self._loop.call_soon(eng.send_fetches_soon)
                 return recs
         return self._run(eng.poll(timeout_ms / 1000.0))
 

@@ -200,6 +200,9 @@ class Fetcher:
             self._fetching.discard(node)
             if self._event is not None:
                 self._event.set()
+            if not self.client.closed:
+                # keep the pipeline full: the next fetch goes out now, not at the next poll()
+                self.send_fetches_soon()
 
     def _handle_partition(self, tp, fetch_offset, gen, p):
         pos = self.positions.get(tp)

@@ -1,0 +1,103 @@
+"""`pylog consume` output: one poll's records rendered as one string, column by column.
+
+A poll's records for a partition are transposed into columns (offsets, keys,
+values...) with zip(*records); each format token becomes a column of strings
+made by map() over the whole list (bytes.decode, str, json's string encoder),
+and the columns are interleaved with one join. Output is the same text a
+record-at-a-time renderer writes; tokens and decoders without a column form
+(%h with headers present, hex/base64/json decoders) fall back to that renderer.
+"""
+from __future__ import annotations
+
+import json
+from itertools import chain, repeat
+
+_encode_str = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes for a str
+_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\\\": "\\", "%%": "%"}
+_COLUMN_TOKENS = {"%s", "%k", "%o", "%p", "%t", "%T", "%K", "%S", "%h"}
+
+
+def _text(col, n):
+    """utf-8 text of a column of bytes (None: None), invalid bytes replaced."""
+    if None in col:
+        return [None if x is None else bytes(x).decode("utf-8", "replace") for x in col]
+    if set(map(type, col)) != {bytes}:
+        col = list(map(bytes, col))
+    return list(map(bytes.decode, col, repeat("utf-8", n), repeat("replace", n)))
+
+
+def _lengths(col):
+    if None in col:
+        return [str(-1 if x is None else len(x)) for x in col]
+    return list(map(str, map(len, col)))
+
+
+class Renderer:
+    """Renders {TopicPartition: [Record]} for a format string or as JSON lines."""
+
+    def __init__(self, pieces, kdec, vdec, as_json, render_one, json_one):
+        self.pieces = pieces  # the format string cut into tokens and literal text
+        self.as_json = as_json
+        self.render_one = render_one  # (topic, partition, record) -> str: the fallback
+        self.json_one = json_one
+        strings = kdec == "string" and vdec == "string"
+        self.columns = strings and (as_json or all(p in _COLUMN_TOKENS or p in _ESCAPES or not p.startswith(("%", "\\"))
+                                                   for p in pieces))
+
+    def render(self, topic, partition, records) -> str:
+        if not records:
+            return ""
+        if not self.columns:
+            if self.as_json:
+                return "".join([self.json_one(topic, partition, r) for r in records])
+            return "".join([self.render_one(topic, partition, r) for r in records])
+        offsets, stamps, keys, values, headers = zip(*records)
+        n = len(records)
+        noheaders = headers.count(()) == n
+        if self.as_json:
+            return self._json(topic, partition, n, offsets, stamps, keys, values, headers, noheaders)
+        if "%h" in self.pieces and not noheaders:
+            return "".join([self.render_one(topic, partition, r) for r in records])
+        cols = []
+        for p in self.pieces:
+            if p in _ESCAPES:
+                cols.append(repeat(_ESCAPES[p], n))
+            elif p == "%s":
+                cols.append(["" if v is None else v for v in _text(values, n)] if None in values else _text(values, n))
+            elif p == "%k":
+                cols.append(["" if k is None else k for k in _text(keys, n)] if None in keys else _text(keys, n))
+            elif p == "%o":
+                cols.append(map(str, offsets))
+            elif p == "%p":
+                cols.append(repeat(str(partition), n))
+            elif p == "%t":
+                cols.append(repeat(topic, n))
+            elif p == "%T":
+                cols.append(map(str, stamps))
+            elif p == "%K":
+                cols.append(_lengths(keys))
+            elif p == "%S":
+                cols.append(_lengths(values))
+            elif p == "%h":
+                cols.append(repeat("", n))
+            else:
+                cols.append(repeat(p, n))
+        return "".join(chain.from_iterable(zip(*cols)))
+
+    def _json(self, topic, partition, n, offsets, stamps, keys, values, headers, noheaders) -> str:
+        def strings(col):
+            text = _text(col, n)
+            if None in col:
+                return ["null" if t is None else _encode_str(t) for t in text]
+            return list(map(_encode_str, text))
+
+        if noheaders:
+            hcol = repeat("{}", n)
+        else:
+            hcol = [json.dumps({k: (None if v is None else bytes(v).decode("utf-8", "replace")) for k, v in h},
+                               separators=(",", ":"), ensure_ascii=False) if h else "{}" for h in headers]
+        head = '{"topic":%s,"partition":%d,"offset":' % (_encode_str(topic), partition)
+        return "".join(chain.from_iterable(zip(
+            repeat(head, n), map(str, offsets), repeat(',"timestamp":', n), map(str, stamps),
+            repeat(',"key":', n), strings(keys), repeat(',"value":', n), strings(values),
+            repeat(',"headers":', n), hcol, repeat("}\n", n))))
