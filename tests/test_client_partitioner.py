@@ -6,7 +6,7 @@ import os
 from kafka.partitioner.default import murmur2 as kp_murmur2
 
 from pylog.core.client import Consumer, Producer, TopicPartition
-from pylog.core.client.partitioner import StickyPartitioner, murmur2, partition_for_key
+from pylog.core.client.partitioner import StickyPartitioner, murmur2, murmur2_many, partition_for_key
 
 # Kafka's UtilsTest.testMurmur2 vectors (signed Java ints)
 KAFKA_VECTORS = {
@@ -28,6 +28,17 @@ def test_murmur2_matches_kafka_python_on_random_keys():
     for i in range(3000):
         k = os.urandom(i % 61)
         assert murmur2(k) & 0xFFFFFFFF == kp_murmur2(k) & 0xFFFFFFFF
+
+
+def test_vectorised_murmur2_matches_kafka_vectors_and_kafka_python():
+    # the reference vectors, many times over so they go through the lanes, not the scalar path
+    keys = list(KAFKA_VECTORS) * 40
+    assert murmur2_many(keys) == [KAFKA_VECTORS[k] & 0x7FFFFFFF for k in keys]
+    # every length the lanes take, mixed, in more than one chunk; then keys past the limit
+    for rnd in ([os.urandom(i % 256) for i in range(9000)] + [b""] * 20 + [b"same-key"] * 50,
+                [os.urandom(i % 300) for i in range(600)]):
+        assert murmur2_many(rnd) == [kp_murmur2(k) & 0x7FFFFFFF for k in rnd]
+    assert murmur2_many([]) == []
 
 
 def expected_partition(key: bytes, n: int) -> int:
