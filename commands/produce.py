@@ -235,7 +235,7 @@ def _line(block, first, i):
 
 
 def _bytes(block, idx) -> int:
-    """Key and value bytes of records `idx` of a block (prefix sums, made once per block)."""
+    """Key and value bytes of records `idx` of a block (sizes and prefix sums made once per block)."""
     if block.sizes is None:
         vl = [len(v) if v is not None else 0 for v in block.values] if None in block.values else \
             list(map(len, block.values))
@@ -243,8 +243,8 @@ def _bytes(block, idx) -> int:
             kl = [len(k) if k is not None else 0 for k in block.keys] if None in block.keys else \
                 list(map(len, block.keys))
             vl = list(map(operator.add, vl, kl))
-        block.sizes = [0] + list(accumulate(vl))
-    cum = block.sizes
+        block.sizes = (vl, [0] + list(accumulate(vl)))
+    sizes, cum = block.sizes
     if isinstance(idx, range):
         return cum[idx.stop] - cum[idx.start]
-    return sum(cum[i + 1] - cum[i] for i in idx)
+    return sum(map(sizes.__getitem__, idx))

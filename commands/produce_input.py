@@ -36,7 +36,7 @@ class Block:
         self.timestamps = timestamps
         self.lines = lines  # None: record i is on line first + i
         self.errors = errors or []  # [(line number, message)]
-        self.sizes = None  # key + value bytes per record, once asked for
+        self.sizes = None  # (key + value bytes per record, their prefix sums), once asked for
 
 
 def read_blocks(stream, block_size: int = BLOCK):
