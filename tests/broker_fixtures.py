@@ -1,8 +1,9 @@
 """A real `pylog broker start` subprocess for tests, plus small wire helpers.
 
 `broker` (module scope) starts one broker per test module on a free port and
-stops it with SIGTERM at the end, asserting a clean exit 0. `BrokerProcess`
-also offers `kill9()` and `restart()` for crash tests.
+stops it with SIGTERM at the end, asserting it was still running and exits 0
+(`stop_clean()`). `BrokerProcess` also offers `kill9()` and `restart()` for
+crash tests.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from waiting import wait_until
 
 LISTENING = "pylog broker listening on "
 
@@ -80,11 +83,13 @@ class BrokerProcess:
             if line is not None:
                 self.stdout_lines.append(line)
 
-    def stderr(self) -> str:
+    def stderr(self, tail: int | None = 4000) -> str:
+        """The broker's stderr so far (its log), the last `tail` characters or all of it."""
         try:
-            return self.stderr_path.read_text(errors="replace")[-4000:]
+            text = self.stderr_path.read_text(errors="replace")
         except OSError:
             return ""
+        return text[-tail:] if tail else text
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM and wait; returns the exit code."""
@@ -101,6 +106,17 @@ class BrokerProcess:
         self._collect()
         self._stderr.close()
         return rc
+
+    def stop_clean(self) -> None:
+        """End of a test: the broker must not have died under it, and SIGTERM must exit 0.
+
+        A broker the test itself stopped or killed (`stop()`, `kill9()`) is left alone."""
+        if self.proc is None:
+            return
+        died = self.proc.poll()
+        assert died is None, f"broker died during the test (exit code {died}): {self.stderr()}"
+        rc = self.stop()
+        assert rc == 0, f"broker exit code {rc} on SIGTERM: {self.stderr()}"
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -122,14 +138,13 @@ def broker(tmp_path_factory):
     d = tmp_path_factory.mktemp("broker") / "data"
     b = BrokerProcess(d).start()
     yield b
-    if b.alive():
-        rc = b.stop()
-        assert rc == 0, f"broker exit code {rc}: {b.stderr()}"
+    b.stop_clean()
 
 
 @pytest.fixture
 def broker_factory(tmp_path):
-    """Start brokers on demand (own dirs or shared); all are stopped at the end."""
+    """Start brokers on demand (own dirs or shared); at the end each must still be running
+    (unless the test stopped it) and stop with exit 0."""
     started: list[BrokerProcess] = []
 
     def make(log_dir: Path | None = None, *extra: str, port: int | None = None) -> BrokerProcess:
@@ -139,8 +154,7 @@ def broker_factory(tmp_path):
 
     yield make
     for b in started:
-        if b.alive():
-            b.stop()
+        b.stop_clean()
 
 
 # ---- raw wire helpers (pylog's codec over a plain socket) ----------------
@@ -204,13 +218,14 @@ def build_batch(records, *, base_timestamp: int | None = None, codec: int = 0, p
 
 
 def wait_for(cond, timeout: float = 10.0, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
+    """The condition's first truthy value, or its last (falsy) value after `timeout`.
+
+    Older spelling kept for callers that assert on the result; new tests use
+    `waiting.wait_until`, which fails with a message."""
+    try:
+        return wait_until(cond, timeout, step=step)
+    except AssertionError:
+        return cond()
 
 
 

@@ -45,20 +45,25 @@ class TansuProcess:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def stop(self):
+    def stop(self) -> int:
+        """SIGTERM and wait; returns the exit code (a broker that hangs is killed and fails)."""
         self.proc.terminate()
         try:
-            self.proc.wait(10)
+            return self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+            raise AssertionError("tansu did not stop on SIGTERM within 10 s") from None
 
 
 @pytest.fixture(scope="module")
 def tansu():
     t = TansuProcess()
     yield t
-    t.stop()
+    died = t.proc.poll()
+    assert died is None, f"tansu died during the tests (exit code {died})"
+    rc = t.stop()
+    assert rc == 0, f"tansu exit code {rc} on SIGTERM"
 
 
 def pylog_cli(*args, input=None, timeout=60):

@@ -1,17 +1,15 @@
 """Shared pytest fixtures."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The project's shared/ folder (beside the repo), or $PYLOG_SHARED_DIR."""
-    env = os.environ.get("PYLOG_SHARED_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
+def fixtures_dir() -> Path:
+    """tests/fixtures: files written by other software, kept in the repository (see its README)."""
+    return Path(__file__).resolve().parent / "fixtures"
 
 
 # broker subprocess fixtures (issue 5): `broker`, `broker_factory`

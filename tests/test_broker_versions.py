@@ -28,9 +28,7 @@ def broker(tmp_path_factory):
     b = BrokerProcess(tmp_path_factory.mktemp("versions") / "data",
                       "--set", "group.initial.rebalance.delay.ms=0").start()
     yield b
-    if b.alive():
-        rc = b.stop()
-        assert rc == 0, f"broker exit code {rc}: {b.stderr()}"
+    b.stop_clean()
 
 
 @pytest.fixture(scope="module")

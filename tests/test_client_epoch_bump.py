@@ -87,8 +87,7 @@ def test_out_of_order_sequence_bumps_the_epoch_and_continues(tmp_path):
         _, headers = batch_headers(pdir)
         assert [(h.producer_epoch, h.base_sequence) for _, h in headers][2:] == [(1, 0), (1, 10)]
     finally:
-        if b.alive():
-            b.stop()
+        b.stop_clean()
 
 
 def raw_produce(b, topic, batch):
@@ -131,5 +130,4 @@ def test_expired_producer_id_is_forgotten_then_the_producer_bumps_on_a_sequence_
         got = [v for _, v in read_values(b.bootstrap, topic)]
         assert got == [f"a-{i}".encode() for i in range(10)] + [b"stray"] + [f"b-{i}".encode() for i in range(10)]
     finally:
-        if b.alive():
-            b.stop()
+        b.stop_clean()

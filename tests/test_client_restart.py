@@ -83,7 +83,7 @@ def test_idempotent_exactly_once_in_order_after_kill9(tmp_path):
             assert got[part] == expected[part], f"partition {part}"
         assert sum(len(v) for v in got.values()) == len(results) > 1000
     finally:
-        b.stop()
+        b.stop_clean()
 
 
 def test_without_idempotence_at_least_once_after_kill9(tmp_path):
@@ -95,7 +95,7 @@ def test_without_idempotence_at_least_once_after_kill9(tmp_path):
         assert not missing, f"{len(missing)} acknowledged records missing, first {missing[:5]}"
         assert sum(len(v) for v in got.values()) >= len(results) > 1000
     finally:
-        b.stop()
+        b.stop_clean()
 
 
 def test_failures_past_delivery_timeout_are_reported_per_record(tmp_path):
@@ -130,7 +130,7 @@ def test_failures_past_delivery_timeout_are_reported_per_record(tmp_path):
         values = sorted(v for vs in got.values() for v in vs)
         assert values == sorted([b"before"] + [f"after{i}".encode() for i in range(10)])
     finally:
-        b.stop()
+        b.stop_clean()
 
 
 def test_buffer_memory_back_pressure_blocks_max_block_ms(tmp_path):

@@ -144,8 +144,8 @@ def test_dump_json_lines(tmp_path):
     assert records[19]["endTxnMarker"] == "COMMIT"
 
 
-def test_dump_third_party_fixtures(shared_dir, tmp_path):
-    fixtures = shared_dir / "fixtures" / "third-party-segments"
+def test_dump_third_party_fixtures(fixtures_dir, tmp_path):
+    fixtures = fixtures_dir / "third-party-segments"
     for name, batches, records in (("cluster-metadata-a.log", 2, 3), ("cluster-metadata-b.log", 2, 4)):
         f = fixtures / name
         r = run("dump-segment", "--cluster-metadata-decoder", f)
@@ -461,7 +461,7 @@ def _pylog(*args):
     return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=60)
 
 
-def test_subprocess_dump_verify_and_errors(clean_dir, shared_dir):
+def test_subprocess_dump_verify_and_errors(clean_dir):
     p = _pylog("dump-segment", "--deep-iteration", _segments(clean_dir)[0])
     assert p.returncode == 0 and "| offset: 0 CreateTime:" in p.stdout
     p = _pylog("verify", "--json", clean_dir.parent)

@@ -8,8 +8,8 @@ import pytest
 from pylog.core.records import RecordBatch, iter_entries, iter_headers
 
 
-def _table(shared_dir):
-    readme = (shared_dir / "fixtures/third-party-segments/README.md").read_text()
+def _table(fixtures_dir):
+    readme = (fixtures_dir / "third-party-segments" / "README.md").read_text()
     rows = {}
     for line in readme.splitlines():
         m = re.match(r"\|\s*(\S+\.log)\s*\|\s*(\d+)\s*\|([^|]+)\|([^|]+)\|", line)
@@ -19,16 +19,16 @@ def _table(shared_dir):
     return rows
 
 
-def test_readme_lists_the_files(shared_dir):
-    rows = _table(shared_dir)
-    files = sorted(p.name for p in (shared_dir / "fixtures/third-party-segments").glob("*.log"))
+def test_readme_lists_the_files(fixtures_dir):
+    rows = _table(fixtures_dir)
+    files = sorted(p.name for p in (fixtures_dir / "third-party-segments").glob("*.log"))
     assert files and sorted(rows) == files
 
 
 @pytest.mark.parametrize("name", ["cluster-metadata-a.log", "cluster-metadata-b.log"])
-def test_segment_decodes_completely(shared_dir, name):
-    count, base_offsets, sizes = _table(shared_dir)[name]
-    buf = (shared_dir / "fixtures/third-party-segments" / name).read_bytes()
+def test_segment_decodes_completely(fixtures_dir, name):
+    count, base_offsets, sizes = _table(fixtures_dir)[name]
+    buf = (fixtures_dir / "third-party-segments" / name).read_bytes()
     headers = list(iter_headers(buf, verify_crc=True))
     assert len(headers) == count
     assert [h.base_offset for _, h in headers] == base_offsets

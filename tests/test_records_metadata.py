@@ -141,8 +141,8 @@ def test_bad_records_give_kafka_style_error_line(value, message):
     assert format_metadata_record(None, 3) == "Error at 3, skipping. Missing value"
 
 
-def test_fixture_records_decode_to_kafka_json(shared_dir):
-    fixtures = shared_dir / "fixtures" / "third-party-segments"
+def test_fixture_records_decode_to_kafka_json(fixtures_dir):
+    fixtures = fixtures_dir / "third-party-segments"
     out = []
     for name in ("cluster-metadata-a.log", "cluster-metadata-b.log"):
         buf = (fixtures / name).read_bytes()
