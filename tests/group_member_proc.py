@@ -6,8 +6,9 @@ LIB is kafka-python, confluent or pylog. Prints one JSON line per event on
 stdout: {"assign": [partitions]} whenever the assignment changes, {"rec":
 [partition, offset]} per record. Every poll's records are committed
 synchronously before the next poll (so a clean rebalance delivers nothing
-twice). SIGTERM closes the consumer cleanly (commit + LeaveGroup); SIGKILL is
-the crash case.
+twice); a failed commit ends the process with a traceback and a non-zero exit,
+which the test reports. SIGTERM closes the consumer cleanly (commit +
+LeaveGroup) and exits 0; SIGKILL is the crash case.
 """
 from __future__ import annotations
 
@@ -55,10 +56,13 @@ def main():
             return out, sorted(tp.partition for tp in c.assignment())
 
         def commit():
+            from confluent_kafka import KafkaError, KafkaException
+
             try:
                 c.commit(asynchronous=False)
-            except Exception:  # nothing to commit
-                pass
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError._NO_OFFSET:  # only "nothing to commit" is expected
+                    raise
     else:
         from pylog.core.client import Consumer
         from pylog.core.client.group import attach_group

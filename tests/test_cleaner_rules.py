@@ -2,6 +2,7 @@
 background cleaner of the LogManager."""
 from __future__ import annotations
 
+import threading
 import time
 import tracemalloc
 
@@ -11,6 +12,7 @@ from pylog.storage.cleaner import Cleaner, CleanerManager, read_cleaner_checkpoi
 from pylog.storage.compaction_rules import SegmentStat, cleanable_section, group_segments, should_clean
 from pylog.storage.log_manager import LogManager
 from pylog.storage.offset_map import SLOT_BYTES, OffsetMap
+from waiting import wait_until
 
 H = 3600_000
 
@@ -107,19 +109,19 @@ def test_log_manager_runs_the_cleaner_in_the_background(tmp_path):
     cfg = BROKER_CONFIGS.resolve({"log.dirs": str(tmp_path), "log.cleaner.backoff.ms": "50",
                                   "log.cleaner.dedupe.buffer.size": str(1 << 20)})
     lm = LogManager([str(tmp_path)], cfg)
+    before = set(threading.enumerate())
     lm.startup()
+    cleaner_threads = [t for t in threading.enumerate() if t not in before and t.name.startswith("pylog-cleaner-")]
     try:
         assert lm.cleaner is not None and lm.cleaner.running
+        assert len(cleaner_threads) == cfg["log.cleaner.threads"] and all(t.is_alive() for t in cleaner_threads)
         lm.create_topic("c", 1, {"cleanup.policy": "compact", "segment.bytes": "2000",
                                  "min.cleanable.dirty.ratio": "0.1", "file.delete.delay.ms": "0"})
         lg = lm.get_log("c", 0)
         for i in range(50):
             append(lg, [(b"k%d" % (i % 5), b"v%d" % i)], ts=int(time.time() * 1000))
         lm.cleaner.wakeup()
-        deadline = time.time() + 20
-        while time.time() < deadline and ("c", 0) not in read_cleaner_checkpoint(tmp_path):
-            time.sleep(0.05)
-        cp = read_cleaner_checkpoint(tmp_path)[("c", 0)]
+        cp = wait_until(lambda: read_cleaner_checkpoint(tmp_path).get(("c", 0)), 60, "the cleaner checkpoint of c-0")
         assert cp == lg.segments[-1].base_offset > 0
         keys = [k for off, k, _ in read_records(lg) if off < cp]
         assert len(keys) == len(set(keys))
@@ -128,7 +130,8 @@ def test_log_manager_runs_the_cleaner_in_the_background(tmp_path):
         assert lg.read(0, 1 << 20).length > 0
     finally:
         lm.shutdown()
-    assert not any(t.is_alive() for t in getattr(lm.cleaner, "_threads", []) if lm.cleaner)
+    # shutdown joined the cleaner threads (no thread of the cleaner outlives the log manager)
+    assert [t.name for t in cleaner_threads if t.is_alive()] == []
 
 
 def test_manager_picks_the_dirtiest_log(tmp_path):

@@ -18,6 +18,7 @@ from pylog.core.client import (
 from pylog.core.client.consumer import ConsumerEngine, resolve_consumer_config
 from pylog.core.errors import CorruptMessageError
 from pylog.core.records import BatchBuilder, LegacyBuilder, build_end_txn_batch
+from pylog.core.records.header import CRC_OFFSET
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -245,8 +246,15 @@ def test_parse_hides_control_batches_and_checks_crcs():
     bad[70] ^= 0xFF
     with pytest.raises(CorruptMessageError):
         e.parse_records(tp, bytes(bad), 0)
+    # only the stored CRC of the last batch is wrong, its records intact: check.crcs refuses
+    # the fetch, check.crcs=false reads every record
+    wrong_crc = bytearray(buf)
+    wrong_crc[len(first) + len(marker) + CRC_OFFSET] ^= 0xFF
+    with pytest.raises(CorruptMessageError):
+        e.parse_records(tp, bytes(wrong_crc), 0)
     e2 = engine(**{"check.crcs": "false"})
-    e2.parse_records(tp, bytes(buf), 0)
+    recs, nxt, _ = e2.parse_records(tp, bytes(wrong_crc), 0)
+    assert [r.value for r in recs] == [b"a0", b"a1", b"a2", b"b"] and nxt == 5
 
 
 def test_read_committed_drops_aborted_transactions():
