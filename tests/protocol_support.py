@@ -115,36 +115,21 @@ def kp_classes():
     import kafka.protocol.consumer as consumer
     import kafka.protocol.metadata as metadata
     import kafka.protocol.producer as producer
+    import kafka.protocol.sasl as sasl
     from kafka.protocol.api_message import ApiMessage
 
     out = {}
-    for mod in (admin, consumer, metadata, producer):
+    for mod in (admin, consumer, metadata, producer, sasl):
         for name in dir(mod):
             cls = getattr(mod, name)
             if isinstance(cls, type) and issubclass(cls, ApiMessage) and cls is not ApiMessage:
-                try:
-                    key = cls.API_KEY
-                except Exception:
-                    continue
+                key = cls.API_KEY
                 req, resp = out.get(key, (None, None))
                 if cls.is_request():
                     req = cls
                 else:
                     resp = cls
                 out[key] = (req, resp)
-    try:
-        import kafka.protocol.sasl as sasl
-        for name in dir(sasl):
-            cls = getattr(sasl, name)
-            if isinstance(cls, type) and issubclass(cls, ApiMessage) and cls is not ApiMessage:
-                req, resp = out.get(cls.API_KEY, (None, None))
-                if cls.is_request():
-                    req = cls
-                else:
-                    resp = cls
-                out[cls.API_KEY] = (req, resp)
-    except ImportError:
-        pass
     return out
 
 

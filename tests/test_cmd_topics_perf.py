@@ -73,18 +73,29 @@ def test_perf_produce_and_consume(broker):
     assert c["records"] == 23000 and c["bytes"] == 2300000
 
 
+def stored_codecs(broker, topic, partition):
+    """The compression codec of each batch the broker stored, in order (`pylog dump-segment --json`)."""
+    segs = sorted((broker.log_dir / f"{topic}-{partition}").glob("*.log"))
+    r = pylog_cli("dump-segment", "--json", *segs)
+    assert r.returncode == 0, r.stderr
+    return [o["compresscodec"] for o in map(json.loads, r.stdout.splitlines()) if o["type"] == "batch"]
+
+
 def test_remaining_options(broker, tmp_path):
     bs = broker.bootstrap
     r = pylog_cli("topics", "create", "opt-t", "-b", bs, "-p", "2", "-r", "1", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["replication_factor"] == 1
     r = pylog_cli("topics", "create", "opt-t2", "-b", bs, "-r", "3")
     assert r.returncode == 1 and "replication" in r.stderr.lower()
-    # client properties from a Java .properties file; -X overrides it
+    # client properties from a Java .properties file; -X overrides it (the codec shows in the stored batches)
     props = tmp_path / "client.properties"
     props.write_text("compression.type=gzip\nlinger.ms=1\nacks=1\n")
-    r = pylog_cli("produce", "opt-t", "-b", bs, "--config", str(props), "-X", "acks=all", "-p", "0",
-                  input="a\nb\n")
+    r = pylog_cli("produce", "opt-t", "-b", bs, "--config", str(props), "-p", "0", input="a\nb\n")
     assert r.returncode == 0, r.stderr
+    r = pylog_cli("produce", "opt-t", "-b", bs, "--config", str(props), "-X", "acks=all", "-X", "compression.type=lz4",
+                  "-p", "0", input="c\nd\n")
+    assert r.returncode == 0, r.stderr
+    assert stored_codecs(broker, "opt-t", 0) == ["gzip", "lz4"]
     bad = tmp_path / "bad.properties"
     bad.write_text("compression.type=brotli\n")
     r = pylog_cli("produce", "opt-t", "-b", bs, "--config", str(bad), input="a\n")

@@ -18,7 +18,7 @@ from pylog.core.protocol.consumer_protocol import (
 )
 from pylog.core.protocol import internal_records as ir
 
-kp_meta = pytest.importorskip("kafka.protocol.consumer.metadata")
+import kafka.protocol.consumer.metadata as kp_meta  # noqa: E402 - kafka-python 3.x, pinned in constraints.txt
 PEERS = {"subscription": (SUBSCRIPTION, kp_meta.ConsumerProtocolSubscription, encode_subscription, decode_subscription),
          "assignment": (ASSIGNMENT, kp_meta.ConsumerProtocolAssignment, encode_assignment, decode_assignment)}
 

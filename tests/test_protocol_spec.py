@@ -18,7 +18,7 @@ from pylog.core.protocol import types as T
 from pylog.core.protocol.schema import MISSING, parse_versions
 from pylog.core.protocol.types import Array, Prim, Struct
 
-kafka_protocol = pytest.importorskip("kafka.protocol")
+import kafka.protocol as kafka_protocol  # noqa: E402 - kafka-python 3.x, pinned in constraints.txt
 RES = os.path.join(os.path.dirname(kafka_protocol.__file__), "schemas", "resources")
 
 _TYPES = {"int8": T.INT8, "int16": T.INT16, "int32": T.INT32, "int64": T.INT64, "uint16": T.UINT16,
