@@ -433,9 +433,9 @@ def dump_producer_snapshot(path: Path, o: Options, w: Writer, problems: Problems
             w.obj(obj)
             continue
         text = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: {e.coordinator_epoch} "
-                f"currentTxnFirstOffset: {optional_long(txn)} lastTimestamp: {e.timestamp} ")
+                f"currentTxnFirstOffset: {optional_long(txn)} lastTimestamp: {e.timestamp}")
         if has_batch:
-            text += (f"firstSequence: {first_seq} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+            text += (f" firstSequence: {first_seq} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
                      f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
         w.line(text)
 

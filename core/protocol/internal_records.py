@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pylog.core.protocol.embedded import Embedded, MalformedDataError
 from pylog.core.protocol.schema import Field as F
-from pylog.core.protocol.types import BYTES, INT32, INT64, STRING
+from pylog.core.protocol.types import BYTES, INT32, INT64, STRING, UUID
 
 __all__ = [
     "OFFSET_COMMIT_KEY", "GROUP_METADATA_KEY", "OFFSET_COMMIT_VALUE", "GROUP_METADATA_VALUE",
@@ -34,6 +34,8 @@ OFFSET_COMMIT_VALUE = Embedded("OffsetCommitValue", "0-4", "4+", [
     F("metadata", STRING),
     F("commit_timestamp", INT64),
     F("expire_timestamp", INT64, "1", default=-1),
+    # Kafka 4.x's coordinator records the committed topic's id (tagged, absent when unknown)
+    F("topic_id", UUID, "4+", tag=0),
 ])
 
 GROUP_METADATA_VALUE = Embedded("GroupMetadataValue", "0-4", "4+", [
