@@ -723,6 +723,19 @@ class Log:
                 i += 1  # offset past this segment's data (e.g. a gap): the next segment
             return FetchSlice(self.active_segment.fd, self.active_segment.size, 0, offset)
 
+    def aborted_transactions(self, start: int, upper: int) -> list:
+        """Aborted transactions overlapping [start, upper), from the .txnindex of the segment holding
+        start onwards (Kafka's collectAbortedTransactions): a READ_COMMITTED fetch hands them to the
+        client, which drops those producers' records up to their ABORT markers."""
+        with self.lock:
+            out = []
+            for seg in self.segments[self._segment_for(start):]:
+                found = seg.txn_index.collect_aborted(start, upper)
+                out.extend(found)
+                if any(t.last_stable_offset >= upper for t in found):
+                    break  # later segments' aborts all began at or after upper
+            return out
+
     # ---- lookups ----
     def offset_for_timestamp(self, ts: int) -> tuple[int, int, int] | None:
         with self.lock:

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 TOPICS_FILE = "pylog-topics.json"
+METADATA_TOPIC = "__cluster_metadata"
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
@@ -179,6 +180,8 @@ class LogManager:
                     if not m:
                         continue
                     topic, part = m.group(1), int(m.group(2))
+                    if topic == METADATA_TOPIC:
+                        continue  # KRaft's own log (a Kafka log dir holding metadata.log.dir): never a topic
                     info = self.topics.get(topic)
                     try:
                         topic_id = read_partition_metadata(p)

@@ -102,6 +102,10 @@ def _read_all(broker: Broker, req: _FetchRequest) -> tuple[list, int, bool]:
                 continue
             if sl.length:
                 entry["records"] = sl
+                if req.read_committed:
+                    entry["aborted_transactions"] = [
+                        {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                        for a in plog.aborted_transactions(p["fetch_offset"], plog.last_stable_offset)]
                 total += sl.length
                 remaining -= sl.length
                 first = False
