@@ -524,7 +524,7 @@ def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, ke
     """Print the contents of Kafka log files, as kafka-dump-log.sh does.
 
     FILES may be segment data (.log, and KRaft snapshots
-    <offset>-<epoch>.checkpoint), offset indexes (.index), time indexes
+    <offset>-<epoch>.checkpoint and bootstrap.checkpoint), offset indexes (.index), time indexes
     (.timeindex), producer snapshots (.snapshot), transaction indexes
     (.txnindex), leader-epoch-checkpoint and the offset checkpoint files
     (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
