@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "groups": "pylog.commands.groups:groups",
     "perf": "pylog.commands.perf:perf",
     "compact": "pylog.commands.compact:compact",
+    "diff": "pylog.commands.diff:diff",
     "export-to-kafka": "pylog.commands.export_kafka:export_to_kafka",
     "spark-ingest": "pylog.commands.spark.cli:spark_ingest",
     "spark-compaction": "pylog.commands.spark.cli:spark_compaction",

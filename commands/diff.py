@@ -1,0 +1,249 @@
+"""`pylog diff TOPIC_A TOPIC_B`: are two topics the same, and where do they first differ?
+
+Two ways to compare:
+  * by position (default): partition i of A against partition i of B, record by record in
+    offset order from each partition's start. The first record whose key, value, headers or
+    timestamp differ is reported with its offset on both sides, and the records past the
+    shorter side are counted as only on one side. Offsets themselves may differ (a mirrored
+    topic starts at another offset), so records are paired by position.
+  * `--by-key`: the latest value of every key over the whole topic (what a compacted topic
+    or a migration must agree on), whatever the partitioning. A key whose latest record is
+    a tombstone counts as absent. Only a digest per key is kept in memory.
+
+Both sides are streamed up to the end offsets they had when the diff started, so records
+produced meanwhile do not count. The two topics can be on two clusters (`--bootstrap-b`).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+
+import click
+
+from pylog.commands.client_common import client_props
+from pylog.commands.console import emit_json, err, out
+from pylog.commands.options import bootstrap_option, json_option, properties_options
+from pylog.core.config import CONSUMER_CONFIGS
+from pylog.core.errors import DataError
+
+FIELDS = ("key", "value", "headers", "timestamp")
+POLL_MS = 500
+
+
+class Side:
+    """One topic on one cluster: its partitions and the [start, end) offsets captured at the start."""
+
+    def __init__(self, label: str, topic: str, props: dict):
+        from pylog.core.client import Admin
+
+        self.label, self.topic, self.props = label, topic, props
+        with Admin(props) as admin:
+            try:
+                parts = sorted(admin.describe_topic(topic).partitions)
+            except Exception as e:  # noqa: BLE001 - reported as the one-line error below
+                raise DataError(f"topic {label} {topic!r}: {e}") from None
+            self.start, self.end = admin.offsets(topic, parts) if parts else ({}, {})
+        self.partitions = parts
+
+    def records(self, partitions):
+        """(partition, record) in offset order per partition, for the given partitions, up to the captured ends."""
+        from pylog.core.client import Consumer, TopicPartition
+
+        want = {p: self.end[p] for p in partitions if self.end[p] > self.start[p]}
+        if not want:
+            return
+        with Consumer({**self.props, "auto.offset.reset": "earliest", "enable.auto.commit": "false"}) as c:
+            c.assign([TopicPartition(self.topic, p) for p in want])
+            idle_since = time.monotonic()
+            while want:
+                polled = c.poll(POLL_MS)
+                if polled:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > 60:
+                    raise DataError(f"topic {self.label} {self.topic!r}: no records for 60 s before the end "
+                                    f"offsets {want}")
+                for tp, recs in polled.items():
+                    end = want.get(tp.partition)
+                    if end is None:
+                        continue
+                    for r in recs:
+                        if r.offset >= end:
+                            break
+                        yield tp.partition, r
+                    if recs and recs[-1].offset + 1 >= end:
+                        del want[tp.partition]
+                        c.pause([tp])
+
+
+def _fields(r, ignore):
+    out = {}
+    if "key" not in ignore:
+        out["key"] = r.key
+    if "value" not in ignore:
+        out["value"] = r.value
+    if "headers" not in ignore:
+        out["headers"] = [(k, bytes(v) if v is not None else None) for k, v in (r.headers or [])]
+    if "timestamp" not in ignore:
+        out["timestamp"] = r.timestamp
+    return out
+
+
+def _records(n: int) -> str:
+    return f"{n:,} record" + ("" if n == 1 else "s")
+
+
+def _show(v):
+    if v is None:
+        return None
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        try:
+            return b.decode()
+        except UnicodeDecodeError:
+            return "0x" + b.hex()
+    if isinstance(v, list):
+        return [[k, _show(x)] for k, x in v]
+    return v
+
+
+def diff_by_position(a: Side, b: Side, ignore: set) -> list[dict]:
+    """One result per partition number present on either side."""
+    results = []
+    for p in sorted(set(a.partitions) | set(b.partitions)):
+        ra = a.records([p]) if p in a.partitions else iter(())
+        rb = b.records([p]) if p in b.partitions else iter(())
+        compared = 0
+        first = None
+        only_a = only_b = 0
+        while True:
+            x = next(ra, None)
+            y = next(rb, None)
+            if x is None and y is None:
+                break
+            if x is None:
+                only_b += 1 + sum(1 for _ in rb)
+                break
+            if y is None:
+                only_a += 1 + sum(1 for _ in ra)
+                break
+            compared += 1
+            if first is None:
+                fx, fy = _fields(x[1], ignore), _fields(y[1], ignore)
+                if fx != fy:
+                    diff_fields = [f for f in FIELDS if f in fx and fx[f] != fy[f]]
+                    first = {"offset_a": x[1].offset, "offset_b": y[1].offset, "fields": diff_fields,
+                             "a": {f: _show(fx[f]) for f in diff_fields},
+                             "b": {f: _show(fy[f]) for f in diff_fields}}
+        results.append({"partition": p, "equal": first is None and only_a == 0 and only_b == 0,
+                        "compared": compared, "first_difference": first, "only_in_a": only_a, "only_in_b": only_b})
+    return results
+
+
+def _latest_by_key(side: Side, ignore: set) -> tuple[dict, int]:
+    latest: dict[bytes, bytes | None] = {}
+    keyless = 0
+    for _, r in side.records(side.partitions):
+        if r.key is None:
+            keyless += 1
+            continue
+        if r.value is None:
+            latest[bytes(r.key)] = None
+            continue
+        h = hashlib.blake2b(digest_size=16)
+        h.update(bytes(r.value))
+        if "headers" not in ignore:
+            for k, v in r.headers or []:
+                h.update(b"\x00" + k.encode() + b"\x00" + (bytes(v) if v is not None else b"\xff"))
+        latest[bytes(r.key)] = h.digest()
+    return {k: v for k, v in latest.items() if v is not None}, keyless
+
+
+def diff_by_key(a: Side, b: Side, ignore: set, examples: int = 5) -> dict:
+    ka, keyless_a = _latest_by_key(a, ignore)
+    kb, keyless_b = _latest_by_key(b, ignore)
+    only_a = [k for k in ka if k not in kb]
+    only_b = [k for k in kb if k not in ka]
+    changed = [k for k in ka if k in kb and ka[k] != kb[k]]
+    return {"keys_a": len(ka), "keys_b": len(kb), "equal": not (only_a or only_b or changed),
+            "only_in_a": len(only_a), "only_in_b": len(only_b), "different": len(changed),
+            "keyless_records_a": keyless_a, "keyless_records_b": keyless_b,
+            "examples": {"only_in_a": [_show(k) for k in only_a[:examples]],
+                         "only_in_b": [_show(k) for k in only_b[:examples]],
+                         "different": [_show(k) for k in changed[:examples]]}}
+
+
+@click.command("diff")
+@click.argument("topic_a")
+@click.argument("topic_b")
+@bootstrap_option
+@click.option("--bootstrap-b", "bootstrap_b", metavar="HOST:PORT[,...]", default=None,
+              help="Bootstrap servers of TOPIC_B's cluster (default: the same as TOPIC_A's).")
+@click.option("--by-key", is_flag=True,
+              help="Compare the latest value of every key over the whole topic instead of record by record.")
+@click.option("--ignore", "ignore", multiple=True, type=click.Choice(["key", "value", "headers", "timestamp"]),
+              help="Leave this field out of the comparison (repeatable), e.g. timestamps of a re-produced copy.")
+@properties_options
+@json_option
+def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, properties, as_json):
+    """Compare TOPIC_A with TOPIC_B, partition by partition or (--by-key) key by key.
+
+    Per partition: equal, or the first position where key, value, headers or
+    timestamp differ (with the offset on each side), and how many records only
+    one side has. With --by-key: keys only in A, only in B, and keys whose
+    latest value differs (tombstoned keys count as absent), whatever the
+    partitioning. Both sides are read up to the end offsets they had when the
+    diff started.
+
+    Examples:
+      pylog diff orders orders-mirror
+      pylog diff users users -b old:9092 --bootstrap-b new:9092 --by-key
+      pylog diff events events-copy --ignore timestamp --json
+
+    Exit status: 0 equal, 1 different (or an error), 2 usage error.
+    """
+    props_a = client_props(bootstrap, properties, CONSUMER_CONFIGS)
+    props_b = client_props(bootstrap_b or bootstrap, {k: v for k, v in properties.items()
+                                                      if k != "bootstrap.servers"}, CONSUMER_CONFIGS)
+    ignore = set(ignore)
+    a = Side("A", topic_a, props_a)
+    b = Side("B", topic_b, props_b)
+    if by_key:
+        result = diff_by_key(a, b, ignore)
+        equal = result["equal"]
+        if as_json:
+            emit_json({"topic_a": topic_a, "topic_b": topic_b, "mode": "by-key", **result})
+        else:
+            verdict = "equal" if equal else "different"
+            out.print(f"{topic_a} vs {topic_b} by key: {verdict}: {result['keys_a']:,} keys in A, "
+                      f"{result['keys_b']:,} in B; {result['only_in_a']:,} only in A, {result['only_in_b']:,} only "
+                      f"in B, {result['different']:,} with a different latest value", markup=False)
+            for what in ("only_in_a", "only_in_b", "different"):
+                if result["examples"][what]:
+                    out.print(f"  {what.replace('_', ' ')}: " + ", ".join(map(str, result["examples"][what])),
+                              markup=False)
+            if result["keyless_records_a"] or result["keyless_records_b"]:
+                err.print(f"skipped records without a key: {result['keyless_records_a']:,} in A, "
+                          f"{result['keyless_records_b']:,} in B", markup=False)
+    else:
+        parts = diff_by_position(a, b, ignore)
+        equal = all(p["equal"] for p in parts)
+        if as_json:
+            emit_json({"topic_a": topic_a, "topic_b": topic_b, "mode": "by-position", "equal": equal,
+                       "partitions": parts})
+        else:
+            for p in parts:
+                if p["equal"]:
+                    out.print(f"partition {p['partition']}: equal ({_records(p['compared'])})", markup=False)
+                    continue
+                bits = []
+                f = p["first_difference"]
+                if f:
+                    bits.append(f"first difference at offset {f['offset_a']} (A) / {f['offset_b']} (B) in "
+                                f"{', '.join(f['fields'])}")
+                if p["only_in_a"]:
+                    bits.append(f"{_records(p['only_in_a'])} only in A")
+                if p["only_in_b"]:
+                    bits.append(f"{_records(p['only_in_b'])} only in B")
+                out.print(f"partition {p['partition']}: different: " + "; ".join(bits), markup=False)
+            out.print(f"{topic_a} vs {topic_b}: {'equal' if equal else 'different'}", markup=False)
+    raise SystemExit(0 if equal else 1)
