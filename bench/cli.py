@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from bench.client import start_broker
+from bench.client import start_broker, stop_broker
 
 PYLOG = [sys.executable, "-m", "pylog.cli"]
 
@@ -156,12 +156,7 @@ def main(argv):
                          expect_lines=n)
                 rows.append(("consume JSON (kcat -J, pylog --json)", parts, k, p))
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_broker(proc)
         shutil.rmtree(workdir, ignore_errors=True)
     out = [f"broker: {a.broker}, {n:,} records, values of {a.value_size} B (keys 11 B), default settings "
            f"of each tool, wall time of the whole command, best of {a.rounds}",

@@ -120,6 +120,17 @@ def start_broker(kind: str, workdir: str):
     raise SystemExit(f"{kind} broker did not start")
 
 
+def stop_broker(proc):
+    """Stop a broker from start_broker (None: nothing to stop)."""
+    if proc is None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def run_py(code: str, *args, timeout=150) -> float:
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)], capture_output=True,
                        text=True, timeout=timeout)
@@ -176,12 +187,7 @@ def main(argv):
             results[("kafka-python", "produce")] = run_py(KP_PRODUCE, bs, topics["kafka-python"], n, size)
             consume("kafka-python", run_py, KP_CONSUME, bs, topics["kafka-python"], n)
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_broker(proc)
     clients = ["pylog (send_many)", "pylog (send)", "kafka-python", "confluent-kafka"]
     lines = [f"broker: {a.broker}, {n} records x {size} B, {a.partitions} partitions, acks=all, linger.ms=5, "
              f"batch.size=16384, no compression; records/s", "",

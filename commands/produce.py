@@ -198,7 +198,7 @@ class _Tracker:
     def add(self, block, first, runs, refused):
         for i, e in refused:
             self.stats["failed"].append((_line(block, first, i), str(e)))
-        for b, idx in runs:
+        for b, idx, _ in runs:
             self.pending.append((b, idx, block, first))
 
     def settle(self):
@@ -222,7 +222,7 @@ class _Tracker:
         """The line where a metadata or buffer timeout stopped the bulk send: the first
         record no batch took. It is reported failed; reading stops there."""
         taken = set()
-        for _, idx in runs:
+        for _, idx, _ in runs:
             taken.update(idx)
         i = next((i for i in range(len(block.values)) if i not in taken), 0)
         lineno = _line(block, first, i)

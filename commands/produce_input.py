@@ -11,10 +11,12 @@ from __future__ import annotations
 import base64
 import json
 from itertools import chain, repeat
+from operator import itemgetter
 
 from pylog.core.errors import DataError
 
 BLOCK = 1 << 20
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 _FIELDS = {"key", "value", "headers", "partition", "timestamp"}
 # between two lines of a JSON block: a marker element no JSON line can swallow unseen
 _MARK = "\x1epylog"
@@ -71,7 +73,10 @@ def parse_text(first: int, lines: list, sep: bytes | None, sep_text: str | None)
     """Values, or KEY<sep>VALUE split at the first separator."""
     if sep is None:
         return Block(lines)
-    keys, seps, values = (list(c) for c in zip(*map(bytes.partition, lines, repeat(sep, len(lines)))))
+    parts = list(map(bytes.partition, lines, repeat(sep, len(lines))))
+    keys = list(map(_first, parts))
+    values = list(map(_third, parts))
+    seps = list(map(_second, parts))
     if b"" not in seps:
         return Block(values, keys)
     bad = [i for i, s in enumerate(seps) if not s]

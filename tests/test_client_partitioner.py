@@ -109,3 +109,50 @@ def test_keyless_records_stick_to_a_partition_until_the_batch_is_full(broker):
     assert len(runs) >= 5  # it moved on as batches filled...
     assert all(n >= 5 for _, n in runs[:-1])  # ...and stayed while they had room (~8 records of 100 B)
     assert len(set(parts)) > 1
+
+
+def test_send_many_places_keys_partitions_and_nulls_as_send_does(broker):
+    """The bulk path: keyed records where Java puts them, explicit partitions kept, null keys
+    sticky, null values as tombstones, headers on every record, each partition in input order,
+    and every record reported in exactly one batch."""
+    from pylog.core.client import Admin
+
+    with Admin({"bootstrap.servers": broker.bootstrap}) as a:
+        a.create_topic("bulk", 5)
+    n = 3000
+    keys = [None if i % 7 == 0 else f"user-{i % 97}".encode() for i in range(n)]
+    values = [None if i % 11 == 0 else f"{i}".encode() for i in range(n)]
+    parts = [4 if i % 13 == 0 else None for i in range(n)]
+    shared = [("src", b"bulk")]
+    with Producer({"bootstrap.servers": broker.bootstrap, "batch.size": "2000"}) as p:
+        runs, refused = p.send_many("bulk", values, keys=keys, headers=[shared] * n, partitions=parts, runs=True)
+        p.flush()
+    assert refused == []
+    placed = {}
+    for b, idx, first in runs:
+        assert b.done and b.error is None
+        for j, i in enumerate(idx):
+            assert i not in placed
+            placed[i] = (b.partition, b.base_offset + first + j)
+    assert sorted(placed) == list(range(n))
+    for i in range(n):
+        if parts[i] is not None:
+            assert placed[i][0] == parts[i]
+        elif keys[i] is not None:
+            assert placed[i][0] == (kp_murmur2(keys[i]) & 0x7FFFFFFF) % 5
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest"})
+    tps = [TopicPartition("bulk", q) for q in range(5)]
+    c.assign(tps)
+    end = c.end_offsets(tps)
+    got = {}
+    while sum(c.position(tp) for tp in tps) < sum(end.values()):
+        for tp, recs in c.poll(500).items():
+            for r in recs:
+                got[(tp.partition, r.offset)] = r
+    c.close()
+    for i, where in placed.items():
+        r = got[where]
+        assert (r.key, r.value, list(r.headers)) == (keys[i], values[i], shared)
+    for q in range(5):  # input order within each partition
+        mine = sorted((off, i) for i, (part, off) in placed.items() if part == q)
+        assert [i for _, i in mine] == sorted(i for _, i in mine)

@@ -373,6 +373,30 @@ class RecordAccumulator:
         return ProducerBatch(topic, partition, max(self.batch_size, record_size) , self.codec,
                              time.monotonic(), reserved)
 
+    def has_open_batch(self, tp) -> bool:
+        """`tp` has a batch that can take more records."""
+        with self.lock:
+            dq = self.deques.get(tp)
+            return bool(dq) and not dq[-1].full
+
+    def add_batch(self, batch, fill=None) -> bool:
+        """Queue a batch from new_batch() as its partition's open batch, `fill(batch)` run
+        first under the lock; False (and its memory given back) when another thread opened
+        one meanwhile."""
+        tp = (batch.topic, batch.partition)
+        with self.lock:
+            dq = self.deques.get(tp)
+            if dq and not dq[-1].full:
+                self.pool.release(batch.reserved)
+                return False
+            if fill is not None:
+                fill(batch)
+            if dq is None:
+                dq = self.deques[tp] = collections.deque()
+            dq.append(batch)
+            self.incomplete.add(batch)
+        return True
+
     def has_undrained(self) -> bool:
         return any(self.deques.values())
 

@@ -38,8 +38,10 @@ def _as_bytes(items):
 
 def _with_nulls(items):
     """(items with None as b"", lengths with -1 for None)."""
-    if None not in items:
+    try:
         return items, list(map(len, items))
+    except TypeError:  # a None among them
+        pass
     nulls = [i for i, x in enumerate(items) if x is None]
     items = list(items)
     for i in nulls:
@@ -77,8 +79,9 @@ class BulkSender:
 
     def send_many(self, topic, values, keys=None, headers=None, partition=None, partitions=None,
                   timestamps=None):
-        """Returns ([(batch, indices)], [(index, error)]): which records each batch holds
-        (indices into `values`) and the records refused before any batch took them.
+        """Returns ([(batch, indices, first)], [(index, error)]): which records each batch
+        took (indices into `values`; they are its records first, first + 1, ...) and the
+        records refused before any batch took them.
         Raises BulkSendStopped (with the runs made so far) on a max.block.ms timeout."""
         runs: list = []
         try:
@@ -116,8 +119,8 @@ class BulkSender:
         values, vls = _with_nulls(values)
         kls = None
         if keys is not None:
-            nullkeys = None in keys
             keys, kls = _with_nulls(keys)
+            nullkeys = -1 in kls
         single = set()
         if timestamps is not None:
             single.update(i for i, t in enumerate(timestamps) if t is not None)
@@ -164,7 +167,25 @@ class BulkSender:
                                 f"[0...{n}] of topic {topic}.")))
                             refused.add(i)
                         target[i] = x
+        sticky_part = None
+        if target is not None and -1 in target and target.count(-1) != len(target):
+            # records for the sticky partition among others: they take the sticky partition
+            # now, so each partition keeps the input order (it moves on after this call
+            # if its batch filled up, rather than mid-way)
+            sticky_part = p.sticky.partition(topic, n)
+            target = [sticky_part if t < 0 else t for t in target]
         ctx = (topic, n, values, keys, hdrs, vls, kls, fixed, target, runs)
+        try:
+            return self._segments(ctx, count, single, refused, failures, topic, values, keys, headers,
+                                  timestamps, fixed, target, vls, kls)
+        finally:
+            if sticky_part is not None and not p.acc.has_open_batch((topic, sticky_part)):
+                p.sticky.next_partition(topic, n, prev=sticky_part)
+
+    def _segments(self, ctx, count, single, refused, failures, topic, values, keys, headers, timestamps,
+                  fixed, target, vls, kls):
+        p = self.p
+        runs = ctx[-1]
         if not single and not refused:
             self._segment(ctx, range(count))
             return runs, failures
@@ -188,7 +209,7 @@ class BulkSender:
             if fut._error is not None:
                 failures.append((i, fut._error))
             else:
-                runs.append((fut._batch, [i]))
+                runs.append((fut._batch, [i], fut._index))
         if seg:
             self._segment(ctx, seg)
         return runs, failures
@@ -231,9 +252,10 @@ class BulkSender:
                 dq = acc.deques.get(tp)
                 b = dq[-1] if dq else None
                 if b is not None and not b.full:
+                    at = b.count
                     took = b.append_run(ts, values, pos, hi, keys, hdrs, vls, kls)
             if took:
-                runs.append((b, idx[pos:pos + took] if not ranged else range(pos, pos + took)))
+                runs.append((b, idx[pos:pos + took] if not ranged else range(pos, pos + took), at))
                 pos += took
                 if b.full:
                     p._notify_sender()
@@ -242,19 +264,9 @@ class BulkSender:
                 p._notify_sender()
                 if sticky:
                     part = p.sticky.next_partition(topic, n, prev=part)
-                    tp = (topic, part)
-                    with acc.lock:
-                        dq = acc.deques.get(tp)
-                        if dq and not dq[-1].full:
-                            continue
+                    if acc.has_open_batch((topic, part)):
+                        continue
             size = vls[pos] + (kls[pos] if kls is not None else 0) + RECORD_OVERHEAD_MAX + \
                 (len(hdrs[pos]) if isinstance(hdrs, list) else len(hdrs))
-            nb = acc.new_batch(topic, part, size)  # may block on buffer.memory
-            with acc.lock:
-                dq = acc.deques.get(tp)
-                if dq and not dq[-1].full:
-                    p.pool.release(nb.reserved)  # another thread opened one meanwhile
-                    continue
-                acc.deques.setdefault(tp, collections.deque()).append(nb)
-                acc.incomplete.add(nb)
-            p._notify_sender()
+            if acc.add_batch(acc.new_batch(topic, part, size)):  # new_batch may block on buffer.memory
+                p._notify_sender()

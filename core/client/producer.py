@@ -8,7 +8,6 @@ KIP-98/KIP-360) is `idempotence.Idempotence`.
 """
 from __future__ import annotations
 
-import collections
 import time
 
 from pylog.core.client.accumulator import (
@@ -203,8 +202,10 @@ class Producer:
         the rest to the sticky partition. No future is made per record.
 
         Returns the batches the records went into (their `.done`/`.error`/`.count` tell
-        the outcome); with `runs=True`, `([(batch, indices)], [(index, error)])`: which
-        records (indices into `values`) each batch took, and the records refused at once.
+        the outcome); with `runs=True`, `([(batch, indices, first)], [(index, error)])`:
+        which records (indices into `values`) each batch took, as its records first,
+        first + 1, ... (offset `batch.base_offset + first + j` once acknowledged), and the
+        records refused at once.
         Without `runs`, a refused record raises its error."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
@@ -216,7 +217,7 @@ class Producer:
         if failed:
             raise failed[0][1]
         batches = []
-        for b, _ in got:
+        for b, _, _ in got:
             if not batches or batches[-1] is not b:
                 batches.append(b)
         return batches
@@ -299,25 +300,20 @@ class Producer:
                 # the sticky partition's batch filled up: move on (KIP-480)
                 p = self.sticky.next_partition(topic, n, prev=p)
                 tp = (topic, p)
-                with acc.lock:
-                    dq = acc.deques.get(tp)
-                    if dq and not dq[-1].full:
-                        continue
+                if acc.has_open_batch(tp):
+                    continue
                 sticky = False
             nb = acc.new_batch(topic, p, size)  # may block on buffer.memory
-            with acc.lock:
-                dq = acc.deques.get(tp)
-                if dq and not dq[-1].full:
-                    self.pool.release(nb.reserved)  # someone else opened one meanwhile
-                    continue
-                i = nb.try_append(ts, key, value, headers)
-                self._register(nb, i, ts, explicit_ts, callback)
-                if dq is None:
-                    dq = acc.deques[tp] = collections.deque()
-                dq.append(nb)
-                acc.incomplete.add(nb)
+            index = []
+
+            def fill(b):
+                i = b.try_append(ts, key, value, headers)
+                self._register(b, i, ts, explicit_ts, callback)
+                index.append(i)
+            if not acc.add_batch(nb, fill):
+                continue  # another thread opened one meanwhile
             self._notify_sender()
-            return nb, i
+            return nb, index[0]
 
     def _notify_sender(self, force=False):
         sender = self._sender
