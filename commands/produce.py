@@ -14,9 +14,7 @@ from pylog.core.config import PRODUCER_CONFIGS
 from pylog.core.errors import PylogError, UsageError
 
 from pylog.commands.client_common import client_props, producer_options
-from pylog.commands.produce_input import parse_json, parse_json_line, parse_text, read_blocks
-
-__all__ = ["produce", "parse_json_line"]
+from pylog.commands.produce_input import parse_json, parse_text, read_blocks
 
 EXIT_ALL_DELIVERED = 0
 EXIT_SOME_FAILED = 1
