@@ -95,24 +95,46 @@ def _offset_rows(admin, desc, committed):
 @bootstrap_option
 @click.option("--members", "show_members", is_flag=True,
               help="List the members (id, instance id, client, host, assignment) instead of the offsets.")
+@click.option("--rate-window", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="SECONDS",
+              help="Measure consumption and production rates over this window (two looks at the offsets) "
+                   "to estimate when the group catches up; 0 skips it.")
 @properties_options
 @json_option
-def describe(group_ids, bootstrap, show_members, properties, as_json):
+def describe(group_ids, bootstrap, show_members, rate_window, properties, as_json):
     """State, protocol, members and per-partition offsets of each GROUP.
 
     For every partition the group committed or is assigned: the committed
     offset (CURRENT-OFFSET), the partition's end (LOG-END-OFFSET), the LAG
-    between them, and the member that owns the partition now ("-" when none).
+    between them, the lag in time (TIME-LAG: now minus the timestamp of the
+    next record to consume), the consumption rate over --rate-window, and the
+    member that owns the partition now ("-" when none). A last line per group
+    gives its total lag, rates and an estimate of when it catches up.
     A GROUP that does not exist is reported and the exit code is 1 (the other
     groups are still described).
     """
+    import time
+
+    from pylog.commands.group_lag import add_lag_figures, next_record_timestamps
+
     results = []
     with _admin(bootstrap, properties) as admin:
+        first = {}
+        if not show_members and rate_window > 0:
+            for gid in group_ids:
+                first[gid] = _offset_rows(admin, admin.describe_group(gid), admin.committed(gid))
+            t0 = time.monotonic()
+            time.sleep(rate_window)  # the measurement window itself
+            window = time.monotonic() - t0
         for gid in group_ids:
             desc = admin.describe_group(gid)
             committed = admin.committed(gid)
             rows = _offset_rows(admin, desc, committed)
-            results.append((desc, rows))
+            totals = None
+            if not show_members:
+                stamps = next_record_timestamps(client_props(bootstrap, properties, CONSUMER_CONFIGS), rows)
+                totals = add_lag_figures(first.get(gid, []), rows, window if gid in first else 0.0, stamps,
+                                         int(time.time() * 1000))
+            results.append((desc, rows, totals))
     if as_json:
         emit_json([{
             "group": d.group_id, "state": d.state, "protocol_type": d.protocol_type, "protocol": d.protocol,
@@ -123,9 +145,10 @@ def describe(group_ids, bootstrap, show_members, properties, as_json):
                          "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
                         for m in d.members],
             "offsets": rows,
-        } for d, rows in results])
-    missing = [d.group_id for d, _ in results if d.state == "Dead"]
-    for i, (d, rows) in enumerate([] if as_json else results):
+            **({"lag": totals} if totals is not None else {}),
+        } for d, rows, totals in results])
+    missing = [d.group_id for d, _, _ in results if d.state == "Dead"]
+    for i, (d, rows, totals) in enumerate([] if as_json else results):
         if i:
             out.print()
         coord = f"{d.coordinator[1]}:{d.coordinator[2]} (id: {d.coordinator[0]})" if d.coordinator else "-"
@@ -142,12 +165,19 @@ def describe(group_ids, bootstrap, show_members, properties, as_json):
         if not rows:
             err.print(f"consumer group '{d.group_id}' has no committed offsets and no assignment", style="dim")
             continue
+        from pylog.commands.group_lag import human_duration, summary_line
+
         def s(v):
             return "-" if v is None else str(v)
-        _print_table(("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-                      "CLIENT-ID"),
+
+        def rate(v):
+            return "-" if v is None else f"{v:,.1f}"
+        _print_table(("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG", "RATE/S",
+                      "CONSUMER-ID", "HOST", "CLIENT-ID"),
                      [(r["topic"], r["partition"], s(r["current_offset"]), s(r["log_end_offset"]), s(r["lag"]),
-                       s(r["consumer_id"]), s(r["host"]), s(r["client_id"])) for r in rows])
+                       human_duration(r["lag_ms"]), rate(r["consume_rate"]), s(r["consumer_id"]), s(r["host"]),
+                       s(r["client_id"])) for r in rows])
+        out.print(summary_line(totals), markup=False, highlight=False)
     if missing:
         # kafka-consumer-groups prints an error for a group that does not exist; pylog also
         # says so in the exit code (1, a data error), as `groups delete` does
