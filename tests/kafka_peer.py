@@ -10,18 +10,22 @@ skips: a missing JDK or Maven is a test error, not a silent pass.
 - `KafkaNode` / `KafkaCluster`: combined broker+controller KRaft nodes on free loopback
   ports (format, start, wait until ready, stop, kill -9, restart).
 - `java_program(source)`: compile a small Java program against kafka-clients and run it.
+- `ToolShell`: one JVM that runs many main classes in turn (`shell.run(cls, *args)`), for
+  test modules that call Kafka's tools dozens of times (a JVM start costs seconds on 2 cores).
 """
 from __future__ import annotations
 
 import base64
 import hashlib
 import os
+import queue
 import re
 import shutil
 import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -112,6 +116,57 @@ def java_program(source: str, *args: str, timeout: float = 180, check: bool = Tr
     classes, name = compile_java(source)
     return run_main(name, *args, timeout=timeout, check=check, input=input, log_level=log_level,
                     extra_cp=classes)
+
+
+class ToolShell:
+    """Kafka main classes run one after another in one JVM (tests/kafka/ToolShell.java).
+
+    `run()` answers like `run_main()` (a CompletedProcess with the tool's exit code, stdout and
+    stderr); the JVM turns Kafka's Exit.exit into that exit code instead of exiting."""
+
+    def __init__(self, log_level: str = "warn"):
+        classes, name = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
+        self.proc = subprocess.Popen(java_command(name, extra_cp=classes, log_level=log_level),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        self._answers: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self._answers.put(line)
+        self._answers.put(None)
+
+    def run(self, main_class: str, *args, input: str | None = None, timeout: float = 180,
+            check: bool = False) -> subprocess.CompletedProcess:
+        def b64(text: str) -> str:
+            return base64.b64encode(text.encode()).decode()
+        args = [str(a) for a in args]
+        self.proc.stdin.write("\t".join([b64(input or ""), b64(main_class), *map(b64, args)]) + "\n")
+        self.proc.stdin.flush()
+        try:
+            line = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"{main_class} {' '.join(args)}: no answer in {timeout}s") from None
+        if line is None:
+            raise AssertionError(f"the tool JVM exited {self.proc.wait()}: {self.proc.stderr.read()[-4000:]}")
+        code, out, err = line.rstrip("\n").split("\t")
+        proc = subprocess.CompletedProcess([main_class, *args], int(code),
+                                           base64.b64decode(out).decode(errors="replace"),
+                                           base64.b64decode(err).decode(errors="replace"))
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
+                                 f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        return proc
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
 
 
 # --- KRaft nodes ---------------------------------------------------------------------------
