@@ -257,6 +257,7 @@ _BROKER_OWN = [
     _d("log.retention.hours", INT, 168, "Hours to keep a log file (overridden by log.retention.ms)."),
     _d("log.retention.minutes", INT, None, "Minutes to keep a log file (overridden by log.retention.ms)."),
     _d("log.roll.hours", INT, 168, "Maximum time before a new segment is rolled out (overridden by log.roll.ms)."),
+    _d("log.roll.jitter.hours", INT, 0, "Maximum jitter subtracted from the roll time (overridden by log.roll.jitter.ms)."),
     _d("log.retention.check.interval.ms", LONG, 300000, "How often retention is checked.", at_least(1)),
     _d("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "How often the flusher checks flush.ms."),
     _d("log.flush.offset.checkpoint.interval.ms", INT, 60000, "How often the recovery point is checkpointed.",
@@ -288,10 +289,13 @@ _BROKER_OWN = [
     _d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this long."),
     _d("queued.max.requests", INT, 500, "Requests queued per connection before reads pause."),
 ]
+# Broker properties that have no default in Kafka: a coarser property (log.retention.hours,
+# log.roll.hours, log.roll.jitter.hours, log.flush.scheduler.interval.ms) supplies the value.
+_UNSET_ON_BROKER = {"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"}
 # Topic configs appear on the broker under their synonyms.
 _BROKER_SYNONYMS = [
-    ConfigDef(d.synonym, d.type, d.default, d.doc, d.validator) for d in TOPIC_CONFIGS.defs.values()
-    if d.synonym and d.synonym not in {x.name for x in _BROKER_OWN}
+    ConfigDef(d.synonym, d.type, None if d.synonym in _UNSET_ON_BROKER else d.default, d.doc, d.validator)
+    for d in TOPIC_CONFIGS.defs.values() if d.synonym and d.synonym not in {x.name for x in _BROKER_OWN}
 ]
 BROKER_CONFIGS = ConfigSet("broker", _BROKER_OWN + _BROKER_SYNONYMS)
 
@@ -310,6 +314,10 @@ def topic_defaults_from_broker(broker: dict[str, Any]) -> dict[str, Any]:
             out["retention.ms"] = broker["log.retention.hours"] * 3600000
     if "log.roll.ms" not in explicit and "log.roll.hours" in explicit:
         out["segment.ms"] = broker["log.roll.hours"] * 3600000
+    if "log.roll.jitter.ms" not in explicit and "log.roll.jitter.hours" in explicit:
+        out["segment.jitter.ms"] = broker["log.roll.jitter.hours"] * 3600000
+    if "log.flush.interval.ms" not in explicit and "log.flush.scheduler.interval.ms" in explicit:
+        out["flush.ms"] = broker["log.flush.scheduler.interval.ms"]
     return out
 
 

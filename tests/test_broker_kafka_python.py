@@ -99,9 +99,10 @@ def test_admin_describe_and_alter_configs(broker, admin):
     assert configs["cleanup.policy"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     assert configs["retention.ms"]["value"] == "604800000"
     assert configs["retention.ms"]["config_source"] == "DEFAULT_CONFIG"
-    # as Kafka reports it: the default comes from log.retention.hours
-    assert {"name": "log.retention.hours", "value": "168", "source": "DEFAULT_CONFIG"} in \
-        configs["retention.ms"]["synonyms"]
+    # as Kafka 4.3.1 reports it: a default synonym only when the primary broker property has a value
+    assert configs["retention.ms"]["synonyms"] == []
+    assert {"name": "log.segment.bytes", "value": "1073741824", "source": "DEFAULT_CONFIG"} in \
+        configs["segment.bytes"]["synonyms"]
     admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-configs",
                                         configs={"retention.ms": "1000", "cleanup.policy": "delete"})])
     res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-configs")])

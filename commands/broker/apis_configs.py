@@ -29,6 +29,8 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 EXTRA_SYNONYMS = {
     "retention.ms": ["log.retention.minutes", "log.retention.hours"],
     "segment.ms": ["log.roll.hours"],
+    "segment.jitter.ms": ["log.roll.jitter.hours"],
+    "flush.ms": ["log.flush.scheduler.interval.ms"],
 }
 
 
@@ -38,9 +40,23 @@ def broker_synonyms(name: str) -> list[str]:
     return ([d.synonym] if d.synonym else []) + EXTRA_SYNONYMS.get(name, [])
 
 
+def broker_synonym_entries(cfg, names: list[str]) -> list[dict]:
+    """The broker-level synonyms of a topic config as Kafka lists them: server.properties values,
+    then defaults that have a value, starting at the first entry for the primary synonym
+    (names[0]); so retention.ms shows no default while only log.retention.hours has one."""
+    found = [{"name": n, "value": BROKER_CONFIGS[n].render(cfg[n]), "source": STATIC_BROKER}
+             for n in names if n in cfg.overridden and n in BROKER_CONFIGS]
+    found += [{"name": n, "value": BROKER_CONFIGS[n].render(BROKER_CONFIGS[n].default), "source": DEFAULT}
+              for n in names if n in BROKER_CONFIGS and BROKER_CONFIGS[n].default is not None]
+    first = next((i for i, s in enumerate(found) if names and s["name"] == names[0]), len(found))
+    return found[first:]
+
+
 def default_source(config, name: str) -> int:
-    """STATIC_BROKER_CONFIG when server.properties/--set decided a topic config's default."""
-    return STATIC_BROKER if any(s in config.overridden for s in broker_synonyms(name)) else DEFAULT
+    """A topic config's source when the topic does not set it: its first synonym's, as in Kafka
+    (so log.retention.hours=24 in server.properties still reads DEFAULT_CONFIG for retention.ms)."""
+    entries = broker_synonym_entries(config, broker_synonyms(name))
+    return entries[0]["source"] if entries else DEFAULT
 
 
 class _Refused(Exception):
@@ -70,15 +86,7 @@ def _topic_configs(broker: Broker, info, keys, synonyms_on, docs) -> list:
         else:
             value = d.render(defaults[name])
             source = default_source(cfg, name)
-        names = broker_synonyms(name)
-        for sname in names:
-            if sname in cfg.overridden and sname in BROKER_CONFIGS:
-                syn.append({"name": sname, "value": BROKER_CONFIGS[sname].render(cfg[sname]),
-                            "source": STATIC_BROKER})
-        if names:
-            last = names[-1]
-            syn.append({"name": last, "value": BROKER_CONFIGS[last].render(BROKER_CONFIGS[last].default),
-                        "source": DEFAULT})
+        syn += broker_synonym_entries(cfg, broker_synonyms(name))
         out.append(_entry(name, value, source, syn if synonyms_on else [], d, docs))
     return out
 
@@ -99,7 +107,11 @@ def _broker_configs(broker: Broker, keys, synonyms_on, docs) -> list:
             continue
         source = STATIC_BROKER if name in cfg.overridden or name in effective else DEFAULT
         value = effective[name] if name in effective else d.render(cfg.get(name))
-        syn = [{"name": name, "value": value, "source": source}] if synonyms_on else []
+        syn = []
+        if synonyms_on and value is not None:
+            syn.append({"name": name, "value": value, "source": source})
+            if source == STATIC_BROKER and name in cfg.overridden and d.default is not None:
+                syn.append({"name": name, "value": d.render(d.default), "source": DEFAULT})
         out.append(_entry(name, value, source, syn, d, docs, read_only=True))
     return out
 
