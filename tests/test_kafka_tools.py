@@ -87,6 +87,8 @@ def test_kafka_topics(tool, broker):
     parts = [dict(re.findall(r"(\w+): (\S*)", line)) for line in desc[1:]]
     assert [(p["Partition"], p["Leader"], p["Replicas"], p["Isr"]) for p in parts] == [
         (str(i), "1", "1", "1") for i in range(3)]
+    # no DescribeTopicPartitions: the tool falls back to Metadata, which carries no ELR (README)
+    assert {(p["Elr"], p["LastKnownElr"]) for p in parts} == {("N/A", "N/A")}
     missing = tool("topics", "--describe", "--topic", "tp-missing", ok=False)
     assert "does not exist" in missing.stdout + missing.stderr
 
@@ -233,6 +235,9 @@ def test_kafka_configs_topic(tool, broker):
     assert everything["flush.ms"] == "9223372036854775807 sensitive=false synonyms={}"
     assert everything["max.message.bytes"] == ("1048588 sensitive=false "
                                                "synonyms={DEFAULT_CONFIG:message.max.bytes=1048588}")
+    # topic configs pylog does not list (README): tiered storage, replication throttles, compression levels
+    assert not [k for k in everything if k.startswith(("remote.", "local.retention.", "compression.")) and
+                k != "compression.type" or k.endswith(".replication.throttled.replicas")]
     bad = tool("configs", "--entity-type", "topics", "--entity-name", "cfg", "--alter",
                      "--add-config", "retention.ms=abc", ok=False)
     assert "InvalidConfigurationException" in bad.stdout + bad.stderr
@@ -283,4 +288,8 @@ def test_kafka_broker_api_versions(tool, broker):
         assert m, f"{name}: {apis[name]}"
         # the client uses the broker's newest version: pylog claims nothing newer than Kafka 4.3.1 knows
         assert m.group(3) == (m.group(2) or m.group(1)), f"{name}: {apis[name]}"
-    assert apis["EndTxn"] == "UNSUPPORTED"   # transactions are refused (README)
+    # not served (README): transactions, the KIP-848/share/streams group protocols, replica moves
+    for name in ["AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "ConsumerGroupHeartbeat",
+                 "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "DescribeTopicPartitions",
+                 "AlterPartitionReassignments", "ElectLeaders", "AlterReplicaLogDirs"]:
+        assert apis[name] == "UNSUPPORTED", name
