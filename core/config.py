@@ -235,6 +235,45 @@ TOPIC_CONFIGS = ConfigSet("topic", [
 ])
 
 
+# ---- TLS and SASL (broker listeners; clients take the same ssl.* names) ----
+_SSL = [
+    _d("ssl.keystore.type", STRING, "JKS", "Keystore format: PEM or PKCS12 (JKS is Java's own and is refused)."),
+    _d("ssl.keystore.location", STRING, None, "Keystore file: PEM with key and certificate chain, or PKCS12."),
+    _d("ssl.keystore.password", PASSWORD, None, "Password of a PKCS12 keystore.", sensitive=True),
+    _d("ssl.key.password", PASSWORD, None, "Password of the private key.", sensitive=True),
+    _d("ssl.keystore.key", PASSWORD, None, "Inline PEM private key (with ssl.keystore.type=PEM).", sensitive=True),
+    _d("ssl.keystore.certificate.chain", PASSWORD, None, "Inline PEM certificate chain.", sensitive=True),
+    _d("ssl.truststore.type", STRING, "JKS", "Truststore format: PEM or PKCS12."),
+    _d("ssl.truststore.location", STRING, None, "Truststore file of trusted CA certificates."),
+    _d("ssl.truststore.password", PASSWORD, None, "Password of a PKCS12 truststore.", sensitive=True),
+    _d("ssl.truststore.certificates", PASSWORD, None, "Inline PEM trusted certificates.", sensitive=True),
+    _d("ssl.enabled.protocols", LIST, ["TLSv1.2", "TLSv1.3"], "TLS versions to accept.",
+       one_of("TLSv1.2", "TLSv1.3", "TLSv1.1", "TLSv1")),
+    _d("ssl.protocol", STRING, "TLSv1.3", "TLS protocol of the context (the enabled protocols decide)."),
+    _d("ssl.cipher.suites", LIST, None, "Cipher suites by their IANA (Java) names; empty: the defaults."),
+    _d("ssl.endpoint.identification.algorithm", STRING, "https", "https: check the host name in the certificate."),
+]
+_BROKER_SECURITY = _SSL + [
+    _d("listener.security.protocol.map", STRING,
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "Listener name to security protocol."),
+    _d("inter.broker.listener.name", STRING, None, "Listener brokers use among themselves (unused on one node)."),
+    _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Protocol brokers use among themselves."),
+    _d("controller.listener.names", STRING, None, "Controller listeners (unused by pylog)."),
+    _d("ssl.client.auth", STRING, "none", "Client certificates: none, requested or required.",
+       one_of("none", "requested", "required")),
+    _d("ssl.principal.mapping.rules", STRING, "DEFAULT", "Rules mapping a certificate's DN to a principal name."),
+    _d("sasl.enabled.mechanisms", LIST, ["GSSAPI"], "SASL mechanisms served: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+    _d("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism among brokers (unused)."),
+    _d("sasl.jaas.config", PASSWORD, None, "JAAS login module config (PLAIN users as user_NAME=\"PASSWORD\").",
+       sensitive=True),
+    _d("authorizer.class.name", STRING, "", "Authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer "
+       "turns ACLs on."),
+    _d("super.users", STRING, "", "Principals allowed everything, separated by ';' (User:admin;User:ops)."),
+    _d("allow.everyone.if.no.acl.found", BOOLEAN, False, "Allow access to resources that have no ACL."),
+    _d("connections.max.reauth.ms", LONG, 0, "Re-authentication interval (0: never)."),
+]
+
 # ---- broker configs ----
 _BROKER_OWN = [
     _d("node.id", INT, 1, "This broker's id."),
@@ -297,7 +336,7 @@ _BROKER_SYNONYMS = [
     ConfigDef(d.synonym, d.type, None if d.synonym in _UNSET_ON_BROKER else d.default, d.doc, d.validator)
     for d in TOPIC_CONFIGS.defs.values() if d.synonym and d.synonym not in {x.name for x in _BROKER_OWN}
 ]
-BROKER_CONFIGS = ConfigSet("broker", _BROKER_OWN + _BROKER_SYNONYMS)
+BROKER_CONFIGS = ConfigSet("broker", _BROKER_OWN + _BROKER_SECURITY + _BROKER_SYNONYMS)
 
 
 def topic_defaults_from_broker(broker: dict[str, Any]) -> dict[str, Any]:
@@ -333,9 +372,20 @@ _CLIENT_COMMON = [
     _d("reconnect.backoff.max.ms", LONG, 1000, "Largest reconnect backoff.", at_least(0)),
     _d("connections.max.idle.ms", LONG, 540000, "Close idle connections after this long."),
     _d("socket.connection.setup.timeout.ms", LONG, 10000, "How long a connection attempt may take."),
-    _d("security.protocol", STRING, "PLAINTEXT", "Only PLAINTEXT is supported.", one_of("PLAINTEXT")),
+    _d("security.protocol", STRING, "PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
+       one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", "plaintext", "ssl", "sasl_plaintext", "sasl_ssl")),
+    _d("sasl.mechanism", STRING, "GSSAPI", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."),
+    _d("sasl.mechanisms", STRING, None, "librdkafka's name for sasl.mechanism."),
+    _d("sasl.username", STRING, None, "SASL user name (librdkafka)."),
+    _d("sasl.password", PASSWORD, None, "SASL password (librdkafka).", sensitive=True),
+    _d("sasl.jaas.config", PASSWORD, None, "Java's JAAS login module config with username and password.",
+       sensitive=True),
+    _d("ssl.ca.location", STRING, None, "PEM file of CA certificates to trust (librdkafka)."),
+    _d("ssl.certificate.location", STRING, None, "PEM client certificate (librdkafka)."),
+    _d("ssl.key.location", STRING, None, "PEM client private key (librdkafka)."),
+    _d("enable.ssl.certificate.verification", BOOLEAN, True, "Verify the broker's certificate (librdkafka)."),
     _d("client.rack", STRING, "", "Rack of this client."),
-]
+] + [d for d in _SSL]
 PRODUCER_CONFIGS = ConfigSet("producer", _CLIENT_COMMON + [
     _d("acks", STRING, "all", "Acknowledgements the leader must have: 0, 1 or all (-1).",
        one_of("0", "1", "all", "-1")),

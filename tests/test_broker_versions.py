@@ -60,7 +60,7 @@ def test_advertises_what_clients_need(advertised):
 
 
 # APIs the codec knows that this broker deliberately does not serve (yet)
-NOT_SERVED = {17, 24, 25, 26, 28, 61}  # SaslHandshake, transactions, DescribeProducers
+NOT_SERVED = {24, 25, 26, 28, 61}  # transactions, DescribeProducers
 
 
 @pytest.mark.parametrize("api_key", sorted(SCHEMAS), ids=lambda k: API_NAMES.get(k, str(k)))
@@ -168,6 +168,26 @@ def check_version(sock, advertised, api_key, version):
     elif api_key == 60:
         r = call(sock, 60, version, {"include_cluster_authorized_operations": False})
         assert r["error_code"] == 0 and [b["broker_id"] for b in r["brokers"]] == [1]
+    elif api_key in (17, 36):  # a PLAINTEXT listener: Kafka answers ILLEGAL_SASL_STATE and keeps the connection
+        body = {"mechanism": "PLAIN"} if api_key == 17 else {"auth_bytes": b"\0a\0b"}
+        assert call(sock, api_key, version, body)["error_code"] == 34
+    elif api_key in (29, 30, 31):  # no authorizer configured: SECURITY_DISABLED
+        f = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+             "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
+        body = {29: f, 30: {"creations": [{"resource_type": 2, "resource_name": "t", "resource_pattern_type": 3,
+                                          "principal": "User:a", "host": "*", "operation": 3,
+                                          "permission_type": 3}]},
+                31: {"filters": [f]}}[api_key]
+        r = call(sock, api_key, version, body)
+        codes = [r.get("error_code")] + [x["error_code"] for x in r.get("results", []) + r.get("filter_results", [])]
+        assert 54 in codes, r
+    elif api_key == 51:
+        r = call(sock, 51, version, {"deletions": [], "upsertions": [
+            {"name": f"u{version}", "mechanism": 1, "iterations": 4096, "salt": b"salt", "salted_password": b"x" * 32}]})
+        assert r["results"] == [{"user": f"u{version}", "error_code": 0, "error_message": None}]
+    elif api_key == 50:
+        r = call(sock, 50, version, {"users": None})
+        assert r["error_code"] == 0
     elif api_key in GROUP_KEYS:
         check_group_version(sock, api_key, version, f"vg-{api_key}-{version}")
     else:

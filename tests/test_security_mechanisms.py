@@ -82,6 +82,23 @@ def test_scram_server_refuses_malformed_final_and_replays():
         s.evaluate(b"anything")  # the exchange is over after a failure
 
 
+def test_scram_server_accepts_librdkafkas_doubled_nonce():
+    # librdkafka sends r=<client nonce><server's combined nonce>; Kafka checks endsWith
+    cred = scram.make_credential(scram.SCRAM_SHA_256, "pw")
+    s = scram.ScramServer(scram.SCRAM_SHA_256, {"u": cred}.get)
+    first = s.evaluate(b"n,,n=u,r=abc")
+    combined = scram._attrs(first.decode())["r"]
+    c = scram.ScramClient(scram.SCRAM_SHA_256, "u", "pw", nonce="abc")
+    c._nonce = "abc"
+    mech = scram.SCRAM_SHA_256
+    salted = mech.hi(b"pw", cred.salt, cred.iterations)
+    without = f"c=biws,r=abc{combined}"
+    auth = f"n=u,r=abc,{first.decode()},{without}".encode()
+    ck = mech.hmac(salted, b"Client Key")
+    proof = bytes(a ^ b for a, b in zip(ck, mech.hmac(mech.h(ck), auth)))
+    assert s.evaluate(f"{without},p={base64.b64encode(proof).decode()}".encode()).startswith(b"v=")
+
+
 def test_iterations_bounds_match_kafka():
     with pytest.raises(scram.ScramError):
         scram.make_credential(scram.SCRAM_SHA_256, "pw", 4095)

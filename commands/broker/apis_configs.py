@@ -98,8 +98,9 @@ def _broker_configs(broker: Broker, keys, synonyms_on, docs) -> list:
     effective = {
         "node.id": str(broker.node_id), "broker.id": str(broker.node_id), "cluster.id": broker.cluster_id,
         "log.dirs": ",".join(st.log_dirs),
-        "listeners": f"PLAINTEXT://{st.host}:{broker.server.port if broker.server else st.port}",
-        "advertised.listeners": f"PLAINTEXT://{st.advertised_host}:{st.advertised_port}",
+        "listeners": ",".join(f"{ls.name}://{ls.host}:{ls.port}" for ls in st.listeners),
+        "advertised.listeners": ",".join(f"{ls.name}://{ls.advertised_host}:{ls.advertised_port}"
+                                         for ls in st.listeners),
     }
     out = []
     for name, d in BROKER_CONFIGS.defs.items():

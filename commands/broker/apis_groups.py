@@ -31,7 +31,7 @@ def _no_coordinator(key: str, code: int, message: str | None) -> dict:
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
 
-def _coordinator_for(broker: Broker, key_type: int, key: str) -> dict:
+def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None) -> dict:
     if key_type == TRANSACTION_KEY:
         return _no_coordinator(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TXN_MESSAGE)
     if key_type != GROUP_KEY or not key:
@@ -41,15 +41,15 @@ def _coordinator_for(broker: Broker, key_type: int, key: str) -> dict:
         broker.group_coordinator.ensure_topic()
     except KafkaError as e:
         return _no_coordinator(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e))
-    s = broker.settings
-    return {"key": key, "node_id": broker.node_id, "host": s.advertised_host, "port": s.advertised_port,
+    host, port = broker.advertised_for(conn)
+    return {"key": key, "node_id": broker.node_id, "host": host, "port": port,
             "error_code": ErrorCode.NONE, "error_message": None}
 
 
 def find_coordinator(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """This broker coordinates every group; v4+ asks for several keys at once."""
     keys = body["coordinator_keys"] if ctx.api_version >= 4 else [body["key"]]
-    results = [_coordinator_for(broker, body["key_type"], k) for k in keys]
+    results = [_coordinator_for(broker, body["key_type"], k, ctx.conn) for k in keys]
     out = {"throttle_time_ms": 0, "coordinators": results}
     if ctx.api_version < 4:
         r = results[0]

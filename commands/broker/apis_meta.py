@@ -36,9 +36,10 @@ def api_versions_error(body, version, code, msg):
 
 # ---- Metadata --------------------------------------------------------------
 
-def _broker_entry(broker: Broker) -> dict:
-    s = broker.settings
-    return {"node_id": broker.node_id, "host": s.advertised_host, "port": s.advertised_port, "rack": None}
+def _broker_entry(broker: Broker, conn=None) -> dict:
+    # the address of the listener the client came in on, as Kafka answers
+    host, port = broker.advertised_for(conn)
+    return {"node_id": broker.node_id, "host": host, "port": port, "rack": None}
 
 
 def _partition_entries(broker: Broker, info) -> list:
@@ -111,7 +112,7 @@ def metadata(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         topics_out = [_requested_topic(broker, t["name"], t["topic_id"], auto_create) for t in requested]
     return {
         "throttle_time_ms": 0,
-        "brokers": [_broker_entry(broker)],
+        "brokers": [_broker_entry(broker, ctx.conn)],
         "cluster_id": broker.cluster_id or None,
         "controller_id": broker.node_id,
         "topics": topics_out,
@@ -130,7 +131,7 @@ def metadata_error(body, version, code, msg):
 
 def describe_cluster(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """The cluster id and its one broker."""
-    b = _broker_entry(broker)
+    b = _broker_entry(broker, ctx.conn)
     return {
         "throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
         "endpoint_type": body["endpoint_type"] or 1,

@@ -2,11 +2,12 @@
 
 Start-up, in order (Broker.open_storage, then Broker.serve):
   1. log manager: lock the log dirs, load and recover every partition
-  2. producer-id allocator: its block file in the first log dir
+  2. producer-id allocator: its block file in the first log dir; the security
+     store (SCRAM credentials, ACLs) and the authorizer
   3. coordinators: replay their internal topics, start their timers
   4. log cleaner threads
   5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
-  6. listener: from here on clients can connect
+  6. listeners, one server each: from here on clients can connect
 Shutdown runs the same list backwards (Broker._stop): stop accepting, answer
 what is in flight, cancel the jobs, stop the coordinators and the cleaner, then
 flush the logs and write checkpoints and the clean-shutdown marker.
@@ -23,6 +24,7 @@ from pylog.commands.broker.fetch_waiters import FetchWaiters
 from pylog.commands.broker.group_coordinator import GroupCoordinator
 from pylog.commands.broker.handlers import HANDLERS, Handler
 from pylog.commands.broker.producer_ids import ProducerIdManager
+from pylog.commands.broker.sasl import ALLOWED_BEFORE_AUTH, raw_token
 from pylog.commands.broker.scheduler import Scheduler
 from pylog.commands.broker.server import Connection, Server
 from pylog.commands.broker.settings import BrokerSettings
@@ -59,7 +61,10 @@ class Broker:
         self.group_coordinator: GroupCoordinator | None = None
         self.coordinators: list = []  # each with load(), start(loop), stop()
         self.scheduler: Scheduler | None = None
-        self.server: Server | None = None
+        self.server: Server | None = None  # the first listener's
+        self.servers: list[Server] = []
+        self.security = None  # SecurityStore: SCRAM credentials and ACLs
+        self.authorizer = None  # authz.Authorizer when authorizer.class.name is set
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
         self._api_keys = [{"api_key": k, "min_version": h.schema.min_version, "max_version": h.schema.max_version}
@@ -79,7 +84,20 @@ class Broker:
         metas = list(self.logs.meta.values())
         self.cluster_id = metas[0].cluster_id if metas else ""
         self.producer_ids = ProducerIdManager(self.settings.log_dirs[0])
+        self.open_security()
         return self.recovery
+
+    def open_security(self) -> None:
+        """The credential and ACL store, bootstrap credentials (--add-scram), the authorizer."""
+        from pylog.commands.broker.authz import make_authorizer
+        from pylog.commands.broker.security_store import SecurityStore
+
+        self.security = SecurityStore(self.settings.log_dirs[0])
+        if self.settings.add_scram:
+            self.security.change_credentials({(u, m): c for u, m, c in self.settings.add_scram}, [])
+        self.authorizer = make_authorizer(self.config, self.security)
+        if self.authorizer is not None:
+            self.authorizer.broker = self
 
     async def serve(self, ready_callback=None) -> None:
         """Steps 3-6, then run until request_stop() and stop every component."""
@@ -107,16 +125,33 @@ class Broker:
         self.scheduler.start(self.loop, self._periodic_jobs())
 
     def _listen(self) -> int:
+        """One Server per listener (its TLS context and SASL settings); returns the first one's port."""
+        from pylog.commands.broker.sasl import ListenerRuntime
+
         cfg = self.config
-        self.server = Server(
-            self.loop, self.dispatch, cfg["socket.request.max.bytes"],
-            cfg["socket.send.buffer.bytes"] if "socket.send.buffer.bytes" in cfg.overridden else -1,
-            cfg["socket.receive.buffer.bytes"] if "socket.receive.buffer.bytes" in cfg.overridden else -1,
-        )
-        port = self.server.listen(self.settings.host, self.settings.port)
-        if self.settings.advertised_port is None:
-            self.settings.advertised_port = port
-        return port
+        for spec in self.settings.listeners:
+            runtime = ListenerRuntime(spec, cfg, self.security)
+            server = Server(
+                self.loop, self.dispatch, cfg["socket.request.max.bytes"],
+                cfg["socket.send.buffer.bytes"] if "socket.send.buffer.bytes" in cfg.overridden else -1,
+                cfg["socket.receive.buffer.bytes"] if "socket.receive.buffer.bytes" in cfg.overridden else -1,
+                listener=runtime,
+            )
+            self.servers.append(server)
+            spec.port = server.listen(spec.host, spec.port)
+            if spec.advertised_port is None:
+                spec.advertised_port = spec.port
+        self.server = self.servers[0]
+        head = self.settings.listeners[0]
+        self.settings.advertised_port = head.advertised_port
+        return head.port
+
+    def advertised_for(self, conn) -> tuple[str, int]:
+        """The address published to a client: that of the listener it connected to."""
+        spec = getattr(getattr(conn, "listener", None), "spec", None)
+        if spec is not None:
+            return spec.advertised_host, spec.advertised_port
+        return self.settings.advertised_host, self.settings.advertised_port
 
     def _periodic_jobs(self) -> list:
         cfg = self.config
@@ -160,10 +195,12 @@ class Broker:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
             c.stop()
-        if self.server is not None:
-            self.server.stop_accepting()
+        if self.servers:
+            for server in self.servers:
+                server.stop_accepting()
             self.fetch_waiters.wake_all()  # long polls answer now with what they have
-            await self.server.drain(timeout=10.0)
+            for server in self.servers:
+                await server.drain(timeout=10.0)
         if self.scheduler is not None:
             self.scheduler.wait()
         self.close_storage()
@@ -216,7 +253,11 @@ class Broker:
 
     # ---- dispatch --------------------------------------------------------
     def dispatch(self, conn: Connection, frame: bytearray) -> None:
-        """Decode one request frame and run its handler; the answer keeps the request's place."""
+        """Decode one request frame, authenticate and authorize it, run its handler; the
+        answer keeps the request's place."""
+        sasl = conn.sasl
+        if sasl is not None and sasl.raw:  # a raw token after a v0 SaslHandshake
+            return raw_token(conn, frame)
         try:
             req = protocol.decode_request(frame, strict=False)
         except UnsupportedVersionError as e:
@@ -233,13 +274,27 @@ class Broker:
         handler = self.handlers.get(req.api_key)
         if handler is None:
             return conn.close(f"api {protocol.API_NAMES.get(req.api_key, req.api_key)} is not served by this broker")
+        if sasl is not None and not sasl.authenticated and req.api_key not in ALLOWED_BEFORE_AUTH:
+            # Kafka: any other request before authentication ends the connection
+            return conn.close(f"unexpected {handler.schema.name} request before SASL authentication")
         ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn, len(frame))
         # the decoder checked the version against the schema, which is what we advertise;
-        # authorization (when there is an authorizer) belongs here, before the handler runs
+        # authorization runs here, before the handler: it refuses the request or takes
+        # out what the principal may not touch (their error entries are merged back)
+        body, denied = req.body, None
+        if self.authorizer is not None:
+            body, denied = self.authorizer.check(ctx, handler, body)
+            if body is None:
+                return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
         try:
-            result = handler.handle(self, ctx, req.body)
+            result = handler.handle(self, ctx, body)
         except Exception as e:  # noqa: BLE001
-            result = self._handler_error(handler, ctx, req.body, e)
+            result = self._handler_error(handler, ctx, body, e)
+        if denied is not None and result is not None:
+            if isinstance(result, dict):
+                result = self.authorizer.merge(ctx, result, denied)
+            else:
+                result = self._merge_later(result, ctx, denied)
         if result is None:
             return
         if isinstance(result, dict):
@@ -261,6 +316,17 @@ class Broker:
             conn.fill(slot, [] if res is None else self._encode(conn, ctx, res))
 
         task.add_done_callback(done)
+
+    async def _merge_later(self, awaitable, ctx: RequestContext, denied):
+        res = await awaitable
+        return None if res is None else self.authorizer.merge(ctx, res, denied)
+
+    def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None:
+        """Answer this request, then close the connection once the answer is written."""
+        conn = ctx.conn
+        conn.fill(conn.reserve(), self._encode(conn, ctx, body))
+        log.info("closing connection from %s: %s", conn.peer, reason)
+        conn.drain()
 
     def _handler_error(self, handler: Handler, ctx: RequestContext, body: dict, exc: BaseException) -> dict:
         code, msg = code_of(exc)

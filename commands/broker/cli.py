@@ -23,7 +23,8 @@ def broker():
     so kcat, kafka-python, confluent-kafka (librdkafka) and the Java client
     work against it with no special settings. It is the group coordinator
     for Kafka's classic consumer-group protocol, with committed offsets kept
-    in __consumer_offsets.
+    in __consumer_offsets. Listeners, TLS, SASL (PLAIN, SCRAM-SHA-256/512)
+    and ACLs are configured with Kafka's property names.
     """
 
 
@@ -43,9 +44,13 @@ def broker():
 @click.option("--set", "set_props", multiple=True, metavar="KEY=VALUE",
               help="Set one broker property, overriding --config (repeatable), e.g. "
                    "--set num.partitions=3 --set log.segment.bytes=1048576.")
+@click.option("--add-scram", "add_scram", multiple=True, metavar="MECHANISM=[name=USER,password=PASSWORD]",
+              help="Create or replace a SCRAM credential before serving, like kafka-storage format --add-scram "
+                   "(repeatable), e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]'; "
+                   "also [name=..,salt=..,saltedpassword=..,iterations=..] with base64 values.")
 @click.option("--log-level", type=click.Choice(LEVELS, case_sensitive=False), default="info", show_default=True,
               help="Broker log verbosity (log lines go to stderr).")
-def start(log_dirs, listen, advertised, config_file, set_props, log_level):
+def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_level):
     """Start the broker and serve until SIGINT or SIGTERM.
 
     On start it loads every partition in the log dirs (recovering those not
@@ -61,6 +66,8 @@ def start(log_dirs, listen, advertised, config_file, set_props, log_level):
       pylog broker start --log-dir /data/a --log-dir /data/b --listen 0.0.0.0:9092 \\
           --advertised kafka.local:9092
       pylog broker start --config server.properties --set auto.create.topics.enable=false
+      pylog broker start --config secure.properties \\
+          --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
     """
     from pylog.commands.broker.broker import Broker
 
@@ -68,6 +75,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, log_level):
     file_props = merge_properties(config_file, (), "--set") if config_file else {}
     set_map = merge_properties(None, set_props, "--set")
     settings = build_settings(file_props, set_map, log_dirs, listen, advertised)
+    settings.add_scram = _parse_add_scram(add_scram)
 
     b = Broker(settings)
     t0 = time.monotonic()
@@ -82,6 +90,9 @@ def start(log_dirs, listen, advertised, config_file, set_props, log_level):
             for w in getattr(report, "warnings", None) or []:
                 click.echo(f"  warning: {w}")
             click.echo(f"  advertised: {settings.advertised_host}:{settings.advertised_port}")
+            for spec in settings.listeners:
+                click.echo(f"  listener {spec.name} ({spec.protocol}): {_show_host(spec.host)}:{spec.port}, "
+                           f"advertised {spec.advertised_host}:{spec.advertised_port}")
             click.echo(f"pylog broker listening on {_show_host(settings.host)}:{port}")
 
         _run(b, ready)
@@ -89,6 +100,19 @@ def start(log_dirs, listen, advertised, config_file, set_props, log_level):
         b.close_storage()
         raise
     click.echo("pylog broker stopped cleanly")
+
+
+def _parse_add_scram(values) -> list:
+    from pylog.commands.broker.security_store import parse_add_scram
+    from pylog.core.errors import UsageError
+
+    out = []
+    for v in values:
+        try:
+            out.append(parse_add_scram(v))
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    return out
 
 
 def _show_host(host: str) -> str:

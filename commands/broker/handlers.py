@@ -10,10 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from pylog.commands.broker import apis_admin, apis_configs, apis_fetch, apis_groups, apis_meta, apis_produce
+from pylog.commands.broker import (
+    apis_admin,
+    apis_configs,
+    apis_fetch,
+    apis_groups,
+    apis_meta,
+    apis_produce,
+    apis_security,
+    sasl,
+)
 from pylog.commands.broker.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
-from pylog.core.protocol.apis import configs, fetch, groups, meta, produce, topics
+from pylog.core.protocol.apis import configs, fetch, groups, meta, produce, security, topics
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,9 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(meta.API_VERSIONS, apis_meta.api_versions, apis_meta.api_versions_error),
     Handler(meta.METADATA, apis_meta.metadata, apis_meta.metadata_error),
     Handler(meta.DESCRIBE_CLUSTER, apis_meta.describe_cluster, apis_meta.describe_cluster_error),
+    # authentication (before anything else on SASL listeners)
+    Handler(meta.SASL_HANDSHAKE, sasl.sasl_handshake, sasl.sasl_handshake_error),
+    Handler(security.SASL_AUTHENTICATE, sasl.sasl_authenticate, sasl.sasl_authenticate_error),
     # producing
     Handler(produce.PRODUCE, apis_produce.produce, apis_produce.produce_error),
     Handler(produce.INIT_PRODUCER_ID, apis_produce.init_producer_id, apis_produce.init_producer_id_error),
@@ -65,4 +77,11 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(groups.LIST_GROUPS, apis_groups.list_groups, apis_groups.list_groups_error),
     Handler(groups.DESCRIBE_GROUPS, apis_groups.describe_groups, apis_groups.describe_groups_error),
     Handler(groups.DELETE_GROUPS, apis_groups.delete_groups, apis_groups.delete_groups_error),
+    # ACLs and SCRAM credentials
+    Handler(security.DESCRIBE_ACLS, apis_security.describe_acls, apis_security.describe_acls_error),
+    Handler(security.CREATE_ACLS, apis_security.create_acls, apis_security.create_acls_error),
+    Handler(security.DELETE_ACLS, apis_security.delete_acls, apis_security.delete_acls_error),
+    Handler(security.DESCRIBE_USER_SCRAM_CREDENTIALS, apis_security.describe_scram,
+            apis_security.describe_scram_error),
+    Handler(security.ALTER_USER_SCRAM_CREDENTIALS, apis_security.alter_scram, apis_security.alter_scram_error),
 )

@@ -12,6 +12,12 @@ request order. Every request that gets a response reserves a slot in the
 connection's `_slots` queue when it is read; handlers that finish later (long
 polls) fill their slot when done, and only the filled head of the queue moves to
 the output queue.
+
+TLS (SSL and SASL_SSL listeners): the socket is wrapped by `ssl` after accept
+and handshakes without blocking the loop; `sendfile` cannot carry TLS records,
+so file ranges are read with `os.pread` and written through the TLS socket in
+chunks, and decrypted bytes already buffered inside the TLS layer are drained
+without waiting for the socket to become readable again.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import errno
 import logging
 import os
 import socket
+import ssl
 import struct
 from collections import deque
 from typing import Callable
@@ -32,6 +39,7 @@ _RECV_CHUNK = 64 * 1024  # per connection; larger frames get their own exact-siz
 _MAX_SLOTS = 64
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
 _IOV_MAX = 512
+_TLS_CHUNK = 256 * 1024  # file bytes read per write on a TLS connection
 # librdkafka leaves Nagle on: the tail of a large request waits for our ACK,
 # which delayed ACK can hold back ~40 ms. Re-arming quick ACK after each read
 # (Linux resets it) answers at once; elsewhere the option does not exist.
@@ -94,12 +102,42 @@ class Connection:
         self._paused = False
         self.tasks: set[asyncio.Future] = set()
         self.draining = False  # shutdown: no new requests are read
+        self.listener = server.listener  # the listener's runtime (broker.security.ListenerRuntime) or None
+        self.tls = isinstance(sock, ssl.SSLSocket)
+        self.handshaking = self.tls
+        self.principal = "User:ANONYMOUS"
+        self.host = peer.rpartition(":")[0].strip("[]") if ":" in peer else peer
+        self.sasl = None  # the connection's SASL session on SASL listeners
 
     # ---- reading -------------------------------------------------------
     def start(self) -> None:
-        """Start (or resume) reading requests."""
+        """Start (or resume) reading requests; a TLS connection handshakes first."""
+        if self.handshaking:
+            return self._handshake()
         self._reading = True
         self.loop.add_reader(self.fd, self._on_readable)
+
+    def _handshake(self) -> None:
+        self.loop.remove_reader(self.fd)
+        self.loop.remove_writer(self.fd)
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self.loop.add_reader(self.fd, self._handshake)
+            return
+        except ssl.SSLWantWriteError:
+            self.loop.add_writer(self.fd, self._handshake)
+            return
+        except (ssl.SSLError, OSError) as e:
+            return self.close(f"TLS handshake failed: {getattr(e, 'reason', None) or e}")
+        self.handshaking = False
+        if self.listener is not None:
+            try:
+                self.listener.on_tls_established(self)
+            except Exception as e:  # noqa: BLE001 - a certificate we cannot map: this client only
+                return self.close(f"TLS client authentication failed: {e}")
+        if not self.closed and not self.draining:
+            self.start()
 
     def _stop_reading(self) -> None:
         if self._reading:
@@ -123,10 +161,13 @@ class Connection:
                     self.server.dispatch(self, frame)
                     if not self.closed:
                         self._check_pause()
+                self._drain_tls()
                 return
             n = self.sock.recv_into(self._view[self._have:])
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
+        except ssl.SSLError as e:
+            return self.close(f"TLS error: {e.reason or e}")
         except OSError as e:
             return self.close(f"read failed: {e.strerror or e}")
         if n == 0:
@@ -136,6 +177,12 @@ class Connection:
             self._split_frames()
         except FrameError as e:
             self.close(str(e))
+        self._drain_tls()
+
+    def _drain_tls(self) -> None:
+        # bytes the TLS layer already decrypted never make the socket readable again
+        if self.tls and self._reading and not self.closed and self.sock.pending():
+            self.loop.call_soon(self._on_readable)
 
     def _split_frames(self) -> None:
         # responses to the requests of one read go out in one sendmsg
@@ -151,7 +198,7 @@ class Connection:
         buf, view = self._buf, self._view
         pos, end = 0, self._have
         max_size = self.server.max_request_bytes
-        while end - pos >= 4 and not self.closed:
+        while end - pos >= 4 and not self.closed and not self.draining:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > max_size:
                 raise FrameError(f"request size {size} is outside 0..{max_size} (socket.request.max.bytes)")
@@ -221,6 +268,18 @@ class Connection:
         try:
             while out:
                 head = out[0]
+                if isinstance(head, _FileRange) and self.tls:
+                    # no sendfile through TLS: copy the next chunk into the queue
+                    data = os.pread(head.fd, min(head.left, _TLS_CHUNK), head.pos)
+                    if not data:
+                        return self.close("segment file shrank while sending a fetch response")
+                    head.pos += len(data)
+                    head.left -= len(data)
+                    if head.left == 0:
+                        out.popleft().release()
+                    out.appendleft(data)
+                    self._out_bytes += len(data)
+                    continue
                 if isinstance(head, _FileRange):
                     n = os.sendfile(self.fd, head.fd, head.pos, head.left)
                     if n == 0:
@@ -237,7 +296,15 @@ class Connection:
                     if isinstance(item, _FileRange) or len(bufs) >= _IOV_MAX:
                         break
                     bufs.append(item)
-                n = sock.sendmsg(bufs) if len(bufs) > 1 else sock.send(bufs[0])
+                if self.tls:
+                    # an SSL socket has no sendmsg: join small pieces into one TLS write
+                    if len(bufs) > 1:
+                        joined = b"".join(bufs[:64])
+                        n = sock.send(joined)
+                    else:
+                        n = sock.send(bufs[0])
+                else:
+                    n = sock.sendmsg(bufs) if len(bufs) > 1 else sock.send(bufs[0])
                 self._out_bytes -= n
                 while n:
                     first = out[0]
@@ -248,11 +315,13 @@ class Connection:
                     else:
                         out[0] = memoryview(first)[n:]
                         n = 0
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             if not self._writing:
                 self._writing = True
                 self.loop.add_writer(self.fd, self._on_writable)
             return
+        except ssl.SSLError as e:
+            return self.close(f"TLS write failed: {e.reason or e}")
         except OSError as e:
             if e.errno in (errno.EPIPE, errno.ECONNRESET):
                 return self.close(None)
@@ -291,9 +360,10 @@ class Connection:
         else:
             log.debug("connection from %s closed", self.peer)
         self._stop_reading()
-        if self._writing:
+        if self._writing or self.handshaking:
             self._writing = False
             self.loop.remove_writer(self.fd)
+            self.loop.remove_reader(self.fd)
         for t in list(self.tasks):
             t.cancel()
         self._slots.clear()
@@ -312,7 +382,8 @@ class Server:
     """Listening socket plus the set of live connections."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, dispatch: Callable[[Connection, bytearray], None],
-                 max_request_bytes: int, send_buffer: int = -1, recv_buffer: int = -1):
+                 max_request_bytes: int, send_buffer: int = -1, recv_buffer: int = -1, listener=None):
+        self.listener = listener  # None: a PLAINTEXT listener with no security state
         self.loop = loop
         self._dispatch = dispatch
         self.max_request_bytes = max_request_bytes
@@ -357,7 +428,17 @@ class Server:
             if self.recv_buffer > 0:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.recv_buffer)
             peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
+            ctx = getattr(self.listener, "ssl_context", None)
+            if ctx is not None:
+                try:
+                    sock = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+                except (ssl.SSLError, OSError) as e:
+                    log.warning("TLS setup for %s failed: %s", peer, e)
+                    sock.close()
+                    continue
             conn = Connection(self, sock, peer)
+            if self.listener is not None and not conn.tls:
+                self.listener.on_accept(conn)
             self.connections.add(conn)
             conn.start()
 

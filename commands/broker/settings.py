@@ -9,11 +9,11 @@ unknown key given with `--set` is a usage error, since it is most likely a typo.
 from __future__ import annotations
 
 import logging
-import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pylog.core.config import BROKER_CONFIGS, Config
 from pylog.core.errors import UsageError
+from pylog.commands.broker.listeners import LISTENER_PREFIX, ListenerSpec, build_listeners, split_uri
 
 log = logging.getLogger("pylog.broker")
 
@@ -32,33 +32,14 @@ class BrokerSettings:
     log_dirs: list[str]
     node_id: int
     config: Config
+    listeners: list[ListenerSpec] = field(default_factory=list)  # the first is host/port above
+    add_scram: list[str] = field(default_factory=list)  # --add-scram bootstrap credentials
 
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:
-    """`HOST:PORT`, `[v6]:PORT` or a listener URI `PLAINTEXT://HOST:PORT`."""
-    raw = text.strip()
-    if "://" in raw:
-        scheme, _, raw = raw.partition("://")
-        if scheme.upper() not in ("PLAINTEXT", "TCP"):
-            raise UsageError(f"{what}: only PLAINTEXT listeners are supported, got {text!r}")
-    host, sep, port = raw.rpartition(":")
-    if not sep:
-        raise UsageError(f"{what}: expected HOST:PORT, got {text!r}")
-    host = host.strip("[]")
-    try:
-        p = int(port)
-    except ValueError:
-        raise UsageError(f"{what}: port must be a number, got {text!r}") from None
-    if not 0 <= p <= 65535:
-        raise UsageError(f"{what}: port out of range in {text!r}")
-    return host, p
-
-
-def _public_host(host: str) -> str:
-    # a wildcard bind address is useless to clients: publish this machine's name
-    if host in ("", "0.0.0.0", "::"):
-        return socket.getfqdn()
-    return host
+    """`HOST:PORT`, `[v6]:PORT` or a listener URI `NAME://HOST:PORT`."""
+    _, host, port = split_uri(text, what)
+    return host, port
 
 
 def build_settings(
@@ -69,14 +50,19 @@ def build_settings(
     advertised: str | None = None,
 ) -> BrokerSettings:
     """Fold the command-line options over server.properties and Kafka's defaults (see the module text)."""
-    unknown = sorted(k for k in file_props if k not in BROKER_CONFIGS)
+    def known(k):
+        return k in BROKER_CONFIGS or k.startswith(LISTENER_PREFIX)
+
+    unknown = sorted(k for k in file_props if not known(k))
     if unknown:
         log.warning("ignoring unknown broker properties: %s", ", ".join(unknown))
     for k in set_props:
-        if k not in BROKER_CONFIGS:
+        if not known(k):
             raise UsageError(f"--set: unknown broker property {k!r}")
-    props = {k: v for k, v in file_props.items() if k in BROKER_CONFIGS}
-    props.update(set_props)
+    merged = {k: v for k, v in file_props.items() if known(k)}
+    merged.update(set_props)
+    per_listener = {k: v for k, v in merged.items() if k.startswith(LISTENER_PREFIX)}
+    props = {k: v for k, v in merged.items() if not k.startswith(LISTENER_PREFIX)}
     if log_dirs:
         props["log.dirs"] = ",".join(log_dirs)
     config = BROKER_CONFIGS.resolve(props)
@@ -92,24 +78,24 @@ def build_settings(
     if len(set(dirs)) != len(dirs):
         raise UsageError("the same log dir is given twice")
 
+    uris = list(config["listeners"] or [DEFAULT_LISTENER])
     if listen is not None:
-        host, port = parse_host_port(listen, "--listen")
-    else:
-        listeners = config["listeners"] or [DEFAULT_LISTENER]
-        if len(listeners) > 1:
-            log.warning("only the first listener is used: %s", listeners[0])
-        host, port = parse_host_port(listeners[0], "listeners")
-
+        # --listen replaces the first listener's address (and its name when it names one)
+        name, _, _ = split_uri(listen, "--listen")
+        first = split_uri(uris[0], "listeners")[0]
+        uris[0] = listen if name else f"{first or 'PLAINTEXT'}://{listen}"
+    adv = list(config.get("advertised.listeners") or [])
     if advertised is not None:
-        adv_host, adv_port = parse_host_port(advertised, "--advertised")
-    elif config.get("advertised.listeners"):
-        adv_host, adv_port = parse_host_port(config["advertised.listeners"][0], "advertised.listeners")
-    else:
-        adv_host, adv_port = _public_host(host), None
-    if adv_port == 0:
-        adv_port = None
+        name, _, _ = split_uri(advertised, "--advertised")
+        first = split_uri(uris[0], "listeners")[0] or "PLAINTEXT"
+        adv = [a for a in adv if (split_uri(a, "advertised.listeners")[0] or first) != (name or first)]
+        adv.insert(0, advertised if name else f"{first}://{advertised}")
+    specs = build_listeners(uris, adv, config["listener.security.protocol.map"], per_listener,
+                            "--listen" if listen is not None else "listeners")
+    head = specs[0]
 
     node_id = config["node.id"]
     if "broker.id" in config.overridden and "node.id" not in config.overridden:
         node_id = config["broker.id"]
-    return BrokerSettings(host, port, adv_host, adv_port, dirs, node_id, config)
+    return BrokerSettings(head.host, head.port, head.advertised_host, head.advertised_port, dirs, node_id, config,
+                          specs)

@@ -189,8 +189,10 @@ class ScramServer:
         if not sep:
             raise ScramError("Invalid SCRAM client final message")
         attrs = _attrs(head)
-        if attrs.get("r") != self._nonce:
-            raise ScramError("Invalid SCRAM client final message: nonce mismatch")
+        # Kafka checks that the nonce *ends with* the server's: librdkafka sends
+        # its client nonce in front of the server's combined one
+        if not attrs.get("r", "").endswith(self._nonce):
+            raise ScramError("Invalid client nonce in the final client message.")
         if attrs.get("c") not in ("biws", "eSws"):  # base64 of "n,," / "y,,"
             raise ScramError("Invalid SCRAM client final message: channel binding")
         try:
@@ -201,10 +203,10 @@ class ScramServer:
         auth_message = f"{self._client_first_bare},{self._server_first},{head}".encode()
         signature = self.mech.hmac(cred.stored_key, auth_message)
         if len(proof) != len(signature):
-            raise ScramError("Invalid client credentials")
+            raise ScramError("Authentication failed: Invalid user credentials")
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
         if self._unknown or not hmac.compare_digest(self.mech.h(client_key), cred.stored_key):
-            raise ScramError("Invalid client credentials")
+            raise ScramError("Authentication failed: Invalid user credentials")
         self.complete = True
         server_sig = self.mech.hmac(cred.server_key, auth_message)
         return b"v=" + base64.b64encode(server_sig)

@@ -1,0 +1,161 @@
+"""Durable SCRAM credentials and ACLs of one broker.
+
+Kafka keeps both as KRaft metadata records (UserScramCredentialRecord,
+AccessControlEntryRecord); pylog has no metadata log, so it keeps the same
+records' fields in one JSON file in the first log dir, `security.json`,
+replaced atomically on every change (temp file, fsync, rename): a crash
+leaves the old or the new state. Bytes are base64.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import uuid
+from pathlib import Path
+
+from pylog.core.errors import DataError
+from pylog.core.security import scram
+from pylog.core.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from pylog.storage.checkpoint import atomic_write
+
+FILE_NAME = "security.json"
+FORMAT_VERSION = 1
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+class SecurityStore:
+    """SCRAM credentials keyed by (user, mechanism name) and the ACL bindings, persisted together."""
+
+    def __init__(self, log_dir: str):
+        self.path = Path(log_dir) / FILE_NAME
+        self.credentials: dict[tuple[str, str], scram.ScramCredential] = {}
+        self.acls: list[AclBinding] = []
+        self._lock = threading.Lock()
+        self.load()
+
+    # ---- persistence -----------------------------------------------------
+    def load(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            doc = json.loads(self.path.read_text("utf-8"))
+            creds = {}
+            for r in doc.get("user_scram_credentials", []):
+                mech = scram.MECHANISMS_BY_TYPE[r["mechanism"]]
+                creds[(r["name"], mech.name)] = scram.ScramCredential(
+                    base64.b64decode(r["salt"]), base64.b64decode(r["stored_key"]),
+                    base64.b64decode(r["server_key"]), int(r["iterations"]))
+            acls = [AclBinding(ResourceType(r["resource_type"]), r["resource_name"], PatternType(r["pattern_type"]),
+                               r["principal"], r["host"], AclOperation(r["operation"]),
+                               AclPermissionType(r["permission_type"]), uuid.UUID(r["id"]))
+                    for r in doc.get("access_control_entries", [])]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise DataError(f"{self.path}: unreadable security state ({e.__class__.__name__}: {e})") from None
+        self.credentials, self.acls = creds, acls
+
+    def _save(self) -> None:
+        doc = {
+            "version": FORMAT_VERSION,
+            "user_scram_credentials": [
+                {"name": name, "mechanism": scram.MECHANISMS[mech].type, "salt": _b64(c.salt),
+                 "stored_key": _b64(c.stored_key), "server_key": _b64(c.server_key), "iterations": c.iterations}
+                for (name, mech), c in sorted(self.credentials.items())
+            ],
+            "access_control_entries": [
+                {"id": str(b.id), "resource_type": int(b.resource_type), "resource_name": b.resource_name,
+                 "pattern_type": int(b.pattern_type), "principal": b.principal, "host": b.host,
+                 "operation": int(b.operation), "permission_type": int(b.permission)}
+                for b in self.acls
+            ],
+        }
+        atomic_write(self.path, json.dumps(doc, indent=1) + "\n")
+
+    # ---- SCRAM -----------------------------------------------------------
+    def credential(self, user: str, mechanism: str) -> scram.ScramCredential | None:
+        return self.credentials.get((user, mechanism))
+
+    def change_credentials(self, upserts: dict, deletions: list) -> None:
+        """Apply {(user, mech): credential} and [(user, mech)] in one durable step."""
+        with self._lock:
+            new = dict(self.credentials)
+            for key in deletions:
+                new.pop(key, None)
+            new.update(upserts)
+            old, self.credentials = self.credentials, new
+            try:
+                self._save()
+            except OSError:
+                self.credentials = old
+                raise
+
+    # ---- ACLs ------------------------------------------------------------
+    def change_acls(self, add: list[AclBinding], remove: list[AclBinding]) -> None:
+        with self._lock:
+            gone = {id(b) for b in remove}
+            have = {b for b in self.acls}
+            new = [b for b in self.acls if id(b) not in gone] + [b for b in add if b not in have]
+            old, self.acls = self.acls, new
+            try:
+                self._save()
+            except OSError:
+                self.acls = old
+                raise
+
+
+def parse_add_scram(text: str) -> tuple[str, str, scram.ScramCredential]:
+    """`SCRAM-SHA-256=[name=admin,password=secret]` (kafka-storage format --add-scram).
+
+    Also `[name=..,salt="..",saltedpassword="..",iterations=..]` with the salt and
+    the salted password in base64, as kafka-storage takes them."""
+    mech_name, eq, rest = text.strip().partition("=")
+    if not eq or not rest.startswith("[") or not rest.endswith("]"):
+        raise ValueError(f"--add-scram: expected MECHANISM=[name=USER,password=PASSWORD], got {text!r}")
+    try:
+        mech = scram.mechanism(mech_name.strip())
+    except scram.ScramError as e:
+        raise ValueError(f"--add-scram: {e}") from None
+    fields: dict[str, str] = {}
+    for part in _split_fields(rest[1:-1]):
+        k, eq, v = part.partition("=")
+        if not eq:
+            raise ValueError(f"--add-scram: expected key=value, got {part!r}")
+        v = v.strip()
+        if len(v) >= 2 and v[0] == v[-1] == '"':
+            v = v[1:-1]
+        fields[k.strip().lower()] = v
+    name = fields.get("name")
+    if not name:
+        raise ValueError("--add-scram: name= is missing")
+    iterations = int(fields.get("iterations", scram.DEFAULT_ITERATIONS))
+    try:
+        if "password" in fields:
+            salt = fields["salt"].encode() if "salt" in fields else None
+            cred = scram.make_credential(mech, fields["password"], iterations, salt)
+        elif "saltedpassword" in fields and "salt" in fields:
+            scram.check_iterations(mech, iterations)
+            cred = scram.salted_credential(mech, base64.b64decode(fields["saltedpassword"], validate=True),
+                                           base64.b64decode(fields["salt"], validate=True), iterations)
+        else:
+            raise ValueError("--add-scram: password= (or salt= and saltedpassword=) is missing")
+    except (scram.ScramError, base64.binascii.Error) as e:
+        raise ValueError(f"--add-scram: {e}") from None
+    return name, mech.name, cred
+
+
+def _split_fields(text: str) -> list[str]:
+    out, cur, quoted = [], [], False
+    for c in text:
+        if c == '"':
+            quoted = not quoted
+        if c == "," and not quoted:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    if cur:
+        out.append("".join(cur))
+    return [p for p in out if p.strip()]
