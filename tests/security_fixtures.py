@@ -104,7 +104,7 @@ def pki(tmp_path_factory) -> Pki:
 def listener_line(b, name: str) -> int:
     """The bound port of listener NAME from a broker's start-up summary."""
     prefix = f"  listener {name} ("
-    for line in b.stdout_lines:
+    for line in reversed(b.stdout_lines):  # the latest start's
         if line.startswith(prefix):
             return int(line.split("): ", 1)[1].split(",", 1)[0].rsplit(":", 1)[1])
     raise AssertionError(f"no listener {name} in {b.stdout_lines}")

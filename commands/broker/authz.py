@@ -30,6 +30,13 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 ACCEPTED_CLASS_NAMES = (STANDARD_AUTHORIZER, "kafka.security.authorizer.AclAuthorizer")
 # requests every connection may send (authentication runs before them)
 OPEN_APIS = {17, 18, 36, 60}
+# Kafka's default messages for these codes (Errors.java)
+MESSAGES = {
+    TOPIC_DENIED: "Topic authorization failed.",
+    GROUP_DENIED: "Group authorization failed.",
+    CLUSTER_DENIED: "Cluster authorization failed.",
+    TXN_DENIED: "Transactional Id authorization failed.",
+}
 # ConfigResource types in DescribeConfigs / AlterConfigs
 _CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
 
@@ -85,7 +92,7 @@ class Authorizer:
         return result
 
     def refuse(self, api, ctx, body, code, msg=None):
-        return None, api.error(body, ctx.api_version, code, msg)
+        return None, api.error(body, ctx.api_version, code, msg or MESSAGES.get(code))
 
 
 # ---- rule builders ---------------------------------------------------------
@@ -123,7 +130,7 @@ def _split_topics(op: Op, list_key: str, name_key: str, by_id=False, code=TOPIC_
         new[list_key] = keep
         denied_body = dict(body)
         denied_body[list_key] = drop
-        return new, api.error(denied_body, ctx.api_version, code, None)
+        return new, api.error(denied_body, ctx.api_version, code, MESSAGES.get(code))
     return rule
 
 
@@ -145,7 +152,7 @@ def _fetch(az: Authorizer, ctx, api, body):
     denied = [{"topic": t.get("topic"), "topic_id": t.get("topic_id"), "partitions": [
         {"partition_index": p.get("partition", 0), "error_code": TOPIC_DENIED, "high_watermark": -1,
          "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-         "preferred_read_replica": -1, "records": None} for p in t.get("partitions") or []]} for t in drop]
+         "preferred_read_replica": -1, "records": b""} for p in t.get("partitions") or []]} for t in drop]
     return new, {"responses": denied}
 
 
@@ -199,7 +206,7 @@ def _metadata(az: Authorizer, ctx, api, body):
         return None
     new = dict(body)
     new["topics"] = keep
-    denied = api.error({"topics": drop}, ctx.api_version, TOPIC_DENIED, None)
+    denied = api.error({"topics": drop}, ctx.api_version, TOPIC_DENIED, MESSAGES[TOPIC_DENIED])
     return new, {"topics": denied["topics"]}
 
 
@@ -218,7 +225,7 @@ def _delete_topics(az: Authorizer, ctx, api, body):
             return None
         new = dict(body)
         new["topic_names"] = keep
-        return new, api.error({"topic_names": drop}, ctx.api_version, TOPIC_DENIED, None)
+        return new, api.error({"topic_names": drop}, ctx.api_version, TOPIC_DENIED, MESSAGES[TOPIC_DENIED])
     return _split_topics(Op.DELETE, "topics", "name", by_id=True)(az, ctx, api, body)
 
 
@@ -240,7 +247,7 @@ def _configs(op: Op):
         denied: dict = {}
         for drop, code in ((drop_topic, TOPIC_DENIED), (drop_cluster, CLUSTER_DENIED)):
             if drop:
-                part = api.error(dict(body, resources=drop), ctx.api_version, code, None)
+                part = api.error(dict(body, resources=drop), ctx.api_version, code, MESSAGES[code])
                 for k, v in part.items():
                     if isinstance(v, list):
                         denied[k] = denied.get(k, []) + v
@@ -265,7 +272,7 @@ def _offset_fetch(az: Authorizer, ctx, api, body):
         if not keep:
             return az.refuse(api, ctx, body, GROUP_DENIED)
         new = dict(body, groups=keep)
-        denied = api.error({"groups": drop}, ctx.api_version, GROUP_DENIED, None)
+        denied = api.error({"groups": drop}, ctx.api_version, GROUP_DENIED, MESSAGES[GROUP_DENIED])
     else:
         if not az.allowed(ctx, Op.DESCRIBE, Res.GROUP, body.get("group_id") or ""):
             return az.refuse(api, ctx, body, GROUP_DENIED)
@@ -296,7 +303,7 @@ def _find_coordinator(az: Authorizer, ctx, api, body):
     if not drop:
         return None
     return dict(body, coordinator_keys=keep), api.error(dict(body, coordinator_keys=drop), ctx.api_version, code,
-                                                        None)
+                                                        MESSAGES.get(code))
 
 
 def _group_list(list_key: str, op: Op):
@@ -307,7 +314,7 @@ def _group_list(list_key: str, op: Op):
         drop = [g for g in groups if g not in keep]
         if not drop:
             return None
-        return dict(body, **{list_key: keep}), api.error({list_key: drop}, ctx.api_version, GROUP_DENIED, None)
+        return dict(body, **{list_key: keep}), api.error({list_key: drop}, ctx.api_version, GROUP_DENIED, MESSAGES[GROUP_DENIED])
     return rule
 
 
