@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "consume": "pylog.commands.consume:consume",
     "topics": "pylog.commands.topics:topics",
     "groups": "pylog.commands.groups:groups",
+    "acls": "pylog.commands.acls:acls",
+    "users": "pylog.commands.users:users",
     "perf": "pylog.commands.perf:perf",
     "compact": "pylog.commands.compact:compact",
     "diff": "pylog.commands.diff:diff",

@@ -216,7 +216,8 @@ class KafkaNode:
 
     def __init__(self, root: Path, node_id: int = 1, *, port: int | None = None,
                  controller_port: int | None = None, overrides: dict | None = None,
-                 roles: str = "broker,controller"):
+                 roles: str = "broker,controller", format_args: tuple[str, ...] = ()):
+        self.format_args = tuple(format_args)  # extra kafka-storage format options, e.g. --add-scram
         self.root = Path(root)
         self.node_id = node_id
         self.roles = roles
@@ -274,7 +275,7 @@ class KafkaNode:
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         run_main("kafka.tools.StorageTool", "format", "-t", cluster_id or random_cluster_id(),
-                 "-c", str(self.config_path), "--ignore-formatted", check=True)
+                 "-c", str(self.config_path), "--ignore-formatted", *self.format_args, check=True)
         return self
 
     def start(self, wait: bool = True, timeout: float = 120) -> "KafkaNode":

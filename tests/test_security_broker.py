@@ -234,7 +234,8 @@ def test_wrong_password_is_refused_with_kafkas_error(secure, pki):
     c = scram.ScramClient(scram.SCRAM_SHA_512, ALICE, "wrong")
     first = call(s, 36, 2, {"auth_bytes": c.first()})
     r = call(s, 36, 2, {"auth_bytes": c.final(first["auth_bytes"])})
-    assert r["error_code"] == 58 and r["error_message"] == "Authentication failed: Invalid user credentials"
+    assert r["error_code"] == 58 and r["error_message"] == (
+        "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512")
     assert closed(s)
     # PLAIN with a wrong password, likewise
     s = socket.create_connection(("127.0.0.1", ports(secure)["SASL_PLAINTEXT"]), timeout=10)
@@ -426,3 +427,101 @@ def test_credentials_and_acls_survive_a_restart(secure, pki):
     assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_256, 8192)]
     errs = produce(bob, "not-bobs", [b"x"])
     assert errs and errs[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+# ---- the Java client --------------------------------------------------------------
+
+JAVA_SASL_SSL = r"""
+import java.util.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.serialization.*;
+
+public class SecureProduceConsume {
+    public static void main(String[] a) throws Exception {
+        String bootstrap = a[0], topic = a[1], mechanism = a[2], user = a[3], password = a[4], ca = a[5];
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("security.protocol", "SASL_SSL");
+        p.put("sasl.mechanism", mechanism);
+        p.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+              + user + "\" password=\"" + password + "\";");
+        p.put("ssl.truststore.type", "PEM");
+        p.put("ssl.truststore.location", ca);
+        Properties pp = (Properties) p.clone();
+        try (Producer<String, String> pr = new KafkaProducer<>(pp, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < 10; i++) pr.send(new ProducerRecord<>(topic, "k" + i, "v" + i)).get();
+        }
+        Properties c = (Properties) p.clone();
+        c.put("auto.offset.reset", "earliest");
+        c.put("group.id", "java-secure");
+        int seen = 0;
+        try (Consumer<String, String> co = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer())) {
+            co.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 60000;
+            while (seen < 10 && System.currentTimeMillis() < deadline) seen += co.poll(java.time.Duration.ofMillis(500)).count();
+            co.commitSync();
+        }
+        System.out.println("seen=" + seen);
+    }
+}
+"""
+
+
+def test_java_client_sasl_ssl_scram(secure, pki):
+    from kafka_peer import java_program
+
+    out = java_program(JAVA_SASL_SSL, f"127.0.0.1:{ports(secure)['SASL_SSL']}", "java-secure", "SCRAM-SHA-256",
+                       ADMIN, ADMIN_PW, str(pki.ca), timeout=300)
+    assert "seen=10" in out.stdout, out.stdout + out.stderr
+
+
+# ---- pylog acls / users -------------------------------------------------------------
+
+def _pylog(*args, props=None):
+    import sys
+
+    cmd = [sys.executable, "-m", "pylog.cli", *args]
+    if props:
+        cmd += ["--config", str(props)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_pylog_users_and_acls_commands(secure, pki, tmp_path):
+    import json
+
+    props = tmp_path / "admin.properties"
+    props.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username={ADMIN}\n"
+                     f"sasl.password={ADMIN_PW}\nssl.ca.location={pki.ca}\n")
+    b = ["-b", f"127.0.0.1:{ports(secure)['SASL_SSL']}"]
+    r = _pylog("users", "add", "carol", *b, "--password", "carol-pw", "--mechanism", "SCRAM-SHA-256",
+               "--iterations", "8192", props=props)
+    assert r.returncode == 0, r.stderr
+    r = _pylog("users", "list", "carol", *b, "--json", props=props)
+    assert json.loads(r.stdout) == [{"user": "carol", "credentials": [{"mechanism": "SCRAM-SHA-256",
+                                                                        "iterations": 8192}]}]
+    r = _pylog("acls", "add", *b, "--allow-principal", "User:carol", "--operation", "Write", "--operation",
+               "Describe", "--topic", "carols", props=props)
+    assert r.returncode == 0, r.stderr
+    r = _pylog("acls", "list", *b, "--principal", "User:carol", "--json", props=props)
+    assert sorted((x["resource_name"], x["operation"]) for x in json.loads(r.stdout)) == [
+        ("carols", "DESCRIBE"), ("carols", "WRITE")]
+    # carol can now write there with the credentials the command made
+    carol = rdkafka_conf(secure, pki, user="carol", password="carol-pw")
+    assert produce(carol, "carols", [b"hi"]) == []
+    # carol may not list ACLs: one line, exit 1
+    carol_props = tmp_path / "carol.properties"
+    carol_props.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.username=carol\n"
+                           f"sasl.password=carol-pw\nssl.ca.location={pki.ca}\n")
+    r = _pylog("acls", "list", *b, props=carol_props)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        "pylog: error: cannot list ACLs: Cluster authorization failed."]
+    r = _pylog("acls", "remove", *b, "--topic", "carols", "--principal", "User:carol", "--json", props=props)
+    assert len(json.loads(r.stdout)) == 2
+    r = _pylog("users", "remove", "carol", *b, props=props)
+    assert r.returncode == 0, r.stderr
+    r = _pylog("users", "list", "carol", *b, props=props)
+    assert r.returncode == 1 and "does not exist" in r.stderr
+    # usage errors are one line and exit 2
+    r = _pylog("acls", "add", *b, "--allow-principal", "carol", "--operation", "Read", "--topic", "x", props=props)
+    assert r.returncode == 2 and "Could not parse principal" in r.stderr

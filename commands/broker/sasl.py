@@ -132,7 +132,8 @@ class SaslSession:
         except (scram.ScramError, plain.PlainError) as e:
             self.state = "failed"
             msg = str(e)
-            if not msg.startswith("Authentication failed:"):
+            # Kafka reports PLAIN's own message but wraps every SCRAM failure in its generic one
+            if self.mechanism != "PLAIN" or not msg.startswith("Authentication failed:"):
                 msg = (f"Authentication failed during authentication due to invalid credentials with SASL "
                        f"mechanism {self.mechanism}")
             raise SaslFailure(ErrorCode.SASL_AUTHENTICATION_FAILED, msg) from None

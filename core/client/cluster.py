@@ -104,6 +104,9 @@ class NetworkClient:
         self.config = config
         self.bootstrap = parse_bootstrap(config["bootstrap.servers"])
         self.client_id = config.get("client.id") or "pylog"
+        from pylog.core.security.client import from_config
+
+        self.security = from_config(config)  # TLS context and SASL credentials, None for PLAINTEXT
         self.request_timeout_ms = config["request.timeout.ms"]
         self.metadata = ClusterMetadata()
         self._conns: dict[int, BrokerConnection] = {}
@@ -122,6 +125,7 @@ class NetworkClient:
             host, port, client_id=self.client_id, node_id=node_id,
             request_timeout_ms=self.request_timeout_ms,
             connect_timeout_ms=self.config.get("socket.connection.setup.timeout.ms", 10000),
+            security=self.security,
         )
 
     def is_ready(self, node_id: int) -> bool:

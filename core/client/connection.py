@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import ssl
 import struct
 
 from pylog.core import protocol
@@ -49,7 +50,8 @@ class BrokerConnection:
     """A pipelined connection. `request()` is a coroutine returning the decoded body dict."""
 
     def __init__(self, host: str, port: int, *, client_id: str = "pylog", node_id: int = -1,
-                 request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000):
+                 request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000, security=None):
+        self.security = security  # core.security.client.ClientSecurity or None (PLAINTEXT)
         self.host = host
         self.port = port
         self.node_id = node_id
@@ -83,9 +85,12 @@ class BrokerConnection:
                 # a StreamReader pauses the socket above 2 x limit bytes buffered; fetch
                 # responses run to megabytes, and the default 64 KiB limit paused and
                 # resumed reading every 128 KiB of them
-                asyncio.open_connection(self.host, self.port, limit=_READ_LIMIT), self.connect_timeout)
+                asyncio.open_connection(self.host, self.port, limit=_READ_LIMIT, **self._tls_args()),
+                self.connect_timeout)
         except asyncio.TimeoutError:
             raise ConnectionFailedError(f"connection to {self.host}:{self.port} timed out") from None
+        except ssl.SSLError as e:
+            raise ConnectionFailedError(f"TLS handshake with {self.host}:{self.port} failed: {e.reason or e}") from None
         except OSError as e:
             raise ConnectionFailedError(
                 f"cannot connect to {self.host}:{self.port}: {e.strerror or e}") from None
@@ -98,6 +103,45 @@ class BrokerConnection:
                 pass
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         await self._negotiate()
+        if self.security is not None and self.security.sasl:
+            await self._authenticate()
+
+    def _tls_args(self) -> dict:
+        ctx = self.security.ssl_context if self.security is not None else None
+        return {"ssl": ctx, "server_hostname": self.host} if ctx is not None else {}
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1 then SaslAuthenticate rounds (KIP-152), as the Java client does."""
+        from pylog.core.security import plain, scram
+
+        sec = self.security
+        r = await self._send(protocol.API_KEYS["SaslHandshake"], 1, {"mechanism": sec.mechanism})
+        if r.get("error_code"):
+            self._fail(ConnectionFailedError("SASL handshake refused"))
+            raise error_for_code(r["error_code"], f"SASL mechanism {sec.mechanism} refused by {self.host}:{self.port}"
+                                 f" (it offers {', '.join(r.get('mechanisms') or []) or 'none'})")
+        key = protocol.API_KEYS["SaslAuthenticate"]
+        version = min(2, self.broker_ranges.get(key, (0, 2))[1])
+
+        async def round_trip(token: bytes) -> bytes:
+            resp = await self._send(key, version, {"auth_bytes": token})
+            if resp.get("error_code"):
+                msg = resp.get("error_message") or "SASL authentication failed"
+                self._fail(ConnectionFailedError(msg))
+                raise error_for_code(resp["error_code"], msg)
+            return resp.get("auth_bytes") or b""
+
+        if sec.mechanism == "PLAIN":
+            await round_trip(plain.client_message(sec.username, sec.password))
+            return
+        client = scram.ScramClient(scram.MECHANISMS[sec.mechanism], sec.username, sec.password)
+        server_first = await round_trip(client.first())
+        try:
+            final = client.final(server_first)
+            client.verify(await round_trip(final))
+        except scram.ScramError as e:
+            self._fail(ConnectionFailedError(str(e)))
+            raise error_for_code(58, str(e)) from None
 
     async def _negotiate(self) -> None:
         key = protocol.API_KEYS["ApiVersions"]

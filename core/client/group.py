@@ -156,7 +156,8 @@ class GroupMembership(GroupHooks):
                 else:
                     conn = BrokerConnection(entry["host"], entry["port"], client_id=self.engine.client.client_id,
                                             node_id=entry["node_id"],
-                                            request_timeout_ms=self.config["request.timeout.ms"])
+                                            request_timeout_ms=self.config["request.timeout.ms"],
+                                            security=self.engine.client.security)
                     await conn.connect()
                     self.coordinator = conn
                     log.debug("group %s: coordinator %s:%s", self.group_id, entry["host"], entry["port"])
