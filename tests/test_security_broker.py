@@ -500,12 +500,13 @@ def test_pylog_users_and_acls_commands(secure, pki, tmp_path):
     r = _pylog("users", "list", "carol", *b, "--json", props=props)
     assert json.loads(r.stdout) == [{"user": "carol", "credentials": [{"mechanism": "SCRAM-SHA-256",
                                                                         "iterations": 8192}]}]
+    # Create too: the topic does not exist yet, and auto-creating it needs CREATE as in Kafka
     r = _pylog("acls", "add", *b, "--allow-principal", "User:carol", "--operation", "Write", "--operation",
-               "Describe", "--topic", "carols", props=props)
+               "Create", "--topic", "carols", props=props)
     assert r.returncode == 0, r.stderr
     r = _pylog("acls", "list", *b, "--principal", "User:carol", "--json", props=props)
     assert sorted((x["resource_name"], x["operation"]) for x in json.loads(r.stdout)) == [
-        ("carols", "DESCRIBE"), ("carols", "WRITE")]
+        ("carols", "CREATE"), ("carols", "WRITE")]
     # carol can now write there with the credentials the command made
     carol = rdkafka_conf(secure, pki, user="carol", password="carol-pw")
     assert produce(carol, "carols", [b"hi"]) == []

@@ -206,7 +206,7 @@ def _metadata(az: Authorizer, ctx, api, body):
         return None
     new = dict(body)
     new["topics"] = keep
-    denied = api.error({"topics": drop}, ctx.api_version, TOPIC_DENIED, MESSAGES[TOPIC_DENIED])
+    denied = api.error(dict(body, topics=drop), ctx.api_version, TOPIC_DENIED, MESSAGES[TOPIC_DENIED])
     return new, {"topics": denied["topics"]}
 
 
@@ -225,7 +225,8 @@ def _delete_topics(az: Authorizer, ctx, api, body):
             return None
         new = dict(body)
         new["topic_names"] = keep
-        return new, api.error({"topic_names": drop}, ctx.api_version, TOPIC_DENIED, MESSAGES[TOPIC_DENIED])
+        return new, api.error(dict(body, topic_names=drop), ctx.api_version, TOPIC_DENIED,
+                              MESSAGES[TOPIC_DENIED])
     return _split_topics(Op.DELETE, "topics", "name", by_id=True)(az, ctx, api, body)
 
 
@@ -272,7 +273,7 @@ def _offset_fetch(az: Authorizer, ctx, api, body):
         if not keep:
             return az.refuse(api, ctx, body, GROUP_DENIED)
         new = dict(body, groups=keep)
-        denied = api.error({"groups": drop}, ctx.api_version, GROUP_DENIED, MESSAGES[GROUP_DENIED])
+        denied = api.error(dict(body, groups=drop), ctx.api_version, GROUP_DENIED, MESSAGES[GROUP_DENIED])
     else:
         if not az.allowed(ctx, Op.DESCRIBE, Res.GROUP, body.get("group_id") or ""):
             return az.refuse(api, ctx, body, GROUP_DENIED)
@@ -314,7 +315,8 @@ def _group_list(list_key: str, op: Op):
         drop = [g for g in groups if g not in keep]
         if not drop:
             return None
-        return dict(body, **{list_key: keep}), api.error({list_key: drop}, ctx.api_version, GROUP_DENIED, MESSAGES[GROUP_DENIED])
+        return dict(body, **{list_key: keep}), api.error(dict(body, **{list_key: drop}), ctx.api_version,
+                                                         GROUP_DENIED, MESSAGES[GROUP_DENIED])
     return rule
 
 

@@ -283,7 +283,10 @@ class Broker:
         # out what the principal may not touch (their error entries are merged back)
         body, denied = req.body, None
         if self.authorizer is not None:
-            body, denied = self.authorizer.check(ctx, handler, body)
+            try:
+                body, denied = self.authorizer.check(ctx, handler, body)
+            except Exception as e:  # noqa: BLE001 - a bug in a rule: this request fails, the broker stays
+                return conn.fill(conn.reserve(), self._encode(conn, ctx, self._handler_error(handler, ctx, body, e)))
             if body is None:
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
         try:
