@@ -200,13 +200,14 @@ def kcat_consume(bootstrap: str, topic: str, expect: int) -> float:
     return took
 
 
-def ck_produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> float:
-    """confluent-kafka producer; produce_batch keeps the Python loop off the critical path."""
+def ck_produce(bootstrap: str, topic: str, n: int, size: int, acks: str, conf: dict | None = None) -> float:
+    """confluent-kafka producer; produce_batch keeps the Python loop off the critical path.
+    `conf`: extra client settings (security, for bench security)."""
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "batch.num.messages": 1000000,
                   "batch.size": 1000000, "queue.buffering.max.messages": 4000000,
-                  "queue.buffering.max.kbytes": 2097151, "acks": acks})
+                  "queue.buffering.max.kbytes": 2097151, "acks": acks, **(conf or {})})
     chunk = 10000
     msgs = [{"value": b"p" * size}] * chunk
     t0 = time.perf_counter()
@@ -223,11 +224,12 @@ def ck_produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> floa
     return time.perf_counter() - t0
 
 
-def ck_consume(bootstrap: str, topic: str, expect: int) -> float:
+def ck_consume(bootstrap: str, topic: str, expect: int, conf: dict | None = None) -> float:
+    """confluent-kafka consumer reading `expect` messages of partition 0 from the start."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.queue.backoff.ms": 0, **CONSUMER_CONF})
+                  "fetch.queue.backoff.ms": 0, **CONSUMER_CONF, **(conf or {})})
     c.assign([TopicPartition(topic, 0, 0)])
     n = 0
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ listeners on the same settings (a PEM keystore, SCRAM-SHA-512 users made with
 `--add-scram`); a confluent-kafka (librdkafka) producer writes N 1 KiB
 messages with acks=1 and a consumer reads them back, per listener. TLS costs
 pylog twice: encryption, and the loss of sendfile (fetch bytes are copied
-through the TLS socket).
+through the TLS socket). The clients are bench/broker.py's (same settings).
 
 Options: --quick (fewer messages), --no-kafka, --rounds N (best kept),
 --record (append a section to bench/RESULTS.md).
@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,55 +95,10 @@ def client_conf(broker, proto: str, pki) -> dict:
     return conf
 
 
-def produce(conf: dict, topic: str, n: int, size: int) -> float:
-    from confluent_kafka import Producer
-
-    p = Producer(dict(conf, **{"linger.ms": 1, "batch.num.messages": 1000000, "batch.size": 1000000,
-                               "queue.buffering.max.messages": 4000000, "queue.buffering.max.kbytes": 2097151,
-                               "acks": "1"}))
-    chunk = 10000
-    msgs = [{"value": b"p" * size}] * chunk
-    # connect (and authenticate) before the clock starts
-    p.list_topics(timeout=30)
-    t0 = time.perf_counter()
-    for _ in range(n // chunk):
-        while True:
-            try:
-                p.produce_batch(topic, msgs, partition=0)
-                break
-            except BufferError:
-                p.poll(0.001)
-        p.poll(0)
-    if p.flush(300):
-        raise RuntimeError("producer did not deliver everything")
-    return time.perf_counter() - t0
-
-
-def consume(conf: dict, topic: str, expect: int) -> float:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer(dict(conf, **{"group.id": "bench", "enable.auto.commit": False, "fetch.queue.backoff.ms": 0,
-                               "fetch.message.max.bytes": 1048576, "queued.min.messages": 10000000,
-                               "queued.max.messages.kbytes": 2097151}))
-    c.list_topics(timeout=30)
-    c.assign([TopicPartition(topic, 0, 0)])
-    n = 0
-    t0 = time.perf_counter()
-    deadline = t0 + 300
-    while n < expect and time.perf_counter() < deadline:
-        for m in c.consume(100000, 1.0):
-            if m.error():
-                raise RuntimeError(f"consumer error: {m.error()}")
-            n += 1
-    took = time.perf_counter() - t0
-    c.close()
-    if n < expect:
-        raise RuntimeError(f"consumed {n} of {expect}")
-    return took
-
-
 def main(argv: list[str]) -> int:
     from security_fixtures import make_pki
+
+    from bench.broker import ck_consume, ck_produce
 
     ap = argparse.ArgumentParser(prog="python -m bench security")
     ap.add_argument("--quick", action="store_true")
@@ -167,8 +121,9 @@ def main(argv: list[str]) -> int:
                         conf = client_conf(b, proto, pki)
                         topic = f"bench-{proto.lower()}-{r}"
                         mb = n * size / 1e6
-                        w = produce(conf, topic, n, size)
-                        rd = consume(conf, topic, n)
+                        boot = conf.pop("bootstrap.servers")
+                        w = ck_produce(boot, topic, n, size, "1", conf)
+                        rd = ck_consume(boot, topic, n, conf)
                         for what, took in (("produce", w), ("fetch", rd)):
                             key = (b.name, proto, what)
                             results[key] = max(results.get(key, 0.0), mb / took)
@@ -190,7 +145,7 @@ def render(results, n, size, argv, load) -> str:
     brokers = sorted({k[0] for k in results}, key=lambda b: b != "pylog")
     lines = ["## security (issue 16): produce and fetch over TLS and SASL_SSL", "",
              f"`python -m bench security {' '.join(argv)}`".rstrip() + f" — {n} x {size} B messages, acks=1, "
-             f"one partition, confluent-kafka {confluent_kafka.version()[0]} / librdkafka "
+             f"one partition, confluent-kafka {confluent_kafka.__version__} / librdkafka "
              f"{confluent_kafka.libversion()[0]}; SASL_SSL uses SCRAM-SHA-512; best of the rounds, MB/s; "
              f"load average {load[0]:.1f} -> {load[1]:.1f} on 2 shared cores.", "",
              "| broker | workload | PLAINTEXT | SSL | SASL_SSL | SSL vs PLAINTEXT |", "|---|---|---|---|---|---|"]

@@ -299,6 +299,22 @@ def test_unauthenticated_connection_can_only_handshake(secure, pki):
     broker_alive(secure, pki)
 
 
+def test_sasl_handshake_v0_raw_tokens(secure, pki):
+    """SaslHandshake v0 (old clients): the tokens follow as bare size-prefixed frames."""
+    s = socket.create_connection(("127.0.0.1", ports(secure)["SASL_PLAINTEXT"]), timeout=10)
+    assert call(s, 17, 0, {"mechanism": "SCRAM-SHA-256"})["error_code"] == 0
+    c = scram.ScramClient(scram.SCRAM_SHA_256, ADMIN, ADMIN_PW)
+
+    def raw(token):
+        s.sendall(struct.pack(">i", len(token)) + token)
+        return recv_exact(s, struct.unpack(">i", recv_exact(s, 4))[0])
+
+    c.verify(raw(c.final(raw(c.first()))))
+    md = call(s, 3, 12, {"topics": None})  # authenticated: ordinary requests now
+    assert md["brokers"][0]["port"] == ports(secure)["SASL_PLAINTEXT"]  # this listener's address
+    s.close()
+
+
 def test_plaintext_bytes_to_a_tls_port(secure, pki):
     for name in ("SSL", "SASL_SSL"):
         s = socket.create_connection(("127.0.0.1", ports(secure)[name]), timeout=10)

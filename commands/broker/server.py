@@ -40,6 +40,7 @@ _MAX_SLOTS = 64
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
 _IOV_MAX = 512
 _TLS_CHUNK = 256 * 1024  # file bytes read per write on a TLS connection
+_TLS_READS_PER_WAKEUP = 128  # TLS records read before other connections get a turn
 # librdkafka leaves Nagle on: the tail of a large request waits for our ACK,
 # which delayed ACK can hold back ~40 ms. Re-arming quick ACK after each read
 # (Linux resets it) answers at once; elsewhere the option does not exist.
@@ -150,39 +151,51 @@ class Connection:
                 self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
             except OSError:
                 pass
+        if not self.tls:
+            self._read_once()
+            return
+        # a TLS read returns one record (16 KiB at most): keep reading while the
+        # socket has bytes, so a 1 MiB produce is not 64 trips through the loop
+        for _ in range(_TLS_READS_PER_WAKEUP):
+            if not self._read_once() or not self._reading:
+                return
+        if self.sock.pending() and self._reading and not self.closed:
+            # decrypted bytes inside the TLS layer never make the socket readable again
+            self.loop.call_soon(self._on_readable)
+
+    def _read_once(self) -> bool:
+        """One recv into the frame buffers; True when bytes were read and the connection lives."""
         try:
             if self._big is not None:
                 n = self.sock.recv_into(memoryview(self._big)[self._big_have:])
                 if n == 0:
-                    return self.close(None)
+                    self.close(None)
+                    return False
                 self._big_have += n
                 if self._big_have == len(self._big):
                     frame, self._big = self._big, None
                     self.server.dispatch(self, frame)
                     if not self.closed:
                         self._check_pause()
-                self._drain_tls()
-                return
+                return not self.closed
             n = self.sock.recv_into(self._view[self._have:])
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            return
+            return False
         except ssl.SSLError as e:
-            return self.close(f"TLS error: {e.reason or e}")
+            self.close(f"TLS error: {e.reason or e}")
+            return False
         except OSError as e:
-            return self.close(f"read failed: {e.strerror or e}")
+            self.close(f"read failed: {e.strerror or e}")
+            return False
         if n == 0:
-            return self.close(None)
+            self.close(None)
+            return False
         self._have += n
         try:
             self._split_frames()
         except FrameError as e:
             self.close(str(e))
-        self._drain_tls()
-
-    def _drain_tls(self) -> None:
-        # bytes the TLS layer already decrypted never make the socket readable again
-        if self.tls and self._reading and not self.closed and self.sock.pending():
-            self.loop.call_soon(self._on_readable)
+        return not self.closed
 
     def _split_frames(self) -> None:
         # responses to the requests of one read go out in one sendmsg

@@ -18,16 +18,19 @@ SASL_AUTHENTICATE = Api(36, "SaslAuthenticate", "0-2", "2+",
     ],
 )
 
+# an ACL filter: DescribeAcls' request, and each of DeleteAcls' filters
+_ACL_FILTER = [
+    F("resource_type_filter", INT8),
+    F("resource_name_filter", STRING, **_NULL),
+    F("pattern_type_filter", INT8, default=3),
+    F("principal_filter", STRING, **_NULL),
+    F("host_filter", STRING, **_NULL),
+    F("operation", INT8),
+    F("permission_type", INT8),
+]
+
 DESCRIBE_ACLS = Api(29, "DescribeAcls", "1-3", "2+",
-    request=[
-        F("resource_type_filter", INT8),
-        F("resource_name_filter", STRING, **_NULL),
-        F("pattern_type_filter", INT8, default=3),
-        F("principal_filter", STRING, **_NULL),
-        F("host_filter", STRING, **_NULL),
-        F("operation", INT8),
-        F("permission_type", INT8),
-    ],
+    request=_ACL_FILTER,
     response=[
         F("throttle_time_ms", INT32),
         F("error_code", INT16),
@@ -69,15 +72,7 @@ CREATE_ACLS = Api(30, "CreateAcls", "1-3", "2+",
 
 DELETE_ACLS = Api(31, "DeleteAcls", "1-3", "2+",
     request=[
-        F("filters", [
-            F("resource_type_filter", INT8),
-            F("resource_name_filter", STRING, **_NULL),
-            F("pattern_type_filter", INT8, default=3),
-            F("principal_filter", STRING, **_NULL),
-            F("host_filter", STRING, **_NULL),
-            F("operation", INT8),
-            F("permission_type", INT8),
-        ]),
+        F("filters", _ACL_FILTER),
     ],
     response=[
         F("throttle_time_ms", INT32),
