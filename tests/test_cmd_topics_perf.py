@@ -64,6 +64,7 @@ def test_perf_produce_and_consume(broker):
     s = json.loads(r.stdout)
     assert s["records"] == 20000 and s["failures"] == 0 and s["records_per_s"] > 0
     assert set(s["latency_ms"]) == {"avg", "p50", "p95", "p99", "max"}
+    assert {c for p in (0, 1) for c in stored_codecs(broker, "perf-t", p)} == {"lz4"}  # --compression took effect
     r = pylog_cli("perf", "produce", "perf-t", "-b", bs, "-n", "3000", "--api", "send", "--throughput", "3000")
     assert r.returncode == 0, r.stderr
     assert "records/s" in r.stdout and "p99" in r.stdout
