@@ -7,16 +7,20 @@ is a pylog bug.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from kafka_peer import java_program
+from broker_fixtures import wait_for
+from kafka_peer import compile_java, java_command, java_program
 
-JAVA = Path(__file__).resolve().parent / "kafka" / "java"
+HERE = Path(__file__).resolve().parent
+JAVA = HERE / "kafka" / "java"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
@@ -189,3 +193,88 @@ def test_admin_log_dirs(admin_results, broker):
     assert not [k for k in r if k.endswith(".error") and k not in {
         "create.dup.error", "create.rf3.error", "describe.missing.error", "configs.bad.error",
         "deleteRecords.beyond.error"}], r
+
+
+class Member:
+    """A group member process printing JSON events (tests/group_member_proc.py's format)."""
+
+    def __init__(self, cmd: list[str], stop_by_stdin: bool = False):
+        self.stop_by_stdin = stop_by_stdin
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.assignment: list[int] = []
+        self.records: list[tuple] = []
+        self.closed = False
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            if not line.startswith("{"):
+                continue
+            ev = json.loads(line)
+            if "assign" in ev:
+                self.assignment = ev["assign"]
+            elif "rec" in ev:
+                self.records.append(tuple(ev["rec"]))
+            elif "closed" in ev:
+                self.closed = True
+
+    def stop(self):
+        """Close cleanly: commit, LeaveGroup, exit 0 (Java: stdin closed; Python: SIGTERM)."""
+        if self.proc.poll() is None:
+            if self.stop_by_stdin:
+                self.proc.stdin.close()
+            else:
+                self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(60) == 0
+
+
+def group_describe(broker, group: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "pylog.cli", "groups", "describe", group, "-b", broker.bootstrap,
+                          "--json"], capture_output=True, text=True, timeout=60, check=True).stdout
+    return json.loads(out)[0]
+
+
+def test_java_librdkafka_and_pylog_consumers_share_one_group(broker):
+    from pylog.core.client import Admin, Producer
+
+    topic, group = "mixed", "mixed-group"
+    with Admin({"bootstrap.servers": broker.bootstrap}) as a:
+        a.create_topic(topic, 6)
+
+    def produce(tag):
+        with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+            for f in [p.send(topic, f"{tag}-{q}-{i}".encode(), partition=q) for q in range(6) for i in range(10)]:
+                f.get(30)
+
+    def committed():
+        return {o["partition"]: o["current_offset"] for o in group_describe(broker, group)["offsets"]}
+
+    produce("a")
+    classes, name = compile_java((JAVA / "GroupMember.java").read_text())
+    java = Member(java_command(name, broker.bootstrap, group, topic, extra_cp=classes), stop_by_stdin=True)
+    python = [Member([sys.executable, str(HERE / "group_member_proc.py"), lib, broker.bootstrap, group, topic,
+                      "10000"]) for lib in ("pylog", "confluent")]
+    members = [java, *python]
+    try:
+        assert wait_for(lambda: sorted(p for m in members for p in m.assignment) == list(range(6))
+                        and all(len(m.assignment) == 2 for m in members), 120, 0.2), \
+            [m.assignment for m in members]
+        assert wait_for(lambda: committed() == {q: 10 for q in range(6)}, 60, 0.5), committed()
+        d = group_describe(broker, group)
+        assert sorted(m["client_id"] for m in d["members"]) == [f"java-{group}", f"pylog-{group}", f"rdk-{group}"]
+        assert d["protocol"] == "range" and d["state"] == "Stable"
+        java.stop()   # leaves the group: the other two take its partitions
+        assert java.closed
+        assert wait_for(lambda: sorted(p for m in python for p in m.assignment) == list(range(6))
+                        and all(len(m.assignment) == 3 for m in python), 120, 0.2), \
+            [m.assignment for m in python]
+        produce("b")
+        assert wait_for(lambda: committed() == {q: 20 for q in range(6)}, 60, 0.5), committed()
+    finally:
+        for m in members:
+            if m.proc.poll() is None:
+                m.stop()
+    seen = [r for m in members for r in m.records]
+    assert sorted(seen) == sorted(set(seen)) and set(seen) == {(q, o) for q in range(6) for o in range(20)}
+    assert group_describe(broker, group)["state"] == "Empty"
