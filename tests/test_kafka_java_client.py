@@ -7,20 +7,21 @@ is a pylog bug.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from broker_fixtures import wait_for
 from kafka_peer import compile_java, java_command, java_program
+from test_groups_broker import Member as ProcMember  # Python members (tests/group_member_proc.py)
+from test_groups_broker import committed, describe_json, end_members, exactly_once_owned
+from waiting import wait_until
 
-HERE = Path(__file__).resolve().parent
-JAVA = HERE / "kafka" / "java"
+JAVA = Path(__file__).resolve().parent / "kafka" / "java"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
@@ -195,44 +196,24 @@ def test_admin_log_dirs(admin_results, broker):
         "deleteRecords.beyond.error"}], r
 
 
-class Member:
-    """A group member process printing JSON events (tests/group_member_proc.py's format)."""
 
-    def __init__(self, cmd: list[str], stop_by_stdin: bool = False):
-        self.stop_by_stdin = stop_by_stdin
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
-        self.assignment: list[int] = []
-        self.records: list[tuple] = []
-        self.closed = False
+class JavaMember(ProcMember):
+    """tests/kafka/java/GroupMember.java as a group member: the events of tests/group_member_proc.py;
+    closing its stdin makes it commit, leave the group and exit 0."""
+
+    def __init__(self, b, group, topic):
+        classes, name = compile_java((JAVA / "GroupMember.java").read_text())
+        self.stderr_file = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(java_command(name, b.bootstrap, group, topic, extra_cp=classes),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file, text=True)
+        self.assignment, self.records, self.closed, self.ended_by_test = [], [], False, False
         threading.Thread(target=self._pump, daemon=True).start()
 
-    def _pump(self):
-        for line in self.proc.stdout:
-            if not line.startswith("{"):
-                continue
-            ev = json.loads(line)
-            if "assign" in ev:
-                self.assignment = ev["assign"]
-            elif "rec" in ev:
-                self.records.append(tuple(ev["rec"]))
-            elif "closed" in ev:
-                self.closed = True
-
     def stop(self):
-        """Close cleanly: commit, LeaveGroup, exit 0 (Java: stdin closed; Python: SIGTERM)."""
-        if self.proc.poll() is None:
-            if self.stop_by_stdin:
-                self.proc.stdin.close()
-            else:
-                self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(60) == 0
-
-
-def group_describe(broker, group: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "pylog.cli", "groups", "describe", group, "-b", broker.bootstrap,
-                          "--json"], capture_output=True, text=True, timeout=60, check=True).stdout
-    return json.loads(out)[0]
+        self.ended_by_test = True
+        self.proc.stdin.close()
+        rc = self.proc.wait(60)
+        assert rc == 0, f"Java group member exit code {rc}: {self.stderr()}"
 
 
 def test_java_librdkafka_and_pylog_consumers_share_one_group(broker):
@@ -247,34 +228,27 @@ def test_java_librdkafka_and_pylog_consumers_share_one_group(broker):
             for f in [p.send(topic, f"{tag}-{q}-{i}".encode(), partition=q) for q in range(6) for i in range(10)]:
                 f.get(30)
 
-    def committed():
-        return {o["partition"]: o["current_offset"] for o in group_describe(broker, group)["offsets"]}
-
     produce("a")
-    classes, name = compile_java((JAVA / "GroupMember.java").read_text())
-    java = Member(java_command(name, broker.bootstrap, group, topic, extra_cp=classes), stop_by_stdin=True)
-    python = [Member([sys.executable, str(HERE / "group_member_proc.py"), lib, broker.bootstrap, group, topic,
-                      "10000"]) for lib in ("pylog", "confluent")]
+    java = JavaMember(broker, group, topic)
+    python = [ProcMember(broker, lib, group, topic) for lib in ("pylog", "confluent")]
     members = [java, *python]
     try:
-        assert wait_for(lambda: sorted(p for m in members for p in m.assignment) == list(range(6))
-                        and all(len(m.assignment) == 2 for m in members), 120, 0.2), \
-            [m.assignment for m in members]
-        assert wait_for(lambda: committed() == {q: 10 for q in range(6)}, 60, 0.5), committed()
-        d = group_describe(broker, group)
+        wait_until(lambda: exactly_once_owned(members, 6) and all(len(m.assignment) == 2 for m in members), 120,
+                   lambda: f"2 partitions each: {[m.assignment for m in members]}")
+        wait_until(lambda: committed(broker, group) == {q: 10 for q in range(6)}, 60, "commits at 10")
+        d = describe_json(broker, group)
         assert sorted(m["client_id"] for m in d["members"]) == [f"java-{group}", f"pylog-{group}", f"rdk-{group}"]
         assert d["protocol"] == "range" and d["state"] == "Stable"
         java.stop()   # leaves the group: the other two take its partitions
         assert java.closed
-        assert wait_for(lambda: sorted(p for m in python for p in m.assignment) == list(range(6))
-                        and all(len(m.assignment) == 3 for m in python), 120, 0.2), \
-            [m.assignment for m in python]
+        wait_until(lambda: exactly_once_owned(python, 6) and all(len(m.assignment) == 3 for m in python), 120,
+                   lambda: f"3 partitions each: {[m.assignment for m in python]}")
         produce("b")
-        assert wait_for(lambda: committed() == {q: 20 for q in range(6)}, 60, 0.5), committed()
+        wait_until(lambda: committed(broker, group) == {q: 20 for q in range(6)}, 60, "commits at 20")
+        for m in python:
+            m.stop()
     finally:
-        for m in members:
-            if m.proc.poll() is None:
-                m.stop()
+        end_members(members)
     seen = [r for m in members for r in m.records]
     assert sorted(seen) == sorted(set(seen)) and set(seen) == {(q, o) for q in range(6) for o in range(20)}
-    assert group_describe(broker, group)["state"] == "Empty"
+    assert describe_json(broker, group)["state"] == "Empty"
