@@ -187,13 +187,19 @@ def test_admin_configs(admin_results):
     assert r["configs.bad.error"].startswith("InvalidConfigurationException")
 
 
+def test_transactional_producer_is_refused_at_once(admin_results):
+    # transactions are not served (README): initTransactions fails with Kafka's error, without retrying
+    assert admin_results["transactions.init.error"].startswith("TransactionalIdAuthorizationException")
+    assert admin_results["transactions.fast"] == "true"
+
+
 def test_admin_log_dirs(admin_results, broker):
     r = admin_results
     assert Path(r["logDirs.dir"]) == broker.log_dir
     assert r["logDirs.size"] == "true" and r["logDirs.total"] == "true/true"
     assert not [k for k in r if k.endswith(".error") and k not in {
         "create.dup.error", "create.rf3.error", "describe.missing.error", "configs.bad.error",
-        "deleteRecords.beyond.error"}], r
+        "deleteRecords.beyond.error", "transactions.init.error"}], r
 
 
 

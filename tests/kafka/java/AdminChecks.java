@@ -165,6 +165,20 @@ public class AdminChecks {
                     out("logDirs.total", e.getValue().totalBytes().isPresent() + "/" + e.getValue().usableBytes().isPresent());
                 }
             });
+            step("transactions", () -> {
+                Properties tp2 = new Properties();
+                tp2.put("bootstrap.servers", bootstrap);
+                tp2.put("transactional.id", "adm-tx");
+                tp2.put("max.block.ms", "60000");
+                long t0 = System.currentTimeMillis();
+                try (Producer<String, String> pr = new KafkaProducer<>(tp2, new StringSerializer(), new StringSerializer())) {
+                    step("transactions.init", () -> {
+                        pr.initTransactions();
+                        out("transactions.init", "ok");
+                    });
+                }
+                out("transactions.fast", System.currentTimeMillis() - t0 < 30000);
+            });
             step("deleteGroup", () -> {
                 admin.deleteConsumerGroups(List.of("adm-group")).all().get();
                 out("deleteGroup.listed", admin.listConsumerGroups().all().get().stream().anyMatch(g -> g.groupId().equals("adm-group")));
