@@ -20,6 +20,7 @@ import mmap
 import re
 import shutil
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,11 +96,13 @@ def _check_fresh(log_dirs: list[Path], metadata_dir: Path, node_id: int) -> dict
         if d in log_dirs:
             ids[d] = meta.directory_id
     meta_log = metadata_dir / f"{_METADATA_TOPIC}-0"
-    if meta_log.is_dir() and any(p.suffix in (".log", ".checkpoint") and p.stat().st_size
-                                 and not p.name.startswith("00000000000000000000-0000000000")
-                                 for p in meta_log.iterdir()):
+    if meta_log.is_dir() and any(p.suffix == ".log" and p.stat().st_size for p in meta_log.iterdir()):
         raise DataError(f"{meta_log}: this node has already started; export-to-kafka needs a freshly formatted "
                         f"node (its bootstrap records are read only while the metadata log is empty)")
+    if meta_log.is_dir() and any(p.suffix == ".checkpoint" for p in meta_log.iterdir()):
+        # kafka-storage format --standalone / --initial-controllers writes its bootstrap snapshot here
+        raise DataError(f"{meta_log}: a bootstrap snapshot is already in the metadata log; format the node with "
+                        f"a static controller.quorum.voters so its bootstrap records stay in bootstrap.checkpoint")
     return ids
 
 
@@ -155,7 +158,6 @@ def _collect(sources: list[Path], only: set[str] | None) -> tuple[list[_Topic], 
             except FileNotFoundError:
                 if "topic_id" not in entry:
                     raise DataError(f"{p}: no partition.metadata and no topic id in pylog-topics.json") from None
-                import uuid
                 topic_id = uuid.UUID(entry["topic_id"])
             overrides = dict(entry.get("overrides", {}))
             if name == "__consumer_offsets":

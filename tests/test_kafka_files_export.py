@@ -180,6 +180,10 @@ def test_refuses_unformatted_and_started_nodes(tmp_path):
     (meta / "00000000000000000000.log").write_bytes(b"x" * 100)
     r = pylog("export-to-kafka", tmp_path / "src", "-c", cfg)
     assert r.returncode == 1 and "already started" in r.stderr
+    (meta / "00000000000000000000.log").write_bytes(b"")
+    (meta / "00000000000000000000-0000000000.checkpoint").write_bytes(b"")
+    r = pylog("export-to-kafka", tmp_path / "src", "-c", cfg)
+    assert r.returncode == 1 and "static controller.quorum.voters" in r.stderr
     (data / "meta.properties").unlink()
     r = pylog("export-to-kafka", tmp_path / "src", "-c", cfg)
     assert r.returncode == 1 and "format the node first" in r.stderr
