@@ -730,6 +730,8 @@ class Log:
         with self.lock:
             out = []
             for seg in self.segments[self._segment_for(start):]:
+                if not seg.txn_index.has_entries:
+                    continue
                 found = seg.txn_index.collect_aborted(start, upper)
                 out.extend(found)
                 if any(t.last_stable_offset >= upper for t in found):

@@ -68,6 +68,11 @@ class TransactionIndex:
             out.append(AbortedTxn(pid, first, last, lso))
         return out
 
+    @property
+    def has_entries(self) -> bool:
+        """False when nothing was ever loaded or appended: READ_COMMITTED fetches skip the file read."""
+        return self._last_offset is not None
+
     def collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted txns overlapping [fetch_offset, upper_bound) (Kafka's collectAbortedTxns)."""
         return [t for t in self.read_all() if t.last_offset >= fetch_offset and t.first_offset < upper_bound]
