@@ -12,10 +12,17 @@ from pylog.core.errors import UsageError
 
 
 def spark_options(f):
-    """--master, --conf, --app-name and --spark-log, the same on both commands."""
+    """--master, --remote, --ship-env, --conf, --app-name and --spark-log, the same on both commands."""
 
     @click.option("--master", default="local[*]", show_default=True, metavar="URL",
                   help="Spark master: local[N], local-cluster[W,C,MB], spark://HOST:PORT, yarn, k8s://...")
+    @click.option("--remote", default=None, metavar="sc://HOST:PORT",
+                  help="Run through Spark Connect instead of a JVM here (env SPARK_REMOTE); pylog's code is "
+                       "uploaded as an artifact.")
+    @click.option("--ship-env", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+                  help="Ship this Python environment to the executors (spark.archives) so they have pylog's "
+                       "dependencies. auto: when the master is not local; --conf spark.pyspark.python=PYTHON "
+                       "(executors that have them) wins.")
     @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
                   help="Any Spark setting, e.g. --conf spark.executor.memory=2g (repeatable).")
     @click.option("--app-name", default=None, metavar="NAME", help="Spark application name.")
@@ -23,18 +30,28 @@ def spark_options(f):
                   help="Where Spark's own log goes (default: a new file under $TMPDIR/pylog-spark/, "
                        "named in the summary).")
     @functools.wraps(f)
-    def wrapper(*args, master, spark_conf, app_name, spark_log, **kwargs):
-        from pylog.commands.spark.session import SessionSettings, parse_conf
+    def wrapper(*args, master, remote, ship_env, spark_conf, app_name, spark_log, **kwargs):
+        from pylog.commands.spark.session import SessionSettings, parse_conf, remote_url, require_spark
 
-        kwargs["settings"] = SessionSettings(master=master, app_name=app_name or f"pylog {f.__name__.replace('_', '-')}",
-                                             conf=parse_conf(spark_conf), log_file=spark_log)
+        settings = SessionSettings(master=master, app_name=app_name or f"pylog {f.__name__.replace('_', '-')}",
+                                   conf=parse_conf(spark_conf), log_file=spark_log, ship_env=ship_env,
+                                   remote=remote)
+        require_spark(remote=bool(remote_url(settings)))
+        kwargs["settings"] = settings
         return f(*args, **kwargs)
 
     return wrapper
 
 
-def _progress_factory(sc, enabled):
-    from pylog.commands.spark.progress import JobProgress
+def _progress_factory(run, enabled):
+    from pylog.commands.spark.progress import JobProgress, stage
+
+    if run.connect:  # no status tracker through Spark Connect: a spinner per job
+        def make_spinner(label, records=None, bytes_=None):
+            return stage(label, enabled)
+
+        return make_spinner
+    sc = run.spark.sparkContext
 
     def make(label, records=None, bytes_=None):
         return JobProgress(sc, label, records=records, bytes_=bytes_, enabled=enabled)
@@ -42,9 +59,17 @@ def _progress_factory(sc, enabled):
     return make
 
 
+def _say(line: str) -> None:
+    """Progress lines before any task runs (stderr, so --json output stays clean)."""
+    from pylog.commands.console import err
+
+    err.print(line, markup=False)
+
+
 def _run_info(run) -> dict:
     return {"master": run.master, "spark_startup_seconds": round(run.startup_seconds, 3),
-            "session_reused": run.reused, "spark_log": run.log_file}
+            "session_reused": run.reused, "spark_log": run.log_file,
+            "executor_python": run.executor_python.as_dict() if run.executor_python else None}
 
 
 def _finish_session(run) -> None:
@@ -124,14 +149,21 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
     \b
     Examples:
       pylog spark-ingest events.jsonl --topic events --key-column user_id --partitions 6
-      pylog spark-ingest data/*.parquet -t events --mode segments --log-dir /var/pylog --partitions 12
-      pylog spark-ingest logs.txt -t lines --master local-cluster[2,1,1024] --json
+      pylog spark-ingest 'data/*.parquet' -t events --mode segments --log-dir /var/pylog --partitions 12
+      pylog spark-ingest logs.txt -t lines --master spark://10.0.0.5:7077 -b 10.0.0.9:9092 --json
+      pylog spark-ingest logs.txt -t lines --remote sc://10.0.0.5:15002 -b 10.0.0.9:9092
 
-    Spark's own log goes to a file named in the summary. pylog ships its code to
-    the executors; they need Python with pylog's dependencies (crc32c, lz4,
-    zstandard, cramjam) but not pylog itself.
+    \b
+    Where it runs:
+      --master local[N]            this machine (default local[*])
+      --master spark://HOST:PORT   a Spark cluster; the executors get this Python
+                                   environment (--ship-env auto) and pylog's code
+      --remote sc://HOST:PORT      Spark Connect (also SPARK_REMOTE): no JVM here
+
+    INPUT may be a quoted glob ('data/*.parquet'); inputs and options are checked
+    before Spark starts. Spark's own log goes to a file named in the summary.
     """
-    from pylog.commands.spark.ingest import IngestOptions, run_ingest
+    from pylog.commands.spark.ingest import IngestOptions, expand_inputs, prepare_ingest, run_ingest
     from pylog.commands.spark.session import open_session
 
     if mode == "segments" and not log_dir:
@@ -139,7 +171,7 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
     if mode == "produce" and (log_dir or append):
         raise UsageError("--log-dir and --append belong to --mode segments")
     opts = IngestOptions(
-        inputs=list(inputs), topic=topic, fmt=fmt, key_column=key_column, value_column=value_column,
+        inputs=expand_inputs(inputs), topic=topic, fmt=fmt, key_column=key_column, value_column=value_column,
         headers_columns=[c.strip() for c in (headers_columns or "").split(",") if c.strip()],
         timestamp_column=timestamp_column, csv_header=csv_header, csv_delimiter=csv_delimiter, mode=mode,
         bootstrap=bootstrap, log_dir=log_dir, append=append, partitions=partitions,
@@ -152,9 +184,10 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
 
         validate_topic_name(topic)
     t0 = time.monotonic()
-    run = open_session(settings)
+    prep = prepare_ingest(opts)  # inputs, format, broker or log dir: all before Spark starts
+    run = open_session(settings, say=_say)
     try:
-        doc = run_ingest(run.spark, opts, _progress_factory(run.spark.sparkContext, not as_json))
+        doc = run_ingest(run.spark, opts, _progress_factory(run, not as_json), prep=prep, run=run, say=_say)
     finally:
         _finish_session(run)
     doc.update(_run_info(run))
@@ -238,6 +271,10 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
       pylog spark-compaction /var/pylog
       pylog spark-compaction /var/pylog/orders-3 --json
       pylog spark-compaction /var/pylog --html report.html --master local[2]
+      pylog spark-compaction /shared/pylog --master spark://10.0.0.5:7077
+
+    On a cluster or through Spark Connect, PATH must be reachable at the same
+    path by the driver and every executor (a shared mount).
     """
     from pylog.commands.spark.compaction import run_compaction_report, write_html
     from pylog.commands.spark.session import open_session
@@ -247,19 +284,21 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
     for k in overrides:
         if k not in TOPIC_CONFIGS:
             raise UsageError(f"--set {k}: not a topic config")
+    from pylog.commands.spark.compaction import find_partitions
+
+    find_partitions(path, list(topics))  # a path with no partitions fails before Spark starts
     t0 = time.monotonic()
-    run = open_session(settings)
+    run = open_session(settings, say=_say)
     try:
         try:
             doc = run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys, now_ms=now_ms,
                                         force=not if_dirty, overrides=overrides,
-                                        progress_factory=_progress_factory(run.spark.sparkContext, not as_json))
+                                        progress_factory=_progress_factory(run, not as_json))
         except Exception as e:
             if e.__class__.__module__.startswith(("pyspark", "py4j")):
-                from pylog.commands.spark.ingest import _task_error
-                from pylog.core.errors import DataError
+                from pylog.commands.spark.ingest import job_failed
 
-                raise DataError(f"Spark job failed: {_task_error(e)}") from None
+                raise job_failed(e) from None
             raise
     finally:
         _finish_session(run)

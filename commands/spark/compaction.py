@@ -324,6 +324,38 @@ ROW_SCHEMA = ("topic string, partition int, segment long, offset long, key_hash 
               "key_preview string")
 
 
+class _Held:
+    """A broadcast's `.value` for Spark Connect, which has no broadcast variables."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _pickled_rows(batches, fn):
+    import pickle
+
+    import pyarrow as pa
+
+    for batch in batches:
+        cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        out = [pickle.dumps(fn(dict(zip(batch.schema.names, row)))) for row in zip(*cols)]
+        yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], names=["r"])
+
+
+def map_segments(spark, segs: list[dict], fn, slices: int) -> list:
+    """[fn(seg) for seg in segs], run in `slices` Spark tasks: an RDD map, or through
+    Spark Connect (no RDDs) mapInArrow over a DataFrame of the segments, results pickled."""
+    from pylog.commands.spark.ingest import is_connect
+
+    if not is_connect(spark):
+        return spark.sparkContext.parallelize(segs, slices).map(fn).collect()
+    import pickle
+
+    df = spark.createDataFrame([(x["topic"], x["partition"], x["base"], x["path"]) for x in segs],
+                               "topic string, partition int, base long, path string").repartition(slices)
+    return [pickle.loads(r["r"]) for r in df.mapInArrow(lambda it: _pickled_rows(it, fn), "r binary").collect()]
+
+
 def _freq_bucket(n: int) -> str:
     if n <= 1:
         return "1"
@@ -348,11 +380,13 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
         for base in list_segments(folder):
             segs.append({"topic": topic, "partition": part, "base": base,
                          "path": str(folder / f"{base:020d}.log")})
-    sc = spark.sparkContext
+    from pylog.commands.spark.ingest import _accumulators, is_connect
+
+    connect = is_connect(spark)
+    parallelism = 2 if connect else spark.sparkContext.defaultParallelism
     t0 = time.monotonic()
     if not segs:
         raise DataError(f"no segment files under {path}")
-    seg_rdd = sc.parallelize(segs, len(segs))
 
     def progress(label, rec=None, byt=None):
         if progress_factory is None:
@@ -362,7 +396,7 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
 
     with progress("segment summaries"):
         # a header walk is cheap: a few segments per task, not a task each
-        summaries = sc.parallelize(segs, min(len(segs), 2 * sc.defaultParallelism)).map(segment_summary).collect()
+        summaries = map_segments(spark, segs, segment_summary, min(len(segs), 2 * parallelism))
     by_part: dict[tuple[str, int], list[dict]] = {}
     for s in summaries:
         by_part.setdefault((s["topic"], s["partition"]), []).append(s)
@@ -391,24 +425,22 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
             "min_ratio": cfg["min.cleanable.dirty.ratio"],
         }
 
-    acc_records = sc.accumulator(0)
-    acc_bytes = sc.accumulator(0)
+    acc_records, acc_bytes = _accumulators(spark)
     bounds = {k: (v["first_dirty"], v["end"]) for k, v in plan.items()}
-    # one task per segment: the segment list as a DataFrame keeps parallelize's one-per-slice split
-    seg_df = spark.createDataFrame(seg_rdd.map(lambda s: (s["topic"], s["partition"], s["base"], s["path"])),
-                                   "topic string, partition int, base long, path string")
+    # one task per segment
+    seg_tuples = [(x["topic"], x["partition"], x["base"], x["path"]) for x in segs]
+    seg_schema = "topic string, partition int, base long, path string"
+    if connect:  # no RDDs: a local relation spread round-robin, one row per task
+        seg_df = spark.createDataFrame(seg_tuples, seg_schema).repartition(len(segs))
+    else:  # parallelize's one-per-slice split, without a shuffle
+        seg_df = spark.createDataFrame(spark.sparkContext.parallelize(seg_tuples, len(segs)), seg_schema)
     seg_keys = seg_df.mapInArrow(lambda it: segment_keys(it, bounds, acc_records, acc_bytes), KEYS_SCHEMA)
     # The per-segment aggregates (one row per key and segment, Arrow columns) are
     # merged per key on the driver with Arrow's group-by: cheaper than another
     # Spark shuffle stage at this size. Like the offset map the rewrite needs,
     # the result is as large as the number of distinct keys.
     with progress("decode records", acc_records, acc_bytes):
-        if hasattr(seg_keys, "toArrow"):  # Spark 4
-            table = seg_keys.toArrow()
-        else:  # Spark 3.5: the same Arrow collect, without the public wrapper
-            import pyarrow as pa
-
-            table = pa.Table.from_batches(seg_keys._collect_as_arrow(), schema=None)
+        table = seg_keys.toArrow()
     table = table.group_by(["topic", "partition", "key_hash"], use_threads=False).aggregate(
         [("n", "sum"), ("tombstones", "sum"), ("latest", "max"), ("preview", "first")])
     table = table.rename_columns([{"n_sum": "n", "tombstones_sum": "tombstones", "latest_max": "latest",
@@ -446,10 +478,13 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
             label = _freq_bucket(n)
             b[label] = b.get(label, 0) + 1
     del by_key
-    latest_bc = sc.broadcast(latest)
+    # the offset map: a broadcast, or through Spark Connect part of the task's closure
+    latest_bc = _Held(latest) if connect else spark.sparkContext.broadcast(latest)
     with progress("predict rewrite"):
-        after = {a["seg"]: a for a in seg_rdd.map(lambda s: segment_after(s, plan, latest_bc)).collect()}
-    latest_bc.unpersist()
+        after = {a["seg"]: a for a in map_segments(spark, segs, lambda x: segment_after(x, plan, latest_bc),
+                                                   len(segs))}
+    if not connect:
+        latest_bc.unpersist()
     elapsed = time.monotonic() - t0
 
     out_parts = []

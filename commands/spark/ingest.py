@@ -16,7 +16,11 @@ Driver side: read the input as a DataFrame, project it in Spark SQL to
 
 Rows reach Python as Arrow record batches (`mapInArrow`), so the JVM side of a
 task is a cheap columnar hand-over and a task costs about one Python core;
-headers and timestamp columns are left out when the options give none.
+headers and timestamp columns are left out when the options give none. The
+headers travel as one binary column (per header column: a 4-byte big-endian
+length, -1 for null, then the bytes; the names are known on the driver):
+Spark's Arrow conversion of an array<struct> column costs several times the
+rest of the job.
 
 Functions that run on executors are module-level and import only pylog.core,
 pylog.storage, pyarrow and the standard library (executors need no click or rich).
@@ -198,12 +202,14 @@ def project(df, opts: IngestOptions, fmt: str):
     else:
         cols.append(F.encode(F.to_json(F.struct(*[F.col(f"`{c}`") for c in types])), "UTF-8").alias("v"))
     if opts.headers_columns:
-        cols.append(F.array(*[
-            F.struct(F.lit(h).alias("k"), _as_binary(F.col(f"`{h}`"), types[h]).alias("v"))
-            for h in opts.headers_columns
-        ]).alias("h"))
+        parts = []
+        for h in opts.headers_columns:
+            v = _as_binary(F.col(f"`{h}`"), types[h])
+            length = F.unhex(F.lpad(F.hex(F.octet_length(v)), 8, "0"))
+            parts.append(F.when(v.isNull(), F.lit(NULL_HEADER)).otherwise(F.concat(length, v)))
+        cols.append(F.concat(*parts).alias("h"))
     else:
-        cols.append(F.lit(None).cast("array<struct<k:string,v:binary>>").alias("h"))
+        cols.append(F.lit(None).cast("binary").alias("h"))
     if opts.timestamp_column:
         cols.append(_as_millis(F.col(f"`{opts.timestamp_column}`"), types[opts.timestamp_column]).alias("t"))
     else:
@@ -211,21 +217,38 @@ def project(df, opts: IngestOptions, fmt: str):
     return df.select(*cols)
 
 
-def _headers(h):
-    """Headers of one row as pylog takes them, from an Arrow list<struct<k, v>> value."""
-    return [(x["k"], x["v"]) for x in h] if h else ()
+NULL_HEADER = b"\xff\xff\xff\xff"  # the length -1 of a null header value
 
 
-def _columns(batch):
-    """(keys, values, headers, timestamps) of an Arrow record batch as Python lists.
-    Headers (h) and timestamps (t) are absent from the batch when the input has
-    none: Spark's Arrow conversion of an all-null array<struct> column alone costs
-    several times the rest of the job."""
+def decode_headers(blob: bytes | None, names: list[str]) -> list[tuple[str, bytes | None]]:
+    """Headers of one row from the binary `h` column (see the module docstring)."""
+    if not blob:
+        return []
+    out = []
+    pos = 0
+    for name in names:
+        n = int.from_bytes(blob[pos:pos + 4], "big")
+        pos += 4
+        if n == 0xFFFFFFFF:
+            out.append((name, None))
+        else:
+            out.append((name, blob[pos:pos + n]))
+            pos += n
+    return out
+
+
+def _columns(batch, header_names=()):
+    """(keys, values, headers, timestamps) of an Arrow record batch as Python lists,
+    headers decoded into [(name, value)] per row. Headers (h) and timestamps (t)
+    are absent from the batch when the options give none."""
     n = batch.num_rows
     names = batch.schema.names
     keys = batch.column(names.index("k")).to_pylist()
     values = batch.column(names.index("v")).to_pylist()
-    headers = batch.column(names.index("h")).to_pylist() if "h" in names else [None] * n
+    if "h" in names:
+        headers = [decode_headers(b, header_names) for b in batch.column(names.index("h")).to_pylist()]
+    else:
+        headers = [None] * n
     stamps = batch.column(names.index("t")).to_pylist() if "t" in names else [None] * n
     return keys, values, headers, stamps
 
@@ -269,9 +292,9 @@ def produce_task(batches, ctx: dict, acc_records, acc_bytes):
     try:
         send = producer.send
         for batch in batches:
-            keys, values, headers, stamps = _columns(batch)
+            keys, values, headers, stamps = _columns(batch, ctx["headers"])
             for k, v, h, t in zip(keys, values, headers, stamps):
-                send(topic, v, k, timestamp=t, headers=_headers(h) or None, callback=on_done)
+                send(topic, v, k, timestamp=t, headers=h or None, callback=on_done)
                 nbytes += (len(k) if k else 0) + (len(v) if v else 0)
             n += len(keys)
         producer.flush()
@@ -280,8 +303,9 @@ def produce_task(batches, ctx: dict, acc_records, acc_bytes):
     if failures[0]:
         e = failures[1]
         raise RuntimeError(f"{failures[0]} of {n} records were not delivered: {e.__class__.__name__}: {e}")
-    acc_records.add(n)
-    acc_bytes.add(nbytes)
+    if acc_records is not None:  # none through Spark Connect
+        acc_records.add(n)
+        acc_bytes.add(nbytes)
     parts = [-1] + sorted(counts)
     yield pa.RecordBatch.from_arrays(
         [pa.array(parts, pa.int32()), pa.array([n] + [counts[p] for p in parts[1:]], pa.int64()),
@@ -293,7 +317,7 @@ def produce_task(batches, ctx: dict, acc_records, acc_bytes):
 ROW_BITS = 40  # row number bits of the order column: (input task << 40) | row
 
 
-def assign_partitions(batches, num_partitions: int, batch_size: int, shuffle_keys: list[int]):
+def assign_partitions(batches, num_partitions: int, batch_size: int, shuffle_keys: list[int], header_names=()):
     """Arrow batches of (p, sk, o, k, v[, h][, t]): each input row with its Kafka partition p,
     the shuffle key sk that Spark's hash partitioning sends to Spark partition p, and
     its input position o (input task, row number) to restore the order after the shuffle.
@@ -330,13 +354,13 @@ def assign_partitions(batches, num_partitions: int, batch_size: int, shuffle_key
                     p = memo[k] = partition_for_key(k, num_partitions)
             else:
                 if values is None:
-                    _, values, headers, _ = _columns(batch)
+                    _, values, headers, _ = _columns(batch, header_names)
                 if current is None:
                     current = sticky.partition("t", num_partitions)
                 p = current
                 v = values[i]
                 filled += (len(v) if v else 0) + RECORD_OVERHEAD + \
-                    sum(len(a) + len(b or b"") for a, b in _headers(headers[i]))
+                    sum(len(a) + len(b or b"") for a, b in headers[i] or ())
                 if filled >= batch_size:
                     current = sticky.next_partition("t", num_partitions, prev=current)
                     filled = 0
@@ -398,12 +422,12 @@ def write_partition_task(batches, ctx: dict, acc_records, acc_bytes):
             ps = batch.column(0)
             if ps.null_count or ps.to_pylist().count(kp) != batch.num_rows:
                 raise RuntimeError(f"task {kp} got rows of another Kafka partition (shuffle key mismatch)")
-            keys, values, headers, stamps = _columns(batch)
+            keys, values, headers, stamps = _columns(batch, ctx["headers"])
             for k, v, h, t in zip(keys, values, headers, stamps):
                 if b.record_count and b.size_in_bytes() + len(k or b"") + len(v or b"") + RECORD_OVERHEAD > batch_size:
                     log.append_as_leader(bytearray(b.build()), epoch)
                     b = BatchBuilder(codec=codec)
-                b.append(now if t is None else t, k, v, _headers(h))
+                b.append(now if t is None else t, k, v, h or ())
                 nbytes += (len(k) if k else 0) + (len(v) if v else 0)
             n += len(keys)
         if b.record_count:
@@ -412,8 +436,9 @@ def write_partition_task(batches, ctx: dict, acc_records, acc_bytes):
         end = log.log_end_offset
     finally:
         log.close()
-    acc_records.add(n)
-    acc_bytes.add(nbytes)
+    if acc_records is not None:
+        acc_records.add(n)
+        acc_bytes.add(nbytes)
     yield summary(n, nbytes, end)
 
 
@@ -442,7 +467,22 @@ def producer_props(opts: IngestOptions) -> dict[str, str]:
     return props
 
 
-def run_produce(spark, df, opts: IngestOptions, progress_factory) -> dict:
+def _accumulators(spark):
+    """(records, bytes) accumulators for the progress line; (None, None) through Spark
+    Connect, which has none (the tasks' result rows carry the same counts)."""
+    if is_connect(spark):
+        return None, None
+    sc = spark.sparkContext
+    return sc.accumulator(0), sc.accumulator(0)
+
+
+def is_connect(spark) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def prepare_produce(opts: IngestOptions) -> dict:
+    """Driver side, before Spark starts: producer settings, the topic (created with
+    --partitions when missing) and its end offsets."""
     from pylog.core.client import Admin
     from pylog.core.client.producer import resolve_producer_config
 
@@ -460,10 +500,16 @@ def run_produce(spark, df, opts: IngestOptions, progress_factory) -> dict:
             info = _wait_topic(admin, opts.topic)
         parts = sorted(info.partitions) if isinstance(info.partitions, dict) else list(range(len(info.partitions)))
         _, before = admin.offsets(opts.topic, parts)
-    sc = spark.sparkContext
-    acc_records = sc.accumulator(0)
-    acc_bytes = sc.accumulator(0)
-    ctx = {"topic": opts.topic, "props": props}
+    return {"props": props, "parts": parts, "before": before}
+
+
+def run_produce(spark, df, opts: IngestOptions, progress_factory, prep: dict) -> dict:
+    from pylog.core.client import Admin
+
+    props, parts, before = prep["props"], prep["parts"], prep["before"]
+    admin_props = {"bootstrap.servers": opts.bootstrap}
+    acc_records, acc_bytes = _accumulators(spark)
+    ctx = {"topic": opts.topic, "props": props, "headers": list(opts.headers_columns)}
     df = slim(df, opts)
     if opts.tasks:
         df = df.repartition(opts.tasks)
@@ -594,21 +640,26 @@ def shuffle_keys(spark, n: int) -> list[int]:
     return [found[p] for p in range(n)]
 
 
-def run_segments(spark, df, opts: IngestOptions, progress_factory) -> dict:
+def prepare_segments(opts: IngestOptions) -> dict:
+    """Driver side, before Spark starts: the log dir, the topic and its partitions."""
+    if not opts.log_dir:
+        raise UsageError("--mode segments needs --log-dir DIR")
+    prep = {"codec": _codec(opts.compression)}
+    Path(opts.log_dir).mkdir(parents=True, exist_ok=True)
+    prep.update(_prepare_log_dir(opts))
+    return prep
+
+
+def run_segments(spark, df, opts: IngestOptions, progress_factory, prep: dict, say=None) -> dict:
     from pylog.core.config import BROKER_CONFIGS
     from pylog.storage import LogManager
     from pylog.storage.lock import DirLock
 
-    if not opts.log_dir:
-        raise UsageError("--mode segments needs --log-dir DIR")
-    codec = _codec(opts.compression)
-    Path(opts.log_dir).mkdir(parents=True, exist_ok=True)
-    prep = _prepare_log_dir(opts)
+    codec = prep["codec"]
     n = prep["num_partitions"]
-    sc = spark.sparkContext
-    acc_records = sc.accumulator(0)
-    acc_bytes = sc.accumulator(0)
+    acc_records, acc_bytes = _accumulators(spark)
     ctx = {
+        "headers": list(opts.headers_columns),
         "topic": opts.topic,
         "log_dir": os.path.abspath(opts.log_dir),
         "start_offsets": prep["start_offsets"],
@@ -625,9 +676,11 @@ def run_segments(spark, df, opts: IngestOptions, progress_factory) -> dict:
     try:
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
+        check_shared_dir(spark, opts.log_dir, say)
         sks = shuffle_keys(spark, n)
         df = slim(df, opts)
-        keyed = df.mapInArrow(lambda it: assign_partitions(it, n, batch_size, sks),
+        hnames = list(opts.headers_columns)
+        keyed = df.mapInArrow(lambda it: assign_partitions(it, n, batch_size, sks, hnames),
                               "p int, sk long, o long, " + _schema(df))
         # one Spark task per Kafka partition, its rows back in input order
         shuffled = keyed.repartition(n, "sk").sortWithinPartitions("o").drop("sk", "o")
@@ -674,26 +727,108 @@ def run_segments(spark, df, opts: IngestOptions, progress_factory) -> dict:
     }
 
 
-def run_ingest(spark, opts: IngestOptions, progress_factory) -> dict:
+_GLOB = re.compile(r"[*?\[]")
+
+
+def expand_inputs(inputs) -> list[str]:
+    """Inputs with quoted globs expanded here (sorted), as the shell would have;
+    a glob that matches nothing is an error naming it. URLs (s3a://...) go to Spark as given."""
+    out: list[str] = []
+    for p in inputs:
+        p = str(p)
+        if "://" in p or not _GLOB.search(p) or os.path.exists(p):
+            out.append(p)
+            continue
+        import glob
+
+        found = sorted(glob.glob(os.path.expanduser(p)))
+        if not found:
+            raise UsageError(f"input {p} matches no file")
+        out.extend(found)
+    return out
+
+
+def prepare_ingest(opts: IngestOptions) -> dict:
+    """Everything that can be checked without Spark: inputs, format, options and
+    the target (broker topic or log dir). Returned for run_ingest."""
     check_inputs(opts.inputs)
-    fmt = resolve_format(opts.inputs, opts.fmt)
-    df = project(read_input(spark, opts, fmt), opts, fmt)
+    prep = {"fmt": resolve_format(opts.inputs, opts.fmt)}
+    if opts.mode == "produce":
+        prep.update(prepare_produce(opts))
+    elif opts.mode == "segments":
+        prep.update(prepare_segments(opts))
+    else:
+        raise UsageError(f"unknown mode {opts.mode}")
+    return prep
+
+
+def run_ingest(spark, opts: IngestOptions, progress_factory, prep: dict | None = None, run=None, say=None) -> dict:
+    if prep is None:
+        prep = prepare_ingest(opts)
+    fmt = prep["fmt"]
     try:
+        df = project(read_input(spark, opts, fmt), opts, fmt)
         if opts.mode == "produce":
-            doc = run_produce(spark, df, opts, progress_factory)
-        elif opts.mode == "segments":
-            doc = run_segments(spark, df, opts, progress_factory)
+            doc = run_produce(spark, df, opts, progress_factory, prep)
         else:
-            raise UsageError(f"unknown mode {opts.mode}")
+            doc = run_segments(spark, df, opts, progress_factory, prep, say)
     except (UsageError, DataError):
         raise
     except Exception as e:
         if e.__class__.__module__.startswith(("pyspark", "py4j")):
-            raise DataError(f"Spark job failed: {_task_error(e)}") from None
+            raise job_failed(e) from None
         raise
     doc["format"] = fmt
     doc["inputs"] = list(opts.inputs)
     return doc
+
+
+# ---------------------------------------------------------------- shared log dir (segments on a cluster)
+def _probe_task(batches, marker: str):
+    import socket
+
+    import pyarrow as pa
+
+    for batch in batches:
+        n = batch.num_rows
+        seen = os.path.exists(marker)
+        yield pa.RecordBatch.from_arrays([pa.array([socket.gethostname()] * n), pa.array([seen] * n)],
+                                         names=["host", "seen"])
+
+
+def check_shared_dir(spark, log_dir: str, say=None) -> None:
+    """On a cluster, --log-dir must be one folder the driver and every executor share:
+    a marker file the driver writes must be visible to tasks (checked before the
+    writing tasks run). Local masters share it by construction."""
+    master = "remote" if is_connect(spark) else spark.sparkContext.master
+    if master.startswith("local"):
+        return
+    import uuid
+
+    marker = staging_root(log_dir) / f"probe-{uuid.uuid4().hex}"
+    marker.write_text("pylog\n")
+    try:
+        n = 4 if is_connect(spark) else max(2, 2 * spark.sparkContext.defaultParallelism)
+        rows = spark.range(0, n, 1, n).mapInArrow(lambda it: _probe_task(it, str(marker)),
+                                                  "host string, seen boolean").collect()
+    finally:
+        marker.unlink(missing_ok=True)
+    blind = sorted({r["host"] for r in rows if not r["seen"]})
+    if blind:
+        raise DataError(f"--log-dir {os.path.abspath(log_dir)} is not visible to the executors on "
+                        f"{', '.join(blind)}: --mode segments on a cluster needs a folder the driver and every "
+                        f"executor reach at the same path (a shared mount)")
+    if say:
+        say(f"log dir {os.path.abspath(log_dir)}: shared with the executors (checked)")
+
+
+def job_failed(e: BaseException) -> DataError:
+    """The one-line error for a failed Spark job."""
+    from pylog.commands.spark.shipenv import missing_module_hint
+
+    line = _task_error(e)
+    hint = missing_module_hint(line) or missing_module_hint(str(e))
+    return DataError(f"Spark job failed: {hint or line}")
 
 
 def _task_error(e: BaseException) -> str:

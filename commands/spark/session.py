@@ -8,8 +8,14 @@
 - Logs: the JVM is started with its stdout/stderr going to a log file and a
   log4j2 configuration (driver and executors) appending to the same file, so
   the terminal shows only pylog's progress and summary.
-- Code: the `pylog` package is zipped and shipped with `SparkContext.addPyFile`,
-  so executors whose Python has no pylog installed still run the job.
+- Code: the `pylog` package is zipped and shipped with `SparkContext.addPyFile`
+  (Spark Connect: the artifact API, `addArtifacts(pyfile=True)`), so executors
+  whose Python has no pylog installed still run the job.
+- Dependencies: executors on a cluster run a Python that may lack pyarrow, lz4,
+  ...; `shipenv` packs this environment and ships it with `spark.archives`
+  unless the user names the executors' Python (`--ship-env`).
+- Spark Connect (`--remote sc://HOST:PORT` or SPARK_REMOTE): no JVM here; the
+  server's cluster runs the jobs.
 
 One SparkSession per process (Spark's rule); `open_session` reuses a live one
 started for the same master, which lets tests share a session.
@@ -17,6 +23,7 @@ started for the same master, which lets tests share a session.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -41,6 +48,12 @@ class SessionSettings:
     app_name: str = "pylog"
     conf: dict[str, str] = field(default_factory=dict)
     log_file: str | None = None
+    ship_env: str = "auto"
+    remote: str | None = None  # sc://HOST:PORT: Spark Connect instead of a JVM here
+
+    def key(self) -> tuple:
+        """What a live session must match to be reused."""
+        return (self.master, self.remote, self.ship_env, self.conf.get("spark.pyspark.python"))
 
 
 @dataclass
@@ -53,6 +66,13 @@ class SparkRun:
     startup_seconds: float
     reused: bool
     pyfiles_zip: str
+    key: tuple = ()
+    executor_python: object = None  # shipenv.ExecutorPython
+    connect: bool = False
+
+    @property
+    def where(self) -> str:
+        return self.master
 
 
 _live: SparkRun | None = None
@@ -187,23 +207,64 @@ def _is_local(master: str) -> bool:
     return master.startswith("local")
 
 
-def open_session(settings: SessionSettings) -> SparkRun:
-    """Start (or reuse) the process's SparkSession for settings.master."""
+SPARK_EXTRA_HINT = "pip install 'pylog[spark]'"
+
+
+def require_spark(remote: bool = False) -> None:
+    """One line saying how to get the Spark extra when its packages are missing."""
+    missing = [m for m in ("pyspark", "pyarrow", "pandas") if importlib.util.find_spec(m) is None]
+    if remote and not missing:
+        missing = [m for m in ("grpc", "google.protobuf") if _spec_missing(m)]
+        if missing:
+            raise DataError(f"--remote needs Spark Connect's client ({', '.join(missing)} missing): "
+                            f"pip install 'pylog[spark-connect]'")
+    if missing:
+        raise DataError(f"the Spark commands need {', '.join(missing)}, which this install lacks: "
+                        f"{SPARK_EXTRA_HINT}" + (" (or 'pylog[spark-connect]' for --remote)" if remote else ""))
+
+
+def _spec_missing(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def remote_url(settings: SessionSettings) -> str | None:
+    """--remote, else SPARK_REMOTE (Spark's own variable), else None (a JVM here)."""
+    url = settings.remote or os.environ.get("SPARK_REMOTE")
+    if url and not url.startswith("sc://"):
+        raise UsageError(f"--remote expects sc://HOST:PORT, got {url!r}")
+    return url or None
+
+
+def open_session(settings: SessionSettings, say=None) -> SparkRun:
+    """Start (or reuse) the process's SparkSession for settings (master or remote).
+    `say` (a callable taking one line) hears what happens before any task runs."""
     global _live
+    say = say or (lambda line: None)
+    url = remote_url(settings)
+    if url:
+        settings = SessionSettings(**{**settings.__dict__, "remote": url, "master": url})
     if _live is not None:
-        sc = _live.spark.sparkContext
-        if sc._jsc is not None and _live.master == settings.master:
-            return SparkRun(_live.spark, _live.master, _live.log_file, 0.0, True, _live.pyfiles_zip)
+        if _alive(_live) and _live.key == settings.key():
+            return SparkRun(_live.spark, _live.master, _live.log_file, 0.0, True, _live.pyfiles_zip, _live.key,
+                            _live.executor_python, _live.connect)
         stop_session()
+    if url:
+        return _open_remote(settings, url, say)
     t0 = time.monotonic()
     find_java()
     ensure_spark_home()
-    # executors must run the interpreter (and its packages) the driver runs
+    from pylog.commands.spark.shipenv import ENV_ALIAS, choose_executor_python
+
+    executor_python = choose_executor_python(settings.master, settings.ship_env, settings.conf)
+    say(executor_python.describe())
+    # a one-machine job has no business on the network: bind to loopback
     if _is_local(settings.master):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        # a one-machine job has no business on the network: bind to loopback
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    say(f"starting Spark ({settings.master})...")
 
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -221,6 +282,10 @@ def open_session(settings: SessionSettings) -> SparkRun:
         "spark.sql.session.timeZone": "UTC",
     }
     conf.update(settings.conf)
+    if executor_python.how == "shipped":
+        archive = f"{executor_python.archive.path}#{ENV_ALIAS}"
+        conf["spark.archives"] = f"{conf['spark.archives']},{archive}" if conf.get("spark.archives") else archive
+        conf["spark.pyspark.python"] = executor_python.python
     opt = f"-Dlog4j2.configurationFile=file:{props}"
     _append_java_option(conf, "spark.driver.extraJavaOptions", opt)
     _append_java_option(conf, "spark.executor.extraJavaOptions", opt)
@@ -234,11 +299,20 @@ def open_session(settings: SessionSettings) -> SparkRun:
             gateway = launch_gateway(sconf, popen_kwargs={"stdout": lf, "stderr": lf})
         except Exception as e:
             raise DataError(f"Spark did not start ({e.__class__.__name__}: {e}); see {log_file}") from None
+    # PySpark takes the executors' interpreter from PYSPARK_PYTHON when the context starts
+    saved = os.environ.get("PYSPARK_PYTHON")
+    if executor_python.how in ("shipped", "driver", "given"):
+        os.environ["PYSPARK_PYTHON"] = executor_python.python
     try:
         sc = SparkContext(conf=sconf, gateway=gateway)
     except Exception as e:
         msg = " ".join(str(e).split())[:300]
         raise DataError(f"Spark did not start on master {settings.master}: {msg}; see {log_file}") from None
+    finally:
+        if saved is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved
     zip_path = build_pylog_zip(work)
     sc.addPyFile(zip_path)
     spark = SparkSession(sc)
@@ -246,13 +320,53 @@ def open_session(settings: SessionSettings) -> SparkRun:
         # Spark's 200 shuffle partitions cost seconds per aggregation on small
         # inputs; two per core keeps every core busy
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * sc.defaultParallelism)))
-    _live = SparkRun(spark, settings.master, log_file, time.monotonic() - t0, False, zip_path)
+    _live = SparkRun(spark, settings.master, log_file, time.monotonic() - t0, False, zip_path, settings.key(),
+                     executor_python)
     return _live
+
+
+def _open_remote(settings: SessionSettings, url: str, say) -> SparkRun:
+    """A Spark Connect session; pylog's code goes up with the artifact API."""
+    global _live
+    from pylog.commands.spark.shipenv import ExecutorPython
+
+    t0 = time.monotonic()
+    say(f"starting Spark Connect session ({url})...")
+    from pyspark.sql import SparkSession
+
+    try:
+        spark = SparkSession.builder.remote(url).appName(settings.app_name).getOrCreate()
+        for k, v in settings.conf.items():
+            spark.conf.set(k, v)
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        work = Path(tempfile.mkdtemp(prefix="pylog-spark-"))
+        zip_path = build_pylog_zip(work)
+        spark.addArtifacts(zip_path, pyfile=True)
+    except Exception as e:
+        msg = " ".join(str(e).split())[:300]
+        raise DataError(f"Spark Connect session at {url} did not start: {msg}") from None
+    executor_python = ExecutorPython("server", "the Spark Connect server's", source=url)
+    say(executor_python.describe())
+    _live = SparkRun(spark, url, "(on the Spark Connect server)", time.monotonic() - t0, False, zip_path,
+                     settings.key(), executor_python, connect=True)
+    return _live
+
+
+def _alive(run: SparkRun) -> bool:
+    if run.connect:
+        return not getattr(run.spark, "is_stopped", False)
+    return run.spark.sparkContext._jsc is not None
 
 
 def stop_session() -> None:
     global _live
     if _live is None:
+        return
+    if _live.connect:
+        try:
+            _live.spark.stop()
+        finally:
+            _live = None
         return
     try:
         _live.spark.stop()
