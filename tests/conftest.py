@@ -26,3 +26,7 @@ from spark_fixtures import spark_master  # noqa: E402,F401
 
 # Apache Kafka 4.x, the reference peer: `kafka_node`, `kafka_cluster` (tests/kafka_peer.py)
 from kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
+
+
+# Spark on a standalone cluster (issues 18, 22): `spark_cluster`, a Master and two Workers for the run
+from spark_fixtures import spark_cluster  # noqa: E402,F401

@@ -104,3 +104,128 @@ def run_pylog(*args, expect: int = 0) -> Result:
     res = Result(code, stdout, stderr)
     assert code == expect, f"exit {code}: {res.output[-3000:]}"
     return res
+
+
+# ---------------------------------------------------------------- a standalone cluster
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bare_python(d: Path) -> str:
+    """A Python with nothing installed (a venv without pip): the python3 of workers that
+    lack pylog's dependencies."""
+    import subprocess
+
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(d)], check=True, capture_output=True)
+    return str(d / "bin" / "python3")
+
+
+class StandaloneCluster:
+    """A Spark standalone Master and `workers` Workers, each its own process started with
+    pyspark's `spark-class` on 127.0.0.1 with free ports. The workers' PATH starts with
+    `python_bin` (their `python3`), as on a cluster whose machines have their own Python."""
+
+    def __init__(self, work: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
+                 python_bin: str | None = None):
+        self.work = Path(work)
+        self.workers = workers
+        self.cores = cores
+        self.memory = memory
+        self.python_bin = python_bin
+        self.procs: list = []
+        self.port = _free_port()
+        self.ui_port = _free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+
+    def _env(self) -> dict:
+        from pylog.commands.spark.session import ensure_spark_home
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+        conf_dir = self.work / "conf"
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        env.update(SPARK_HOME=ensure_spark_home(), SPARK_LOCAL_IP="127.0.0.1", SPARK_CONF_DIR=str(conf_dir),
+                   SPARK_DAEMON_MEMORY="256m", SPARK_NO_DAEMONIZE="1")
+        if self.python_bin:
+            env["PATH"] = f"{os.path.dirname(self.python_bin)}{os.pathsep}{env.get('PATH', '')}"
+            env["PYSPARK_PYTHON"] = self.python_bin
+        return env
+
+    def _spawn(self, name: str, *args: str) -> None:
+        import subprocess
+
+        env = self._env()
+        log = open(self.work / f"{name}.log", "ab")
+        cmd = [os.path.join(env["SPARK_HOME"], "bin", "spark-class"), *args]
+        self.procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True))
+        log.close()
+
+    def status(self) -> dict:
+        import json as _json
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as r:
+            return _json.loads(r.read())
+
+    def alive_workers(self) -> int:
+        try:
+            return sum(1 for w in self.status().get("workers", []) if w.get("state") == "ALIVE")
+        except OSError:
+            return 0
+
+    def start(self, timeout: float = 180.0) -> "StandaloneCluster":
+        import time
+
+        self.work.mkdir(parents=True, exist_ok=True)
+        self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                    "--port", str(self.port), "--webui-port", str(self.ui_port))
+        for i in range(self.workers):
+            wd = self.work / f"worker-{i}"
+            wd.mkdir(exist_ok=True)
+            self._spawn(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                        "--port", "0", "--webui-port", str(_free_port()), "--cores", str(self.cores),
+                        "--memory", self.memory, "--work-dir", str(wd), self.url)
+        deadline = time.monotonic() + timeout
+        while self.alive_workers() < self.workers:
+            for p in self.procs:
+                if p.poll() is not None:
+                    self.stop()
+                    raise RuntimeError(f"a Spark daemon exited ({p.args[1]}); see {self.work}/*.log")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.workers} workers did not register in {timeout:.0f} s; see {self.work}")
+            time.sleep(0.5)
+        return self
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs = []
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """One standalone cluster for the test run: a Master and two Workers (1 core, 1 GB
+    each) whose python3 is a bare interpreter without pylog's dependencies."""
+    work = tmp_path_factory.mktemp("spark-standalone")
+    cluster = StandaloneCluster(work, python_bin=bare_python(work / "bare-python")).start()
+    yield cluster
+    from pylog.commands.spark import session
+
+    session.stop_session()
+    cluster.stop()

@@ -1,0 +1,98 @@
+"""Both Spark jobs on a real standalone cluster (a Master and two Workers from
+pyspark's `spark-class`, `spark_cluster`) whose workers' python3 has none of
+pylog's dependencies: the executors get them from the environment pylog ships
+with spark.archives (`--ship-env auto`), or from --conf spark.pyspark.python;
+without either the job fails in one line naming the missing module and the fix.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from spark_fixtures import run_pylog
+from test_spark_ingest import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
+    read_partition_dir, write_input
+
+# the driver and the executors talk over loopback only
+LOOPBACK = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+            "--conf", "spark.executor.memory=512m"]
+
+
+@pytest.fixture()
+def keep_session():
+    from pylog.commands.spark import session
+
+    saved = session.KEEP_SESSION
+    session.KEEP_SESSION = True
+    yield
+    session.KEEP_SESSION = saved
+
+
+def cluster_args(cluster, *extra):
+    return ["--master", cluster.url, *LOOPBACK, *extra]
+
+
+def test_ingest_and_compaction_ship_the_environment(spark_cluster, keep_session, tmp_path, broker):
+    rows = make_rows()
+    src = write_input("json", rows, tmp_path)
+    log_dir = tmp_path / "logs"
+    # segments mode: the executors write into a folder the driver shares with them
+    res = run_pylog("spark-ingest", src, "-t", "events", "--mode", "segments", "--log-dir", log_dir,
+                    "--partitions", PARTITIONS, "--batch-size", "2000", *COLUMNS,
+                    *cluster_args(spark_cluster), "--json")
+    assert "shipped with spark.archives" in res.stderr  # said before any task runs
+    assert "shared with the executors" in res.stderr
+    assert res.stderr.index("executors' Python") < res.stderr.index("starting Spark")
+    doc = json.loads(res.stdout)
+    assert doc["master"] == spark_cluster.url
+    assert doc["executor_python"]["how"] == "shipped"
+    assert doc["records"] == N_ROWS and doc["partitions_mismatched"] == 0
+    by_p = {p: [r[1:] for r in read_partition_dir(log_dir / f"events-{p}")] for p in range(PARTITIONS)}
+    check_partitions(by_p, rows, ordered=True)
+    run_pylog("verify", log_dir)
+
+    # produce mode, the same session
+    res = run_pylog("spark-ingest", src, "-t", "produced", "-b", broker.bootstrap, "--partitions", PARTITIONS,
+                    *COLUMNS, *cluster_args(spark_cluster), "--json")
+    doc = json.loads(res.stdout)
+    assert doc["records"] == N_ROWS and doc["partitions_mismatched"] == 0
+    check_partitions(consume_all(broker.bootstrap, "produced", N_ROWS), rows, ordered=False)
+
+    # the compaction analysis of what segments mode wrote
+    res = run_pylog("spark-compaction", log_dir, *cluster_args(spark_cluster), "--json")
+    doc = json.loads(res.stdout)
+    assert doc["totals"]["records"] == N_ROWS
+    assert {p["partition"]: p["records"] for p in doc["partitions"]} == \
+        {p: len(by_p[p]) for p in range(PARTITIONS)}
+
+
+def test_archive_is_cached():
+    from pylog.commands.spark.shipenv import pack_environment
+
+    first = pack_environment()
+    again = pack_environment()
+    assert again.cached and again.path == first.path
+
+
+def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"k": "a"}\n{"k": "b"}\n')
+    res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",
+                    tmp_path / "l", "--partitions", 1, *cluster_args(spark_cluster, "--ship-env", "never"), expect=1)
+    assert "the workers' own python3 (--ship-env never)" in res.stderr
+    err = res.stderr.strip().splitlines()[-1]
+    assert err.startswith("pylog: error: Spark job failed: an executor cannot import ")
+    assert "--ship-env always" in err and "spark.pyspark.python" in err
+    assert "Traceback" not in res.output
+
+
+def test_conf_python_wins(spark_cluster, keep_session, tmp_path):
+    # workers that already have the dependencies: name their Python, nothing is shipped
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"k": f"k{i}"}) + "\n" for i in range(50)))
+    res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",
+                    tmp_path / "l", "--partitions", 2, "--key-column", "k",
+                    *cluster_args(spark_cluster, "--conf", f"spark.pyspark.python={sys.executable}"), "--json")
+    doc = json.loads(res.stdout)
+    assert doc["executor_python"] == {"how": "given", "python": sys.executable}
+    assert doc["records"] == 50 and doc["partitions_mismatched"] == 0
