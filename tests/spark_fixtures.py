@@ -229,3 +229,76 @@ def spark_cluster(tmp_path_factory):
 
     session.stop_session()
     cluster.stop()
+
+
+class ConnectServer:
+    """A Spark Connect server from pyspark's sbin/start-connect-server.sh (in the
+    foreground, --wait) on top of `cluster`, listening on a free loopback port. Its
+    executors run `python` (PYSPARK_PYTHON)."""
+
+    def __init__(self, work: Path, cluster: StandaloneCluster, python: str):
+        self.work = Path(work)
+        self.cluster = cluster
+        self.python = python
+        self.port = _free_port()
+        self.url = f"sc://127.0.0.1:{self.port}"
+        self.proc = None
+
+    def start(self, timeout: float = 180.0) -> "ConnectServer":
+        import socket
+        import subprocess
+        import time
+
+        self.work.mkdir(parents=True, exist_ok=True)
+        env = self.cluster._env()
+        env.update(PYSPARK_PYTHON=self.python, SPARK_LOG_DIR=str(self.work), SPARK_PID_DIR=str(self.work),
+                   SPARK_DAEMON_MEMORY="1g")  # the server is a driver: Spark wants 450 MB of heap at least
+        script = os.path.join(env["SPARK_HOME"], "sbin", "start-connect-server.sh")
+        log = open(self.work / "connect-server.log", "ab")
+        self.proc = subprocess.Popen(
+            ["bash", script, "--wait", "--master", self.cluster.url, "--driver-memory", "1g",
+             "--conf", f"spark.connect.grpc.binding.port={self.port}",
+             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+             "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false",
+             "--conf", "spark.sql.shuffle.partitions=4"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the Spark Connect server exited; see {self.work}/connect-server.log")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"the Spark Connect server did not listen in {timeout:.0f} s")
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark_cluster, tmp_path_factory):
+    """A Spark Connect server on the standalone cluster for the run. Its executors run a
+    Python that has pylog's dependencies but not pylog: the code must come up as an artifact."""
+    work = tmp_path_factory.mktemp("spark-connect")
+    server = ConnectServer(work, spark_cluster, _python_without_pylog(work)).start()
+    yield server
+    from pylog.commands.spark import session
+
+    session.stop_session()
+    server.stop()

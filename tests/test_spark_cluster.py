@@ -34,6 +34,7 @@ def cluster_args(cluster, *extra):
     return ["--master", cluster.url, *LOOPBACK, *extra]
 
 
+@pytest.mark.timeout(1800)  # three Spark jobs on a shared 2-core machine
 def test_ingest_and_compaction_ship_the_environment(spark_cluster, keep_session, tmp_path, broker):
     rows = make_rows()
     src = write_input("json", rows, tmp_path)

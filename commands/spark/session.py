@@ -125,6 +125,10 @@ def ensure_spark_home() -> str:
     if home and os.path.exists(os.path.join(home, "bin", "spark-submit")):
         return home
     src = pyspark_dir()
+    if not (src / "jars").is_dir() and importlib.util.find_spec("pyspark.sql.connect") is not None \
+            and not (src / "bin").is_dir():
+        raise DataError("this install has only Spark Connect's client (pyspark-client): give --remote "
+                        f"sc://HOST:PORT, or {SPARK_EXTRA_HINT} to run Spark here")
     if not (src / "bin" / "spark-submit").exists() or not (src / "jars").is_dir():
         raise DataError(f"cannot find Spark: {src} has no bin/spark-submit or jars/ (set SPARK_HOME)")
     import pyspark

@@ -1,0 +1,68 @@
+"""Spark is an extra: the base install stays small, the Spark commands say in one line
+how to get it, and spark-ingest checks its inputs before starting Spark."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pylog.commands.spark.ingest import expand_inputs
+from pylog.commands.spark.shipenv import closure_size, dependency_closure
+from pylog.core.errors import UsageError
+
+
+def test_base_install_is_small_and_without_spark():
+    base = dependency_closure(roots=(("pylog", ()),), skip=())
+    names = {d.metadata["Name"].lower() for d in base}
+    assert not names & {"pyspark", "pyarrow", "pandas", "numpy", "py4j"}, names
+    assert {"click", "rich", "lz4", "zstandard", "crc32c", "cramjam"} <= names
+    # what `pip install .` puts in site-packages besides pylog itself
+    assert closure_size(base) < 200e6
+
+
+def test_spark_extra_brings_spark():
+    names = {d.metadata["Name"].lower() for d in dependency_closure(skip=())}
+    assert {"pyspark", "pyarrow", "pandas"} <= names
+
+
+def _pylog_without(modules: list[str], *args: str) -> subprocess.CompletedProcess:
+    # an interpreter where these imports fail, as in an install without the extra
+    code = ("import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules)
+            + "from pylog.cli.main import main\nmain(sys.argv[1:])\n")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", [["spark-ingest", "x.jsonl", "-t", "t"], ["spark-compaction", "."]])
+def test_without_the_extra_one_line(command):
+    res = _pylog_without(["pyspark", "pyarrow"], *command)
+    assert res.returncode == 1, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'pylog[spark]'" in lines[0], res.stderr
+    # the rest of pylog works without it
+    assert _pylog_without(["pyspark", "pyarrow"], "--help").returncode == 0
+
+
+def test_globs_expanded_here(tmp_path):
+    for name in ("b.jsonl", "a.jsonl", "c.csv"):
+        (tmp_path / name).write_text("{}\n")
+    got = expand_inputs([str(tmp_path / "*.jsonl"), "s3a://bucket/*.json"])
+    assert got == [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "s3a://bucket/*.json"]
+    with pytest.raises(UsageError, match="matches no file"):
+        expand_inputs([str(tmp_path / "*.parquet")])
+
+
+def test_inputs_and_target_checked_before_spark(tmp_path):
+    env = dict(os.environ, JAVA_HOME="/nonexistent", PATH=os.path.dirname(sys.executable))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, a)], capture_output=True,  # noqa: E731
+                                    text=True, timeout=120, env=env)
+    res = run("spark-ingest", tmp_path / "none-*.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path)
+    assert res.returncode == 2 and "matches no file" in res.stderr and "starting Spark" not in res.stderr
+    (tmp_path / "a.jsonl").write_text('{"k": 1}\n')
+    # a topic that is not there and no --partitions: said without starting Spark (no Java here at all)
+    res = run("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path / "l")
+    assert res.returncode == 2 and "give --partitions N" in res.stderr and "starting Spark" not in res.stderr
+    res = run("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path / "l",
+              "--partitions", 1, "--compression", "zstd", "--ship-env", "never")
+    assert res.returncode == 1 and "Java" in res.stderr and "starting Spark" not in res.stderr
