@@ -18,9 +18,11 @@ from test_spark_ingest import COLUMNS, N_ROWS, PARTITIONS, check_partitions, con
 
 
 @pytest.fixture()
-def keep_session():
+def keep_session(monkeypatch):
     from pylog.commands.spark import session
 
+    # the local-cluster round of `spark_master` may have set it for its executors
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     saved = session.KEEP_SESSION
     session.KEEP_SESSION = True
     yield
