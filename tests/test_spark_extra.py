@@ -54,15 +54,19 @@ def test_globs_expanded_here(tmp_path):
 
 
 def test_inputs_and_target_checked_before_spark(tmp_path):
-    env = dict(os.environ, JAVA_HOME="/nonexistent", PATH=os.path.dirname(sys.executable))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, a)], capture_output=True,  # noqa: E731
-                                    text=True, timeout=120, env=env)
+    def run(*args, env=None):
+        return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
+                              timeout=120, env=env)
+
     res = run("spark-ingest", tmp_path / "none-*.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path)
     assert res.returncode == 2 and "matches no file" in res.stderr and "starting Spark" not in res.stderr
     (tmp_path / "a.jsonl").write_text('{"k": 1}\n')
-    # a topic that is not there and no --partitions: said without starting Spark (no Java here at all)
+    # a topic that is not there and no --partitions: said without starting Spark
     res = run("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path / "l")
     assert res.returncode == 2 and "give --partitions N" in res.stderr and "starting Spark" not in res.stderr
-    res = run("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path / "l",
-              "--partitions", 1, "--compression", "zstd", "--ship-env", "never")
-    assert res.returncode == 1 and "Java" in res.stderr and "starting Spark" not in res.stderr
+    # no Java: said before the topic is created
+    env = dict(os.environ, JAVA_HOME="/nonexistent", PATH=os.path.dirname(sys.executable))
+    res = run("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path / "m",
+              "--partitions", 1, env=env)
+    assert res.returncode == 1 and "needs Java 17" in res.stderr and "starting Spark" not in res.stderr
+    assert not (tmp_path / "m").exists()

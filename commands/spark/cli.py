@@ -163,7 +163,7 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
     INPUT may be a quoted glob ('data/*.parquet'); inputs and options are checked
     before Spark starts. Spark's own log goes to a file named in the summary.
     """
-    from pylog.commands.spark.ingest import IngestOptions, expand_inputs, prepare_ingest, run_ingest
+    from pylog.commands.spark.ingest import IngestOptions, check_inputs, expand_inputs, prepare_ingest, run_ingest
     from pylog.commands.spark.session import open_session
 
     if mode == "segments" and not log_dir:
@@ -184,6 +184,10 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
 
         validate_topic_name(topic)
     t0 = time.monotonic()
+    from pylog.commands.spark.session import preflight
+
+    check_inputs(opts.inputs)
+    preflight(settings)  # Java and Spark are there before the topic is created
     prep = prepare_ingest(opts)  # inputs, format, broker or log dir: all before Spark starts
     run = open_session(settings, say=_say)
     try:

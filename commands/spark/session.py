@@ -242,6 +242,14 @@ def remote_url(settings: SessionSettings) -> str | None:
     return url or None
 
 
+def preflight(settings: SessionSettings) -> None:
+    """What must hold to start Spark here (Java, a Spark install), checked before a
+    command touches its target; nothing to check for Spark Connect."""
+    if remote_url(settings) is None:
+        find_java()
+        ensure_spark_home()
+
+
 def open_session(settings: SessionSettings, say=None) -> SparkRun:
     """Start (or reuse) the process's SparkSession for settings (master or remote).
     `say` (a callable taking one line) hears what happens before any task runs."""
