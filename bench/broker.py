@@ -200,9 +200,11 @@ def kcat_consume(bootstrap: str, topic: str, expect: int) -> float:
     return took
 
 
-def ck_produce(bootstrap: str, topic: str, n: int, size: int, acks: str, conf: dict | None = None) -> float:
+def ck_produce(bootstrap: str, topic: str, n: int, size: int, acks: str, conf: dict | None = None,
+               partitions: int = 1) -> float:
     """confluent-kafka producer; produce_batch keeps the Python loop off the critical path.
-    `conf`: extra client settings (security, for bench security)."""
+    `conf`: extra client settings (security, for bench security). With more than one partition
+    librdkafka's partitioner spreads the (keyless) messages."""
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "batch.num.messages": 1000000,
@@ -210,30 +212,31 @@ def ck_produce(bootstrap: str, topic: str, n: int, size: int, acks: str, conf: d
                   "queue.buffering.max.kbytes": 2097151, "acks": acks, **(conf or {})})
     chunk = 10000
     msgs = [{"value": b"p" * size}] * chunk
+    where = {"partition": 0} if partitions == 1 else {}
     t0 = time.perf_counter()
     for _ in range(n // chunk):
         while True:
             try:
-                p.produce_batch(topic, msgs, partition=0)
+                p.produce_batch(topic, msgs, **where)
                 break
             except BufferError:
                 p.poll(0.001)
         p.poll(0)
-    if p.flush(120):
+    if p.flush(300):
         raise RuntimeError("producer did not deliver everything")
     return time.perf_counter() - t0
 
 
-def ck_consume(bootstrap: str, topic: str, expect: int, conf: dict | None = None) -> float:
-    """confluent-kafka consumer reading `expect` messages of partition 0 from the start."""
+def ck_consume(bootstrap: str, topic: str, expect: int, conf: dict | None = None, partitions: int = 1) -> float:
+    """confluent-kafka consumer reading `expect` messages of partitions 0..partitions-1 from the start."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
                   "fetch.queue.backoff.ms": 0, **CONSUMER_CONF, **(conf or {})})
-    c.assign([TopicPartition(topic, 0, 0)])
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     n = 0
     t0 = time.perf_counter()
-    deadline = t0 + 300
+    deadline = t0 + 600
     # the batch API (one call per up to 100k messages); stop at the last expected message
     # rather than at partition EOF, which costs an extra fetch.wait.max.ms long poll
     while n < expect and time.perf_counter() < deadline:

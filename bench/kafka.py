@@ -31,15 +31,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.broker import PylogBroker, _ck_version, free_port
+from bench.broker import _ck_version, ck_consume, ck_produce, free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from kafka_peer import KAFKA_VERSION, KafkaNode, _metadata_broker_ids, run_main  # noqa: E402
 
 PRODUCER_CONF = {"linger.ms": 1, "batch.num.messages": 1000000, "batch.size": 1000000,
                  "queue.buffering.max.messages": 4000000, "queue.buffering.max.kbytes": 2097151}
-CONSUMER_CONF = {"fetch.message.max.bytes": 1048576, "fetch.max.bytes": 52428800,
-                 "queued.min.messages": 10000000, "queued.max.messages.kbytes": 2097151}
 
 
 def rss_mb(pid: int) -> float:
@@ -143,47 +141,6 @@ def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict | No
                                   config={k: str(v) for k, v in (configs or {}).items()})])[topic].result(60)
 
 
-def ck_produce(bootstrap, topic, n, size, acks, partitions) -> float:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, **PRODUCER_CONF})
-    chunk = 10000
-    msgs = [{"value": b"p" * size}] * chunk
-    kw = {"partition": 0} if partitions == 1 else {}
-    t0 = time.perf_counter()
-    for _ in range(n // chunk):
-        while True:
-            try:
-                p.produce_batch(topic, msgs, **kw)
-                break
-            except BufferError:
-                p.poll(0.001)
-        p.poll(0)
-    if p.flush(300):
-        raise RuntimeError("librdkafka did not deliver everything")
-    return time.perf_counter() - t0
-
-
-def ck_consume(bootstrap, topic, expect, partitions) -> float:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.queue.backoff.ms": 0, **CONSUMER_CONF})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    n = 0
-    t0 = time.perf_counter()
-    while n < expect and time.perf_counter() - t0 < 600:
-        for m in c.consume(100000, 1.0):
-            if m.error():
-                raise RuntimeError(f"consumer error: {m.error()}")
-            n += 1
-    took = time.perf_counter() - t0
-    c.close()
-    if n < expect:
-        raise RuntimeError(f"librdkafka consumed {n} of {expect}")
-    return took
-
-
 def java_produce(bootstrap, topic, n, size, acks) -> float:
     """Kafka's ProducerPerformance (kafka-producer-perf-test.sh); records/s from its own summary."""
     r = run_main("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", n,
@@ -234,6 +191,11 @@ def throughput(brokers, counts, rounds) -> dict:
         if best is None or n / took > best[0]:
             out[key][name] = (n / took, n * size / took)
 
+    # (label, produce(bootstrap, topic, n, size, acks), consume(bootstrap, topic, n)) on one partition
+    one_partition = [
+        ("Java ProducerPerformance / ConsumerPerformance", java_produce, java_consume),
+        ("pylog perf", pylog_perf_produce, pylog_perf_consume),
+    ]
     for r in range(rounds):
         for size in (100, 1024):
             n = counts[size]
@@ -243,28 +205,19 @@ def throughput(brokers, counts, rounds) -> dict:
                         topic = f"rdk-{size}-{parts}-{acks}-{r}"
                         create_topic(b.bootstrap, topic, parts)
                         keep(f"librdkafka produce {size} B, {parts} part., acks={acks}", b.name, n, size,
-                             ck_produce(b.bootstrap, topic, n, size, acks, parts))
+                             ck_produce(b.bootstrap, topic, n, size, acks, partitions=parts))
                 for b in brokers:
                     keep(f"librdkafka consume {size} B, {parts} part.", b.name, n, size,
-                         ck_consume(b.bootstrap, f"rdk-{size}-{parts}-1-{r}", n, parts))
-            for acks in ("1", "all"):
+                         ck_consume(b.bootstrap, f"rdk-{size}-{parts}-1-{r}", n, partitions=parts))
+            for i, (label, produce, consume) in enumerate(one_partition):
+                for acks in ("1", "all"):
+                    for b in brokers:
+                        topic = f"c{i}-{size}-{acks}-{r}"
+                        create_topic(b.bootstrap, topic, 1)
+                        keep(f"{label}: produce {size} B, acks={acks}", b.name, n, size,
+                             produce(b.bootstrap, topic, n, size, acks))
                 for b in brokers:
-                    topic = f"java-{size}-{acks}-{r}"
-                    create_topic(b.bootstrap, topic, 1)
-                    keep(f"Java ProducerPerformance {size} B, acks={acks}", b.name, n, size,
-                         java_produce(b.bootstrap, topic, n, size, acks))
-            for b in brokers:
-                keep(f"Java ConsumerPerformance {size} B", b.name, n, size,
-                     java_consume(b.bootstrap, f"java-{size}-1-{r}", n))
-            for acks in ("1", "all"):
-                for b in brokers:
-                    topic = f"perf-{size}-{acks}-{r}"
-                    create_topic(b.bootstrap, topic, 1)
-                    keep(f"pylog perf produce {size} B, acks={acks}", b.name, n, size,
-                         pylog_perf_produce(b.bootstrap, topic, n, size, acks))
-            for b in brokers:
-                keep(f"pylog perf consume {size} B", b.name, n, size,
-                     pylog_perf_consume(b.bootstrap, f"perf-{size}-1-{r}", n))
+                    keep(f"{label}: consume {size} B", b.name, n, size, consume(b.bootstrap, f"c{i}-{size}-1-{r}", n))
     return out
 
 
@@ -282,14 +235,14 @@ def lifecycle(make, work: Path, data_gb: float) -> dict:
     create_topic(b.bootstrap, topic, 12)
     size = 1024
     n = int(data_gb * 1e9 / size)
-    ck_produce(b.bootstrap, topic, n - n % 10000, size, "1", 12)
+    ck_produce(b.bootstrap, topic, n - n % 10000, size, "1", partitions=12)
     res["data (GB on disk)"] = du_gb(b.data_dir)
     b.stop()
     res["start with data (s)"] = b.start()
     time.sleep(2)
     res["RSS with data (MB)"] = rss_mb(b.pid)
     # the unflushed tail is what recovery has to scan: write more, then kill -9
-    ck_produce(b.bootstrap, topic, 200_000, size, "1", 12)
+    ck_produce(b.bootstrap, topic, 200_000, size, "1", partitions=12)
     b.kill9()
     res["recovery after kill -9 (s)"] = b.start()
     b.stop()

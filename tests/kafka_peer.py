@@ -30,6 +30,8 @@ import time
 import uuid
 from pathlib import Path
 
+from broker_fixtures import recv_exact
+
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
 POM = KAFKA_DIR / "pom.xml"
 CLASSPATH_FILE = KAFKA_DIR / "target" / "classpath.txt"
@@ -190,8 +192,8 @@ def _metadata_broker_ids(host: str, port: int, timeout: float = 2.0) -> set[int]
     frame = header + body
     with socket.create_connection((host, port), timeout=timeout) as s:
         s.sendall(struct.pack(">i", len(frame)) + frame)
-        size = struct.unpack(">i", _recv_exact(s, 4))[0]
-        resp = _recv_exact(s, size)
+        size = struct.unpack(">i", recv_exact(s, 4))[0]
+        resp = recv_exact(s, size)
     count = struct.unpack_from(">i", resp, 4)[0]
     ids, pos = set(), 8
     for _ in range(count):
@@ -199,16 +201,6 @@ def _metadata_broker_ids(host: str, port: int, timeout: float = 2.0) -> set[int]
         ids.add(node_id)
         pos += 6 + host_len + 4
     return ids
-
-
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return bytes(buf)
 
 
 class KafkaNode:

@@ -59,6 +59,17 @@ def ensure_all_up(cluster: KafkaCluster) -> None:
         n.wait_ready(180)
 
 
+def leader_alone_in_isr(cluster, topic) -> tuple[int, list[int]]:
+    """Kill -9 the followers of partition 0 and wait until its ISR is the leader alone."""
+    state = partition_state(cluster.bootstrap, topic)[0]
+    survivor = state["leader"]
+    others = [i for i in state["replicas"] if i != survivor]
+    for i in others:
+        cluster.node(i).kill9()
+    assert wait_for(lambda: partition_state(cluster.node(survivor).bootstrap, topic)[0]["isr"] == [survivor], 120)
+    return survivor, others
+
+
 def create_topic(cluster, name, partitions=3, *configs):
     args = ["--create", "--topic", name, "--partitions", str(partitions), "--replication-factor", "3"]
     for c in configs:
@@ -137,14 +148,8 @@ def test_produce_through_leader_kill9_and_restart(cluster, tmp_path):
 def test_two_brokers_down_not_enough_replicas_then_delivery_resumes(cluster, tmp_path):
     ensure_all_up(cluster)
     create_topic(cluster, "isr-shrink", 1, "min.insync.replicas=2")
-    state = partition_state(cluster.bootstrap, "isr-shrink")[0]
-    survivor = state["leader"]
-    others = [i for i in state["replicas"] if i != survivor]
-    for i in others:
-        cluster.node(i).kill9()
     # the ISR shrinks to the leader alone: acks=all produce is refused with NOT_ENOUGH_REPLICAS
-    assert wait_for(lambda: partition_state(cluster.nodes[survivor - 1].bootstrap, "isr-shrink")[0]["isr"]
-                    == [survivor], 120)
+    survivor, others = leader_alone_in_isr(cluster, "isr-shrink")
     n = 3000
     feeder = SlowFeeder(tmp_path, "isr-shrink", cluster.nodes[survivor - 1].bootstrap, n, "--acks", "all",
                         "-X", "delivery.timeout.ms=180000", burst=500, pause=0.02)
@@ -161,13 +166,7 @@ def test_two_brokers_down_not_enough_replicas_then_delivery_resumes(cluster, tmp
 def test_delivery_timeout_reports_failed_lines(cluster, tmp_path):
     ensure_all_up(cluster)
     create_topic(cluster, "isr-timeout", 1, "min.insync.replicas=2")
-    state = partition_state(cluster.bootstrap, "isr-timeout")[0]
-    survivor = state["leader"]
-    others = [i for i in state["replicas"] if i != survivor]
-    for i in others:
-        cluster.node(i).kill9()
-    assert wait_for(lambda: partition_state(cluster.nodes[survivor - 1].bootstrap, "isr-timeout")[0]["isr"]
-                    == [survivor], 120)
+    survivor, _ = leader_alone_in_isr(cluster, "isr-timeout")
     r = pylog_cli("produce", "isr-timeout", "-b", cluster.nodes[survivor - 1].bootstrap, "--acks", "all",
                   "-X", "delivery.timeout.ms=8000", "-X", "request.timeout.ms=3000", "--json",
                   input="".join(f"v{i}\n" for i in range(20)), timeout=120)
