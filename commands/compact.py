@@ -10,8 +10,8 @@ import click
 
 from pylog.commands.options import json_option
 from pylog.core.errors import UsageError
+from pylog.storage.layout import user_partition_dir
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgKMG]i?[bB]?|[bB])?\s*$")
 
 
@@ -28,9 +28,9 @@ def _targets(path: Path) -> tuple[Path, str | None]:
     """(log dir, partition folder name or None for every partition)."""
     if not path.is_dir():
         raise UsageError(f"{path} is not a directory (give a log dir or a <topic>-<partition> folder)")
-    if _PARTITION_DIR.match(path.name) and any(p.name.endswith(".log") for p in path.iterdir()):
+    if user_partition_dir(path.name) and any(p.name.endswith(".log") for p in path.iterdir()):
         return path.parent, path.name
-    if _PARTITION_DIR.match(path.name) and not any(p.is_dir() for p in path.iterdir()):
+    if user_partition_dir(path.name) and not any(p.is_dir() for p in path.iterdir()):
         return path.parent, path.name
     return path, None
 

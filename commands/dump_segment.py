@@ -20,7 +20,7 @@ from pylog.commands.dump_format import (
     java_bool,
     optional_long,
 )
-from pylog.commands.segment_scan import DEFAULT_MAX_MESSAGE_SIZE, Damage, scan_log
+from pylog.storage.scan import DEFAULT_MAX_MESSAGE_SIZE, Damage, scan_log
 from pylog.core.errors import DataError
 from pylog.core.records.batch import RecordBatch
 from pylog.core.records.control import ABORT, COMMIT, CONTROL_TYPE_NAMES

@@ -37,11 +37,10 @@ from pathlib import Path
 import click
 
 from pylog.commands.options import json_option
-from pylog.commands.segment_scan import DEFAULT_MAX_MESSAGE_SIZE, Damage, scan_log
+from pylog.storage.scan import DEFAULT_MAX_MESSAGE_SIZE, Damage, scan_log
+from pylog.storage.layout import SEGMENT_FILE, parse_partition_dir, user_partition_dir
 from pylog.core.errors import DataError, UsageError
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-_SEGMENT = re.compile(r"^(\d{20})\.log$")
 # what Kafka's (and pylog's) log loading does with each kind of leftover file
 # `.deleted` is not among them: Kafka renames segments so and removes them after
 # file.delete.delay.ms, so a live log dir (or one just compacted) holds them normally.
@@ -134,7 +133,7 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
     )
 
     rep = PartitionReport(str(pdir))
-    logs = sorted((int(m.group(1)), pdir / m.group(0)) for p in pdir.iterdir() if (m := _SEGMENT.match(p.name)))
+    logs = sorted((int(m.group(1)), pdir / m.group(0)) for p in pdir.iterdir() if (m := SEGMENT_FILE.match(p.name)))
     if only_log is not None:
         logs = [(b, p) for b, p in logs if p.name == only_log.name] or [(0, only_log)]
     rep.segments = len(logs)
@@ -416,9 +415,9 @@ def verify_checkpoints(log_dir: Path, reports: dict[str, PartitionReport]) -> Pa
     rep = PartitionReport(str(log_dir))
     by_tp = {}
     for path, r in reports.items():
-        m = _PARTITION_DIR.match(Path(path).name)
-        if m:
-            by_tp[(m.group(1), int(m.group(2)))] = r
+        tp = parse_partition_dir(Path(path).name)
+        if tp is not None:
+            by_tp[tp] = r
     for name in OFFSET_CHECKPOINT_FILES:
         p = log_dir / name
         if not p.exists():
@@ -452,7 +451,7 @@ def verify_checkpoints(log_dir: Path, reports: dict[str, PartitionReport]) -> Pa
 def _classify(path: Path) -> str:
     if path.is_file():
         return "file"
-    if any(_SEGMENT.match(p.name) for p in path.iterdir()) or _PARTITION_DIR.match(path.name) and \
+    if any(SEGMENT_FILE.match(p.name) for p in path.iterdir()) or parse_partition_dir(path.name) and \
             not any(p.is_dir() for p in path.iterdir()):
         return "partition"
     return "logdir"
@@ -469,8 +468,7 @@ def collect(paths) -> list[tuple[str, Path, Path | None]]:
         elif kind == "partition":
             out.append(("partition", p, None))
         else:
-            parts = sorted(d for d in p.iterdir() if d.is_dir() and _PARTITION_DIR.match(d.name)
-                           and not d.name.endswith("-delete"))
+            parts = sorted(d for d in p.iterdir() if d.is_dir() and parse_partition_dir(d.name))
             out.extend(("partition", d, p) for d in parts)
             out.append(("checkpoints", p, p))
     return out
@@ -548,7 +546,7 @@ def _repair(reports: list[PartitionReport], yes: bool) -> list[str]:
     from pylog.core.config import TOPIC_CONFIGS
     from pylog.storage.log import Log
 
-    todo = [r for r in reports if r.problem_count and Path(r.path).is_dir() and _PARTITION_DIR.match(Path(r.path).name)]
+    todo = [r for r in reports if r.problem_count and Path(r.path).is_dir() and user_partition_dir(Path(r.path).name)]
     if not todo:
         err.print("nothing to repair")
         return []

@@ -36,17 +36,14 @@ And batch by batch:
 """
 from __future__ import annotations
 
-import struct
 from bisect import bisect_left, bisect_right
 from itertools import compress
 from operator import ge as _ge
 from typing import Callable, NamedTuple, Sequence
 
-from crc32c import crc32c
 
 from pylog.core.records import compression
 from pylog.core.records.header import (
-    ATTRIBUTES_OFFSET,
     CODEC_MASK,
     CONTROL_MASK,
     DELETE_HORIZON_MASK,
@@ -55,14 +52,13 @@ from pylog.core.records.header import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
     BatchHeader,
+    pack_batch,
 )
 from pylog.core.records.batch import _ONE, _TWO
 from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.varint import decode_uvarint, encode_varint
 
 LONG_MAX = (1 << 63) - 1
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CRC = struct.Struct(">I")
 # Record lengths from one- and two-byte varints (batch.py's zig-zag tables);
 # a length that is not positive maps past any buffer, so a damaged records
 # section ends the scan (and raises) instead of looping in place.
@@ -338,52 +334,6 @@ class RecordSpan(NamedTuple):
     end: int
 
 
-def record_spans(data, base_offset: int) -> list[RecordSpan]:
-    """Every record of an uncompressed records section with the byte spans
-    needed to copy it, or to re-encode its timestamp delta."""
-    out = []
-    add = out.append
-    end = len(data)
-    pos = 0
-    while pos < end:
-        start = pos
-        b = data[pos]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            n, pos = _varint_at(data, pos)
-        rec_end = pos + n
-        b = data[pos + 1]
-        if b < 0x80:
-            tsd = (b >> 1) ^ -(b & 1)
-            p = pos + 2
-        else:
-            tsd, p = _varint_at(data, pos + 1)
-        ts_end = p
-        b = data[p]
-        if b < 0x80:
-            od = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            od, p = _varint_at(data, p)
-        b = data[p]
-        if b < 0x80:
-            kl = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            kl, p = _varint_at(data, p)
-        if kl >= 0:
-            key = bytes(data[p:p + kl])
-            p += kl
-        else:
-            key = None
-        # value length -1 is the single zig-zag byte 0x01
-        add(RecordSpan(base_offset + od, key, data[p] == 1, tsd, start, pos, ts_end, rec_end))
-        pos = rec_end
-    return out
-
-
 def batch_records_data(raw, h: BatchHeader) -> bytes:
     """The uncompressed records section of the batch `raw` (one whole batch)."""
     body = memoryview(raw)[HEADER_SIZE:h.batch_length + LOG_OVERHEAD]
@@ -392,17 +342,6 @@ def batch_records_data(raw, h: BatchHeader) -> bytes:
 
 
 # ---------------------------------------------------------------- the retention rule
-def record_retained(offset: int, key: bytes | None, tombstone: bool, latest: int, delete_horizon_ms: int,
-                    now_ms: int) -> bool:
-    """Kafka's shouldRetainRecord. `delete_horizon_ms` is the horizon that applies
-    to the record's batch (-1: none yet, tombstones stay)."""
-    if key is None or offset < latest:
-        return False
-    if tombstone and delete_horizon_ms >= 0 and now_ms >= delete_horizon_ms:
-        return False
-    return True
-
-
 class FilteredBatch(NamedTuple):
     data: object  # None (batch removed), the input (copied as is) or new bytes
     kept: int  # records kept
@@ -584,21 +523,16 @@ def _build(h: BatchHeader, attrs: int, base_ts: int, max_ts: int, records: bytes
     """Header (with h's identity) + the records, compressed with the batch's codec."""
     codec = attrs & CODEC_MASK
     payload = records if codec == 0 else compression.compress(codec, records)
-    header = bytearray(HEADER_SIZE)
-    _HEADER.pack_into(header, 0, h.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(payload), h.partition_leader_epoch,
-                      2, 0, attrs, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
-                      h.base_sequence, count)
-    crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
-    _CRC.pack_into(header, 17, crc)
-    return b"".join((header, payload))
+    return pack_batch(payload, attributes=attrs, last_offset_delta=h.last_offset_delta, base_timestamp=base_ts,
+                      max_timestamp=max_ts, record_count=count, base_offset=h.base_offset,
+                      partition_leader_epoch=h.partition_leader_epoch, producer_id=h.producer_id,
+                      producer_epoch=h.producer_epoch, base_sequence=h.base_sequence)
 
 
 def empty_batch(h: BatchHeader) -> bytes:
     """Kafka's writeEmptyHeader: no records, same offsets, producer fields and sequences."""
     attrs = h.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
-    header = bytearray(HEADER_SIZE)
-    _HEADER.pack_into(header, 0, h.base_offset, HEADER_SIZE - LOG_OVERHEAD, h.partition_leader_epoch, 2, 0, attrs,
-                      h.last_offset_delta, h.max_timestamp, h.max_timestamp, h.producer_id, h.producer_epoch,
-                      h.base_sequence, 0)
-    _CRC.pack_into(header, 17, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
-    return bytes(header)
+    return pack_batch(b"", attributes=attrs, last_offset_delta=h.last_offset_delta, base_timestamp=h.max_timestamp,
+                      max_timestamp=h.max_timestamp, record_count=0, base_offset=h.base_offset,
+                      partition_leader_epoch=h.partition_leader_epoch, producer_id=h.producer_id,
+                      producer_epoch=h.producer_epoch, base_sequence=h.base_sequence)

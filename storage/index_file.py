@@ -26,6 +26,15 @@ class CorruptIndexError(DataError):
     """An index file that fails its sanity check; the segment rebuilds it."""
 
 
+class IndexFullError(DataError):
+    """An append to an index with no free slot (the log rolls before this happens)."""
+
+
+class InvalidIndexEntryError(DataError):
+    """An index entry that is out of order or does not fit the segment's offset range
+    (Kafka's InvalidOffsetException / IndexOffsetOverflowException)."""
+
+
 class IndexFile:
     entry_size = 8  # overridden
 

@@ -51,6 +51,3 @@ class DirLock:
     def __exit__(self, *exc) -> None:
         self.release()
 
-
-def lock_dir(log_dir: str | os.PathLike) -> DirLock:
-    return DirLock(log_dir).acquire()

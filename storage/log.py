@@ -12,7 +12,6 @@ import bisect
 import logging
 import os
 import random
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,8 +37,10 @@ from pylog.core.records.errors import (
     RecordFormatError,
 )
 from pylog.core.records.header import (
+    APPEND_PATCH_STRUCT,
     ATTRIBUTES_OFFSET,
     CONTROL_MASK,
+    HEADER_STRUCT,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
@@ -68,11 +69,9 @@ from pylog.storage.segment import (
 
 log = logging.getLogger(__name__)
 
-# The v2 header (header.py's layout) for the append fast path, and the three
-# fields patched on append (baseOffset, batchLength unchanged, partitionLeaderEpoch)
-# written with one pack_into.
-_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
-_PATCH = struct.Struct(">qii")
+_BATCH_HEADER = HEADER_STRUCT
+# baseOffset, batchLength (unchanged) and partitionLeaderEpoch, written with one pack_into
+_PATCH = APPEND_PATCH_STRUCT
 _new_tuple = tuple.__new__
 
 EARLIEST_TIMESTAMP = -2
@@ -715,7 +714,8 @@ class Log:
                 max_pos = None
                 if seg.next_offset > bound:
                     bp = seg.translate_offset(bound)
-                    max_pos = seg.size if bp is None else (bp.position if bp.base_offset >= bound else bp.position)
+                    # the batch holding `bound` is not yet committed: stop before it
+                    max_pos = seg.size if bp is None else bp.position
                 res = seg.read(offset, max_bytes, max_pos, min_one_batch)
                 if res is not None:
                     pos, length, first = res

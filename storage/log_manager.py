@@ -37,6 +37,7 @@ from pylog.storage.checkpoint import (
     atomic_write,
 )
 from pylog.storage.lock import DirLock
+from pylog.storage.layout import DELETE_DIR_SUFFIX, partition_dir_name, user_partition_dir
 from pylog.storage.log import Log
 from pylog.storage.meta_properties import ensure_meta_properties, random_kafka_uuid
 from pylog.storage.partition_metadata import read_partition_metadata, write_partition_metadata
@@ -45,10 +46,8 @@ log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 TOPICS_FILE = "pylog-topics.json"
-METADATA_TOPIC = "__cluster_metadata"
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 
 
 @dataclass
@@ -173,15 +172,16 @@ class LogManager:
                 for p in sorted(d.iterdir()):
                     if not p.is_dir():
                         continue
-                    if p.name.endswith("-delete"):
-                        shutil.rmtree(p, ignore_errors=True)  # a deletion that did not finish
+                    if p.name.endswith(DELETE_DIR_SUFFIX):
+                        # a deletion that did not finish: Kafka removes these folders too
+                        shutil.rmtree(p, ignore_errors=True)
                         continue
-                    m = _PARTITION_DIR.match(p.name)
-                    if not m:
+                    # `-stray`/`-future` folders and KRaft's metadata log are Kafka's:
+                    # never loaded as topics, never written
+                    tp = user_partition_dir(p.name)
+                    if tp is None:
                         continue
-                    topic, part = m.group(1), int(m.group(2))
-                    if topic == METADATA_TOPIC:
-                        continue  # KRaft's own log (a Kafka log dir holding metadata.log.dir): never a topic
+                    topic, part = tp
                     info = self.topics.get(topic)
                     try:
                         topic_id = read_partition_metadata(p)
@@ -302,7 +302,7 @@ class LogManager:
 
     def _create_log(self, info: TopicInfo, part: int) -> Log:
         d = self._pick_dir()
-        pdir = d / f"{info.name}-{part}"
+        pdir = d / partition_dir_name(info.name, part)
         pdir.mkdir(parents=True, exist_ok=True)
         write_partition_metadata(pdir, info.topic_id)
         lg = Log(pdir, info.config, topic=info.name, partition=part, topic_id=info.topic_id,

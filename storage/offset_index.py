@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from pylog.storage.index_file import CorruptIndexError, IndexFile
+from pylog.storage.index_file import CorruptIndexError, IndexFile, IndexFullError, InvalidIndexEntryError
 
 _ENTRY = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
@@ -46,13 +46,13 @@ class OffsetIndex(IndexFile):
     def append(self, offset: int, position: int) -> None:
         rel = offset - self.base_offset
         if not 0 <= rel <= 0x7FFFFFFF:
-            raise ValueError(f"offset {offset} does not fit the index of base offset {self.base_offset}")
+            raise InvalidIndexEntryError(f"offset {offset} does not fit the index of base offset {self.base_offset}")
         if self.entries >= self.max_entries:
-            raise ValueError(f"offset index {self.path} is full ({self.entries} entries)")
+            raise IndexFullError(f"offset index {self.path} is full ({self.entries} entries)")
         if self.entries:
             last_rel, last_pos = _ENTRY.unpack_from(self._mm, (self.entries - 1) * 8)
             if rel <= last_rel or position < last_pos:
-                raise ValueError(
+                raise InvalidIndexEntryError(
                     f"index entry ({offset}, {position}) is not after the last one "
                     f"({self.base_offset + last_rel}, {last_pos}) in {self.path}")
         _ENTRY.pack_into(self._mm, self.entries * 8, rel, position)

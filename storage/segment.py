@@ -24,7 +24,10 @@ from crc32c import crc32c
 from pylog.core.records.errors import RecordFormatError, TruncatedBatchError
 from pylog.core.records.header import (
     ATTRIBUTES_OFFSET,
+    BATCH_LENGTH_OFFSET,
     HEADER_SIZE,
+    HEADER_STRUCT,
+    LOCATE_STRUCT,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     BatchHeader,
@@ -47,10 +50,10 @@ SWAP_SUFFIX = ".swap"
 SWAP_END_SUFFIX = ".swap.end"  # the cleaner's note of the offsets a swap replaces (see Log._complete_swap)
 
 INT_MAX = 0x7FFFFFFF
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
-_PREFIX = struct.Struct(">qiibIhi")
+_PREFIX = LOCATE_STRUCT
 _PREFIX_SIZE = _PREFIX.size  # 27
-_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # the whole v2 header (header.py's layout)
+_BATCH_HEADER = HEADER_STRUCT
+_I32 = struct.Struct(">i")
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _new_tuple = tuple.__new__
@@ -256,7 +259,7 @@ class LogSegment:
         pos = start + first.size
         fd = self.fd
         while pos + LOG_OVERHEAD <= budget_end:
-            length = struct.unpack(">i", os.pread(fd, 4, pos + 8))[0]
+            length = _I32.unpack(os.pread(fd, 4, pos + BATCH_LENGTH_OFFSET))[0]
             nxt = pos + length + LOG_OVERHEAD
             if nxt > budget_end:
                 break

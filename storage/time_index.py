@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from pylog.storage.index_file import CorruptIndexError, IndexFile
+from pylog.storage.index_file import CorruptIndexError, IndexFile, IndexFullError, InvalidIndexEntryError
 
 _ENTRY = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
@@ -56,14 +56,14 @@ class TimeIndex(IndexFile):
         if timestamp < 0:
             return False
         if not skip_full_check and self.is_full:
-            raise ValueError(f"time index {self.path} is full ({self.entries} entries)")
+            raise IndexFullError(f"time index {self.path} is full ({self.entries} entries)")
         if self.entries >= self.max_entries:
             self.resize((self.entries + 1) * 12)
         rel = offset - self.base_offset
         if self.entries:
             last_ts, last_rel = _ENTRY.unpack_from(self._mm, (self.entries - 1) * 12)
             if offset < self.base_offset + last_rel:
-                raise ValueError(f"time index offset {offset} below the last one in {self.path}")
+                raise InvalidIndexEntryError(f"time index offset {offset} below the last one in {self.path}")
             if timestamp <= last_ts:
                 return False
         _ENTRY.pack_into(self._mm, self.entries * 12, timestamp, rel)

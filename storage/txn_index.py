@@ -12,7 +12,7 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from pylog.storage.index_file import CorruptIndexError
+from pylog.storage.index_file import CorruptIndexError, InvalidIndexEntryError
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -48,7 +48,7 @@ class TransactionIndex:
 
     def append(self, txn: AbortedTxn) -> None:
         if self._last_offset is not None and txn.last_offset < self._last_offset:
-            raise ValueError(f"aborted txn last offset {txn.last_offset} below {self._last_offset} in {self.path}")
+            raise InvalidIndexEntryError(f"aborted txn last offset {txn.last_offset} below {self._last_offset} in {self.path}")
         with open(self.path, "ab") as f:
             f.write(txn.encode())
         self._last_offset = txn.last_offset

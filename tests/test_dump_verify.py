@@ -228,7 +228,7 @@ def test_dump_truncated_and_corrupt_continue(tmp_path):
 
 def test_dump_streams_in_chunks(tmp_path):
     """A file much larger than the chunk reads correctly with a tiny chunk size."""
-    from pylog.commands.segment_scan import Entry, scan_log
+    from pylog.storage.scan import Entry, scan_log
 
     seg = golden_segment(tmp_path / "t-0")
     full = [e.position for e in scan_log(seg)]

@@ -4,7 +4,7 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pylog.storage.index_file import CorruptIndexError
+from pylog.storage.index_file import CorruptIndexError, IndexFullError, InvalidIndexEntryError
 from pylog.storage.offset_index import OffsetIndex
 from pylog.storage.time_index import TimeIndex
 from pylog.storage.txn_index import AbortedTxn, CorruptTxnIndexError, TransactionIndex
@@ -33,13 +33,13 @@ def test_offset_index_full_and_ordering(tmp_path):
     for i in range(3):
         idx.append(i * 10, i * 100)
     assert idx.is_full
-    with pytest.raises(ValueError):
+    with pytest.raises(IndexFullError):
         idx.append(100, 1000)
     idx2 = OffsetIndex(tmp_path / "1.index", 0, 80)
     idx2.append(10, 100)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidIndexEntryError):
         idx2.append(10, 200)  # offsets must grow
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidIndexEntryError):
         idx2.append(2**31 + 5, 200)  # relative offset overflow
 
 
@@ -113,7 +113,7 @@ def test_time_index_full_keeps_a_slot_for_roll(tmp_path):
     ti.maybe_append(1, 1)
     ti.maybe_append(2, 2)
     assert ti.is_full
-    with pytest.raises(ValueError):
+    with pytest.raises(IndexFullError):
         ti.maybe_append(3, 3)
     assert ti.maybe_append(3, 3, skip_full_check=True)
     assert ti.entries == 3
@@ -140,7 +140,7 @@ def test_txn_index_roundtrip(tmp_path):
     assert again.collect_aborted(21, 100) == [AbortedTxn(8, 15, 30, 10)]
     again.truncate_to(25)
     assert again.read_all() == [AbortedTxn(7, 10, 20, 5)]
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidIndexEntryError):
         again.append(AbortedTxn(9, 1, 2, 0))
     p.write_bytes(data[:40])
     # opening never fails (the partition must still load); the sanity check reports it, so the

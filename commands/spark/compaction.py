@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from pylog.core.errors import DataError, UsageError
+from pylog.storage.layout import segment_base, user_partition_dir
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 CHUNK = 8 << 20
 KEY_PREVIEW = 40
 
@@ -58,17 +58,17 @@ def find_partitions(path: str, topics: list[str] | None = None) -> tuple[Path, l
     p = Path(path).resolve()
     if not p.is_dir():
         raise UsageError(f"{path} is not a directory (give a log dir or a partition folder)")
-    m = _PARTITION_DIR.match(p.name)
+    m = user_partition_dir(p.name)
     if m and any(f.name.endswith(".log") for f in p.iterdir()):
-        found = [(m.group(1), int(m.group(2)), p)]
+        found = [(m.topic, m.partition, p)]
         log_dir = p.parent
     else:
         log_dir = p
         found = []
         for d in sorted(p.iterdir()):
-            mm = _PARTITION_DIR.match(d.name)
-            if d.is_dir() and mm and not d.name.startswith(".") and not d.name.endswith("-delete"):
-                found.append((mm.group(1), int(mm.group(2)), d))
+            mm = user_partition_dir(d.name)
+            if d.is_dir() and mm and not d.name.startswith("."):
+                found.append((mm.topic, mm.partition, d))
     if topics:
         found = [f for f in found if f[0] in topics]
     found.sort(key=lambda f: (f[0], f[1]))
@@ -79,7 +79,7 @@ def find_partitions(path: str, topics: list[str] | None = None) -> tuple[Path, l
 
 
 def list_segments(folder: Path) -> list[int]:
-    return sorted(int(f.name[:-4]) for f in folder.iterdir() if f.name.endswith(".log") and f.name[:-4].isdigit())
+    return sorted(b for b in map(segment_base, (f.name for f in folder.iterdir())) if b is not None)
 
 
 def topic_configs(log_dir: Path, names: set[str], overrides: dict[str, str] | None = None) -> dict:

@@ -13,23 +13,18 @@ from __future__ import annotations
 
 import collections
 import operator
-import struct
 import threading
 import time
 from bisect import bisect_right
 from itertools import accumulate, chain, repeat
 
-from crc32c import crc32c
 
 from pylog.core.client.errors import BufferExhaustedError, KafkaTimeoutError
 from pylog.core.records import compression
-from pylog.core.records.batch import decode_records
+from pylog.core.records.batch import decode_records, encode_headers
+from pylog.core.records.header import HEADER_SIZE, pack_batch, set_producer
 from pylog.core.records.varint import encode_varint
 
-HEADER_SIZE = 61
-_HDR = struct.Struct(">qiibIhiqqqhii")
-_IDEMP = struct.Struct(">qhi")  # producer id, epoch, base sequence at offset 43
-_U32 = struct.Struct(">I")
 # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas): the hot lookup
 _V = [encode_varint(n) for n in range(1 << 14)]
 _VLIM = 1 << 14
@@ -45,22 +40,6 @@ _MID = [b"\x00\x00" + v for v in _V]
 _MID_NULL_KEY = [b"\x00\x00" + v + b"\x01" for v in _V]
 _V1 = [v + b"\x01" for v in _V]
 _P = [b"\x00" + v for v in _V]  # empty headers, then the next record's length
-
-
-def _headers_bytes(headers) -> bytes:
-    out = bytearray(encode_varint(len(headers)))
-    for k, v in headers:
-        kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
-        out += encode_varint(len(kb))
-        out += kb
-        if v is None:
-            out += b"\x01"
-        else:
-            if isinstance(v, str):
-                v = v.encode("utf-8")
-            out += encode_varint(len(v))
-            out += v
-    return bytes(out)
 
 
 class RecordMetadata:
@@ -137,7 +116,7 @@ class ProducerBatch:
         else:
             vl = len(value)
             vpart = (_V[vl] if vl < 16384 else encode_varint(vl)) + value
-        h_b = _headers_bytes(headers) if headers else b"\x00"
+        h_b = encode_headers(headers) if headers else b"\x00"
         n = 1 + len(tsd_b) + len(od_b) + len(kpart) + len(vpart) + len(h_b)
         if od and len(buf) + n + 5 > self.limit:
             self.full = True
@@ -289,22 +268,19 @@ class ProducerBatch:
             return self.wire
         payload = self.buf if self.codec == 0 else compression.compress(self.codec, self.buf)
         count = self.count
-        out = bytearray(HEADER_SIZE)
-        _HDR.pack_into(
-            out, 0, 0, HEADER_SIZE - 12 + len(payload), -1, 2, 0, self.codec, count - 1,
-            self.base_ts if self.base_ts is not None else -1, self.max_ts,
-            self.producer_id, self.producer_epoch, self.base_sequence, count,
+        out = pack_batch(
+            payload, attributes=self.codec, last_offset_delta=count - 1,
+            base_timestamp=self.base_ts if self.base_ts is not None else -1, max_timestamp=self.max_ts,
+            record_count=count, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+            base_sequence=self.base_sequence, mutable=True,
         )
-        out += payload
-        _U32.pack_into(out, 17, crc32c(memoryview(out)[21:]))
         self.wire = out
         return out
 
     def set_producer(self, pid, epoch, seq):
         self.producer_id, self.producer_epoch, self.base_sequence = pid, epoch, seq
         if self.wire is not None:  # patch the built header in place, then its CRC
-            _IDEMP.pack_into(self.wire, 43, pid, epoch, seq)
-            _U32.pack_into(self.wire, 17, crc32c(memoryview(self.wire)[21:]))
+            set_producer(self.wire, 0, len(self.wire), pid, epoch, seq)
 
     def records(self):
         """(timestamp, key, value, headers) of every record: used to split a batch."""

@@ -45,13 +45,14 @@ from pylog.core.records.header import (
     NO_SEQUENCE,
     NO_TIMESTAMP,
     BatchHeader,
-    _HEADER,
     attributes_for,
+    pack_batch,
     read_batch_header,
 )
 from pylog.core.records.varint import _ZZ_TABLE, decode_uvarint, encode_varint
 
-__all__ = ["Record", "RecordBatch", "BatchBuilder", "build_batch", "decode_records", "encode_record", "record_size", "record_sequence"]
+__all__ = ["Record", "RecordBatch", "BatchBuilder", "build_batch", "decode_records", "encode_headers", "encode_record",
+           "record_size", "record_sequence"]
 
 Header = tuple  # (str key, bytes | None value)
 
@@ -87,7 +88,6 @@ def _tables():
 
 
 _ONE, _TWO = _tables()
-_U32 = struct.Struct(">I")
 _new_tuple = tuple.__new__
 
 
@@ -546,7 +546,9 @@ for _name in BatchHeader._fields + (
 # ------------------------------------------------------------------ builder
 
 
-def _encode_headers(headers) -> bytes:
+def encode_headers(headers) -> bytes:
+    """A record's headers section: count, then each key (str or bytes) and value
+    (bytes, str as UTF-8, or None). The one encoder of record headers."""
     out = bytearray(encode_varint(len(headers)))
     for hkey, hval in headers:
         kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
@@ -555,6 +557,8 @@ def _encode_headers(headers) -> bytes:
         if hval is None:
             out += b"\x01"
         else:
+            if isinstance(hval, str):
+                hval = hval.encode("utf-8")
             out += encode_varint(len(hval))
             out += hval
     return bytes(out)
@@ -569,7 +573,7 @@ def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers=(
         else:
             parts.append(encode_varint(len(field)))
             parts.append(bytes(field))
-    parts.append(_encode_headers(headers) if headers else b"\x00")
+    parts.append(encode_headers(headers) if headers else b"\x00")
     body = b"".join(parts)
     return encode_varint(len(body)) + body
 
@@ -670,7 +674,7 @@ class BatchBuilder:
         else:
             vl = len(value)
             vl_b = zz[vl + 0x2000] if vl < 0x2000 else encode_varint(vl)
-        body = b"".join((b"\x00", tsd_b, od_b, kl_b, key, vl_b, value, _encode_headers(headers) if headers else b"\x00"))
+        body = b"".join((b"\x00", tsd_b, od_b, kl_b, key, vl_b, value, encode_headers(headers) if headers else b"\x00"))
         n = len(body)
         n_b = zz[n + 0x2000] if n < 0x2000 else encode_varint(n)
         # Parts are joined once in build(): a growing bytearray reallocates
@@ -693,27 +697,12 @@ class BatchBuilder:
         attrs = attributes_for(
             codec, self.timestamp_type, self.is_transactional, self.is_control, self.delete_horizon is not None
         )
-        header = bytearray(HEADER_SIZE)
-        _HEADER.pack_into(
-            header,
-            0,
-            self.base_offset,
-            HEADER_SIZE - LOG_OVERHEAD + len(payload),
-            self.partition_leader_epoch,
-            2,
-            0,
-            attrs,
-            self._next_delta - 1 if count else 0,
-            base_ts,
-            self._max_ts if count else NO_TIMESTAMP,
-            self.producer_id,
-            self.producer_epoch,
-            self.base_sequence,
-            count,
+        return pack_batch(
+            payload, attributes=attrs, last_offset_delta=self._next_delta - 1 if count else 0,
+            base_timestamp=base_ts, max_timestamp=self._max_ts if count else NO_TIMESTAMP, record_count=count,
+            base_offset=self.base_offset, partition_leader_epoch=self.partition_leader_epoch,
+            producer_id=self.producer_id, producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
         )
-        crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
-        _U32.pack_into(header, 17, crc)
-        return b"".join((header, payload))
 
 
 def build_batch(records: Iterable, **kwargs) -> bytes:

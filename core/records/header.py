@@ -26,11 +26,20 @@ from pylog.core.records.errors import (
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted by batchLength
 HEADER_SIZE = 61
+# Named field offsets of the header: every module that reads or patches one uses these.
+BASE_OFFSET_OFFSET = 0
+BATCH_LENGTH_OFFSET = 8
+LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
-LEADER_EPOCH_OFFSET = 12
+LAST_OFFSET_DELTA_OFFSET = 23
+BASE_TIMESTAMP_OFFSET = 27
 MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_ID_OFFSET = 43
+PRODUCER_EPOCH_OFFSET = 51
+BASE_SEQUENCE_OFFSET = 53
+RECORD_COUNT_OFFSET = 57
 # Smallest legal batchLength for v2 (the header with zero records).
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
@@ -54,11 +63,22 @@ CODEC_IDS = {v: k for k, v in CODEC_NAMES.items()}
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+# The whole header, field by field in BatchHeader's order: the one declaration of the layout.
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
+_HEADER = HEADER_STRUCT
+# baseOffset and batchLength: the part every magic shares.
+PREFIX_STRUCT = struct.Struct(">qi")
+_PREFIX = PREFIX_STRUCT
+# baseOffset .. lastOffsetDelta: enough to locate a batch and its offsets.
+LOCATE_STRUCT = struct.Struct(">qiibIhi")
+# baseOffset, batchLength, partitionLeaderEpoch: what the leader patches on append.
+APPEND_PATCH_STRUCT = struct.Struct(">qii")
+# producerId, producerEpoch, baseSequence.
+PRODUCER_STRUCT = struct.Struct(">qhi")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
 
 
 class BatchHeader(NamedTuple):
@@ -155,32 +175,62 @@ def set_base_offset(buf, pos: int, base_offset: int) -> None:
     _I64.pack_into(buf, pos, base_offset)
 
 
-def set_partition_leader_epoch(buf, pos: int, epoch: int) -> None:
-    """partitionLeaderEpoch is outside the CRC as well."""
-    _I32.pack_into(buf, pos + LEADER_EPOCH_OFFSET, epoch)
-
-
 def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:
     """Stamp LogAppendTime: set the timestamp-type bit and maxTimestamp, re-CRC."""
-    attrs = struct.unpack_from(">h", buf, pos + ATTRIBUTES_OFFSET)[0]
-    struct.pack_into(">h", buf, pos + ATTRIBUTES_OFFSET, attrs | TIMESTAMP_TYPE_MASK)
+    attrs = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0]
+    _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attrs | TIMESTAMP_TYPE_MASK)
     _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp)
     write_crc(buf, pos, size)
 
 
 def write_crc(buf, pos: int, size: int) -> None:
+    """Recompute and store the CRC of the batch of `size` bytes at `pos`."""
     _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
 
 
+def set_producer(buf, pos: int, size: int, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+    """Patch the producer fields of a built batch (inside the CRC, so re-CRC)."""
+    PRODUCER_STRUCT.pack_into(buf, pos + PRODUCER_ID_OFFSET, producer_id, producer_epoch, base_sequence)
+    write_crc(buf, pos, size)
+
+
+# ---- building: the one place a v2 header is written ----
+
+def pack_batch(
+    payload,
+    *,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    record_count: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    mutable: bool = False,
+):
+    """A whole v2 batch: the header for these fields, then `payload` (the records
+    section, already compressed when the codec says so), CRC-32C filled in.
+
+    Returns bytes, or a bytearray when `mutable` (a producer patches its
+    sequence into the built batch later, see set_producer)."""
+    header = bytearray(HEADER_SIZE)
+    HEADER_STRUCT.pack_into(
+        header, 0, base_offset, HEADER_SIZE - LOG_OVERHEAD + len(payload), partition_leader_epoch, 2, 0,
+        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+        base_sequence, record_count,
+    )
+    crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+    _U32.pack_into(header, CRC_OFFSET, crc)
+    if mutable:
+        header += payload
+        return header
+    return b"".join((header, payload))
+
+
 # ---- walking ----
-
-def peek_size(buf, pos: int, end: int) -> int:
-    """Size of the entry (any magic) starting at `pos`, or raise Truncated."""
-    if end - pos < LOG_OVERHEAD:
-        raise TruncatedBatchError(f"{end - pos} bytes left, less than a log entry header", pos)
-    length = _I32.unpack_from(buf, pos + 8)[0]
-    return length + LOG_OVERHEAD
-
 
 def iter_headers(
     buf,
@@ -245,7 +295,7 @@ def read_batch_header(
         end = len(buf)
     if end - pos < LOG_OVERHEAD:
         raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
-    length = _I32.unpack_from(buf, pos + 8)[0]
+    length = _I32.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)[0]
     if end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != 2 and length >= 14:
         raise InvalidMagicError(buf[pos + MAGIC_OFFSET], pos)
     if length < MIN_BATCH_LENGTH:

@@ -19,15 +19,27 @@ from typing import Iterator, NamedTuple, Union
 from crc32c import crc32c
 
 from pylog.core.records.errors import RecordFormatError
-from pylog.core.records.header import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader
+from pylog.core.records.header import (
+    ATTRIBUTES_OFFSET,
+    BATCH_LENGTH_OFFSET,
+    CRC_OFFSET,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
+    PREFIX_STRUCT,
+    BatchHeader,
+)
 from pylog.core.records.legacy import LegacyHeader, read_legacy_header
 
 CHUNK = 8 << 20
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # kafka-dump-log's --max-message-size default
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_PREFIX = struct.Struct(">qi")
+_HEADER = HEADER_STRUCT
+_PREFIX = PREFIX_STRUCT
 _I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
 
 
 class Entry(NamedTuple):
@@ -50,10 +62,10 @@ def _find_resume(buf, start: int, end: int, max_size: int) -> int | None:
     """Next position >= start holding a v2 batch whose length is sane and CRC checks."""
     pos = start
     while True:
-        m = buf.find(b"\x02", pos + 16, end)
+        m = buf.find(b"\x02", pos + MAGIC_OFFSET, end)
         if m < 0:
             return None
-        cand = m - 16
+        cand = m - MAGIC_OFFSET
         pos = cand + 1
         if end - cand < HEADER_SIZE:
             continue
@@ -61,7 +73,7 @@ def _find_resume(buf, start: int, end: int, max_size: int) -> int | None:
         size = length + LOG_OVERHEAD
         if length < MIN_BATCH_LENGTH or size > max_size or cand + size > end:
             continue
-        if crc32c(memoryview(buf)[cand + ATTRIBUTES_OFFSET : cand + size]) == struct.unpack_from(">I", buf, cand + 17)[0]:
+        if crc32c(memoryview(buf)[cand + ATTRIBUTES_OFFSET : cand + size]) == _U32.unpack_from(buf, cand + CRC_OFFSET)[0]:
             return cand
 
 
@@ -132,8 +144,8 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                 if avail - pos < LOG_OVERHEAD + 5:
                     yield Damage(base + pos, "truncated", f"{avail - pos} trailing bytes, less than a batch header", 0)
                     return
-                length = len_unpack(buf, pos + 8)[0]
-                magic = buf[pos + 16]
+                length = len_unpack(buf, pos + BATCH_LENGTH_OFFSET)[0]
+                magic = buf[pos + MAGIC_OFFSET]
                 size = length + LOG_OVERHEAD
                 if magic == 2 and length >= MIN_BATCH_LENGTH and size <= max_message_size and pos + size <= avail:
                     # the common case, kept short: a whole v2 batch in the buffer
@@ -188,7 +200,7 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                         continue
                     ok = True
                     if check_crc:
-                        ok = zlib.crc32(mv[pos + 16: pos + size]) == header.crc
+                        ok = zlib.crc32(mv[pos + MAGIC_OFFSET: pos + size])  # v0/v1 CRC covers magic..end == header.crc
                 yield Entry(base + pos, magic, header, buf, pos, ok)
                 pos += size
         finally:
