@@ -16,7 +16,6 @@ lookup table) instead of a call per field.
 """
 from __future__ import annotations
 
-import re
 import struct
 import time
 from itertools import repeat
@@ -49,7 +48,8 @@ from pylog.core.records.header import (
     pack_batch,
     read_batch_header,
 )
-from pylog.core.records.varint import _ZZ_TABLE, decode_uvarint, encode_varint
+from pylog.core.records.framing import _ONE, _TWO, SEQ1, SEQ2_HI, SEQ2_LO, run_shape, slow_varint
+from pylog.core.records.varint import _ZZ_TABLE, encode_varint
 
 __all__ = ["Record", "RecordBatch", "BatchBuilder", "build_batch", "decode_records", "encode_headers", "encode_record",
            "record_size", "record_sequence"]
@@ -74,20 +74,6 @@ class Record(NamedTuple):
     headers: tuple = ()
 
 
-def _tables():
-    one = [(u >> 1) ^ -(u & 1) for u in range(0x80)]
-    # Two-byte varints b1 b2 (b1 >= 0x80, b2 < 0x80) are looked up at
-    # (b2 << 7) ^ b1: a bijection onto range(2**14) that costs one operation
-    # fewer than reassembling the 14 bits.
-    two = [0] * (1 << 14)
-    for b1 in range(0x80, 0x100):
-        for b2 in range(0x80):
-            u = (b1 & 0x7F) | (b2 << 7)
-            two[(b2 << 7) ^ b1] = (u >> 1) ^ -(u & 1)
-    return one, two
-
-
-_ONE, _TWO = _tables()
 _new_tuple = tuple.__new__
 
 
@@ -98,10 +84,7 @@ def record_sequence(header: BatchHeader, record: "Record") -> int:
     return (header.base_sequence + record.offset - header.base_offset) & 0x7FFFFFFF
 
 
-def _slow_varint(data, pos: int) -> tuple[int, int]:
-    """Three bytes or more: the general path (signed, zig-zag)."""
-    u, pos = decode_uvarint(data, pos)
-    return (u >> 1) ^ -(u & 1), pos
+_slow_varint = slow_varint
 
 
 def _decode_headers(data, pos: int, count: int) -> tuple[tuple, int]:
@@ -169,14 +152,6 @@ def decode_records(
     return out
 
 
-# Zig-zag varints of offset deltas 0, 1, 2, ...: one byte for 0..63 and the two bytes
-# (low, high) for 0..8191, to recognise the usual consecutive offsets in one compare.
-_SEQ1 = bytes(range(0, 128, 2))
-_SEQ2_LO = bytes(((2 * i) & 0x7F) | 0x80 for i in range(0x2000))
-_SEQ2_HI = bytes((2 * i) >> 7 for i in range(0x2000))
-_LOW_RUN = re.compile(rb"[\x00-\x7f]*")
-_HIGH_RUN = re.compile(rb"[\x80-\xff]*")
-_MIN_RUN = 4
 _RUN_STRUCTS: dict = {}  # (size, key at, key len, value at, value len, records) -> struct.Struct
 _MAX_STRUCT_RECORDS = 512  # bounds a Struct's size (~64 bytes per record) and the cache's
 
@@ -198,90 +173,20 @@ def _run_struct(shape) -> struct.Struct:
     return st
 
 
-def _varint_width(data, i: int) -> int:
-    """1 or 2 for a one- or two-byte varint at i, 0 for longer ones."""
-    if data[i] < 0x80:
-        return 1
-    return 2 if data[i + 1] < 0x80 else 0
-
-
 def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int, out: list) -> int:
-    """Decode the run of same-framed records starting at `pos`; return where it ends.
-
-    The first record sets the framing: its size S, one- or two-byte varints,
-    no headers. Record i of the run starts at pos + i*S, so byte j of every
-    record is data[pos + j : stop : S] (one C-level slice). The run is the
-    longest prefix in which the length, attributes, key length, value length
-    and header count bytes equal the first record's and the offset and
-    timestamp deltas keep the first record's varint widths; such records
-    parse exactly as the first one does. Returns `pos` (nothing decoded) when
-    there is no run of at least _MIN_RUN records.
-    """
+    """Decode the run of same-framed records starting at `pos` (framing.run_shape);
+    return where it ends, or `pos` when there is no run there."""
+    shape = run_shape(data, pos, end)
+    if shape is None:
+        return pos
+    k, size, tj, tw, oj, ow, ks, kl, vs, vl = shape
     one = _ONE
     two = _TWO
-    try:
-        lw = _varint_width(data, pos)
-        if lw == 1:
-            n = one[data[pos]]
-        elif lw == 2:
-            n = two[(data[pos + 1] << 7) ^ data[pos]]
-        else:
-            return pos
-        size = lw + n
-        if n <= 0 or (end - pos) // size < _MIN_RUN:
-            return pos
-        b = data[pos]
-        if data[pos + size] != b or data[pos + 2 * size] != b:
-            return pos  # the next records differ in size: not a run (cheap early exit)
-        tj = lw + 1  # after the attributes byte
-        tw = _varint_width(data, pos + tj)
-        oj = tj + tw
-        ow = _varint_width(data, pos + oj)
-        kj = oj + ow
-        kw = _varint_width(data, pos + kj)
-        if not (tw and ow and kw):
-            return pos
-        kl = one[data[pos + kj]] if kw == 1 else two[(data[pos + kj + 1] << 7) ^ data[pos + kj]]
-        ks = kj + kw
-        vj = ks + kl if kl > 0 else ks
-        vw = _varint_width(data, pos + vj)
-        if not vw:
-            return pos
-        vl = one[data[pos + vj]] if vw == 1 else two[(data[pos + vj + 1] << 7) ^ data[pos + vj]]
-        vs = vj + vw
-        hj = vs + vl if vl > 0 else vs
-        if kl < -1 or vl < -1 or hj + 1 != size or data[pos + hj] != 0:
-            return pos
-    except IndexError:
-        return pos
-    m = (end - pos) // size
-    stop = pos + m * size
-    k = m
-    # bytes every record of the run shares with the first
-    same = [*range(tj), *range(kj, ks), *range(vj, vs), hj] if kl > 0 else [*range(tj), *range(kj, vs), hj]
-    for j in same:
-        s = data[pos + j : stop : size]
-        left = len(s.lstrip(s[:1]))
-        if left and m - left < k:
-            k = m - left
-            if k < _MIN_RUN:
-                return pos
-    # the delta varints keep their widths: continuation bits set on all but the last byte
-    for j, w in ((tj, tw), (oj, ow)):
-        if w == 2:
-            s = data[pos + j : stop : size]
-            k = min(k, _HIGH_RUN.match(s).end())
-            j += 1
-        s = data[pos + j : stop : size]
-        if not s.isascii():
-            k = min(k, _LOW_RUN.match(s).end())
-    if k < _MIN_RUN:
-        return pos
     stop = pos + k * size
     if ow == 1:
         ob = data[pos + oj : stop : size]
         od = one[ob[0]]
-        if 0 <= od and ob == _SEQ1[od : od + k]:
+        if 0 <= od and ob == SEQ1[od : od + k]:
             offsets = range(base_offset + od, base_offset + od + k)
         else:
             offsets = map(add, repeat(base_offset), map(one.__getitem__, ob))
@@ -289,7 +194,7 @@ def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int,
         lo = data[pos + oj : stop : size]
         hi = data[pos + oj + 1 : stop : size]
         od = two[(hi[0] << 7) ^ lo[0]]
-        if 0 <= od and lo == _SEQ2_LO[od : od + k] and hi == _SEQ2_HI[od : od + k]:
+        if 0 <= od and lo == SEQ2_LO[od : od + k] and hi == SEQ2_HI[od : od + k]:
             offsets = range(base_offset + od, base_offset + od + k)
         else:
             offsets = map(add, repeat(base_offset), map(two.__getitem__, map(xor, map(lshift, hi, repeat(7)), lo)))
