@@ -21,7 +21,6 @@ from pylog.core.errors import (
     OutOfOrderSequenceNumberError,
     RecordListTooLargeError,
     TopicAlreadyExistsError,
-    UnsupportedForMessageFormatError,
 )
 from pylog.core.records.batch import RecordBatch, build_batch
 from pylog.core.records.header import iter_headers
@@ -100,7 +99,7 @@ def test_append_rejections_write_nothing(tmp_path):
         lg.append_as_leader(batch(1)[:-3], 0)
     v1 = bytearray(batch(1))
     v1[16] = 1
-    with pytest.raises(UnsupportedForMessageFormatError):
+    with pytest.raises(InvalidRecordError):  # Kafka 4: INVALID_RECORD (87) for any magic but 2
         lg.append_as_leader(v1, 0)
     with pytest.raises(MessageTooLargeError):
         lg.append_as_leader(batch(1, size=600), 0)

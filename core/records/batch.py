@@ -37,7 +37,6 @@ from pylog.core.records.header import (
     CODEC_MASK,
     CODEC_NONE,
     HEADER_SIZE,
-    LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
