@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -106,23 +105,23 @@ class _Progress:
 
 def _read_index(path: Path, base: int, entry_size: int):
     """[(offset, position)] of an offset index or [(timestamp, offset)] of a time index,
-    decoded in one pass over the file's whole entries."""
-    data = path.read_bytes()
-    data = data[: len(data) - len(data) % entry_size]
-    if entry_size == 8:
-        entries = [(base + rel, p) for rel, p in struct.iter_unpack(">ii", data)]
-        blank = (base, 0)  # a crash can leave a preallocated, zero-filled tail (Kafka's dump stops there too)
-    else:
-        entries = [(ts, base + rel) for ts, rel in struct.iter_unpack(">qi", data)]
-        blank = (0, base)
+    through the index classes: the zero-filled preallocated tail of an active segment's
+    index (a running broker's, or one a crash left) holds no entries."""
+    from pylog.storage.offset_index import OffsetIndex
+    from pylog.storage.time_index import TimeIndex
+
+    idx = (OffsetIndex if entry_size == 8 else TimeIndex).open_read_only(path, base)
     try:
-        return entries[: entries.index(blank, 1)]
-    except ValueError:
-        return entries
+        return [idx.entry(i) for i in range(idx.entries)]
+    finally:
+        idx.close()
 
 
 def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, progress: _Progress | None = None,
-                     only_log: Path | None = None) -> PartitionReport:
+                     only_log: Path | None = None, live: bool = False) -> PartitionReport:
+    """Check one partition folder. `live`: a running broker owns it, so the active
+    segment may grow while it is read; only the bytes present at the start are judged,
+    and a batch being written at the active segment's end is not damage."""
     from pylog.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
     from pylog.storage.partition_metadata import PARTITION_METADATA, read_partition_metadata
     from pylog.storage.producer_state import (
@@ -190,6 +189,8 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
         aborted: list = []  # (CompletedTxn, first offset known, last stable offset) of ABORT markers
         for item in scan_log(log_path, max_message_size=max_message_size):
             if isinstance(item, Damage):
+                if live and active and item.kind == "truncated":
+                    continue  # a batch still being written by the running broker
                 if item.kind == "truncated":
                     kind = "torn-tail" if active else "truncated-segment"
                     rep.add(kind, log_path, f"{item.message} ({size - item.position} bytes)", item.position)
@@ -257,7 +258,7 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
                             f"the earlier epoch {epochs[-1][0]}", item.position, first_off)
         if seg_last is not None:
             prev_seg_last = seg_last
-        _check_indexes(rep, log_path, base, positions, size, require=only_log is None)
+        _check_indexes(rep, log_path, base, positions, size, require=only_log is None, live=live and active)
         _check_txn_index(rep, log_path, aborted, exact_lso=exact_replay)
     rep.log_end_offset = (prev_last + 1) if prev_last is not None else log_start
 
@@ -315,7 +316,7 @@ def _check_readable(rep: PartitionReport, path: Path, reader) -> None:
 
 
 def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: dict, log_size: int,
-                   require: bool = True) -> None:
+                   require: bool = True, live: bool = False) -> None:
     stem = log_path.name[:-4]
     ipath = log_path.with_name(stem + ".index")
     tpath = log_path.with_name(stem + ".timeindex")
@@ -329,6 +330,8 @@ def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: d
                 rep.add("index", ipath, f"entry (offset {off}, position {pos}) out of order after "
                         f"(offset {prev[0]}, position {prev[1]})", pos, off)
             prev = (off, pos)
+            if live and pos >= log_size:
+                continue  # indexes a batch appended after the log was read
             h = positions.get(pos)
             if h is None:
                 rep.add("index", ipath, f"entry for offset {off} points at position {pos}, which is not a batch "
@@ -341,6 +344,7 @@ def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: d
             rep.add("time-index", tpath, "time index missing")
         return
     by_last = {h.last_offset: h for h in positions.values()}
+    newest = max(by_last) if by_last else -1
     prev = None
     for ts, off in _read_index(tpath, base, 12):
         if prev is not None and (ts <= prev[0] or off < prev[1]):
@@ -348,6 +352,8 @@ def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: d
                     f"(timestamp {prev[0]}, offset {prev[1]})", offset=off)
         prev = (ts, off)
         h = by_last.get(off)
+        if h is None and live and off > newest:
+            continue  # a batch appended after the log was read
         if h is None:
             rep.add("time-index", tpath, f"entry for offset {off} does not match the last offset of any batch", offset=off)
         else:
@@ -612,6 +618,11 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
       - batch leader epochs agree with leader-epoch-checkpoint
       - checkpoint files name known partitions with offsets inside the log
 
+    A log dir a running broker holds (its .lock is taken) is read as it
+    stands: each log up to the bytes present when it is read, so a batch
+    being appended and the zero-filled preallocated tails of the active
+    segments' indexes are not damage; the report says the dir is in use.
+
     Prints a table per partition and the problems found, or with --json one
     JSON document. Exit status: 0 when clean, 1 when any problem is found,
     2 on usage errors.
@@ -631,6 +642,15 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
             total_bytes += sum(f.stat().st_size for f in p.glob("*.log"))
     show_bar = not no_progress and not as_json and total_bytes > (64 << 20) and sys.stderr.isatty()
 
+    from pylog.storage.lock import in_use
+
+    live_dirs: dict[Path, bool] = {}
+
+    def is_live(log_dir: Path) -> bool:
+        if log_dir not in live_dirs:
+            live_dirs[log_dir] = in_use(log_dir)
+        return live_dirs[log_dir]
+
     def run() -> list[PartitionReport]:
         reports: list[PartitionReport] = []
         by_path: dict[str, PartitionReport] = {}
@@ -643,9 +663,10 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
         else:
             bar, progress = None, None
         try:
-            for kind, p, _ in items:
+            for kind, p, log_dir in items:
                 if kind == "partition":
-                    r = verify_partition(p, max_message_size=max_message_size, progress=progress)
+                    r = verify_partition(p, max_message_size=max_message_size, progress=progress,
+                                         live=is_live(log_dir or p.parent))
                     by_path[str(p)] = r
                 elif kind == "file":
                     r = _verify_file(p, max_message_size)
@@ -661,6 +682,9 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
 
     reports = run()
     if repair and any(r.problem_count for r in reports):
+        busy = [str(d) for d, v in live_dirs.items() if v]
+        if busy:
+            raise UsageError(f"cannot repair {', '.join(busy)}: a running broker holds it (stop the broker first)")
         if not as_json:
             _render(reports, time.perf_counter() - t0)
         repaired = _repair(reports, yes)
@@ -669,13 +693,17 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
         if not as_json:
             err.print(f"repaired {len(repaired)} partition(s); verifying again")
     seconds = time.perf_counter() - t0
+    live = sorted(str(d) for d, v in live_dirs.items() if v)
     if as_json:
         total = sum(r.problem_count for r in reports)
         sys.stdout.write(json.dumps({
             "verdict": "damaged" if total else "clean", "problem_count": total, "seconds": round(seconds, 3),
-            "items": [r.to_json() for r in reports],
+            "in_use": live, "items": [r.to_json() for r in reports],
         }, separators=(",", ":")) + "\n")
     else:
+        for d in live:
+            err.print(f"note: {d} is in use by a running broker: its logs were judged up to the bytes present "
+                      f"when they were read (batches being appended are not damage)")
         _render(reports, seconds)
     if any(r.problem_count for r in reports):
         sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)

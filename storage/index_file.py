@@ -61,6 +61,35 @@ class IndexFile:
                 os.ftruncate(self._fd, self.entries * self.entry_size)
         self.max_entries = len(self._mm) // self.entry_size if self._mm is not None else 0
 
+    @classmethod
+    def open_read_only(cls, path: str | os.PathLike, base_offset: int):
+        """Map an index for reading only, as a running broker may be writing it.
+
+        The index of an active segment is preallocated (segment.index.bytes) and
+        zero-filled past its entries; those blank slots are not entries. Entries
+        only grow, so the first blank slot after entry 0 is found by bisection."""
+        size = os.path.getsize(path)
+        idx = cls(path, base_offset, max(size, cls.entry_size), writable=False)
+        idx.entries = idx._written_entries()
+        return idx
+
+    def _written_entries(self) -> int:
+        n = self.entries
+        if n <= 1 or not self._is_blank(n - 1):
+            return n
+        lo, hi = 1, n - 1  # the first blank slot lies in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self._is_blank(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _is_blank(self, n: int) -> bool:
+        size = self.entry_size
+        return self._mm[n * size:(n + 1) * size] == bytes(size)
+
     # ---- mapping ----
     def _map(self, length: int) -> None:
         if self._mm is not None:

@@ -51,3 +51,22 @@ class DirLock:
     def __exit__(self, *exc) -> None:
         self.release()
 
+
+def in_use(log_dir: str | os.PathLike) -> bool:
+    """True when another process (a running broker) holds the log dir's lock.
+
+    Read-only: a missing `.lock` means no broker holds it, and none is created."""
+    path = Path(log_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the probe's shared lock
+    return False

@@ -50,6 +50,12 @@ _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
 
+def clean_shutdown_marker(broker_epoch: int) -> str:
+    """The content of `.kafka_cleanshutdown`: Kafka's CleanShutdownFileHandler JSON.
+    Its presence is what marks a clean shutdown; Kafka reads the epoch for KIP-966."""
+    return json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
+
+
 @dataclass
 class TopicInfo:
     name: str
@@ -95,6 +101,8 @@ class LogManager:
         self.started = False
         self._shut = False
         self.meta = {}
+        # written into .kafka_cleanshutdown as Kafka does (-1: no controller-assigned epoch)
+        self.broker_epoch = -1
 
     # ---- helpers ----
     def _now_ms(self) -> int:
@@ -251,8 +259,9 @@ class LogManager:
             self.write_checkpoints()
             for lg in self.logs.values():
                 lg.close()
+            marker = clean_shutdown_marker(self.broker_epoch)
             for d in self.log_dirs:
-                atomic_write(d / CLEAN_SHUTDOWN_FILE, b"")
+                atomic_write(d / CLEAN_SHUTDOWN_FILE, marker)
             self._release_locks()
             self._shut = True
             self.started = False

@@ -87,7 +87,7 @@ def test_corrupt_batch_gets_corrupt_message_and_nothing_is_appended(broker):
     legacy = bytearray(good)
     legacy[16] = 1
     r = call(s, 0, 9, produce_body("bad-crc", legacy), correlation_id=4)
-    assert r["responses"][0]["partition_responses"][0]["error_code"] == 43  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert r["responses"][0]["partition_responses"][0]["error_code"] == 87  # INVALID_RECORD, as Kafka 4 answers
     assert high_watermark(s2, "bad-crc") == before
     fetched = call(s2, 1, 12, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [
         {"topic": "bad-crc", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]},

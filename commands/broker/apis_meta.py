@@ -129,8 +129,21 @@ def metadata_error(body, version, code, msg):
 
 # ---- DescribeCluster -------------------------------------------------------
 
+ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2  # DescribeCluster's EndpointType
+
+
 def describe_cluster(broker: Broker, ctx: RequestContext, body: dict) -> dict:
-    """The cluster id and its one broker."""
+    """The cluster id and its one broker; a request for another endpoint type is refused
+    as Kafka's AuthHelper.computeDescribeClusterResponse refuses it (this listener is a broker's)."""
+    wanted = body["endpoint_type"]
+    if wanted not in (0, ENDPOINT_BROKER):  # 0: v0 has no endpoint type
+        if wanted == ENDPOINT_CONTROLLER:
+            code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            msg = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+        else:
+            code, msg = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {wanted}"
+        return describe_cluster_error(body, ctx.api_version,
+                                      ErrorCode.INVALID_REQUEST if ctx.api_version == 0 else code, msg)
     b = _broker_entry(broker, ctx.conn)
     return {
         "throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,

@@ -13,8 +13,20 @@ import struct
 import uuid
 from typing import TYPE_CHECKING
 
+from pylog.commands.broker.apis_meta import INTERNAL_TOPICS
 from pylog.commands.broker.context import RequestContext, code_of
 from pylog.core.errors import ErrorCode
+from pylog.core.records.header import (
+    ATTRIBUTES_OFFSET,
+    BASE_OFFSET_OFFSET,
+    BATCH_LENGTH_OFFSET,
+    CODEC_MASK,
+    CODEC_ZSTD,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    TRANSACTIONAL_MASK,
+)
 
 if TYPE_CHECKING:
     from pylog.commands.broker.broker import Broker
@@ -22,36 +34,43 @@ if TYPE_CHECKING:
 log = logging.getLogger("pylog.broker")
 
 ZERO_UUID = uuid.UUID(int=0)
+_I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
-INVALID_RECORD = 87
-CODEC_ZSTD = 4
+INVALID_RECORD = ErrorCode.INVALID_RECORD
 TXN_REFUSED = 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: fatal in every client, so they stop at once
 TXN_MESSAGE = "transactions are not supported by this pylog broker"
-# the last epoch handed out (Short.MAX_VALUE - 1, as Kafka); a producer there gets a new id
-MAX_PRODUCER_EPOCH = 32766
 
 
-def _part_response(index, code, base_offset=-1, append_time=-1, start=-1, message=None):
+def _part_response(index, code, base_offset=-1, append_time=-1, start=-1, message=None, record_errors=()):
     return {"index": index, "error_code": code, "base_offset": base_offset,
             "log_append_time_ms": append_time, "log_start_offset": start,
-            "record_errors": [], "error_message": message}
+            "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors],
+            "error_message": message}
 
 
 def _check_records(records, version) -> tuple[int, str | None]:
-    if records is None or len(records) < 61:
+    """Kafka's ProduceRequest.validateRecords and the client-origin checks of
+    UnifiedLog.analyzeAndValidateRecords; storage's LogValidator checks the rest."""
+    if records is None or len(records) < HEADER_SIZE:
         return INVALID_RECORD, "a produce request must carry exactly one record batch"
-    if records[16] != 2:
-        return 43, f"record batch magic {records[16]} is not supported (only v2)"  # UNSUPPORTED_FOR_MESSAGE_FORMAT
-    (length,) = _I32.unpack_from(records, 8)
-    if length + 12 != len(records):
-        if length + 12 > len(records):
-            return 2, "truncated record batch"  # CORRUPT_MESSAGE
+    magic = records[MAGIC_OFFSET]
+    if magic != 2:
+        return INVALID_RECORD, (f"Produce requests with version {version} are only allowed to contain "
+                                f"record batches with magic version 2, not {magic}")
+    (length,) = _I32.unpack_from(records, BATCH_LENGTH_OFFSET)
+    if length + LOG_OVERHEAD != len(records):
+        if length + LOG_OVERHEAD > len(records):
+            return ErrorCode.CORRUPT_MESSAGE, "truncated record batch"
         return INVALID_RECORD, "a produce request must carry exactly one record batch"
-    (attrs,) = _I16.unpack_from(records, 21)
-    if attrs & 7 == CODEC_ZSTD and version < 7:
-        return 76, "zstd needs produce v7 or later"  # UNSUPPORTED_COMPRESSION_TYPE
-    if attrs & 0x10:
+    (base_offset,) = _I64.unpack_from(records, BASE_OFFSET_OFFSET)
+    if base_offset != 0:
+        return INVALID_RECORD, f"The baseOffset of the record batch should be 0, but it is {base_offset}"
+    (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
+    if attrs & CODEC_MASK == CODEC_ZSTD and version < 7:
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, \
+            f"Produce requests with version {version} are not allowed to use ZStandard compression"
+    if attrs & TRANSACTIONAL_MASK:
         return TXN_REFUSED, TXN_MESSAGE
     return 0, None
 
@@ -82,6 +101,12 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 parts.append(_part_response(idx, global_code, message=global_msg))
                 failed = True
                 continue
+            if name in INTERNAL_TOPICS:
+                # Kafka's ReplicaManager: clients never write internal topics
+                parts.append(_part_response(idx, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                            message=f"Cannot append to internal topic {name}"))
+                failed = True
+                continue
             plog = logs.get_log(name, idx) if name is not None else None
             if plog is None:
                 code = 100 if (tid not in (None, ZERO_UUID) and name is None) else 3
@@ -106,7 +131,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 code, msg = code_of(e)
                 if code == -1:
                     log.error("append to %s-%d failed", name, idx, exc_info=e)
-                parts.append(_part_response(idx, code, message=msg))
+                parts.append(_part_response(idx, code, message=msg, record_errors=getattr(e, "record_errors", ())))
                 failed = True
                 continue
             if not info.duplicate:
@@ -137,19 +162,11 @@ def produce_error(body, version, code, msg):
 
 
 def init_producer_id(broker: Broker, ctx: RequestContext, body: dict):
-    """A new producer id at epoch 0, or (KIP-360) the caller's id at the next epoch."""
+    """A new producer id at epoch 0, always: Kafka's coordinator without a transactional id
+    ignores the id and epoch a request names (idempotent producers bump their epoch locally)."""
     if body["transactional_id"] is not None:
         log.info("refusing transactional id %r from %s: %s", body["transactional_id"], ctx.conn.peer, TXN_MESSAGE)
         return {"throttle_time_ms": 0, "error_code": TXN_REFUSED, "producer_id": -1, "producer_epoch": -1}
-    pid, epoch = body["producer_id"], body["producer_epoch"]
-    if pid >= 0:
-        # KIP-360: an idempotent producer asks to bump its epoch after an error
-        if not broker.producer_ids.is_allocated(pid):
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.UNKNOWN_PRODUCER_ID, "producer_id": -1,
-                    "producer_epoch": -1}
-        if 0 <= epoch < MAX_PRODUCER_EPOCH:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid,
-                    "producer_epoch": epoch + 1}
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": broker.producer_ids.next_id(),
             "producer_epoch": 0}
 

@@ -67,7 +67,7 @@ class Broker:
         self.authorizer = None  # authz.Authorizer when authorizer.class.name is set
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
-        self._api_keys = [{"api_key": k, "min_version": h.schema.min_version, "max_version": h.schema.max_version}
+        self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
                           for k, h in sorted(self.handlers.items())]
         self.fetch_waiters = FetchWaiters()
         self._ids: dict[uuid.UUID, str] = {}

@@ -32,6 +32,15 @@ class Handler:
     schema: Api
     handle: Callable[..., Response]
     error: ErrorBuilder
+    # ApiVersions may list an older floor than is served: Kafka 4 lists Produce from v0 and
+    # serves v3+ (KAFKA-18659; librdkafka before 2.10 compresses only when v0 is listed)
+    advertised_min_version: int | None = None
+
+    @property
+    def advertised_min(self) -> int:
+        """The min version ApiVersions lists."""
+        v = self.advertised_min_version
+        return self.schema.min_version if v is None else v
 
     @property
     def key(self) -> int:
@@ -48,7 +57,7 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(meta.SASL_HANDSHAKE, sasl.sasl_handshake, sasl.sasl_handshake_error),
     Handler(security.SASL_AUTHENTICATE, sasl.sasl_authenticate, sasl.sasl_authenticate_error),
     # producing
-    Handler(produce.PRODUCE, apis_produce.produce, apis_produce.produce_error),
+    Handler(produce.PRODUCE, apis_produce.produce, apis_produce.produce_error, advertised_min_version=0),
     Handler(produce.INIT_PRODUCER_ID, apis_produce.init_producer_id, apis_produce.init_producer_id_error),
     # fetching and offsets
     Handler(fetch.FETCH, apis_fetch.fetch, apis_fetch.fetch_error),

@@ -24,6 +24,8 @@ _INIT_RETRY = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT
 _BUMP_REFUSED = {ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.INVALID_PRODUCER_EPOCH,
                  ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.UNSUPPORTED_VERSION,
                  ErrorCode.INVALID_REQUEST}
+# the last epoch of a producer id (Short.MAX_VALUE - 1, as Kafka): past it, a new id
+_LAST_EPOCH = 32766
 # produce answers that mean the broker's sequence state and ours differ
 SEQUENCE_ERRORS = {ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID}
 
@@ -60,6 +62,12 @@ class Idempotence:
     async def init_producer_id(self, client, acc) -> bool:
         """One InitProducerId attempt (KIP-360 epoch bump when we already have an id).
         False when it should be retried later; raises the fatal error otherwise."""
+        if self.producer_id >= 0 and 0 <= self.producer_epoch < _LAST_EPOCH:
+            # KIP-360 as Java's idempotent producer does it: the epoch is bumped locally, since
+            # Kafka answers InitProducerId without a transactional id with a new id every time
+            self.producer_epoch += 1
+            self.reset_sequences(acc)
+            return True
         body = {"transactional_id": None, "transaction_timeout_ms": -1}
         bump = self.producer_id >= 0 and not self.bump_unsupported
         try:
