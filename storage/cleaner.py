@@ -31,12 +31,12 @@ import logging
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from pylog.core.errors import DataError
-from pylog.core.records.header import HEADER_SIZE, LOG_OVERHEAD, compute_crc, parse_header
+from pylog.core.records.header import LOG_OVERHEAD, parse_header
 from pylog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, atomic_write, read_offset_checkpoint_or_empty, \
     write_offset_checkpoint
 from pylog.storage.compaction_rules import (
@@ -51,6 +51,7 @@ from pylog.storage.compaction_rules import (
     should_clean,
 )
 from pylog.storage.offset_map import OffsetMap, UnboundedOffsetMap
+from pylog.storage.scan import read_batches
 from pylog.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -145,37 +146,8 @@ class CleanerStats:
 def segment_batches(seg: LogSegment, start: int = 0, end: int | None = None,
                     chunk: int = READ_CHUNK) -> Iterator[tuple[bytes, int, object]]:
     """(buffer, position in buffer, header) of each batch of seg from byte `start`,
-    read in big chunks; every batch's CRC is checked."""
-    fd = seg.fd
-    end = seg.size if end is None else end
-    pos = start
-    while pos < end:
-        buf = os.pread(fd, min(chunk, end - pos), pos)
-        off = 0
-        n = len(buf)
-        while off + HEADER_SIZE <= n:
-            h = parse_header(buf, off)
-            size = h.batch_length + LOG_OVERHEAD
-            if off + size > n:
-                break
-            if compute_crc(buf, off, size) != h.crc:
-                raise DataError(f"{seg.log_path}: CRC mismatch in the batch at position {pos + off}")
-            yield buf, off, h
-            off += size
-        if off == 0:
-            # one batch bigger than the chunk
-            if n < HEADER_SIZE:
-                raise DataError(f"{seg.log_path}: torn batch at position {pos}")
-            h = parse_header(buf, 0)
-            size = h.batch_length + LOG_OVERHEAD
-            buf = os.pread(fd, size, pos)
-            if len(buf) < size or size < HEADER_SIZE:
-                raise DataError(f"{seg.log_path}: torn batch at position {pos}")
-            if compute_crc(buf, 0, size) != h.crc:
-                raise DataError(f"{seg.log_path}: CRC mismatch in the batch at position {pos}")
-            yield buf, 0, h
-            off = size
-        pos += off
+    read in big chunks; every batch's CRC is checked (storage.scan.read_batches)."""
+    return read_batches(seg.fd, start, seg.size if end is None else end, seg.log_path, chunk)
 
 
 def segment_stats(segments: list[LogSegment]) -> list[SegmentStat]:

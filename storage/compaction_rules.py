@@ -54,9 +54,9 @@ from pylog.core.records.header import (
     BatchHeader,
     pack_batch,
 )
-from pylog.core.records.batch import _ONE, _TWO
+from pylog.core.records.framing import _ONE, _TWO, slow_varint
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.varint import decode_uvarint, encode_varint
+from pylog.core.records.varint import encode_varint
 
 LONG_MAX = (1 << 63) - 1
 # Record lengths from one- and two-byte varints (batch.py's zig-zag tables);
@@ -179,9 +179,7 @@ def group_segments(sizes: Sequence[tuple[int, int, int]], max_size: int, max_ind
 # Varints are decoded inline in the scans below (one byte: _ONE[b], two bytes:
 # _TWO[(b2 << 7) ^ b], both zig-zag decoded; longer ones by _varint_at): the
 # scans run once per record and per pass, so a call per field would dominate.
-def _varint_at(data, pos: int) -> tuple[int, int]:
-    u, pos = decode_uvarint(data, pos)
-    return (u >> 1) ^ -(u & 1), pos
+_varint_at = slow_varint
 
 
 def record_keys(data, base_offset: int) -> tuple[list, list]:

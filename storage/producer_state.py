@@ -34,6 +34,8 @@ from pylog.core.errors import (
     OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
 )
+from pylog.core.records.errors import CorruptRecordError
+from pylog.core.records.framing import slow_varint
 from pylog.core.records.header import HEADER_SIZE, BatchHeader
 from pylog.storage.checkpoint import atomic_write
 
@@ -216,19 +218,6 @@ def offset_from_snapshot_name(name: str) -> int | None:
 
 # ---- control records (end-transaction markers) ----
 
-def _varint(buf, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise DataError("malformed varint in control record")
-
-
 def parse_control_record(buf, pos: int, header: BatchHeader) -> tuple[int, int]:
     """(control type, coordinator epoch) of the control batch at `pos` (uncompressed, as Kafka writes it)."""
     records = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
@@ -237,18 +226,18 @@ def parse_control_record(buf, pos: int, header: BatchHeader) -> tuple[int, int]:
 
         records = memoryview(decompress(header.codec, records))
     try:
-        p = _varint(records, 0)[1]  # record length
+        p = slow_varint(records, 0)[1]  # record length
         p += 1  # attributes
-        p = _varint(records, p)[1]  # timestamp delta
-        p = _varint(records, p)[1]  # offset delta
-        key_len, p = _varint(records, p)
+        p = slow_varint(records, p)[1]  # timestamp delta
+        p = slow_varint(records, p)[1]  # offset delta
+        key_len, p = slow_varint(records, p)
         if key_len < 4:
             raise DataError("control record key too short")
         _key_version, ctype = struct.unpack_from(">hh", records, p)
         p += key_len
-        value_len, p = _varint(records, p)
+        value_len, p = slow_varint(records, p)
         coordinator_epoch = struct.unpack_from(">i", records, p + 2)[0] if value_len >= 6 else NO_COORDINATOR_EPOCH
-    except (IndexError, struct.error):
+    except (IndexError, struct.error, CorruptRecordError):
         raise DataError(f"malformed control record in batch at offset {header.base_offset}") from None
     return ctype, coordinator_epoch
 

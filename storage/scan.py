@@ -18,6 +18,7 @@ from typing import Iterator, NamedTuple, Union
 
 from crc32c import crc32c
 
+from pylog.core.errors import DataError
 from pylog.core.records.errors import RecordFormatError
 from pylog.core.records.header import (
     ATTRIBUTES_OFFSET,
@@ -212,4 +213,49 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                     pass  # a caller still holds a view of it: the mapping goes with that view
 
 
-__all__ = ["scan_log", "Entry", "Damage", "DEFAULT_MAX_MESSAGE_SIZE"]
+def read_batches(fd: int, start: int, end: int, name, chunk: int = CHUNK) -> Iterator[tuple[bytes, int, BatchHeader]]:
+    """(buffer, position in buffer, header) of every v2 batch in bytes [start, end) of
+    the open file `fd`, read with pread in chunks of `chunk` bytes; each batch's CRC is
+    checked. A batch larger than a chunk is read whole. For readers of healthy logs
+    (the cleaner, the Spark analysis): any damage raises DataError naming `name`
+    and the file position; scan_log is the walker that reports damage and goes on."""
+    pos = start
+    while pos < end:
+        buf = os.pread(fd, min(chunk, end - pos), pos)
+        off = 0
+        n = len(buf)
+        while off + HEADER_SIZE <= n:
+            h = _check_at(buf, off, n, name, pos)
+            if h is None:
+                break
+            yield buf, off, h
+            off += h.batch_length + LOG_OVERHEAD
+        if off == 0:  # one batch larger than the chunk
+            if n < HEADER_SIZE:
+                raise DataError(f"{name}: torn batch at position {pos}")
+            size = _PREFIX.unpack_from(buf, 0)[1] + LOG_OVERHEAD
+            buf = os.pread(fd, size, pos)
+            h = _check_at(buf, 0, len(buf), name, pos)
+            if h is None:
+                raise DataError(f"{name}: torn batch at position {pos}")
+            yield buf, 0, h
+            off = size
+        pos += off
+
+
+def _check_at(buf, off: int, n: int, name, base: int) -> BatchHeader | None:
+    """The header of the whole v2 batch at buf[off:], None when it ends past n."""
+    t = _HEADER.unpack_from(buf, off)
+    if t[3] != 2:
+        raise DataError(f"{name}: batch at position {base + off} has magic {t[3]}; only record format v2 is read")
+    size = t[1] + LOG_OVERHEAD
+    if t[1] < MIN_BATCH_LENGTH:
+        raise DataError(f"{name}: batch length {t[1]} at position {base + off} is below the minimum")
+    if off + size > n:
+        return None
+    if crc32c(memoryview(buf)[off + ATTRIBUTES_OFFSET: off + size]) != t[4]:
+        raise DataError(f"{name}: CRC mismatch in the batch at position {base + off}")
+    return tuple.__new__(BatchHeader, t)
+
+
+__all__ = ["scan_log", "read_batches", "Entry", "Damage", "DEFAULT_MAX_MESSAGE_SIZE"]

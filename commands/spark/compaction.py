@@ -113,39 +113,10 @@ def log_start_offsets(log_dir: Path) -> dict:
 # ---------------------------------------------------------------- executor side
 def _batches(path: str):
     """(buffer, position, header) of every v2 batch of a segment file, read in chunks."""
-    from pylog.core.records.header import HEADER_SIZE, LOG_OVERHEAD, compute_crc, parse_header
+    from pylog.storage.scan import read_batches
 
     with open(path, "rb", buffering=0) as f:
-        fd = f.fileno()
-        end = os.fstat(fd).st_size
-        pos = 0
-        while pos < end:
-            buf = os.pread(fd, min(CHUNK, end - pos), pos)
-            off = 0
-            n = len(buf)
-            while off + HEADER_SIZE <= n:
-                h = parse_header(buf, off)
-                size = h.batch_length + LOG_OVERHEAD
-                if h.magic != 2:
-                    raise DataError(f"{path}: batch at position {pos + off} has magic {h.magic}; the compaction "
-                                    f"analysis reads record format v2 only")
-                if off + size > n:
-                    break
-                if compute_crc(buf, off, size) != h.crc:
-                    raise DataError(f"{path}: CRC mismatch in the batch at position {pos + off}")
-                yield buf, off, h
-                off += size
-            if off == 0:  # one batch larger than the chunk
-                h = parse_header(buf, 0)
-                size = h.batch_length + LOG_OVERHEAD
-                buf = os.pread(fd, size, pos)
-                if len(buf) < size:
-                    raise DataError(f"{path}: torn batch at position {pos}")
-                if compute_crc(buf, 0, size) != h.crc:
-                    raise DataError(f"{path}: CRC mismatch in the batch at position {pos}")
-                yield buf, 0, h
-                off = size
-            pos += off
+        yield from read_batches(f.fileno(), 0, os.fstat(f.fileno()).st_size, path, CHUNK)
 
 
 def segment_summary(seg: dict) -> dict:
