@@ -238,3 +238,20 @@ def test_debian_kcat_compresses(conn, broker, codec):
     assert r.returncode == 0, r.stderr
     codecs = dump_codecs(broker.log_dir / f"{topic}-0" / "00000000000000000000.log")
     assert codecs and set(codecs) == {codec}
+
+
+def test_produce_is_listed_from_v0_and_v0_to_v2_close_the_connection(broker):
+    """What Kafka 4.3.1 does (KAFKA-18659): ApiVersions lists Produce 0-11, so librdkafka before
+    2.10 keeps compressing; a Produce v0-2 request is refused by closing the connection."""
+    from broker_fixtures import is_closed
+
+    s = connect(broker)
+    produce_range = [k for k in call(s, 18, 2, {})["api_keys"] if k["api_key"] == 0][0]
+    assert (produce_range["min_version"], produce_range["max_version"]) == (0, 11)
+    for version in (0, 2):
+        s = connect(broker)
+        body = struct.pack(">hii", 1, 5000, 1) + struct.pack(">h", 1) + b"t" + struct.pack(">iii", 1, 0, 0)
+        frame = struct.pack(">hhih", 0, version, 7, 4) + b"test" + body
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        assert is_closed(s)
+    assert call(connect(broker), 18, 3, {"client_software_name": "t", "client_software_version": "1"})["error_code"] == 0
