@@ -28,9 +28,9 @@ import click
 
 from pylog.commands.options import json_option
 from pylog.core.errors import DataError, UsageError
+from pylog.storage.layout import METADATA_TOPIC, user_partition_dir
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-_METADATA_TOPIC = "__cluster_metadata"
+_METADATA_TOPIC = METADATA_TOPIC
 # files Kafka's LogLoader reads in a partition folder; anything else stays behind
 _KAFKA_FILES = re.compile(r"^(\d{20}\.(log|index|timeindex|txnindex|snapshot)|leader-epoch-checkpoint|partition\.metadata)$")
 # what Kafka's group coordinator sets when it creates __consumer_offsets itself
@@ -146,10 +146,10 @@ def _collect(sources: list[Path], only: set[str] | None) -> tuple[list[_Topic], 
         for name, entries in checkpoints.items():
             entries.update(read_offset_checkpoint_or_empty(src / name))
         for p in sorted(src.iterdir()):
-            m = _PARTITION_DIR.match(p.name)
-            if not p.is_dir() or not m or m.group(1) == _METADATA_TOPIC:
+            tp = user_partition_dir(p.name)
+            if not p.is_dir() or tp is None:
                 continue
-            name, part = m.group(1), int(m.group(2))
+            name, part = tp
             if only is not None and name not in only:
                 continue
             entry = registry.get(name, {})
