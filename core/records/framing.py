@@ -40,6 +40,16 @@ _LOW_RUN = re.compile(rb"[\x00-\x7f]*")
 _HIGH_RUN = re.compile(rb"[\x80-\xff]*")
 # a zig-zag varint is negative when bit 0 of its first byte is set
 _EVEN_BYTES = bytes(range(0, 256, 2))
+_HIGH_BYTES = bytes(range(0x80, 0x100))
+_NOT_BYTE: dict = {}
+
+
+def _first_not(b: int):
+    """A compiled pattern finding the first byte other than b (a C-speed scan)."""
+    p = _NOT_BYTE.get(b)
+    if p is None:
+        p = _NOT_BYTE[b] = re.compile(b"[^" + re.escape(bytes((b,))) + b"]")
+    return p
 MIN_RUN = 4
 _INT32_MAX = 0x7FFFFFFF
 
@@ -127,42 +137,47 @@ def run_shape(data: bytes, pos: int, end: int, delta_width: int = 2) -> RunShape
         return None
     total = (end - pos) // size
     same = [*range(tj), *range(kj, ks), *range(vj, vs), hj] if kl > 0 else [*range(tj), *range(kj, vs), hj]
-    # Check a window of records and widen it while the run fills it: the slices
-    # cost the window's bytes, so a run that ends early never pays for the rest.
-    m = min(total, 256)
+    # Check a window of records and widen it while the run fills it, checking only the
+    # new records each time: a run that ends early never pays for the rest of the batch.
+    lo, m = 0, min(total, 256)
     while True:
-        k = _run_length(data, pos, pos + m * size, size, m, same, tj, tw, oj, ow)
+        k = _run_length(data, pos, size, lo, m, same, tj, tw, oj, ow)
         if k < m or m == total:
             break
-        m = min(total, m * 4)
+        lo, m = m, min(total, m * 4)
     if k < MIN_RUN:
         return None
     return RunShape(k, size, tj, tw, oj, ow, ks, kl, vs, vl)
 
 
-def _run_length(data: bytes, pos: int, stop: int, size: int, m: int, same, tj: int, tw: int, oj: int, ow: int) -> int:
-    """How many of the m records in data[pos:stop] share the first one's framing."""
-    k = m
-    # bytes every record of the run shares with the first
+def _run_length(data: bytes, pos: int, size: int, lo: int, hi: int, same, tj: int, tw: int, oj: int,
+                ow: int) -> int:
+    """Records lo..hi-1 of the run of `size`-byte records at pos: the index of the first one
+    whose framing differs from record 0's (hi when none does)."""
+    start = pos + lo * size
+    n = hi - lo
+    k = n
+    # bytes every record of the run shares with the first; the window shrinks to the
+    # records that still match, so only the first difference costs a search
     for j in same:
-        s = data[pos + j : stop : size]
-        if s.count(s[0]) == m:
-            continue  # all equal (count runs at memchr speed; lstrip only finds where they stop)
-        left = len(s.lstrip(s[:1]))
-        if left and m - left < k:
-            k = m - left
-            if k < MIN_RUN:
-                return k
+        if not k:
+            break
+        s = data[start + j:start + k * size:size]
+        b = data[pos + j]
+        if s.count(b) != k:
+            k = _first_not(b).search(s).start()
     # the delta varints keep their widths: continuation bits set on all but the last byte
+    stop = start + k * size
     for j, w in ((tj, tw), (oj, ow)):
         for _ in range(w - 1):
-            s = data[pos + j : stop : size]
-            k = min(k, _HIGH_RUN.match(s).end())
+            s = data[start + j:stop:size]
+            if s.translate(None, _HIGH_BYTES):  # some byte without its continuation bit
+                k = min(k, _HIGH_RUN.match(s).end())
             j += 1
-        s = data[pos + j : stop : size]
+        s = data[start + j:stop:size]
         if not s.isascii():
             k = min(k, _LOW_RUN.match(s).end())
-    return k
+    return lo + k
 
 
 class RecordsCheck(NamedTuple):
@@ -235,15 +250,21 @@ def check_records(data, record_count: int, last_offset_delta: int) -> RecordsChe
     pos = 0
     index = 0
     null_key = -1
+    chunk = 1024
     while pos < end:
         shape = run_shape(data, pos, end, 3) if end - pos >= 64 else None
         if shape is None:
-            pos, key_null = _check_one(data, pos, end, index, last_offset_delta)
-            if key_null and null_key < 0:
-                null_key = index
-            index += 1
-            if index > record_count:
-                raise InvalidRecordFraming(index - 1, f"more records than the {record_count} the batch declares")
+            # no run here: walk some records one by one, and try runs less often
+            # when the records keep differing (headers, varying sizes)
+            stop = min(end, pos + chunk)
+            chunk <<= 1
+            while pos < stop:
+                pos, key_null = _check_one(data, pos, end, index, last_offset_delta)
+                if key_null and null_key < 0:
+                    null_key = index
+                index += 1
+                if index > record_count:
+                    raise InvalidRecordFraming(index - 1, f"more records than the {record_count} the batch declares")
             continue
         k, size = shape.count, shape.size
         stop = pos + k * size
@@ -264,41 +285,63 @@ def check_records(data, record_count: int, last_offset_delta: int) -> RecordsChe
 
 
 def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: int) -> tuple[int, bool]:
-    """Check the one record at pos; returns (next position, key is null)."""
+    """Check the one record at pos; returns (next position, key is null). Varints are read
+    inline (one byte from _ONE, wider ones by slow_varint): this runs once per record."""
+    one = _ONE
     try:
-        n, p = slow_varint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            n, p = one[b], pos + 1
+        else:
+            n, p = slow_varint(data, pos)
         rec_end = p + n
         if n <= 0 or rec_end > end:
             raise InvalidRecordFraming(index, f"length {n} does not fit the {end - p} bytes left")
         p += 1  # attributes: unused by every Kafka version so far
-        _, p = slow_varint(data, p)  # timestamp delta (a varlong: any width up to 10 bytes)
-        od, p = slow_varint(data, p)
+        b = data[p]
+        if b < 0x80:  # timestamp delta (a varlong: any width up to 10 bytes)
+            p += 1
+        else:
+            p = slow_varint(data, p)[1]
+        b = data[p]
+        if b < 0x80:
+            od, p = one[b], p + 1
+        else:
+            od, p = slow_varint(data, p)
         if not 0 <= od <= last_offset_delta:
             raise InvalidRecordFraming(index, f"offset delta {od} outside [0, {last_offset_delta}]")
-        kl, p = slow_varint(data, p)
+        b = data[p]
+        if b < 0x80:
+            kl, p = one[b], p + 1
+        else:
+            kl, p = slow_varint(data, p)
         if kl < -1:
             raise InvalidRecordFraming(index, f"key length {kl}")
-        key_null = kl == -1
         if kl > 0:
             p += kl
-        vl, p = slow_varint(data, p)
+        b = data[p]
+        if b < 0x80:
+            vl, p = one[b], p + 1
+        else:
+            vl, p = slow_varint(data, p)
         if vl < -1:
             raise InvalidRecordFraming(index, f"value length {vl}")
         if vl > 0:
             p += vl
-        if p > rec_end:
-            raise InvalidRecordFraming(index, "key and value run past the record's length")
-        hc, p = slow_varint(data, p)
+        if p >= rec_end:
+            raise InvalidRecordFraming(index, "key and value leave no room for the header count")
+        b = data[p]
+        if b < 0x80:
+            hc, p = one[b], p + 1
+        else:
+            hc, p = slow_varint(data, p)
         if hc < 0:
             raise InvalidRecordFraming(index, f"header count {hc}")
         for _ in range(hc):
+            # keys are not checked as UTF-8: Kafka decodes them leniently (U+FFFD)
             hk, p = slow_varint(data, p)
             if hk < 0:
                 raise InvalidRecordFraming(index, f"header key length {hk}")
-            try:
-                bytes(data[p:p + hk]).decode("utf-8")
-            except UnicodeDecodeError:
-                raise InvalidRecordFraming(index, "header key is not UTF-8") from None
             p += hk
             hv, p = slow_varint(data, p)
             if hv < -1:
@@ -309,8 +352,8 @@ def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: i
                 raise InvalidRecordFraming(index, "headers run past the record's length")
         if p != rec_end:
             raise InvalidRecordFraming(index, f"fields end at byte {p - pos} of a record of {rec_end - pos} bytes")
-        return rec_end, key_null
-    except (IndexError, CorruptRecordError) as e:
-        if isinstance(e, InvalidRecordFraming):
-            raise
+        return rec_end, kl == -1
+    except InvalidRecordFraming:
+        raise
+    except (IndexError, CorruptRecordError):
         raise InvalidRecordFraming(index, "runs past the end of the batch or holds a malformed varint") from None
