@@ -71,6 +71,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, fsync: bool = Tr
 
 
 def format_offset_checkpoint(entries: Mapping[tuple[str, int], int]) -> str:
+    """The text of an offset checkpoint file (Kafka's version 0 format: topic partition offset lines)."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     for (topic, partition), offset in sorted(entries.items()):
         if " " in topic or not topic:
@@ -80,6 +81,7 @@ def format_offset_checkpoint(entries: Mapping[tuple[str, int], int]) -> str:
 
 
 def write_offset_checkpoint(path: str | os.PathLike, entries: Mapping[tuple[str, int], int], *, fsync: bool = True) -> None:
+    """Write an offset checkpoint file atomically."""
     atomic_write(path, format_offset_checkpoint(entries), fsync=fsync)
 
 
@@ -107,6 +109,7 @@ def parse_versioned_lines(path: str | os.PathLike, text: str, fields: int, expec
         raise DataError(f"{path}: empty checkpoint file (expected a version line)")
 
     def as_int(value: str, line_no: int, what: str) -> int:
+        """The checkpoint field as an integer, or a DataError naming the line."""
         try:
             return int(value.strip())
         except ValueError:
@@ -164,9 +167,11 @@ class OffsetCheckpointFile:
         self.path = Path(path)
 
     def read(self) -> dict[tuple[str, int], int]:
+        """The file's entries; raises DataError naming the line at fault."""
         return read_offset_checkpoint_or_empty(self.path)
 
     def write(self, entries: Mapping[tuple[str, int], int]) -> None:
+        """Replace the file atomically with these entries."""
         write_offset_checkpoint(self.path, entries)
 
     def __repr__(self) -> str:

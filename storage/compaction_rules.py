@@ -78,6 +78,7 @@ class SegmentStat(NamedTuple):
 
 
 class CleanableSection(NamedTuple):
+    """The part of a log a cleaning covers and the byte counts the dirty ratio is computed from."""
     first_dirty: int
     first_uncleanable: int
     clean_bytes: int
@@ -86,15 +87,18 @@ class CleanableSection(NamedTuple):
 
     @property
     def total_bytes(self) -> int:
+        """Clean plus dirty bytes."""
         return self.clean_bytes + self.dirty_bytes
 
     @property
     def dirty_ratio(self) -> float:
+        """Dirty bytes over total bytes (0 when empty)."""
         total = self.total_bytes
         return self.dirty_bytes / total if total else 0.0
 
     @property
     def needs_compaction_now(self) -> bool:
+        """True when max.compaction.lag.ms forces a cleaning whatever the ratio."""
         return self.max_lag_delay_ms > 0
 
 
@@ -322,6 +326,7 @@ def _scan_offsets(data: bytes, base_offset: int) -> tuple[list, list]:
 
 
 class RecordSpan(NamedTuple):
+    """Where one record lies in a records section, for copying it or re-encoding its timestamp delta."""
     offset: int
     key: bytes | None
     tombstone: bool
@@ -341,6 +346,8 @@ def batch_records_data(raw, h: BatchHeader) -> bytes:
 
 # ---------------------------------------------------------------- the retention rule
 class FilteredBatch(NamedTuple):
+    """What the retention rule did to one batch: the bytes to write (None: removed), records kept and
+    removed, tombstones removed, whether it was rebuilt."""
     data: object  # None (batch removed), the input (copied as is) or new bytes
     kept: int  # records kept
     removed: int  # records removed

@@ -36,6 +36,8 @@ class InvalidIndexEntryError(DataError):
 
 
 class IndexFile:
+    """A memory-mapped index file of fixed-size entries (Kafka's AbstractIndex): the active segment's is
+    preallocated, older ones are trimmed to their entries."""
     entry_size = 8  # overridden
 
     def __init__(self, path: str | os.PathLike, base_offset: int, max_index_size: int, writable: bool = True):
@@ -118,17 +120,21 @@ class IndexFile:
 
     @property
     def is_full(self) -> bool:
+        """True when no entry can be appended."""
         return self.entries >= self.max_entries
 
     @property
     def size_bytes(self) -> int:
+        """Bytes of the entries held."""
         return self.entries * self.entry_size
 
     def flush(self) -> None:
+        """Write the mapped entries to disk."""
         if self._mm is not None and self.writable:
             self._mm.flush()
 
     def close(self) -> None:
+        """Close the file, trimming a writable index to its entries."""
         if self._fd < 0:
             return
         if self.writable:
@@ -140,6 +146,7 @@ class IndexFile:
         self._fd = -1
 
     def close_without_trim(self) -> None:
+        """Close without trimming (the segment is being deleted)."""
         if self._fd < 0:
             return
         if self._mm is not None:

@@ -22,6 +22,7 @@ RENAMED_DIR_SUFFIXES = (DELETE_DIR_SUFFIX, STRAY_DIR_SUFFIX, FUTURE_DIR_SUFFIX)
 
 
 class PartitionDir(NamedTuple):
+    """A partition folder's topic and partition number."""
     topic: str
     partition: int
 
@@ -52,6 +53,7 @@ def user_partition_dir(name: str) -> PartitionDir | None:
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
+    """The folder name of a partition: `<topic>-<partition>`."""
     return f"{topic}-{partition}"
 
 

@@ -22,11 +22,13 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 
 class EpochEntry(NamedTuple):
+    """One leader-epoch-checkpoint line: an epoch and the first offset written in it."""
     epoch: int
     start_offset: int
 
 
 def format_leader_epoch_checkpoint(entries: list[EpochEntry]) -> str:
+    """The text of a leader-epoch-checkpoint file (Kafka's version 0 format)."""
     lines = ["0", str(len(entries))]
     lines += [f"{e.epoch} {e.start_offset}" for e in entries]
     return "\n".join(lines) + "\n"
@@ -77,6 +79,7 @@ class LeaderEpochFileCache:
     # ---- queries ----
     @property
     def entries(self) -> list[EpochEntry]:
+        """Every entry, oldest first."""
         with self._lock:
             return [EpochEntry(e, o) for e, o in zip(self._epochs, self._offsets)]
 
@@ -85,15 +88,18 @@ class LeaderEpochFileCache:
 
     @property
     def latest_epoch(self) -> int | None:
+        """The newest epoch, or None."""
         return self._epochs[-1] if self._epochs else None
 
     @property
     def latest_entry(self) -> EpochEntry | None:
+        """The newest entry, or None."""
         with self._lock:
             return EpochEntry(self._epochs[-1], self._offsets[-1]) if self._epochs else None
 
     @property
     def earliest_entry(self) -> EpochEntry | None:
+        """The oldest entry, or None."""
         with self._lock:
             return EpochEntry(self._epochs[0], self._offsets[0]) if self._epochs else None
 
@@ -174,6 +180,7 @@ class LeaderEpochFileCache:
                 self.flush()
 
     def clear(self, *, flush: bool = True) -> None:
+        """Drop every entry."""
         with self._lock:
             self._epochs.clear()
             self._offsets.clear()
@@ -181,6 +188,7 @@ class LeaderEpochFileCache:
                 self.flush()
 
     def flush(self) -> None:
+        """Write the checkpoint file (atomically) with the entries held."""
         with self._lock:
             atomic_write(self.path, format_leader_epoch_checkpoint(self.entries), fsync=self._fsync)
 

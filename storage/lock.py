@@ -20,9 +20,11 @@ class DirLock:
 
     @property
     def locked(self) -> bool:
+        """True while this process holds the lock."""
         return self._fd is not None
 
     def acquire(self) -> "DirLock":
+        """Take the lock (non-blocking); raises DataError when another process holds it."""
         if self._fd is not None:
             return self
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -38,6 +40,7 @@ class DirLock:
         return self
 
     def release(self) -> None:
+        """Give the lock up."""
         if self._fd is not None:
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)

@@ -44,6 +44,8 @@ MAX_TIMESTAMP = -3
 
 
 class AppendInfo(NamedTuple):
+    """What an append did: the offsets assigned, max timestamp, LogAppendTime (-1 for CreateTime), log start
+    offset, record count, whether it was a duplicate (nothing written) and the bytes written."""
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -55,12 +57,15 @@ class AppendInfo(NamedTuple):
 
 
 class FetchSlice(NamedTuple):
+    """A range of a segment file for a fetch: (fd, position, length) for os.sendfile, and the first batch's
+    base offset."""
     fd: int
     position: int
     length: int
     first_offset: int
 
     def read_bytes(self) -> bytes:
+        """The slice's bytes (for callers that cannot sendfile)."""
         if self.length == 0:
             return b""
         return os.pread(self.fd, self.length, self.position)
@@ -140,26 +145,33 @@ class Log(LogLoader, LogRetention):
 
     @property
     def active_segment(self) -> LogSegment:
+        """The segment appends go to (always the last)."""
         return self.segments[-1]
 
     @property
     def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
         return self.segments[-1].next_offset
 
     @property
     def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided (the high watermark: no open transactions
+        here)."""
         return self.high_watermark
 
     @property
     def latest_epoch(self) -> int | None:
+        """The newest leader epoch in the epoch cache, or None."""
         return self.epoch_cache.latest_epoch
 
     @property
     def size_bytes(self) -> int:
+        """Bytes of all segment files."""
         return sum(s.size for s in self.segments)
 
     @property
     def is_compacted(self) -> bool:
+        """True when cleanup.policy includes compact."""
         return "compact" in self.config["cleanup.policy"]
 
     def _segment_for(self, offset: int) -> int:
@@ -167,11 +179,17 @@ class Log(LogLoader, LogRetention):
         return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
     def update_config(self, config) -> None:
+        """Apply new topic configs (AlterConfigs); later appends and retention use them."""
         with self.lock:
             self.config = config
 
     # ---- append ----
     def append_as_leader(self, buf, leader_epoch: int, *, now_ms: int | None = None) -> AppendInfo:
+        """Validate the client's batches (storage.log_validator: every check before a byte is written),
+        re-encode them when compression.type asks for another codec, answer duplicates of an idempotent
+        producer with their original offsets, then assign offsets and the leader epoch in place and write
+        everything with one write into the active segment (rolling first when due). Raises the Kafka
+        error the produce response carries."""
         with self.lock:
             if self.closed:
                 raise DataError(f"log {self.dir} is closed")
@@ -242,6 +260,7 @@ class Log(LogLoader, LogRetention):
 
     # ---- roll ----
     def roll(self, now_ms: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op when the active one is empty)."""
         with self.lock:
             return self._roll(self._now_ms() if now_ms is None else now_ms)
 
@@ -295,6 +314,9 @@ class Log(LogLoader, LogRetention):
     # ---- read ----
     def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
              min_one_batch: bool = True) -> FetchSlice:
+        """Whole batches from the one holding `offset`, at most max_bytes (but at least one batch when
+        min_one_batch) and never past the high watermark (or upper_bound): a FetchSlice for sendfile.
+        Raises OffsetOutOfRangeError outside [log start, log end]."""
         with self.lock:
             leo = self.log_end_offset
             if offset < self.log_start_offset or offset > leo:
@@ -336,6 +358,8 @@ class Log(LogLoader, LogRetention):
 
     # ---- lookups ----
     def offset_for_timestamp(self, ts: int) -> tuple[int, int, int] | None:
+        """ListOffsets: (offset, timestamp, leader epoch) of the first record at or after `ts`;
+        EARLIEST/LATEST/MAX_TIMESTAMP sentinels as Kafka's; None when no record qualifies."""
         with self.lock:
             cache = self.epoch_cache
             if ts == EARLIEST_TIMESTAMP:
@@ -381,16 +405,19 @@ class Log(LogLoader, LogRetention):
         return None
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset) as Kafka's leader-epoch cache answers it."""
         with self.lock:
             return self.epoch_cache.end_offset_for(epoch, self.log_end_offset)
 
     # ---- lifecycle ----
     def take_snapshot(self) -> None:
+        """Write a producer-state snapshot at the log end offset."""
         with self.lock:
             self.producer_state.update_map_end_offset(self.log_end_offset)
             self.producer_state.take_snapshot(self.log_end_offset)
 
     def close(self) -> None:
+        """Close every segment (trimming the active one's indexes); the log cannot be used after."""
         with self.lock:
             if self.closed:
                 return

@@ -58,6 +58,8 @@ def clean_shutdown_marker(broker_epoch: int) -> str:
 
 @dataclass
 class TopicInfo:
+    """A topic as the log manager knows it: name, id, partition count, resolved config and the overrides set
+    on it."""
     name: str
     topic_id: uuid.UUID
     num_partitions: int
@@ -67,6 +69,7 @@ class TopicInfo:
 
 @dataclass
 class RecoveryReport:
+    """What startup found: topics, partitions loaded and recovered, seconds taken, warnings."""
     topics: int
     partitions_loaded: int
     partitions_recovered: int
@@ -75,6 +78,8 @@ class RecoveryReport:
 
 
 def validate_topic_name(name: str) -> None:
+    """Raise InvalidTopicError for a name Kafka refuses (empty, . or .., over 249 characters, other than
+    ASCII letters, digits, . _ -)."""
     if not name:
         raise InvalidTopicError("topic name is empty")
     if name in (".", ".."):
@@ -87,6 +92,9 @@ def validate_topic_name(name: str) -> None:
 
 
 class LogManager:
+    """Every partition log of the broker's log dirs: startup (locks, recovery after an unclean shutdown),
+    topic creation and deletion, configs, retention, checkpoints and a clean shutdown that writes Kafka's
+    .kafka_cleanshutdown."""
     def __init__(self, log_dirs: list[str], broker_config, *, clock: Callable[[], float] = time.time):
         if not log_dirs:
             raise DataError("no log dirs configured")
@@ -246,6 +254,8 @@ class LogManager:
             self.cleaner = None
 
     def shutdown(self) -> None:
+        """Stop the cleaner, flush and snapshot every log, write the checkpoints and .kafka_cleanshutdown,
+        release the locks. Idempotent."""
         self.stop_cleaner()
         with self.lock:
             if self._shut or not self.started:
@@ -322,6 +332,8 @@ class LogManager:
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
                      topic_id: uuid.UUID | None = None) -> TopicInfo:
+        """Create a topic with its partition logs; raises TopicAlreadyExistsError, InvalidPartitionsError,
+        InvalidConfigError."""
         validate_topic_name(name)
         with self.lock:
             if name in self.topics:
@@ -338,6 +350,8 @@ class LogManager:
             return info
 
     def delete_topic(self, name: str) -> None:
+        """Delete a topic: each partition folder is renamed `-delete` first (as Kafka does) and then
+        removed."""
         with self.lock:
             info = self.topics.pop(name, None)
             if info is None:
@@ -356,6 +370,7 @@ class LogManager:
             self.write_checkpoints()
 
     def create_partitions(self, name: str, new_total: int) -> TopicInfo:
+        """Grow a topic to new_total partitions."""
         with self.lock:
             info = self.topics.get(name)
             if info is None:
@@ -370,6 +385,7 @@ class LogManager:
             return info
 
     def alter_topic_config(self, name: str, configs: dict[str, str | None]) -> TopicInfo:
+        """Set (or with None remove) topic config overrides and apply them to the topic's logs."""
         with self.lock:
             info = self.topics.get(name)
             if info is None:
@@ -392,27 +408,33 @@ class LogManager:
             return info
 
     def get_log(self, topic: str, partition: int) -> Log | None:
+        """The log of a partition, or None."""
         return self.logs.get((topic, partition))
 
     def all_logs(self) -> list[Log]:
+        """A snapshot of every partition log."""
         with self.lock:
             return list(self.logs.values())
 
     # ---- periodic work ----
     def run_retention(self, now_ms: int | None = None) -> int:
+        """Retention on every log; returns the number of segments deleted."""
         n = 0
         for lg in self.all_logs():
             n += lg.run_retention(now_ms)
         return n
 
     def flush_dirty(self, now_ms: int | None = None) -> int:
+        """flush.ms on every log; returns how many logs were flushed."""
         now = self._now_ms() if now_ms is None else now_ms
         return sum(lg.flush_if_due(now) for lg in self.all_logs())
 
     def delete_expired_files(self, now_ms: int | None = None) -> int:
+        """Remove `.deleted` segments whose file.delete.delay.ms has passed."""
         return sum(lg.delete_expired_files(now_ms) for lg in self.all_logs())
 
     def write_checkpoints(self) -> None:
+        """Write the recovery-point, log-start-offset and replication-offset checkpoints of every log dir."""
         with self.lock:
             for d in self.log_dirs:
                 logs = [lg for lg in self.logs.values() if lg.dir.parent == d]

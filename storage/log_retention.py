@@ -16,6 +16,8 @@ class LogRetention:
     """Retention and log-start movement of a Log (mixed into storage.log.Log)."""
 
     def delete_records(self, before_offset: int) -> int:
+        """DeleteRecords: move the log start offset to before_offset (-1: the high watermark) and delete the
+        segments wholly below it; returns the new log start offset."""
         with self.lock:
             if before_offset == -1:
                 before_offset = self.high_watermark

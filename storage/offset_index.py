@@ -16,6 +16,8 @@ _I32 = struct.Struct(">i")
 
 
 class OffsetIndex(IndexFile):
+    """Kafka's offset index (`.index`): 8-byte entries (relative offset, position), one every
+    index.interval.bytes of log."""
     entry_size = 8
 
     def _key(self, n: int) -> int:
@@ -28,12 +30,14 @@ class OffsetIndex(IndexFile):
 
     @property
     def last_entry(self) -> tuple[int, int]:
+        """The newest entry, or (base offset, 0) when empty."""
         if self.entries == 0:
             return self.base_offset, 0
         return self.entry(self.entries - 1)
 
     @property
     def last_offset(self) -> int:
+        """The offset of the batch's last record."""
         return self.last_entry[0]
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
@@ -84,4 +88,5 @@ class OffsetIndex(IndexFile):
             raise CorruptIndexError(f"corrupt index {self.path}: position {last_pos} beyond the log ({log_size} bytes)")
 
     def all_entries(self) -> list[tuple[int, int]]:
+        """Every entry, oldest first."""
         return [self.entry(i) for i in range(self.entries)]

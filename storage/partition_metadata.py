@@ -17,10 +17,12 @@ PARTITION_METADATA = "partition.metadata"
 
 
 def format_partition_metadata(topic_id: uuid.UUID) -> str:
+    """The text of a partition.metadata file (Kafka's version 0 format with the topic id)."""
     return f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}\n"
 
 
 def write_partition_metadata(partition_dir: str | os.PathLike, topic_id: uuid.UUID) -> None:
+    """Write partition.metadata (atomically) with the topic id."""
     atomic_write(Path(partition_dir) / PARTITION_METADATA, format_partition_metadata(topic_id))
 
 

@@ -44,6 +44,8 @@ _U32 = struct.Struct(">I")
 
 
 class Entry(NamedTuple):
+    """One batch (any magic) of a scanned log file, with the buffer that holds it and whether its CRC
+    checks."""
     position: int  # file position
     magic: int
     header: Union[BatchHeader, LegacyHeader]
@@ -53,6 +55,8 @@ class Entry(NamedTuple):
 
 
 class Damage(NamedTuple):
+    """A damaged stretch of a log file: its position, kind (truncated or corrupt), a message, and the bytes
+    skipped to the next good batch."""
     position: int
     kind: str  # "truncated" | "corrupt"
     message: str

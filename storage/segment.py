@@ -61,14 +61,17 @@ RECOVERY_CHUNK = 8 << 20
 
 
 def filename_prefix(offset: int) -> str:
+    """The 20-digit zero-padded file name stem of a base offset, as Kafka names segment files."""
     return f"{offset:020d}"
 
 
 def segment_path(dir: Path, base_offset: int, suffix: str) -> Path:
+    """The path of the segment file with this base offset and suffix."""
     return dir / (filename_prefix(base_offset) + suffix)
 
 
 class BatchPosition(NamedTuple):
+    """Where a batch lies in a segment file: its base and last offset, position and size."""
     base_offset: int
     last_offset: int
     position: int
@@ -76,6 +79,7 @@ class BatchPosition(NamedTuple):
 
 
 class RecoveryResult(NamedTuple):
+    """What recovering a segment did: bytes cut, bytes kept, the next offset, and why the tail was cut."""
     truncated_bytes: int
     valid_bytes: int
     next_offset: int
@@ -83,6 +87,9 @@ class RecoveryResult(NamedTuple):
 
 
 class LogSegment:
+    """One segment: the `.log` file of v2 batches and its offset, time and transaction indexes. Appends
+    write whole validated batches with one write; reads hand back (position, length) slices for sendfile;
+    recovery rebuilds the indexes from the batches."""
     def __init__(
         self,
         dir: str | os.PathLike,
@@ -201,6 +208,7 @@ class LogSegment:
         self.unflushed = True
 
     def can_hold(self, last_offset: int) -> bool:
+        """True when last_offset fits the segment's int32 relative offsets."""
         return 0 <= last_offset - self.base_offset <= INT_MAX
 
     def should_roll(self, *, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int,
@@ -277,19 +285,23 @@ class LogSegment:
         return None
 
     def read_batch_bytes(self, position: int, size: int) -> bytes:
+        """The `size` bytes at `position` of the log file."""
         return os.pread(self.fd, size, position)
 
     def batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of every batch from byte `start`, read header by header (no CRC)."""
         return self._walk(start)
 
     @property
     def largest_timestamp(self) -> int:
+        """The max timestamp of the segment's batches, or the file's mtime when none has one (retention.ms)."""
         if self.max_timestamp_so_far >= 0:
             return self.max_timestamp_so_far
         return self.last_modified_ms
 
     @property
     def last_modified_ms(self) -> int:
+        """The .log file's mtime in milliseconds."""
         return int(os.fstat(self.fd).st_mtime * 1000)
 
     # ---- recovery ----
@@ -427,6 +439,7 @@ class LogSegment:
         # Log.flush runs outside the log's lock (a roll hands older segments to a
         # background flush), so retention, a cleaner swap or a topic deletion may
         # close this segment meanwhile: a closed segment has nothing left to make durable.
+        """fsync the log and its indexes (a closed segment has nothing left to flush)."""
         if self.fd < 0:
             return
         try:
@@ -440,6 +453,7 @@ class LogSegment:
         self.unflushed = False
 
     def resize_indexes(self, size: int) -> None:
+        """Resize both index files (the active segment's are preallocated to segment.index.bytes)."""
         self.offset_index.resize(size)
         self.time_index.resize(size)
 
@@ -459,6 +473,7 @@ class LogSegment:
         self.suffix = new
 
     def close(self) -> None:
+        """Close the files, trimming the indexes' preallocated tails."""
         if self.fd < 0:
             return
         self.offset_index.close()
@@ -477,6 +492,7 @@ class LogSegment:
         self.fd = -1
 
     def delete_files(self) -> None:
+        """Close and remove every file of the segment."""
         self.close_handlers()
         for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             try:

@@ -18,6 +18,8 @@ NO_TIMESTAMP = -1
 
 
 class TimeIndex(IndexFile):
+    """Kafka's time index (`.timeindex`): 12-byte entries (max timestamp so far, relative offset), appended
+    when the timestamp grows."""
     entry_size = 12
 
     def _key(self, n: int) -> int:
@@ -30,6 +32,7 @@ class TimeIndex(IndexFile):
 
     @property
     def last_entry(self) -> tuple[int, int]:
+        """The newest entry, or the empty index's placeholder."""
         if self.entries == 0:
             return NO_TIMESTAMP, self.base_offset
         return self.entry(self.entries - 1)
@@ -37,6 +40,7 @@ class TimeIndex(IndexFile):
     @property
     def is_full(self) -> bool:
         # Kafka keeps one slot free: rolling appends a final entry without a full check.
+        """True when no entry can be appended."""
         return self.entries >= self.max_entries - 1
 
     def lookup(self, target_ts: int) -> tuple[int, int]:
@@ -53,6 +57,8 @@ class TimeIndex(IndexFile):
         return self.lookup(target_ts - 1)
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
+        """Append (timestamp, offset) when the timestamp is above the last one; the segment's roll appends
+        its final entry without the full check."""
         if timestamp < 0:
             return False
         if not skip_full_check and self.is_full:
@@ -78,6 +84,7 @@ class TimeIndex(IndexFile):
         self.entries = keep
 
     def sanity_check(self, last_offset: int | None = None) -> None:
+        """Raise the corrupt-index error when the file cannot be trusted."""
         if self.entries == 0:
             return
         ts, off = self.last_entry
@@ -91,4 +98,5 @@ class TimeIndex(IndexFile):
             raise CorruptIndexError(f"corrupt time index {self.path}: offset {off} beyond the log's last offset {last_offset}")
 
     def all_entries(self) -> list[tuple[int, int]]:
+        """Every entry, oldest first."""
         return [self.entry(i) for i in range(self.entries)]

@@ -20,12 +20,15 @@ VERSION = 0
 
 
 class AbortedTxn(NamedTuple):
+    """One .txnindex entry: an aborted transaction's producer, first and last offset, and the last stable
+    offset at its marker."""
     producer_id: int
     first_offset: int
     last_offset: int
     last_stable_offset: int
 
     def encode(self) -> bytes:
+        """The entry's 34 bytes (version 0)."""
         return _ENTRY.pack(VERSION, *self)
 
 
@@ -34,6 +37,8 @@ class CorruptTxnIndexError(CorruptIndexError):
 
 
 class TransactionIndex:
+    """A segment's `.txnindex`: the aborted transactions whose ABORT markers it holds, in Kafka's 34-byte
+    entry format."""
     def __init__(self, path: str | os.PathLike, base_offset: int):
         self.path = Path(path)
         self.base_offset = base_offset
@@ -47,6 +52,7 @@ class TransactionIndex:
                 self._last_offset = entries[-1].last_offset
 
     def append(self, txn: AbortedTxn) -> None:
+        """Add an entry; entries must come in last-offset order."""
         if self._last_offset is not None and txn.last_offset < self._last_offset:
             raise InvalidIndexEntryError(f"aborted txn last offset {txn.last_offset} below {self._last_offset} in {self.path}")
         with open(self.path, "ab") as f:
@@ -54,6 +60,7 @@ class TransactionIndex:
         self._last_offset = txn.last_offset
 
     def read_all(self) -> list[AbortedTxn]:
+        """Every entry of the file."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -87,12 +94,15 @@ class TransactionIndex:
             self._last_offset = keep[-1].last_offset if keep else None
 
     def sanity_check(self) -> None:
+        """Raise the corrupt-index error when the file cannot be trusted."""
         self.read_all()
 
     def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
         self.delete()
 
     def flush(self) -> None:
+        """Make the file durable."""
         if self.path.exists():
             fd = os.open(self.path, os.O_RDONLY)
             try:
@@ -101,6 +111,7 @@ class TransactionIndex:
                 os.close(fd)
 
     def delete(self) -> None:
+        """Remove the file."""
         try:
             self.path.unlink()
         except FileNotFoundError:
@@ -108,9 +119,11 @@ class TransactionIndex:
         self._last_offset = None
 
     def rename(self, new_path: Path) -> None:
+        """Move the file (segment suffix changes)."""
         if self.path.exists():
             os.replace(self.path, new_path)
         self.path = Path(new_path)
 
     def close(self) -> None:
+        """Close the file."""
         pass

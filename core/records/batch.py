@@ -380,12 +380,15 @@ class RecordBatch:
         return memoryview(self.buffer)[self.position : self.position + self.header.size]
 
     def compute_crc(self) -> int:
+        """CRC-32C of the batch as it is now (attributes to the end)."""
         return crc32c(memoryview(self.buffer)[self.position + ATTRIBUTES_OFFSET : self.position + self.header.size])
 
     def crc_ok(self) -> bool:
+        """True when the stored CRC matches the computed one."""
         return self.compute_crc() == self.header.crc
 
     def check_crc(self) -> None:
+        """Raise CrcMismatchError when the stored CRC is not the computed one."""
         found = self.compute_crc()
         if found != self.header.crc:
             raise CrcMismatchError(self.header.crc, found, self.position)
@@ -535,10 +538,12 @@ class BatchBuilder:
 
     @property
     def record_count(self) -> int:
+        """Records appended so far."""
         return len(self._parts) >> 1
 
     @property
     def next_offset(self) -> int:
+        """The offset after the batch's last record."""
         return self.base_offset + self._next_delta
 
     def size_in_bytes(self) -> int:
@@ -593,6 +598,7 @@ class BatchBuilder:
         return self.base_offset + od
 
     def build(self) -> bytes:
+        """The finished batch: records compressed with the codec, header and CRC filled in."""
         codec = self.codec
         records = b"".join(self._parts)
         payload = records if codec == CODEC_NONE else compression.compress(codec, records)

@@ -21,12 +21,14 @@ class TruncatedBatchError(RecordFormatError):
 
 
 class InvalidMagicError(RecordFormatError):
+    """A magic byte pylog does not read here."""
     def __init__(self, magic: int, position: int | None = None):
         super().__init__(f"invalid magic byte {magic}", position)
         self.magic = magic
 
 
 class CrcMismatchError(RecordFormatError):
+    """A batch whose stored CRC is not the computed one."""
     def __init__(self, expected: int, found: int, position: int | None = None):
         super().__init__(f"CRC mismatch: stored {expected:#010x}, computed {found:#010x}", position)
         self.expected = expected
@@ -38,6 +40,7 @@ class InvalidBatchSizeError(RecordFormatError):
 
 
 class RecordCountMismatchError(RecordFormatError):
+    """A batch whose header declares another number of records than it holds."""
     def __init__(self, declared: int, found: int, position: int | None = None):
         super().__init__(f"record count mismatch: header says {declared}, found {found}", position)
         self.declared = declared
@@ -45,6 +48,7 @@ class RecordCountMismatchError(RecordFormatError):
 
 
 class UnknownCodecError(RecordFormatError):
+    """A compression codec id outside 0-4."""
     def __init__(self, codec: int, position: int | None = None):
         super().__init__(f"unknown compression codec {codec}", position)
         self.codec = codec

@@ -82,6 +82,7 @@ _I16 = struct.Struct(">h")
 
 
 class BatchHeader(NamedTuple):
+    """The 61-byte v2 batch header, field by field (HEADER_STRUCT's order)."""
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -103,30 +104,37 @@ class BatchHeader(NamedTuple):
 
     @property
     def last_offset(self) -> int:
+        """The offset of the batch's last record."""
         return self.base_offset + self.last_offset_delta
 
     @property
     def next_offset(self) -> int:
+        """The offset after the batch's last record."""
         return self.base_offset + self.last_offset_delta + 1
 
     @property
     def codec(self) -> int:
+        """The compression codec id (attributes bits 0-2)."""
         return self.attributes & CODEC_MASK
 
     @property
     def timestamp_type(self) -> int:
+        """0 for CreateTime, 1 for LogAppendTime."""
         return (self.attributes & TIMESTAMP_TYPE_MASK) >> 3
 
     @property
     def is_transactional(self) -> bool:
+        """True for batches of a transaction."""
         return bool(self.attributes & TRANSACTIONAL_MASK)
 
     @property
     def is_control(self) -> bool:
+        """True for control batches (transaction markers)."""
         return bool(self.attributes & CONTROL_MASK)
 
     @property
     def has_delete_horizon(self) -> bool:
+        """True when the base timestamp is a delete horizon (KIP-534)."""
         return bool(self.attributes & DELETE_HORIZON_MASK)
 
     @property
@@ -136,6 +144,7 @@ class BatchHeader(NamedTuple):
 
     @property
     def last_sequence(self) -> int:
+        """The sequence of the batch's last record (wrapping at 2**31), or -1."""
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
         # Sequences wrap at Int32.MAX_VALUE as in Kafka's DefaultRecordBatch.
@@ -143,6 +152,7 @@ class BatchHeader(NamedTuple):
 
     @property
     def has_producer_id(self) -> bool:
+        """True for batches of an idempotent or transactional producer."""
         return self.producer_id >= 0
 
 
@@ -158,10 +168,12 @@ def compute_crc(buf, pos: int, size: int) -> int:
 
 
 def stored_crc(buf, pos: int = 0) -> int:
+    """The CRC stored in the header of the batch at pos."""
     return _U32.unpack_from(buf, pos + CRC_OFFSET)[0]
 
 
 def check_crc(buf, pos: int, size: int) -> None:
+    """Raise CrcMismatchError when the stored CRC is not the computed one."""
     expected = stored_crc(buf, pos)
     found = compute_crc(buf, pos, size)
     if expected != found:
