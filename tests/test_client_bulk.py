@@ -17,7 +17,8 @@ import pytest
 from pylog.commands.consume import compile_format, format_pieces, json_line
 from pylog.commands.consume_output import Renderer
 from pylog.commands.produce_input import parse_json, parse_json_line, parse_text, read_blocks
-from pylog.core.client.accumulator import ProducerBatch, _headers_bytes
+from pylog.core.client.accumulator import ProducerBatch
+from pylog.core.records.batch import encode_headers as _headers_bytes
 from pylog.core.errors import DataError
 from pylog.core.records.batch import Record, decode_records
 

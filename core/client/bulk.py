@@ -17,7 +17,8 @@ import collections
 import time
 from operator import itemgetter
 
-from pylog.core.client.accumulator import HEADER_SIZE, RECORD_OVERHEAD_MAX, _headers_bytes
+from pylog.core.client.accumulator import HEADER_SIZE, RECORD_OVERHEAD_MAX
+from pylog.core.records.batch import encode_headers
 from pylog.core.client.errors import BulkSendStopped, KafkaTimeoutError, record_too_large
 from pylog.core.client.partitioner import murmur2_many
 from pylog.core.errors import KafkaError
@@ -73,7 +74,7 @@ class BulkSender:
             return _EMPTY_HEADERS
         if self._hcache[0] is headers:
             return self._hcache[1]
-        enc = _headers_bytes(headers) if headers else _EMPTY_HEADERS
+        enc = encode_headers(headers) if headers else _EMPTY_HEADERS
         self._hcache = (headers, enc)
         return enc
 
