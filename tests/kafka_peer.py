@@ -180,8 +180,14 @@ def free_port() -> int:
 
 
 def random_cluster_id() -> str:
-    """A KRaft cluster id: a random UUID in Kafka's URL-safe base64 form."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: a random UUID in Kafka's URL-safe base64 form.
+
+    Like Kafka's Uuid.randomUuid, never one starting with '-': kafka-storage's argument parser
+    would take it for an option (1 id in 64)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _metadata_broker_ids(host: str, port: int, timeout: float = 2.0) -> set[int]:
