@@ -117,6 +117,8 @@ class Connection:
             return self._handshake()
         self._reading = True
         self.loop.add_reader(self.fd, self._on_readable)
+        if self.tls and self.sock.pending():  # records decrypted before reading stopped
+            self.loop.call_soon(self._on_readable)
 
     def _handshake(self) -> None:
         self.loop.remove_reader(self.fd)
