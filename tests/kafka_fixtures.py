@@ -2,7 +2,8 @@
 
 `kafka_node`: one KRaft node for the whole run (tests use topics of their own).
 `kafka_cluster`: three combined broker+controller nodes, one per requesting module.
-Both stop their nodes at the end and fail if a node died under a test.
+`kafka_node` fails if its node died under a test or its controlled shutdown does not
+complete; `kafka_cluster` stops its nodes (tests kill and restart them on purpose).
 """
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ def kafka_node(tmp_path_factory):
     node = KafkaNode(tmp_path_factory.mktemp("kafka-node")).format().start()
     yield node
     alive = node.proc.poll() is None
-    node.stop()
+    rc = node.stop()
     assert alive, f"Apache Kafka node died during the run:\n{node.log_tail()}"
+    # the JVM ends a completed SIGTERM shutdown with 128 + 15; a hung shutdown is killed (-9)
+    assert rc == 143, f"Apache Kafka node exit code {rc} on SIGTERM:\n{node.log_tail()}"
 
 
 @pytest.fixture(scope="module")
