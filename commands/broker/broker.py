@@ -51,7 +51,6 @@ class Broker:
         self.settings = settings
         self.config = settings.config
         self.node_id = settings.node_id
-        self.started_at = time.time()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.cluster_id = ""
         self.recovery = None  # storage.RecoveryReport
@@ -277,7 +276,7 @@ class Broker:
         if sasl is not None and not sasl.authenticated and req.api_key not in ALLOWED_BEFORE_AUTH:
             # Kafka: any other request before authentication ends the connection
             return conn.close(f"unexpected {handler.schema.name} request before SASL authentication")
-        ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn, len(frame))
+        ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn)
         # the decoder checked the version against the schema, which is what we advertise;
         # authorization runs here, before the handler: it refuses the request or takes
         # out what the principal may not touch (their error entries are merged back)

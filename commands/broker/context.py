@@ -31,7 +31,6 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     conn: Any  # server.Connection
-    size: int = 0  # frame bytes, for logs and quotas
 
 
 def code_of(exc: BaseException) -> tuple[int, str]:

@@ -41,6 +41,8 @@ _DECODE_FAILURES = (Truncated, struct.error, IndexError, ValueError, UnicodeDeco
 
 
 class RequestHeader(NamedTuple):
+    """A request header (v1, or v2 with tagged fields for flexible versions)."""
+
     api_key: int
     api_version: int
     correlation_id: int
@@ -49,6 +51,8 @@ class RequestHeader(NamedTuple):
 
 
 class Request(NamedTuple):
+    """A decoded request: header fields and the body as a dict with every field of its version."""
+
     api_key: int
     api_version: int
     correlation_id: int
@@ -58,11 +62,13 @@ class Request(NamedTuple):
 
     @property
     def header(self) -> RequestHeader:
+        """The header fields alone."""
         return RequestHeader(self.api_key, self.api_version, self.correlation_id,
                              self.client_id, self.header_version)
 
     @property
     def api_name(self) -> str:
+        """Kafka's name for the API (e.g. "Fetch")."""
         s = SCHEMAS.get(self.api_key)
         return s.name if s else f"Unknown({self.api_key})"
 
@@ -263,6 +269,7 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
 # Body-only helpers (no header): embedded schemas and tests use these.
 
 def encode_request_body(api_key: int, api_version: int, body: dict) -> bytes:
+    """A request body without header or size prefix."""
     schema = _schema(api_key, api_version)
     out = bytearray()
     schema.codec("request", api_version)[1](body, out, None)
@@ -270,6 +277,7 @@ def encode_request_body(api_key: int, api_version: int, body: dict) -> bytes:
 
 
 def encode_response_body(api_key: int, api_version: int, body: dict) -> bytes:
+    """A response body without header or size prefix."""
     schema = _schema(api_key, api_version)
     out = bytearray()
     schema.codec("response", api_version)[1](body, out, None)
@@ -289,8 +297,10 @@ def _decode_body(direction, api_key, api_version, data):
 
 
 def decode_request_body(api_key: int, api_version: int, data) -> dict:
+    """A request body (no header); raises InvalidRequestError on malformed or trailing bytes."""
     return _decode_body("request", api_key, api_version, data)
 
 
 def decode_response_body(api_key: int, api_version: int, data) -> dict:
+    """A response body (no header); raises InvalidRequestError on malformed or trailing bytes."""
     return _decode_body("response", api_key, api_version, data)

@@ -83,6 +83,7 @@ def _fixed(field: Field) -> bool:
 
 
 def compile_struct(fields, version: int, flexible: bool):
+    """(decode, encode) functions for a struct at one version, generated once and cached."""
     with _LOCK:
         names = _struct_fns(fields, version, flexible)
         return _NS[names[0]], _NS[names[1]]

@@ -40,6 +40,7 @@ class Embedded:
         self._codecs = {}
 
     def codec(self, version):
+        """(decode, encode) for one version, compiled once."""
         c = self._codecs.get(version)
         if c is None:
             flexible = self.flexible_min is not None and version >= self.flexible_min
@@ -47,6 +48,7 @@ class Embedded:
         return c
 
     def encode_body(self, body: dict, version: int) -> bytes:
+        """The struct at `version`, without the version prefix."""
         if not self.min_version <= version <= self.max_version:
             raise ValueError(f"{self.name} has no version {version}")
         out = bytearray()
@@ -58,6 +60,7 @@ class Embedded:
         return _I16.pack(version) + self.encode_body(body, version)
 
     def decode_body(self, data, version: int, pos: int = 0, strict: bool = True) -> dict:
+        """The struct at `version` from data[pos:]; strict: no trailing bytes (MalformedDataError)."""
         buf = data if isinstance(data, memoryview) else memoryview(data)
         try:
             body, end = self.codec(version)[0](buf, pos, len(buf))

@@ -17,6 +17,7 @@ class UnknownApiKeyError(InvalidRequestError):
 
 
 def attach_header(exc, header):
+    """Give a decode error the request header it concerns (None: not even a header)."""
     exc.header = header
     exc.request_header = header
     if header is not None:

@@ -61,10 +61,12 @@ GROUP_METADATA = "group_metadata"
 
 
 def encode_offset_commit_key(group: str, topic: str, partition: int, version: int = 1) -> bytes:
+    """OffsetCommitKey (version prefix included)."""
     return OFFSET_COMMIT_KEY.encode({"group": group, "topic": topic, "partition": partition}, version)
 
 
 def encode_group_metadata_key(group: str) -> bytes:
+    """GroupMetadataKey v2 (version prefix included)."""
     return GROUP_METADATA_KEY.encode({"group": group}, 2)
 
 
@@ -74,6 +76,7 @@ def encode_offset_commit_value(value: dict, version: int = 3) -> bytes:
 
 
 def encode_group_metadata_value(value: dict, version: int = 3) -> bytes:
+    """GroupMetadataValue (version prefix included): protocol, generation, leader, members."""
     return GROUP_METADATA_VALUE.encode(value, version)
 
 

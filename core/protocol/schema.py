@@ -69,14 +69,17 @@ class Field:
         self.default = default
 
     def present(self, version: int) -> bool:
+        """The field exists at `version`."""
         v = self.versions
         return v is not None and v[0] <= version <= v[1]
 
     def is_tagged(self, version: int) -> bool:
+        """The field lives in the tagged section at `version`."""
         t = self.tagged
         return t is not None and t[0] <= version <= t[1]
 
     def is_nullable(self, version: int) -> bool:
+        """The field may be null at `version`."""
         n = self.nullable
         return n is not None and n[0] <= version <= n[1]
 
@@ -102,6 +105,7 @@ def default_of(field: Field):
 
 
 def defaults_dict(fields) -> dict:
+    """A struct with every field at its default."""
     return {f.name: default_of(f) for f in fields}
 
 
@@ -123,15 +127,19 @@ class Api:
         self._codecs = {}
 
     def is_flexible(self, version: int) -> bool:
+        """`version` uses compact types and tagged fields (KIP-482)."""
         return self.flexible_min is not None and version >= self.flexible_min
 
     def supports(self, version: int) -> bool:
+        """`version` is in the declared range."""
         return self.min_version <= version <= self.max_version
 
     def request_header_version(self, version: int) -> int:
+        """Request header v2 for flexible versions, else v1."""
         return 2 if self.is_flexible(version) else 1
 
     def response_header_version(self, version: int) -> int:
+        """Response header v1 for flexible versions, else v0 (ApiVersions: always v0)."""
         # ApiVersions answers with header v0 always, so a client that sent a
         # too-new version can still read the error and fall back.
         if self.key == API_VERSIONS_KEY:

@@ -138,6 +138,7 @@ def read_varlong(buf, pos):
 
 
 def uvarint_bytes(value):
+    """An unsigned varint as bytes."""
     if value < 128:
         return _SMALL[value]
     out = bytearray()
@@ -149,6 +150,7 @@ def uvarint_bytes(value):
 
 
 def write_uvarint(out, value):
+    """Append an unsigned varint to `out`."""
     if value < 128:
         out.append(value)
         return
@@ -159,6 +161,7 @@ def write_uvarint(out, value):
 
 
 def varlong_bytes(value):
+    """A signed (zig-zag) varlong as bytes."""
     return uvarint_bytes((value << 1) ^ (value >> 63))
 
 
@@ -194,6 +197,7 @@ def _length(buf, pos, compact, wide):
 
 
 def read_string(buf, pos, end, compact, nullable):
+    """(str or None, next position); raises Truncated on bad lengths."""
     n, pos = _length(buf, pos, compact, False)
     if n < 0:
         if nullable and n == -1:
@@ -206,6 +210,7 @@ def read_string(buf, pos, end, compact, nullable):
 
 
 def read_bytes(buf, pos, end, compact, nullable):
+    """(bytes or None, next position); raises Truncated on bad lengths."""
     n, pos = _length(buf, pos, compact, True)
     if n < 0:
         if nullable and n == -1:
@@ -231,6 +236,7 @@ def read_records(buf, pos, end, compact, nullable):
 
 
 def write_string(out, value, compact, nullable):
+    """Append a string (None: null where nullable, else empty)."""
     if value is None:
         if nullable:
             out += b"\x00" if compact else b"\xff\xff"
@@ -245,6 +251,7 @@ def write_string(out, value, compact, nullable):
 
 
 def write_bytes(out, value, compact, nullable):
+    """Append bytes (None: null where nullable, else empty)."""
     if value is None:
         if nullable:
             out += b"\x00" if compact else b"\xff\xff\xff\xff"
@@ -284,6 +291,7 @@ def write_records(out, value, compact, parts):
 
 
 def uuid_bytes(value):
+    """16 bytes of a UUID (None: zeros)."""
     if value is None:
         return b"\x00" * 16
     if isinstance(value, uuid.UUID):
@@ -297,6 +305,7 @@ _ZERO16 = b"\x00" * 16
 
 
 def make_uuid(raw):
+    """A uuid.UUID from 16 bytes (the shared ZERO_UUID for zeros)."""
     if raw == _ZERO16:
         return ZERO_UUID
     return uuid.UUID(bytes=bytes(raw))
