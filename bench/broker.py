@@ -12,7 +12,11 @@ One run measures, on this machine:
     answer fails kcat's parser, "Read underflow").
 
 Options: --quick (smaller counts), --no-tansu, --record (append a section to
-bench/RESULTS.md).
+bench/RESULTS.md), --compare-with DIR (a second pylog broker run from the source
+tree DIR, e.g. a `git worktree` of the commit before a change, interleaved with
+this tree's broker: an A/B on the same busy machine). Each pylog broker's CPU
+time (user + system, from /proc) per workload is reported too: unlike
+throughput it hardly depends on what else the machine runs.
 """
 from __future__ import annotations
 
@@ -124,21 +128,31 @@ def wait_port(port: int, timeout: float = 20) -> None:
 class PylogBroker:
     name = "pylog"
 
-    def __init__(self, work: Path, data_root: Path | None = None, name: str = "pylog"):
+    def __init__(self, work: Path, data_root: Path | None = None, name: str = "pylog",
+                 source: Path | None = None):
+        """`source`: run pylog from this source tree (a folder holding pylog/) instead of the installed one."""
         self.name = name
         self.root = data_root
         self.dir = (data_root or work) / f"{name}-data"
         self.port = free_port()
+        env = dict(os.environ)
+        if source is not None:
+            env["PYTHONPATH"] = str(source)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", f"127.0.0.1:{self.port}",
              "--log-dir", str(self.dir), "--log-level", "warning"],
-            stdout=subprocess.PIPE, stderr=open(work / f"{name}-broker.log", "wb"), text=True)
+            stdout=subprocess.PIPE, stderr=open(work / f"{name}-broker.log", "wb"), text=True, env=env)
         for line in self.proc.stdout:
             if line.startswith("pylog broker listening on"):
                 break
         else:
             raise RuntimeError("pylog broker did not start")
         self.bootstrap = f"127.0.0.1:{self.port}"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the broker process has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self):
         self.proc.terminate()
@@ -345,18 +359,31 @@ def raw_fetch(bootstrap: str, topic: str, expect: int) -> float:
     return took
 
 
-def run_all(brokers: list, files: dict, counts: dict, rounds: int) -> dict:
+def run_all(brokers: list, files: dict, counts: dict, rounds: int, cpu: dict | None = None) -> dict:
     """Every workload on every broker, interleaved, best of `rounds`.
 
     Interleaving (pylog, tansu, pylog, tansu...) and keeping the best round
-    gives both brokers the same share of a busy machine's noise.
+    gives both brokers the same share of a busy machine's noise. `cpu`, when
+    given, receives each pylog broker's least CPU microseconds per record per workload.
     """
     out: dict[str, dict[str, tuple[float, float]]] = {b.name: {} for b in brokers}
+    by_name = {b.name: b for b in brokers}
+    started: dict[str, float] = {}
 
     def keep(name, key, n, size, took):
         best = out[name].get(key)
         if best is None or n / took > best[0]:
             out[name][key] = (n / took, n * size / took)
+        b = by_name[name]
+        if cpu is not None and hasattr(b, "cpu_seconds"):
+            used = (b.cpu_seconds() - started.pop(name)) * 1e6 / n
+            mine = cpu.setdefault(name, {})
+            mine[key] = min(used, mine.get(key, used))
+
+    def mark(b):
+        if cpu is not None and hasattr(b, "cpu_seconds"):
+            started[b.name] = b.cpu_seconds()
+        return b.bootstrap
 
     for r in range(rounds):
         for size in (100, 1024):
@@ -365,34 +392,34 @@ def run_all(brokers: list, files: dict, counts: dict, rounds: int) -> dict:
                     topic = f"ingest-{size}-{acks}-{r}"
                     create_topic(b.bootstrap, topic)
                     keep(b.name, f"ingest {size}B acks={acks}", counts[size], size,
-                         ck_produce(b.bootstrap, topic, counts[size], size, acks))
+                         ck_produce(mark(b), topic, counts[size], size, acks))
         for size in (100, 1024):
             for b in brokers:
                 keep(b.name, f"fetch {size}B", counts[size], size,
-                     ck_consume(b.bootstrap, f"ingest-{size}-1-{r}", counts[size]))
+                     ck_consume(mark(b), f"ingest-{size}-1-{r}", counts[size]))
     for r in range(rounds):
         for size in (100, 1024):
             for b in brokers:
                 topic = f"raw-{size}-{r}"
                 create_topic(b.bootstrap, topic)
                 keep(b.name, f"raw ingest {size}B acks=1 (900 KB batches)", counts[size] * 2, size,
-                     raw_produce(b.bootstrap, topic, counts[size] * 2, size, 1))
+                     raw_produce(mark(b), topic, counts[size] * 2, size, 1))
                 keep(b.name, f"raw fetch {size}B (unparsed)", counts[size] * 2, size,
-                     raw_fetch(b.bootstrap, topic, counts[size] * 2))
+                     raw_fetch(mark(b), topic, counts[size] * 2))
     # kcat (librdkafka 2.0, all C) as a second client; it cannot talk to Tansu 0.6
-    for b in brokers:
-        if b.name != "pylog":
-            continue
-        for r in range(rounds):
-            for size in (100, 1024):
-                for acks in ("1", "all"):
+    kcat_brokers = [b for b in brokers if b.name in ("pylog", "pylog-base")]
+    for r in range(rounds):
+        for size in (100, 1024):
+            for acks in ("1", "all"):
+                for b in kcat_brokers:
                     topic = f"kcat-{size}-{acks}-{r}"
                     create_topic(b.bootstrap, topic)
                     keep(b.name, f"ingest {size}B acks={acks} (kcat)", counts[size], size,
-                         kcat_produce(b.bootstrap, topic, files[size], "-1" if acks == "all" else acks))
-            for size in (100, 1024):
+                         kcat_produce(mark(b), topic, files[size], "-1" if acks == "all" else acks))
+        for size in (100, 1024):
+            for b in kcat_brokers:
                 keep(b.name, f"fetch {size}B (kcat)", counts[size], size,
-                     kcat_consume(b.bootstrap, f"kcat-{size}-1-{r}", counts[size]))
+                     kcat_consume(mark(b), f"kcat-{size}-1-{r}", counts[size]))
     return out
 
 
@@ -404,6 +431,8 @@ def main(argv: list[str]) -> int:
                     help="also run pylog with its log dir on /dev/shm (tmpfs), next to Tansu's memory storage")
     ap.add_argument("--rounds", type=int, default=2, help="rounds per workload; the best is kept")
     ap.add_argument("--record", action="store_true", help="append the figures to bench/RESULTS.md")
+    ap.add_argument("--compare-with", metavar="DIR", type=Path,
+                    help="also run `pylog-base`: pylog from the source tree DIR (holding pylog/), interleaved")
     args = ap.parse_args(argv)
     counts = {100: 200_000, 1024: 60_000} if args.quick else {100: 500_000, 1024: 150_000}
     work = Path(tempfile.mkdtemp(prefix="pylog-bench-broker-"))
@@ -421,23 +450,26 @@ def main(argv: list[str]) -> int:
         }
         os.unlink(work / "pc.bin")
         brokers = [PylogBroker(work)]
+        cpu: dict = {}
         try:
+            if args.compare_with:
+                brokers.append(PylogBroker(work, name="pylog-base", source=args.compare_with))
             if args.shm:
                 brokers.append(PylogBroker(work, Path(tempfile.mkdtemp(prefix="pylog-bench-", dir="/dev/shm")),
                                            name="pylog-shm"))
             if not args.no_tansu:
                 brokers.append(TansuBroker(work))
             load_before = os.getloadavg()[0]
-            results = run_all(brokers, files, counts, args.rounds)
+            results = run_all(brokers, files, counts, args.rounds, cpu)
             load_after = os.getloadavg()[0]
         finally:
             for b in brokers:
                 b.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    text = render(limits, results, counts, argv, (load_before, load_after))
+    text = render(limits, results, counts, argv, (load_before, load_after), cpu)
     print(text)
-    print(json.dumps({"limits": limits, "results": results}), file=sys.stderr)
+    print(json.dumps({"limits": limits, "results": results, "broker_cpu_us_per_record": cpu}), file=sys.stderr)
     if args.record:
         path = Path(__file__).with_name("RESULTS.md")
         with open(path, "a", encoding="utf-8") as f:
@@ -451,7 +483,7 @@ def _ck_version() -> str:
     return f"{confluent_kafka.version()[0]} / librdkafka {confluent_kafka.libversion()[0]}"
 
 
-def render(limits, results, counts, argv, load) -> str:
+def render(limits, results, counts, argv, load, cpu=None) -> str:
     lines = ["## broker (issue 5)", "",
              f"Command: `python -m bench broker {' '.join(argv)}`".rstrip() + f" — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores shared by client and broker, Python {sys.version.split()[0]}; "
@@ -476,6 +508,12 @@ def render(limits, results, counts, argv, load) -> str:
     for key in ("fetch 1024B", "fetch 1024B (kcat)", "raw fetch 1024B (unparsed)"):
         if key in results["pylog"]:
             lines.append(f"- pylog {key}: {results['pylog'][key][1] / loop:.2f}x the loopback TCP copy limit")
+    if cpu:
+        cnames = list(cpu)
+        lines += ["", "Broker CPU time (user + system) per record, least of the rounds, in microseconds:", "",
+                  "| workload | " + " | ".join(cnames) + " |", "|---" * (1 + len(cnames)) + "|"]
+        for k in keys:
+            lines.append("| " + " | ".join([k] + [f"{cpu[n][k]:.3f}" if k in cpu[n] else "-" for n in cnames]) + " |")
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ from pylog.core.protocol.errors import (
 )
 from pylog.core.protocol.schema import API_VERSIONS_KEY
 from pylog.core.protocol.types import Truncated, skip_tagged_fields
+from pylog.core.records.errors import CorruptRecordError
 
 __all__ = [
     "RequestHeader", "Request",
@@ -36,7 +37,7 @@ _I32 = struct.Struct(">i")
 _SIZE = struct.Struct(">i")
 
 # Everything a bad frame can make the generated decoders raise.
-_DECODE_FAILURES = (Truncated, struct.error, IndexError, ValueError, UnicodeDecodeError,
+_DECODE_FAILURES = (Truncated, CorruptRecordError, struct.error, IndexError, ValueError, UnicodeDecodeError,
                     OverflowError, TypeError, RecursionError, MemoryError)
 
 

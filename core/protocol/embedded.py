@@ -12,11 +12,12 @@ from pylog.core.protocol.compiler import compile_struct
 from pylog.core.protocol.errors import InvalidRequestError
 from pylog.core.protocol.schema import parse_versions
 from pylog.core.protocol.types import Truncated
+from pylog.core.records.errors import CorruptRecordError
 
 __all__ = ["Embedded", "MalformedDataError"]
 
 _I16 = struct.Struct(">h")
-_FAILURES = (Truncated, struct.error, IndexError, ValueError, UnicodeDecodeError, OverflowError, TypeError)
+_FAILURES = (Truncated, CorruptRecordError, struct.error, IndexError, ValueError, UnicodeDecodeError, OverflowError, TypeError)
 
 
 class MalformedDataError(InvalidRequestError):

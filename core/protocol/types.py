@@ -6,13 +6,15 @@ fields of these types into generated Python that reads/writes them in bulk
 The helpers here cover what cannot be batched: varints, strings, bytes.
 
 Readers take (buf, pos, end) where buf is a memoryview and return
-(value, next_pos); they raise Truncated when the data runs out, which the
-codec turns into InvalidRequestError.
+(value, next_pos); they raise Truncated when the data runs out (the varint
+readers CorruptRecordError), which the codec turns into InvalidRequestError.
 """
 from __future__ import annotations
 
 import struct
 import uuid
+
+from pylog.core.records.varint import decode_uvarint, decode_varlong, encode_uvarint, encode_varlong, write_uvarint
 
 __all__ = [
     "Prim", "INT8", "INT16", "INT32", "INT64", "UINT16", "UINT32", "FLOAT64", "BOOL",
@@ -90,79 +92,14 @@ class Struct:
 
 
 # --- varints -----------------------------------------------------------------
+# One varint codec for protocol and records (core/records/varint.py): compact
+# lengths and tags are unsigned varints, the few signed fields varlongs.
+# A malformed one raises CorruptRecordError, a decode failure like Truncated.
 
-_SMALL = [bytes((i,)) for i in range(128)]
-
-
-def read_uvarint(buf, pos):
-    """Unsigned base-128 varint at pos (at most 5 bytes: lengths/tags are 31-bit)."""
-    try:
-        b = buf[pos]
-        if b < 0x80:
-            return b, pos + 1
-        result = b & 0x7F
-        shift = 7
-        start = pos
-        pos += 1
-        while True:
-            b = buf[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result, pos
-            shift += 7
-            if pos - start >= 5:
-                raise Truncated("unsigned varint longer than 5 bytes")
-    except IndexError:
-        raise Truncated("varint runs past the end") from None
-
-
-def read_varlong(buf, pos):
-    """Zig-zag varint/varlong (up to 10 bytes)."""
-    result = 0
-    shift = 0
-    start = pos
-    try:
-        while True:
-            b = buf[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-            if pos - start >= 10:
-                raise Truncated("varlong longer than 10 bytes")
-    except IndexError:
-        raise Truncated("varint runs past the end") from None
-    return (result >> 1) ^ -(result & 1), pos
-
-
-def uvarint_bytes(value):
-    """An unsigned varint as bytes."""
-    if value < 128:
-        return _SMALL[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def write_uvarint(out, value):
-    """Append an unsigned varint to `out`."""
-    if value < 128:
-        out.append(value)
-        return
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def varlong_bytes(value):
-    """A signed (zig-zag) varlong as bytes."""
-    return uvarint_bytes((value << 1) ^ (value >> 63))
+read_uvarint = decode_uvarint
+read_varlong = decode_varlong
+uvarint_bytes = encode_uvarint
+varlong_bytes = encode_varlong
 
 
 def skip_tagged_fields(buf, pos, end):
