@@ -13,7 +13,14 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pylog.commands.broker.context import RequestContext, check_leader_epoch, code_of, mirror_partitions
+from pylog.commands.broker.context import (
+    NONE,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    RequestContext,
+    check_leader_epoch,
+    code_of,
+    mirror_partitions,
+)
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
 
@@ -41,7 +48,7 @@ def _leader_log(broker: Broker, entry: dict, name, idx: int, requested_epoch: in
     a stale current_leader_epoch, KIP-320)."""
     plog = broker.logs.get_log(name, idx)
     if plog is None:
-        entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        entry["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
         return None
     code = check_leader_epoch(requested_epoch, broker.leader_epoch(plog))
     if code:
@@ -71,14 +78,14 @@ def _read_all(broker: Broker, req: _FetchRequest) -> tuple[list, int, bool]:
         for p in t["partitions"]:
             idx = p["partition"]
             plog = logs.get_log(name, idx) if name is not None else None
-            entry = {"partition_index": idx, "error_code": ErrorCode.NONE, "high_watermark": -1,
+            entry = {"partition_index": idx, "error_code": NONE, "high_watermark": -1,
                      "last_stable_offset": -1, "log_start_offset": -1,
                      "aborted_transactions": [] if req.read_committed else None,
                      "preferred_read_replica": -1, "records": EMPTY}
             parts.append(entry)
             if plog is None:
                 entry["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if req.by_id and name is None
-                                       else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                                       else UNKNOWN_TOPIC_OR_PARTITION)
                 errors = True
                 continue
             code = check_leader_epoch(p["current_leader_epoch"], broker.leader_epoch(plog))
@@ -117,7 +124,7 @@ def _read_all(broker: Broker, req: _FetchRequest) -> tuple[list, int, bool]:
 
 
 def _fetch_answer(responses: list) -> dict:
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+    return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses}
 
 
 def fetch(broker: Broker, ctx: RequestContext, body: dict):
@@ -168,7 +175,7 @@ def fetch_error(body, version, code, msg):
 
 def _list_offset(broker: Broker, name: str, p: dict, version: int, read_committed: bool) -> dict:
     idx = p["partition_index"]
-    entry = {"partition_index": idx, "error_code": ErrorCode.NONE, "old_style_offsets": [],
+    entry = {"partition_index": idx, "error_code": NONE, "old_style_offsets": [],
              "timestamp": -1, "offset": -1, "leader_epoch": -1}
     plog = _leader_log(broker, entry, name, idx, p["current_leader_epoch"])
     if plog is None:
@@ -214,7 +221,7 @@ def list_offsets_error(body, version, code, msg):
 
 def _epoch_end(broker: Broker, name: str, p: dict) -> dict:
     idx = p["partition"]
-    entry = {"error_code": ErrorCode.NONE, "partition": idx, "leader_epoch": -1, "end_offset": -1}
+    entry = {"error_code": NONE, "partition": idx, "leader_epoch": -1, "end_offset": -1}
     plog = _leader_log(broker, entry, name, idx, p["current_leader_epoch"])
     if plog is None:
         return entry

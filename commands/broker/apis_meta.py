@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pylog.commands.broker.context import AUTHORIZED_OPS_OMITTED, RequestContext, code_of
+from pylog.commands.broker.context import AUTHORIZED_OPS_OMITTED, NONE, RequestContext, code_of
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
 
@@ -52,7 +52,7 @@ def _partition_entries(broker: Broker, info) -> list:
                         "leader_epoch": -1, "replica_nodes": [node], "isr_nodes": [], "offline_replicas": [node]})
             continue
         out.append({
-            "error_code": ErrorCode.NONE, "partition_index": p, "leader_id": node,
+            "error_code": NONE, "partition_index": p, "leader_id": node,
             "leader_epoch": broker.leader_epoch(log_), "replica_nodes": [node],
             "isr_nodes": [node], "offline_replicas": [],
         })
@@ -61,7 +61,7 @@ def _partition_entries(broker: Broker, info) -> list:
 
 def _topic_entry(broker: Broker, info) -> dict:
     return {
-        "error_code": ErrorCode.NONE, "name": info.name, "topic_id": info.topic_id,
+        "error_code": NONE, "name": info.name, "topic_id": info.topic_id,
         "is_internal": info.name in INTERNAL_TOPICS, "partitions": _partition_entries(broker, info),
         "topic_authorized_operations": AUTHORIZED_OPS_OMITTED,
     }

@@ -8,9 +8,10 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   4. log cleaner threads
   5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
   6. listeners, one server each: from here on clients can connect
-Shutdown runs the same list backwards (Broker._stop): stop accepting, answer
-what is in flight, cancel the jobs, stop the coordinators and the cleaner, then
-flush the logs and write checkpoints and the clean-shutdown marker.
+Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
+coordinators' timers, stop accepting, answer what is in flight (long polls at
+once), wait for a running job, stop the cleaner, then flush the logs and write
+checkpoints, producer snapshots and the clean-shutdown marker.
 """
 from __future__ import annotations
 
