@@ -25,6 +25,8 @@ import timeit
 class _Conn:
     peer = "127.0.0.1:1"
     closed = False
+    sasl = None  # a PLAINTEXT listener's connection
+    listener = None
 
     def __init__(self):
         self.tasks = set()
