@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._util import Timer, default_dir
+
 
 def build(dir: Path, mb: int) -> tuple[int, int]:
     from pylog.core.config import TOPIC_CONFIGS
@@ -51,18 +53,8 @@ def build(dir: Path, mb: int) -> tuple[int, int]:
     return n, n * per_batch
 
 
-class _Timer:
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
-
-
-def plain_read(files) -> _Timer:
-    with _Timer() as t:
+def plain_read(files) -> Timer:
+    with Timer() as t:
         buf = bytearray(8 << 20)
         for f in files:
             with open(f, "rb", buffering=0) as fh:
@@ -71,7 +63,7 @@ def plain_read(files) -> _Timer:
     return t
 
 
-def in_process(args) -> _Timer:
+def in_process(args) -> Timer:
     """Run a pylog command in this process with stdout to /dev/null."""
     from pylog.cli.main import cli
 
@@ -79,7 +71,7 @@ def in_process(args) -> _Timer:
     with open(os.devnull, "w") as null:
         sys.stdout = null
         try:
-            with _Timer() as t:
+            with Timer() as t:
                 try:
                     rv = cli.main(args=[str(a) for a in args], prog_name="pylog", standalone_mode=False)
                 except SystemExit as e:
@@ -103,15 +95,6 @@ def process(args) -> float:
     return elapsed
 
 
-def _default_dir() -> str | None:
-    shm = "/dev/shm"
-    if os.path.isdir(shm) and os.access(shm, os.W_OK):
-        st = os.statvfs(shm)
-        if st.f_bavail * st.f_frsize > (2 << 30):
-            return shm
-    return None
-
-
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench dump")
     ap.add_argument("--mb", type=int, default=200)
@@ -119,7 +102,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--deep-reps", type=int, default=3, help="repetitions of the (slow) deep iteration")
     ap.add_argument("--dir", default=None)
     a = ap.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="pylog-bench-dump-", dir=a.dir or _default_dir()))
+    root = Path(tempfile.mkdtemp(prefix="pylog-bench-dump-", dir=a.dir or default_dir()))
     pdir = root / "bench-0"
     try:
         batches, records = build(pdir, a.mb)
@@ -135,7 +118,7 @@ def main(argv: list[str]) -> int:
             "dump --deep-iteration": (["dump-segment", "--deep-iteration", *logs], a.deep_reps),
         }
         in_process(["dump-segment", empty])  # imports, outside the timing
-        plain_all: list[_Timer] = []
+        plain_all: list[Timer] = []
         results = {}
         for name, (args, reps) in tools.items():
             ours, ref = [], []

@@ -28,6 +28,7 @@ import statistics
 import tempfile
 import time
 
+from bench._util import Timer, default_dir
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records.batch import build_batch
 from pylog.core.records.header import iter_headers, parse_header
@@ -40,29 +41,8 @@ def _batch(batch_bytes: int) -> bytes:
     return build_batch([(now, None, b"x" * 100) for _ in range(n)])
 
 
-def _default_dir() -> str | None:
-    shm = "/dev/shm"
-    if os.path.isdir(shm) and os.access(shm, os.W_OK):
-        st = os.statvfs(shm)
-        if st.f_bavail * st.f_frsize > (2 << 30):
-            return shm
-    return None
-
-
-class _Timer:
-    """Wall and CPU (user + system) seconds of a block."""
-
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
-
-
-def _plain_write(path: str, bufs: list) -> _Timer:
-    with _Timer() as t:
+def _plain_write(path: str, bufs: list) -> Timer:
+    with Timer() as t:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         for b in bufs:
             os.write(fd, b)
@@ -70,18 +50,18 @@ def _plain_write(path: str, bufs: list) -> _Timer:
     return t
 
 
-def _append(d: str, cfg, bufs: list) -> tuple[_Timer, Log]:
+def _append(d: str, cfg, bufs: list) -> tuple[Timer, Log]:
     lg = Log(d, cfg, fsync=False)
     append = lg.append_as_leader
-    with _Timer() as t:
+    with Timer() as t:
         for b in bufs:
             append(b, 0)
     return t, lg
 
 
-def _plain_read(dir: str) -> tuple[int, _Timer]:
+def _plain_read(dir: str) -> tuple[int, Timer]:
     total = 0
-    with _Timer() as t:
+    with Timer() as t:
         buf = bytearray(8 << 20)
         for name in sorted(os.listdir(dir)):
             if name.endswith(".log"):
@@ -138,7 +118,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--reps", type=int, default=5, help="interleaved repetitions (medians reported)")
     ap.add_argument("--dir", default=None, help="where to write (default: /dev/shm when it is a usable tmpfs)")
     args = ap.parse_args(argv)
-    where = args.dir or _default_dir()
+    where = args.dir or default_dir()
     root = tempfile.mkdtemp(prefix="pylog-bench-", dir=where)
     print(f"files in {root} ({args.mb} MB per run, {args.reps} interleaved runs per side, no fsync on either side)")
     cfg = TOPIC_CONFIGS.resolve({"segment.bytes": str(64 << 20), "max.message.bytes": str(2 << 20)})
@@ -187,7 +167,7 @@ def main(argv: list[str]) -> int:
                     total, el = _plain_read(d)
                     plain_times.append(el)
                 else:
-                    with _Timer() as t:
+                    with Timer() as t:
                         lg = Log(d, cfg, had_clean_shutdown=False, recovery_point=0, fsync=False)
                     rec_times.append(t)
                     lg.close()

@@ -1,0 +1,27 @@
+"""Pieces several benchmarks share (underscore: not a benchmark itself)."""
+from __future__ import annotations
+
+import os
+import time
+
+
+class Timer:
+    """Wall and CPU (user + system) seconds of a block."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
+def default_dir() -> str | None:
+    """/dev/shm when it is a writable tmpfs with 2 GiB free, else None (the system temp dir)."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        st = os.statvfs(shm)
+        if st.f_bavail * st.f_frsize > (2 << 30):
+            return shm
+    return None
