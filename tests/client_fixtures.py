@@ -1,6 +1,7 @@
 """A Tansu broker subprocess (in-memory storage) for client tests, and small helpers."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -70,3 +71,10 @@ def pylog_cli(*args, input=None, timeout=60):
     """Run `python -m pylog.cli ARGS` and return the CompletedProcess (text mode)."""
     return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], input=input,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def groups_describe(bootstrap: str, group: str) -> dict:
+    """One group as `pylog groups describe --json` shows it (the command must succeed)."""
+    r = pylog_cli("groups", "describe", group, "-b", bootstrap, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)[0]

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -12,6 +9,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka import codec as aiocodec
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+from client_fixtures import groups_describe
 
 from pylog.core.records.header import iter_headers
 
@@ -213,7 +212,7 @@ def test_consumer_group_two_members(broker):
             await poll_until(lambda: sum(v.startswith("after-") for _, _, v in got[0] + got[1]) >= parts * per, 15)
             for c in cs:
                 await c.commit()
-            desc = await asyncio.to_thread(groups_describe, broker, group)
+            desc = await asyncio.to_thread(groups_describe, broker.bootstrap, group)
             return owned, got, desc
         finally:
             for c in cs:
@@ -236,13 +235,6 @@ def test_consumer_group_two_members(broker):
     for part, o in offs.items():
         assert (o["current_offset"], o["log_end_offset"], o["lag"]) == (2 * per, 2 * per, 0)
         assert part in members[o["consumer_id"]]
-
-
-def groups_describe(broker, group: str) -> dict:
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "groups", "describe", group, "-b", broker.bootstrap,
-                        "--json"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)[0]
 
 
 def test_admin_client_topics_and_configs(broker):

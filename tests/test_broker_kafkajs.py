@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from client_fixtures import groups_describe
+
 from pylog.core.records.header import iter_headers
 
 JS = Path(__file__).resolve().parent / "js"
@@ -56,13 +58,6 @@ def stored_batches(broker, topic: str, partition: int):
         buf = seg.read_bytes()
         out.extend(h for _, h in iter_headers(buf, 0, len(buf)))
     return out
-
-
-def groups_describe(broker, group: str) -> dict:
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "groups", "describe", group, "-b", broker.bootstrap,
-                        "--json"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)[0]
 
 
 def test_kafkajs_producer_keys_headers_gzip(broker):
@@ -117,7 +112,7 @@ def test_kafkajs_consumer_group_two_members(broker):
     assert before == {f"before-{i}" for i in range(count)}
 
     # Leaving committed what was consumed: the group is empty and has no lag.
-    d = groups_describe(broker, group)
+    d = groups_describe(broker.bootstrap, group)
     assert d["state"] == "Empty" and d["members"] == []
     offs = {o["partition"]: o for o in d["offsets"] if o["topic"] == topic}
     assert sorted(offs) == list(range(parts))
