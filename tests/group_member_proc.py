@@ -34,14 +34,6 @@ def main():
         c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                           session_timeout_ms=session, heartbeat_interval_ms=500, enable_auto_commit=False,
                           client_id=f"kp-{group}")
-
-        def poll():
-            recs = c.poll(200)
-            out = [(tp.partition, r.offset) for tp, rs in recs.items() for r in rs]
-            return out, sorted(tp.partition for tp in c.assignment())
-
-        def commit():
-            c.commit()
     elif lib == "confluent":
         from confluent_kafka import Consumer
 
@@ -73,6 +65,7 @@ def main():
                       "client.id": f"pylog-{group}"})
         attach_group(c)
         c.subscribe([topic])
+    if lib != "confluent":  # kafka-python and pylog share the poll/commit API
 
         def poll():
             recs = c.poll(200)
