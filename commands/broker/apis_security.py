@@ -43,6 +43,18 @@ def _bad_filter(f: AclFilter) -> str | None:
     return None
 
 
+def _store_acls(broker, add: list, remove: list) -> tuple | None:
+    """Change the ACLs durably and reload the authorizer; (code, message) when the write failed."""
+    if not add and not remove:
+        return None
+    try:
+        broker.security.change_acls(add, remove)
+    except OSError as e:
+        return code_of(e)
+    broker.authorizer.reload()
+    return None
+
+
 # ---- ACLs ----------------------------------------------------------------
 def describe_acls(broker, ctx, body: dict) -> dict:
     """DescribeAcls: the ACLs matching the filter, grouped by resource pattern."""
@@ -82,13 +94,9 @@ def create_acls(broker, ctx, body: dict) -> dict:
         else:
             add.append(b)
             results.append({"error_code": 0, "error_message": None})
-    if add:
-        try:
-            broker.security.change_acls(add, [])
-        except OSError as e:
-            code, msg = code_of(e)
-            return create_acls_error(body, ctx.api_version, code, msg)
-        broker.authorizer.reload()
+    failed = _store_acls(broker, add, [])
+    if failed:
+        return create_acls_error(body, ctx.api_version, *failed)
     return {"throttle_time_ms": 0, "results": results}
 
 def create_acls_error(body, version, code, msg):
@@ -113,13 +121,9 @@ def delete_acls(broker, ctx, body: dict) -> dict:
              "resource_name": b.resource_name, "pattern_type": int(b.pattern_type), "principal": b.principal,
              "host": b.host, "operation": int(b.operation), "permission_type": int(b.permission)}
             for b in matched]})
-    if remove:
-        try:
-            broker.security.change_acls([], remove)
-        except OSError as e:
-            code, msg = code_of(e)
-            return delete_acls_error(body, ctx.api_version, code, msg)
-        broker.authorizer.reload()
+    failed = _store_acls(broker, [], remove)
+    if failed:
+        return delete_acls_error(body, ctx.api_version, *failed)
     return {"throttle_time_ms": 0, "filter_results": out}
 
 def delete_acls_error(body, version, code, msg):

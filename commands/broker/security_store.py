@@ -85,12 +85,7 @@ class SecurityStore:
             for key in deletions:
                 new.pop(key, None)
             new.update(upserts)
-            old, self.credentials = self.credentials, new
-            try:
-                self._save()
-            except OSError:
-                self.credentials = old
-                raise
+            self._replace("credentials", new)
 
     # ---- ACLs ------------------------------------------------------------
     def change_acls(self, add: list[AclBinding], remove: list[AclBinding]) -> None:
@@ -98,12 +93,17 @@ class SecurityStore:
             gone = {id(b) for b in remove}
             have = {b for b in self.acls}
             new = [b for b in self.acls if id(b) not in gone] + [b for b in add if b not in have]
-            old, self.acls = self.acls, new
-            try:
-                self._save()
-            except OSError:
-                self.acls = old
-                raise
+            self._replace("acls", new)
+
+    def _replace(self, attr: str, new) -> None:
+        """Install `new` as self.<attr> and save; a failed write leaves the old value in place."""
+        old = getattr(self, attr)
+        setattr(self, attr, new)
+        try:
+            self._save()
+        except OSError:
+            setattr(self, attr, old)
+            raise
 
 
 def parse_add_scram(text: str) -> tuple[str, str, scram.ScramCredential]:
