@@ -33,10 +33,16 @@ def read_all(bootstrap, topic, partitions, expect):
     return out
 
 
-def stream_through_crash(tmp_path, props, topic):
+def broker_with_topic(tmp_path, topic: str, partitions: int) -> BrokerProcess:
+    """A started broker on tmp_path/data holding `topic`."""
     b = BrokerProcess(tmp_path / "data").start()
     with Admin({"bootstrap.servers": b.bootstrap}) as a:
-        a.create_topic(topic, 3)
+        a.create_topic(topic, partitions)
+    return b
+
+
+def stream_through_crash(tmp_path, props, topic):
+    b = broker_with_topic(tmp_path, topic, 3)
     p = Producer({"bootstrap.servers": b.bootstrap, **FAST_RETRY, **props})
     futures = []
     completions = []
@@ -102,9 +108,7 @@ def test_without_idempotence_at_least_once_after_kill9(tmp_path):
 
 
 def test_failures_past_delivery_timeout_are_reported_per_record(tmp_path):
-    b = BrokerProcess(tmp_path / "data").start()
-    with Admin({"bootstrap.servers": b.bootstrap}) as a:
-        a.create_topic("doomed", 2)
+    b = broker_with_topic(tmp_path, "doomed", 2)
     p = Producer({"bootstrap.servers": b.bootstrap, "delivery.timeout.ms": "1500", "request.timeout.ms": "500",
                   "linger.ms": "0", "retry.backoff.ms": "50", "reconnect.backoff.ms": "50"})
     first = p.send("doomed", b"before")
@@ -138,9 +142,7 @@ def test_failures_past_delivery_timeout_are_reported_per_record(tmp_path):
 def test_buffer_memory_back_pressure_blocks_max_block_ms(tmp_path):
     from pylog.core.client import BufferExhaustedError
 
-    b = BrokerProcess(tmp_path / "data").start()
-    with Admin({"bootstrap.servers": b.bootstrap}) as a:
-        a.create_topic("full", 1)
+    b = broker_with_topic(tmp_path, "full", 1)
     p = Producer({"bootstrap.servers": b.bootstrap, "buffer.memory": "40000", "batch.size": "16384",
                   "max.block.ms": "500", "linger.ms": "0", "delivery.timeout.ms": "3000",
                   "request.timeout.ms": "1000"})
