@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pylog.core.client.cluster import NetworkClient
 from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets
-from pylog.core.client.loop import LoopThread
+from pylog.core.client.loop import Closeable, LoopThread
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import ErrorCode, UsageError, error_for_code, error_name
 
@@ -22,7 +22,7 @@ def _raise(code, what, message=None):
         raise error_for_code(code, f"{what}: {detail}")
 
 
-class AdminBase:
+class AdminBase(Closeable):
     """What the synchronous admin facades share: the resolved client configs, one loop
     thread, one NetworkClient with bootstrap metadata (never auto-creating topics)."""
 
@@ -46,17 +46,7 @@ class AdminBase:
         return self._loop.run(coro)
 
     def close(self):
-        try:
-            self._loop.run(self.client.close(), 5)
-        except Exception:
-            pass
-        self._loop.stop()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self._loop.close_with(self.client.close(), 5)
 
 
 class Admin(AdminBase):

@@ -19,7 +19,7 @@ import time
 from pylog.core.client.cluster import NetworkClient
 from pylog.core.client.errors import LogTruncationError, NoOffsetForPartitionError
 from pylog.core.client.fetcher import REFRESH_ERRORS, Fetcher, list_offsets
-from pylog.core.client.loop import LoopThread
+from pylog.core.client.loop import Closeable, LoopThread
 from pylog.core.client.structs import EARLIEST, LATEST, OffsetAndTimestamp, TopicPartition
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import UsageError
@@ -321,7 +321,7 @@ def resolve_consumer_config(props: dict | None = None, **overrides):
     return CONSUMER_CONFIGS.resolve(props)
 
 
-class Consumer:
+class Consumer(Closeable):
     """A Kafka consumer with the Java client's semantics and property names.
 
         with Consumer({"bootstrap.servers": "127.0.0.1:9092", "auto.offset.reset": "earliest"}) as c:
@@ -475,18 +475,7 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
-        try:
-            self._run(self.engine.close(), timeout=10)
-        except Exception:
-            pass
-        if self._own_loop:
-            self._loop.stop()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self._loop.close_with(self.engine.close(), 10, stop=self._own_loop)
 
 
 async def _call(fn, *args):

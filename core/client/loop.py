@@ -51,7 +51,27 @@ class LoopThread:
     def in_loop(self) -> bool:
         return threading.current_thread() is self._thread
 
+    def close_with(self, coro, timeout: float, stop: bool = True) -> None:
+        """Run a client's closing coroutine, best effort (closing goes on when the
+        connections fail), then stop the thread when `stop` (the client owns it)."""
+        try:
+            self.run(coro, timeout)
+        except Exception:
+            pass
+        if stop:
+            self.stop()
+
     def stop(self, timeout: float = 5.0):
         if self._thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout)
+
+
+class Closeable:
+    """`with` support for the synchronous facades: close() on leaving the block."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

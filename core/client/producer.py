@@ -25,7 +25,7 @@ from pylog.core.client.errors import (
     RecordTooLargeError,
     record_too_large,
 )
-from pylog.core.client.loop import LoopThread
+from pylog.core.client.loop import Closeable, LoopThread
 from pylog.core.client.partitioner import StickyPartitioner, murmur2
 from pylog.core.client.sender import Sender, record_metadata
 from pylog.core.config import PRODUCER_CONFIGS
@@ -94,7 +94,7 @@ class RecordFuture:
     result = get
 
 
-class Producer:
+class Producer(Closeable):
     """A Kafka producer with the Java client's semantics and property names.
 
         with Producer({"bootstrap.servers": "127.0.0.1:9092"}) as p:
@@ -247,18 +247,7 @@ class Producer:
             pass
         self._closed = True
         self.acc.closing = True
-        try:
-            self._loop.run(self._stop(), timeout=10)
-        except Exception:
-            pass
-        if self._own_loop:
-            self._loop.stop()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self._loop.close_with(self._stop(), 10, stop=self._own_loop)
 
     # ------------------------------------------------------------------ user-thread internals
     def _wait_topic(self, topic: str) -> int:
