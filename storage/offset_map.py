@@ -315,28 +315,6 @@ class OffsetMap:
             if i == n:
                 i = 0
 
-    def getter(self):
-        """A fast lookup function bound to the current representation (hot loop helper)."""
-        if self._d is not None:
-            d = self._d
-            return lambda key: d.get(key, EMPTY)
-        hashes, crcs, offs = self._hashes, self._crcs, self._offsets
-        n = self.slots
-
-        def get(key: bytes) -> int:
-            h = hash(key)
-            i = h % n
-            while True:
-                o = offs[i]
-                if o == EMPTY:
-                    return EMPTY
-                if hashes[i] == h and crcs[i] == crc32c(key):
-                    return o
-                i += 1
-                if i == n:
-                    i = 0
-        return get
-
     def get_many(self, keys) -> list:
         """[get(key) for key in keys] in one call (the rewrite pass's hot path)."""
         if self._d is not None:
@@ -421,10 +399,6 @@ class UnboundedOffsetMap:
 
     def get(self, key: bytes) -> int:
         return self._d.get(key, EMPTY)
-
-    def getter(self):
-        d = self._d
-        return lambda key: d.get(key, EMPTY)
 
     def get_many(self, keys) -> list:
         return list(map(self._d.get, keys, repeat(EMPTY, len(keys))))
