@@ -79,11 +79,15 @@ def encode_control_key(control_type: int, version: int = CONTROL_KEY_VERSION) ->
     return _KEY.pack(version, control_type)
 
 
+def _unpack(st: struct.Struct, data, what: str) -> tuple:
+    if data is None or len(data) < st.size:
+        raise CorruptRecordError(f"{what} of {0 if data is None else len(data)} bytes, need {st.size}")
+    return st.unpack_from(data, 0)
+
+
 def decode_control_key(key) -> tuple[int, int]:
     """(version, type) of a control record key."""
-    if key is None or len(key) < _KEY.size:
-        raise CorruptRecordError(f"control record key of {0 if key is None else len(key)} bytes, need 4")
-    return _KEY.unpack_from(key, 0)
+    return _unpack(_KEY, key, "control record key")
 
 
 def encode_end_txn_marker(coordinator_epoch: int, version: int = END_TXN_MARKER_VERSION) -> bytes:
@@ -92,9 +96,7 @@ def encode_end_txn_marker(coordinator_epoch: int, version: int = END_TXN_MARKER_
 
 def decode_end_txn_marker(value) -> tuple[int, int]:
     """(version, coordinator_epoch) of a COMMIT/ABORT record value."""
-    if value is None or len(value) < _MARKER.size:
-        raise CorruptRecordError(f"end transaction marker of {0 if value is None else len(value)} bytes, need 6")
-    return _MARKER.unpack_from(value, 0)
+    return _unpack(_MARKER, value, "end transaction marker")
 
 
 def build_end_txn_batch(
