@@ -144,22 +144,25 @@ def _filters(topics, groups, cluster, txn_ids, pattern, principal, host, operati
     return [AclFilter(rt, name, ptype, principal, host, op, perm) for rt, name in resources]
 
 
-def filter_options(f):
-    f = click.option("--permission", type=click.Choice(["allow", "deny"], case_sensitive=False), default=None,
-                     help="Only ALLOW or only DENY entries.")(f)
-    f = click.option("--operation", default=None, metavar="OPERATION", help="Only this operation.")(f)
-    f = click.option("--host", default=None, help="Only entries for this host.")(f)
-    f = click.option("--principal", default=None, metavar="PRINCIPAL", help="Only this principal's entries.")(f)
-    return f
+def filter_options(pattern_default: str, pattern_help: str):
+    """The options _filters takes: principal, host, operation, permission and the pattern type."""
+    def add(f):
+        f = click.option("--resource-pattern-type", "pattern", default=pattern_default, show_default=True,
+                         type=click.Choice(["any", "match", "literal", "prefixed"], case_sensitive=False),
+                         help=pattern_help)(f)
+        f = click.option("--permission", type=click.Choice(["allow", "deny"], case_sensitive=False),
+                         default=None, help="Only ALLOW or only DENY entries.")(f)
+        f = click.option("--operation", default=None, metavar="OPERATION", help="Only this operation.")(f)
+        f = click.option("--host", default=None, help="Only entries for this host.")(f)
+        f = click.option("--principal", default=None, metavar="PRINCIPAL", help="Only this principal's entries.")(f)
+        return f
+    return add
 
 
 @acls.command("list")
 @bootstrap_option
 @resource_options
-@filter_options
-@click.option("--resource-pattern-type", "pattern", default="any", show_default=True,
-              type=click.Choice(["any", "match", "literal", "prefixed"], case_sensitive=False),
-              help="match: every ACL that applies to the named resource (literal, '*' and prefixes).")
+@filter_options("any", "match: every ACL that applies to the named resource (literal, '*' and prefixes).")
 @properties_options
 @json_option
 def list_(bootstrap, topics, groups, cluster, txn_ids, principal, host, operation, permission, pattern,
@@ -179,10 +182,7 @@ def list_(bootstrap, topics, groups, cluster, txn_ids, principal, host, operatio
 @acls.command("remove")
 @bootstrap_option
 @resource_options
-@filter_options
-@click.option("--resource-pattern-type", "pattern", default="literal", show_default=True,
-              type=click.Choice(["any", "match", "literal", "prefixed"], case_sensitive=False),
-              help="Which pattern type of ACL to remove.")
+@filter_options("literal", "Which pattern type of ACL to remove.")
 @click.option("--all", "remove_all", is_flag=True, help="Allow removing every ACL when no resource is named.")
 @properties_options
 @json_option
