@@ -36,11 +36,7 @@ class AdminBase(Closeable):
         self._loop = LoopThread(self._thread_name)
         self.client = NetworkClient(self.config)
         self.client.allow_auto_create = False
-        try:
-            self._loop.run(self.client.refresh_metadata([]))
-        except BaseException:
-            self._loop.stop()
-            raise
+        self._loop.start_with(self.client.refresh_metadata([]))
 
     def _run(self, coro):
         return self._loop.run(coro)

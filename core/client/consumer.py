@@ -342,12 +342,7 @@ class Consumer(Closeable):
         self.engine = ConsumerEngine(self.config)
         self._closed = False
         self._api_timeout = self.config["default.api.timeout.ms"] / 1000.0
-        try:
-            self._loop.run(self._start())
-        except BaseException:
-            if self._own_loop:
-                self._loop.stop()
-            raise
+        self._loop.start_with(self._start(), stop=self._own_loop)
 
     async def _start(self):
         await self.engine.client.refresh_metadata([])

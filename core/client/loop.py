@@ -51,6 +51,16 @@ class LoopThread:
     def in_loop(self) -> bool:
         return threading.current_thread() is self._thread
 
+    def start_with(self, coro, stop: bool = True):
+        """Run a client's start-up coroutine; when it fails, stop the thread first if
+        `stop` (the client owns it), so a failed constructor leaves no thread behind."""
+        try:
+            return self.run(coro)
+        except BaseException:
+            if stop:
+                self.stop()
+            raise
+
     def close_with(self, coro, timeout: float, stop: bool = True) -> None:
         """Run a client's closing coroutine, best effort (closing goes on when the
         connections fail), then stop the thread when `stop` (the client owns it)."""

@@ -123,12 +123,7 @@ class Producer(Closeable):
         self._closed = False
         self._sender = Sender(self)
         self._bulk = BulkSender(self)
-        try:
-            self._loop.run(self._start())
-        except BaseException:
-            if self._own_loop:
-                self._loop.stop()
-            raise
+        self._loop.start_with(self._start(), stop=self._own_loop)
 
     @property
     def producer_id(self) -> int:
