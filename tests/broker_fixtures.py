@@ -217,6 +217,17 @@ def build_batch(records, *, base_timestamp: int | None = None, codec: int = 0, p
     return bytearray(b.build())
 
 
+def stored_batches(broker: BrokerProcess, topic: str, partition: int) -> list:
+    """Batch headers of the partition's log files, as the broker wrote them."""
+    from pylog.core.records.header import iter_headers
+
+    out = []
+    for seg in sorted((broker.log_dir / f"{topic}-{partition}").glob("*.log")):
+        buf = seg.read_bytes()
+        out.extend(h for _, h in iter_headers(buf, 0, len(buf)))
+    return out
+
+
 def wait_for(cond, timeout: float = 10.0, step: float = 0.05):
     """The condition's first truthy value, or its last (falsy) value after `timeout`.
 

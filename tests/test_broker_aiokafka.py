@@ -10,9 +10,9 @@ from aiokafka import codec as aiocodec
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from broker_fixtures import stored_batches
 from client_fixtures import groups_describe
 
-from pylog.core.records.header import iter_headers
 
 # Kafka's codec ids (batch attributes bits 0-2) and whether aiokafka can use each here.
 CODECS = {"none": (0, lambda: True), "gzip": (1, aiocodec.has_gzip), "snappy": (2, aiocodec.has_snappy),
@@ -21,14 +21,6 @@ CODECS = {"none": (0, lambda: True), "gzip": (1, aiocodec.has_gzip), "snappy": (
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-def stored_batches(broker, topic: str, partition: int):
-    out = []
-    for seg in sorted((broker.log_dir / f"{topic}-{partition}").glob("*.log")):
-        buf = seg.read_bytes()
-        out.extend(h for _, h in iter_headers(buf, 0, len(buf)))
-    return out
 
 
 async def admin_client(broker) -> AIOKafkaAdminClient:

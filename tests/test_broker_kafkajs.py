@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from broker_fixtures import stored_batches
 from client_fixtures import groups_describe
 
-from pylog.core.records.header import iter_headers
 
 JS = Path(__file__).resolve().parent / "js"
 GZIP = 1
@@ -49,15 +49,6 @@ def run_js(script: str, broker, opts: dict, timeout: float = 60.0) -> dict:
                        text=True, timeout=timeout)
     assert r.returncode == 0, f"node {script} exit {r.returncode}:\n{r.stderr[-4000:]}\nbroker: {broker.stderr()}"
     return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def stored_batches(broker, topic: str, partition: int):
-    """Batch headers of the partition's log files, as the broker wrote them."""
-    out = []
-    for seg in sorted((broker.log_dir / f"{topic}-{partition}").glob("*.log")):
-        buf = seg.read_bytes()
-        out.extend(h for _, h in iter_headers(buf, 0, len(buf)))
-    return out
 
 
 def test_kafkajs_producer_keys_headers_gzip(broker):
