@@ -9,38 +9,9 @@ from __future__ import annotations
 from pylog.commands.broker.context import code_of
 from pylog.core.errors import ErrorCode
 from pylog.core.security import scram
-from pylog.core.security.acl import (
-    AclBinding,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
+from pylog.core.security.acl import binding_from_wire, binding_to_wire, filter_from_wire
 
 NO_AUTHORIZER = "No Authorizer is configured."
-
-
-def _enum(cls, value):
-    try:
-        return cls(value)
-    except ValueError:
-        return cls.UNKNOWN
-
-
-def _filter(f: dict) -> AclFilter:
-    return AclFilter(
-        _enum(ResourceType, f.get("resource_type_filter", 1)), f.get("resource_name_filter"),
-        _enum(PatternType, f.get("pattern_type_filter", 3)), f.get("principal_filter"), f.get("host_filter"),
-        _enum(AclOperation, f.get("operation", 1)), _enum(AclPermissionType, f.get("permission_type", 1)))
-
-
-def _bad_filter(f: AclFilter) -> str | None:
-    for value, cls in ((f.resource_type, ResourceType), (f.pattern_type, PatternType), (f.operation, AclOperation),
-                       (f.permission, AclPermissionType)):
-        if value == cls.UNKNOWN:
-            return f"Invalid {cls.__name__} in the filter"
-    return None
 
 
 def _store_acls(broker, add: list, remove: list) -> tuple | None:
@@ -60,8 +31,8 @@ def describe_acls(broker, ctx, body: dict) -> dict:
     """DescribeAcls: the ACLs matching the filter, grouped by resource pattern."""
     if broker.authorizer is None:
         return describe_acls_error(body, ctx.api_version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
-    f = _filter(body)
-    bad = _bad_filter(f)
+    f = filter_from_wire(body)
+    bad = f.validate()
     if bad:
         return describe_acls_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, bad)
     groups: dict[tuple, list] = {}
@@ -84,10 +55,7 @@ def create_acls(broker, ctx, body: dict) -> dict:
         return create_acls_error(body, ctx.api_version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     results, add = [], []
     for c in creations:
-        b = AclBinding(_enum(ResourceType, c.get("resource_type")), c.get("resource_name") or "",
-                       _enum(PatternType, c.get("resource_pattern_type", 3)), c.get("principal") or "",
-                       c.get("host") or "", _enum(AclOperation, c.get("operation")),
-                       _enum(AclPermissionType, c.get("permission_type")))
+        b = binding_from_wire(c, "resource_pattern_type", lenient=True)
         why = b.validate()
         if why:
             results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": why})
@@ -109,18 +77,15 @@ def delete_acls(broker, ctx, body: dict) -> dict:
         return delete_acls_error(body, ctx.api_version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     out, remove = [], []
     for raw in body.get("filters") or []:
-        f = _filter(raw)
-        bad = _bad_filter(f)
+        f = filter_from_wire(raw)
+        bad = f.validate()
         if bad:
             out.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": bad, "matching_acls": []})
             continue
         matched = [b for b in broker.security.acls if f.matches(b) and b not in remove]
         remove.extend(matched)
         out.append({"error_code": 0, "error_message": None, "matching_acls": [
-            {"error_code": 0, "error_message": None, "resource_type": int(b.resource_type),
-             "resource_name": b.resource_name, "pattern_type": int(b.pattern_type), "principal": b.principal,
-             "host": b.host, "operation": int(b.operation), "permission_type": int(b.permission)}
-            for b in matched]})
+            {"error_code": 0, "error_message": None, **binding_to_wire(b)} for b in matched]})
     failed = _store_acls(broker, [], remove)
     if failed:
         return delete_acls_error(body, ctx.api_version, *failed)

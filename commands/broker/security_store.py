@@ -12,11 +12,12 @@ import base64
 import json
 import threading
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from pylog.core.errors import DataError
 from pylog.core.security import scram
-from pylog.core.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from pylog.core.security.acl import AclBinding, binding_from_wire, binding_to_wire
 from pylog.storage.checkpoint import atomic_write
 
 FILE_NAME = "security.json"
@@ -49,10 +50,7 @@ class SecurityStore:
                 creds[(r["name"], mech.name)] = scram.ScramCredential(
                     base64.b64decode(r["salt"]), base64.b64decode(r["stored_key"]),
                     base64.b64decode(r["server_key"]), int(r["iterations"]))
-            acls = [AclBinding(ResourceType(r["resource_type"]), r["resource_name"], PatternType(r["pattern_type"]),
-                               r["principal"], r["host"], AclOperation(r["operation"]),
-                               AclPermissionType(r["permission_type"]), uuid.UUID(r["id"]))
-                    for r in doc.get("access_control_entries", [])]
+            acls = [replace(binding_from_wire(r), id=uuid.UUID(r["id"])) for r in doc.get("access_control_entries", [])]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise DataError(f"{self.path}: unreadable security state ({e.__class__.__name__}: {e})") from None
         self.credentials, self.acls = creds, acls
@@ -66,10 +64,7 @@ class SecurityStore:
                 for (name, mech), c in sorted(self.credentials.items())
             ],
             "access_control_entries": [
-                {"id": str(b.id), "resource_type": int(b.resource_type), "resource_name": b.resource_name,
-                 "pattern_type": int(b.pattern_type), "principal": b.principal, "host": b.host,
-                 "operation": int(b.operation), "permission_type": int(b.permission)}
-                for b in self.acls
+                {"id": str(b.id), **binding_to_wire(b)} for b in self.acls
             ],
         }
         atomic_write(self.path, json.dumps(doc, indent=1) + "\n")

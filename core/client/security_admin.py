@@ -10,25 +10,7 @@ from __future__ import annotations
 from pylog.core.client.admin import AdminBase
 from pylog.core.client.admin import _raise as _check
 from pylog.core.security import scram
-from pylog.core.security.acl import (
-    AclBinding,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
-
-
-def _filter_body(f: AclFilter) -> dict:
-    return {"resource_type_filter": int(f.resource_type), "resource_name_filter": f.resource_name,
-            "pattern_type_filter": int(f.pattern_type), "principal_filter": f.principal, "host_filter": f.host,
-            "operation": int(f.operation), "permission_type": int(f.permission)}
-
-
-def _binding(rtype, name, ptype, acl) -> AclBinding:
-    return AclBinding(ResourceType(rtype), name, PatternType(ptype), acl["principal"], acl["host"],
-                      AclOperation(acl["operation"]), AclPermissionType(acl["permission_type"]))
+from pylog.core.security.acl import AclBinding, AclFilter, binding_from_wire, binding_to_wire, filter_to_wire
 
 
 class SecurityAdmin(AdminBase):
@@ -38,29 +20,25 @@ class SecurityAdmin(AdminBase):
 
     # ---- ACLs ------------------------------------------------------------------
     def create_acls(self, bindings: list[AclBinding]) -> None:
-        body = {"creations": [{
-            "resource_type": int(b.resource_type), "resource_name": b.resource_name,
-            "resource_pattern_type": int(b.pattern_type), "principal": b.principal, "host": b.host,
-            "operation": int(b.operation), "permission_type": int(b.permission)} for b in bindings]}
+        body = {"creations": [binding_to_wire(b, "resource_pattern_type") for b in bindings]}
         resp = self._run(self.client.request_any("CreateAcls", body))
         for b, r in zip(bindings, resp.get("results") or []):
             _check(r.get("error_code", 0), f"cannot create ACL {b.principal} {b.operation.name} on "
                                            f"{b.resource_type.name} {b.resource_name}", r.get("error_message"))
 
     def describe_acls(self, f: AclFilter | None = None) -> list[AclBinding]:
-        resp = self._run(self.client.request_any("DescribeAcls", _filter_body(f or AclFilter())))
+        resp = self._run(self.client.request_any("DescribeAcls", filter_to_wire(f or AclFilter())))
         _check(resp.get("error_code", 0), "cannot list ACLs", resp.get("error_message"))
-        return [_binding(r["resource_type"], r["resource_name"], r.get("pattern_type", 3), a)
-                for r in resp.get("resources") or [] for a in r.get("acls") or []]
+        return [binding_from_wire({**r, **a}) for r in resp.get("resources") or [] for a in r.get("acls") or []]
 
     def delete_acls(self, filters: list[AclFilter]) -> list[AclBinding]:
-        resp = self._run(self.client.request_any("DeleteAcls", {"filters": [_filter_body(f) for f in filters]}))
+        resp = self._run(self.client.request_any("DeleteAcls", {"filters": [filter_to_wire(f) for f in filters]}))
         out = []
         for r in resp.get("filter_results") or []:
             _check(r.get("error_code", 0), "cannot remove ACLs", r.get("error_message"))
             for m in r.get("matching_acls") or []:
                 _check(m.get("error_code", 0), "cannot remove an ACL", m.get("error_message"))
-                out.append(_binding(m["resource_type"], m["resource_name"], m.get("pattern_type", 3), m))
+                out.append(binding_from_wire(m))
         return out
 
     # ---- SCRAM users -----------------------------------------------------------

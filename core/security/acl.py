@@ -82,6 +82,18 @@ def parse_enum(cls, text: str | int):
         raise ValueError(f"unknown {cls.__name__} {text!r} (one of {names})") from None
 
 
+def _strict(cls, value):
+    return cls(value)
+
+
+def _or_unknown(cls, value):
+    """cls(value), or UNKNOWN for a code this version does not know (validate() then refuses it)."""
+    try:
+        return cls(value)
+    except ValueError:
+        return cls.UNKNOWN
+
+
 @dataclass(frozen=True)
 class AclBinding:
     """One ACL: a resource pattern and an access control entry (AccessControlEntryRecord)."""
@@ -127,6 +139,14 @@ class AclFilter:
     operation: AclOperation = AclOperation.ANY
     permission: AclPermissionType = AclPermissionType.ANY
 
+    def validate(self) -> str | None:
+        """Why Kafka would refuse this filter (a code it does not know), or None."""
+        for value, cls in ((self.resource_type, ResourceType), (self.pattern_type, PatternType),
+                           (self.operation, AclOperation), (self.permission, AclPermissionType)):
+            if value == cls.UNKNOWN:
+                return f"Invalid {cls.__name__} in the filter"
+        return None
+
     def matches(self, b: AclBinding) -> bool:
         if self.resource_type != ResourceType.ANY and self.resource_type != b.resource_type:
             return False
@@ -148,6 +168,41 @@ class AclFilter:
             return False
         return True
 
+
+
+# ---- the dict form of the ACL APIs (CreateAcls creations, DescribeAcls/DeleteAcls ACLs,
+# the filters) and of the broker's security state file: written and read only here
+def binding_to_wire(b: AclBinding, pattern_key: str = "pattern_type") -> dict:
+    """The binding as the ACL APIs carry it (CreateAcls names the pattern `resource_pattern_type`)."""
+    return {"resource_type": int(b.resource_type), "resource_name": b.resource_name, pattern_key: int(b.pattern_type),
+            "principal": b.principal, "host": b.host, "operation": int(b.operation),
+            "permission_type": int(b.permission)}
+
+
+def binding_from_wire(d: dict, pattern_key: str = "pattern_type", lenient: bool = False) -> AclBinding:
+    """The binding in `d` (binding_to_wire's form); `lenient`: unknown codes become UNKNOWN
+    instead of raising ValueError, as a broker answers a request that carries them."""
+    code = _or_unknown if lenient else _strict
+    return AclBinding(code(ResourceType, d["resource_type"]), d["resource_name"] or "",
+                      code(PatternType, d.get(pattern_key, PatternType.LITERAL)), d["principal"] or "",
+                      d["host"] or "", code(AclOperation, d["operation"]),
+                      code(AclPermissionType, d["permission_type"]))
+
+
+def filter_to_wire(f: AclFilter) -> dict:
+    """The filter as DescribeAcls and DeleteAcls carry it."""
+    return {"resource_type_filter": int(f.resource_type), "resource_name_filter": f.resource_name,
+            "pattern_type_filter": int(f.pattern_type), "principal_filter": f.principal, "host_filter": f.host,
+            "operation": int(f.operation), "permission_type": int(f.permission)}
+
+
+def filter_from_wire(d: dict) -> AclFilter:
+    """The filter in a DescribeAcls request or DeleteAcls filter; unknown codes become UNKNOWN."""
+    return AclFilter(
+        _or_unknown(ResourceType, d.get("resource_type_filter", ResourceType.ANY)), d.get("resource_name_filter"),
+        _or_unknown(PatternType, d.get("pattern_type_filter", PatternType.LITERAL)), d.get("principal_filter"),
+        d.get("host_filter"), _or_unknown(AclOperation, d.get("operation", AclOperation.ANY)),
+        _or_unknown(AclPermissionType, d.get("permission_type", AclPermissionType.ANY)))
 
 def _pattern_covers(b: AclBinding, name: str) -> bool:
     if b.pattern_type == PatternType.LITERAL:
