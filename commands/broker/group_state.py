@@ -46,8 +46,8 @@ class OffsetEntry:
 
 
 @dataclass
-class Member:
-    """One group member: identity, timeouts, protocols, assignment and its parked requests."""
+class MemberIdentity:
+    """Who a member is and its timeouts: what the live member and its stored form share."""
 
     member_id: str
     group_instance_id: str | None
@@ -55,6 +55,12 @@ class Member:
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
+
+
+@dataclass
+class Member(MemberIdentity):
+    """One group member: identity, timeouts, protocols, assignment and its parked requests."""
+
     protocol_type: str
     protocols: list  # [(name, metadata bytes)] in the member's preference order
     assignment: bytes = b""

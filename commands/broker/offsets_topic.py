@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pylog.commands.broker.group_state import MemberIdentity
 from pylog.core.protocol import internal_records as ir
 
 TOPIC = "__consumer_offsets"
@@ -53,15 +54,9 @@ def group_key(group: str) -> bytes:
 
 
 @dataclass
-class StoredMember:
+class StoredMember(MemberIdentity):
     """A member as GroupMetadataValue stores it."""
 
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
     subscription: bytes
     assignment: bytes
 
