@@ -116,6 +116,12 @@ def read_all(bootstrap: str, topic: str, expect: int) -> list[tuple[str, int]]:
     return rows
 
 
+def records_of(r) -> int:
+    """The record count of a `--json` produce or perf summary; the command must have succeeded."""
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["records"]
+
+
 def assert_exactly_once_in_key_order(rows, n):
     values = [v for _, v in rows]
     assert sorted(values) == list(range(n)), (
@@ -189,8 +195,7 @@ def test_dead_bootstrap_server_is_skipped(cluster):
         dead = f"127.0.0.1:{s.getsockname()[1]}"
     r = pylog_cli("produce", "dead-bootstrap", "-b", f"{dead},{cluster.nodes[1].bootstrap}", "--json",
                   input="a\nb\nc\n", timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["records"] == 3
+    assert records_of(r) == 3
 
 
 def test_group_consumers_ride_through_coordinator_failover(cluster, tmp_path):
@@ -337,11 +342,9 @@ def test_perf_against_the_cluster(cluster):
     create_topic(cluster, "perf3", 3)
     r = pylog_cli("perf", "produce", "perf3", "-b", cluster.bootstrap, "-n", "20000", "-s", "100", "--json",
                   timeout=180)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["records"] == 20000
+    assert records_of(r) == 20000
     r = pylog_cli("perf", "consume", "perf3", "-b", cluster.bootstrap, "-n", "20000", "--json", timeout=180)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["records"] == 20000
+    assert records_of(r) == 20000
 
 
 def test_broker_address_change_is_followed(cluster, tmp_path):
