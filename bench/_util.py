@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 
 
@@ -25,3 +26,12 @@ def default_dir() -> str | None:
         if st.f_bavail * st.f_frsize > (2 << 30):
             return shm
     return None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port

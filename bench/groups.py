@@ -28,15 +28,9 @@ import threading
 import time
 import uuid
 
+from bench._util import free_port
+
 PARTITIONS = 10
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class PylogBroker:
