@@ -59,16 +59,20 @@ class CorruptSnapshotError(DataError):
 
 
 def decrement_sequence(seq: int, dec: int) -> int:
+    """`seq - dec` in Kafka's int32 sequence space, which wraps to 0 after INT32_MAX."""
     if seq < dec:
         return INT32_MAX - (dec - seq) + 1
     return seq - dec
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
+    """Whether `next_seq` directly follows `last_seq` (with the wrap at INT32_MAX)."""
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
 class BatchMetadata(NamedTuple):
+    """What the producer state keeps of one appended batch (Kafka's BatchMetadata)."""
+
     last_seq: int
     last_offset: int
     offset_delta: int
@@ -76,14 +80,18 @@ class BatchMetadata(NamedTuple):
 
     @property
     def first_seq(self) -> int:
+        """Sequence number of the batch's first record."""
         return decrement_sequence(self.last_seq, self.offset_delta)
 
     @property
     def first_offset(self) -> int:
+        """Offset of the batch's first record."""
         return self.last_offset - self.offset_delta
 
 
 class CompletedTxn(NamedTuple):
+    """A transaction ended by a marker: the range that goes into .txnindex when aborted."""
+
     producer_id: int
     first_offset: int
     last_offset: int
@@ -104,6 +112,8 @@ class SnapshotEntry(NamedTuple):
 
 
 class ProducerStateEntry:
+    """One producer's state: epoch, its last batches (for duplicate detection), open transaction."""
+
     __slots__ = ("producer_id", "producer_epoch", "batches", "coordinator_epoch", "last_timestamp", "current_txn_first_offset")
 
     def __init__(self, producer_id: int, producer_epoch: int = NO_PRODUCER_EPOCH, coordinator_epoch: int = NO_COORDINATOR_EPOCH,
@@ -116,26 +126,32 @@ class ProducerStateEntry:
         self.current_txn_first_offset = current_txn_first_offset
 
     def copy(self) -> "ProducerStateEntry":
+        """An independent copy (appends work on a copy until the write succeeded)."""
         return ProducerStateEntry(self.producer_id, self.producer_epoch, self.coordinator_epoch, self.last_timestamp,
                                   self.current_txn_first_offset, self.batches)
 
     @property
     def last_seq(self) -> int:
+        """Sequence of the last record appended, or NO_SEQUENCE."""
         return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
 
     @property
     def first_seq(self) -> int:
+        """Sequence of the first record of the oldest retained batch, or NO_SEQUENCE."""
         return self.batches[0].first_seq if self.batches else NO_SEQUENCE
 
     @property
     def last_data_offset(self) -> int:
+        """Offset of the last record appended, or -1."""
         return self.batches[-1].last_offset if self.batches else -1
 
     @property
     def last_offset_delta(self) -> int:
+        """Offset delta of the last batch appended."""
         return self.batches[-1].offset_delta if self.batches else 0
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        """The retained batch with exactly these sequences in this epoch (a retry), or None."""
         if epoch != self.producer_epoch:
             return None
         for b in self.batches:
@@ -144,22 +160,26 @@ class ProducerStateEntry:
         return None
 
     def maybe_update_epoch(self, epoch: int) -> None:
+        """A new epoch starts over: the retained batches are forgotten."""
         if self.producer_epoch != epoch:
             self.batches.clear()
             self.producer_epoch = epoch
 
     def add_batch(self, epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int) -> None:
+        """Remember an appended batch (at most NUM_BATCHES_TO_RETAIN are kept)."""
         self.maybe_update_epoch(epoch)
         self.batches.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
         self.last_timestamp = timestamp
 
     def to_snapshot_entry(self) -> SnapshotEntry:
+        """This entry as one row of a .snapshot file."""
         return SnapshotEntry(self.producer_id, self.producer_epoch, self.last_seq, self.last_data_offset,
                              self.last_offset_delta, self.last_timestamp, self.coordinator_epoch,
                              -1 if self.current_txn_first_offset is None else self.current_txn_first_offset)
 
     @classmethod
     def from_snapshot_entry(cls, e: SnapshotEntry) -> "ProducerStateEntry":
+        """An entry rebuilt from one row of a .snapshot file."""
         batches = [BatchMetadata(e.last_sequence, e.last_offset, e.offset_delta, e.timestamp)] if e.last_offset >= 0 else []
         return cls(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp,
                    e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None, batches)
@@ -175,6 +195,7 @@ class ProducerStateEntry:
 # ---- snapshot file format ----
 
 def encode_snapshot(entries: Iterable[SnapshotEntry]) -> bytes:
+    """A producer snapshot file's bytes (Kafka's version 1 layout, CRC-32C over the entries)."""
     entries = list(entries)
     body = bytearray(_SNAP_HEAD.size + _SNAP_ENTRY.size * len(entries))
     _SNAP_HEAD.pack_into(body, 0, SNAPSHOT_VERSION, 0, len(entries))
@@ -187,6 +208,7 @@ def encode_snapshot(entries: Iterable[SnapshotEntry]) -> bytes:
 
 
 def decode_snapshot(data: bytes, name: str = "snapshot") -> list[SnapshotEntry]:
+    """The entries of a producer snapshot file; CorruptSnapshotError when it cannot be trusted."""
     if len(data) < _SNAP_HEAD.size:
         raise CorruptSnapshotError(f"{name}: truncated producer snapshot ({len(data)} bytes)")
     version, crc, count = _SNAP_HEAD.unpack_from(data, 0)
@@ -201,15 +223,18 @@ def decode_snapshot(data: bytes, name: str = "snapshot") -> list[SnapshotEntry]:
 
 
 def read_snapshot(path: str | os.PathLike) -> list[SnapshotEntry]:
+    """decode_snapshot of the file at `path`."""
     path = Path(path)
     return decode_snapshot(path.read_bytes(), str(path))
 
 
 def snapshot_file_name(offset: int) -> str:
+    """`<offset, 20 digits>.snapshot`, as Kafka names them."""
     return f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
 
 def offset_from_snapshot_name(name: str) -> int | None:
+    """The offset in a snapshot file name, or None for any other file."""
     if not name.endswith(SNAPSHOT_SUFFIX):
         return None
     stem = name[: -len(SNAPSHOT_SUFFIX)]
@@ -267,14 +292,17 @@ class ProducerStateManager:
                 self._snapshots[off] = p
 
     def snapshot_offsets(self) -> list[int]:
+        """Offsets of the snapshot files on disk, oldest first."""
         with self._lock:
             return sorted(self._snapshots)
 
     def latest_snapshot_offset(self) -> int | None:
+        """Offset of the newest snapshot file, or None."""
         with self._lock:
             return max(self._snapshots) if self._snapshots else None
 
     def oldest_snapshot_offset(self) -> int | None:
+        """Offset of the oldest snapshot file, or None."""
         with self._lock:
             return min(self._snapshots) if self._snapshots else None
 
@@ -287,11 +315,13 @@ class ProducerStateManager:
                 pass
 
     def delete_snapshots_below(self, offset: int) -> None:
+        """Delete snapshot files older than `offset` (after retention)."""
         with self._lock:
             for off in [o for o in self._snapshots if o < offset]:
                 self._delete_snapshot(off)
 
     def delete_snapshots_above(self, offset: int) -> None:
+        """Delete snapshot files past `offset` (after a truncation)."""
         with self._lock:
             for off in [o for o in self._snapshots if o > offset]:
                 self._delete_snapshot(off)
@@ -363,6 +393,7 @@ class ProducerStateManager:
             return self.truncate_and_reload(log_start_offset, log_end_offset, now_ms)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Forget every producer and snapshot; the log restarts at `offset`."""
         with self._lock:
             self.producers.clear()
             for off in list(self._snapshots):
@@ -370,6 +401,7 @@ class ProducerStateManager:
             self.map_end_offset = self.last_snap_offset = offset
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """The log start moved forward (DeleteRecords, retention)."""
         with self._lock:
             if self.map_end_offset < log_start_offset:
                 self.map_end_offset = log_start_offset
@@ -386,6 +418,7 @@ class ProducerStateManager:
 
     # ---- validation ----
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        """The state of `producer_id`, or None if unknown or expired."""
         return self.producers.get(producer_id)
 
     @staticmethod
@@ -503,6 +536,7 @@ class ProducerStateManager:
     replay_batch = update
 
     def replay(self, batches: Iterable[tuple[BatchHeader, object, int]]) -> list[CompletedTxn]:
+        """Apply batches read back from the log (recovery); returns the transactions they ended."""
         done = []
         for h, buf, pos in batches:
             c = self.update(h, buf, pos)
@@ -511,19 +545,23 @@ class ProducerStateManager:
         return done
 
     def update_map_end_offset(self, offset: int) -> None:
+        """The state now covers the log up to `offset`."""
         with self._lock:
             self.map_end_offset = offset
 
     # ---- queries ----
     def ongoing_txn_first_offsets(self) -> dict[int, int]:
+        """{producer id: first offset of its open transaction}."""
         with self._lock:
             return {pid: e.current_txn_first_offset for pid, e in self.producers.items() if e.current_txn_first_offset is not None}
 
     def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (the LSO bound), or None."""
         offs = self.ongoing_txn_first_offsets().values()
         return min(offs) if offs else None
 
     def snapshot_entries(self) -> list[SnapshotEntry]:
+        """Every producer as snapshot rows, by producer id."""
         with self._lock:
             return [e.to_snapshot_entry() for _, e in sorted(self.producers.items())]
 

@@ -28,6 +28,8 @@ _NOT_YET = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE
 
 @dataclass
 class PartitionInfo:
+    """One partition as Metadata reports it: leader, leader epoch, replicas, ISR, offline replicas."""
+
     partition: int
     leader: int
     leader_epoch: int = -1
@@ -39,6 +41,8 @@ class PartitionInfo:
 
 @dataclass
 class TopicInfo:
+    """One topic as Metadata reports it, with its partitions by number."""
+
     name: str
     error_code: int = 0
     topic_id: uuid.UUID = ZERO_UUID
@@ -48,6 +52,8 @@ class TopicInfo:
 
 @dataclass
 class BrokerInfo:
+    """A broker's id and the address it advertises."""
+
     node_id: int
     host: str
     port: int
@@ -69,6 +75,7 @@ class ClusterMetadata:
         }
 
     def leader_for(self, topic: str, partition: int) -> int:
+        """The leader's node id for a partition, or -1 when unknown."""
         t = self.topics.get(topic)
         if t is None:
             return -1
@@ -76,11 +83,13 @@ class ClusterMetadata:
         return -1 if p is None else p.leader
 
     def partition_info(self, topic: str, partition: int) -> PartitionInfo | None:
+        """The PartitionInfo of a partition, or None when unknown."""
         t = self.topics.get(topic)
         return None if t is None else t.partitions.get(partition)
 
 
 def parse_bootstrap(servers) -> list[tuple[str, int]]:
+    """`host:port[,host:port...]` (or a list of them) as (host, port) pairs; IPv6 in brackets."""
     if isinstance(servers, str):
         servers = servers.split(",")
     out = []
@@ -129,20 +138,24 @@ class NetworkClient:
         )
 
     def is_ready(self, node_id: int) -> bool:
+        """Whether a connection to `node_id` is open now."""
         c = self._conns.get(node_id)
         return c is not None and c.connected
 
     def connection_if_ready(self, node_id: int) -> BrokerConnection | None:
+        """The open connection to `node_id`, or None (never connects)."""
         c = self._conns.get(node_id)
         return c if c is not None and c.connected else None
 
     def backoff_remaining(self, node_id: int) -> float:
+        """Seconds until `node_id` may be tried again after a failed connect."""
         nb = self._backoff.get(node_id)
         if nb is None:
             return 0.0
         return max(0.0, nb[0] - time.monotonic())
 
     async def connection(self, node_id: int) -> BrokerConnection:
+        """The connection to `node_id`, connecting (once, shared by concurrent callers) if needed."""
         c = self._conns.get(node_id)
         if c is not None and c.connected:
             return c
@@ -214,6 +227,7 @@ class NetworkClient:
             f"no broker reachable (bootstrap.servers={servers}): {errors[-1] if errors else 'no brokers'}")
 
     async def request(self, node_id: int, api: str, body: dict, **kw) -> dict:
+        """Send one request to `node_id` and return the decoded response body."""
         conn = await self.connection(node_id)
         try:
             return await conn.request(api, body, **kw)
@@ -222,10 +236,12 @@ class NetworkClient:
             raise
 
     async def request_any(self, api: str, body: dict, **kw) -> dict:
+        """Send one request to any reachable broker."""
         conn = await self._any_connection()
         return await conn.request(api, body, **kw)
 
     async def request_controller(self, api: str, body: dict, **kw) -> dict:
+        """Send one request to the controller (admin requests), or any broker if none is known."""
         if self.metadata.controller_id < 0 or self.metadata.controller_id not in self.metadata.brokers:
             await self.refresh_metadata()
         cid = self.metadata.controller_id
@@ -235,12 +251,14 @@ class NetworkClient:
 
     # ---------------------------------------------------------------- metadata
     def add_topics(self, topics) -> bool:
+        """Track these topics in metadata refreshes; True if any is new."""
         new = set(topics) - self._topics
         self._topics |= new
         return bool(new)
 
     async def refresh_metadata(self, topics=None, *, all_topics: bool = False,
                                allow_auto_create: bool | None = None) -> ClusterMetadata:
+        """Fetch Metadata for the tracked (or given, or all) topics and replace the snapshot."""
         if self._md_lock is None:
             self._md_lock = asyncio.Lock()
         async with self._md_lock:
@@ -287,6 +305,7 @@ class NetworkClient:
         return ClusterMetadata(brokers, topics, resp.get("controller_id", -1), resp.get("cluster_id"))
 
     def metadata_age(self) -> float:
+        """Seconds since the last metadata refresh."""
         return time.monotonic() - self.metadata.updated
 
     async def wait_for_topic(self, topic: str, timeout_s: float) -> TopicInfo:
@@ -322,6 +341,7 @@ class NetworkClient:
         raise KafkaTimeoutError(msg)
 
     async def close(self):
+        """Close every connection."""
         self.closed = True
         for c in list(self._conns.values()):
             await c.close()

@@ -88,6 +88,7 @@ class ConsumerEngine(Fetcher):
 
     # ---------------------------------------------------------------- assignment
     def set_assignment(self, tps):
+        """Replace the assignment; positions of partitions that stay are kept."""
         tps = [TopicPartition(*tp) for tp in tps]
         keep = set(tps)
         for tp in list(self.positions):
@@ -110,6 +111,7 @@ class ConsumerEngine(Fetcher):
         self.client.add_topics({tp.topic for tp in tps})
 
     async def subscribe_all_partitions(self, topics):
+        """Without a group: assign every partition of `topics`."""
         timeout = self.config["default.api.timeout.ms"] / 1000.0
         tps = []
         for t in topics:
@@ -119,6 +121,7 @@ class ConsumerEngine(Fetcher):
 
     # ---------------------------------------------------------------- positions
     def seek(self, tp, offset, leader_epoch=-1):
+        """Set the fetch position of `tp` and drop records buffered for it."""
         tp = TopicPartition(*tp)
         self.positions[tp] = [offset, leader_epoch]
         self.reset_pending.pop(tp, None)
@@ -126,6 +129,7 @@ class ConsumerEngine(Fetcher):
         self._drop_buffered(tp)
 
     def request_reset(self, tp, timestamp):
+        """Resolve `tp`'s position by ListOffsets (EARLIEST, LATEST or a timestamp)."""
         tp = TopicPartition(*tp)
         self.positions.pop(tp, None)
         self.need_committed.discard(tp)
@@ -152,6 +156,7 @@ class ConsumerEngine(Fetcher):
             raise NoOffsetForPartitionError(f"Undefined offset with no reset policy for partitions: [{tp}]")
 
     async def update_positions(self):
+        """Give every assigned partition a position: committed offset, reset, or auto.offset.reset."""
         if self.need_committed:
             tps = list(self.need_committed)
             committed = await self.group.fetch_committed(tps) if self.group is not None else {}
@@ -274,6 +279,7 @@ class ConsumerEngine(Fetcher):
         self._md_task = asyncio.get_running_loop().create_task(refresh())
 
     async def poll(self, timeout_s: float) -> dict:
+        """Buffered or newly fetched records, waiting up to `timeout` seconds for some."""
         if self._event is None:
             self._event = asyncio.Event()
         deadline = time.monotonic() + timeout_s
@@ -306,6 +312,7 @@ class ConsumerEngine(Fetcher):
                 pass
 
     async def close(self):
+        """Stop fetching and close the network client."""
         if self.group is not None:
             try:
                 await self.group.close(self)
@@ -352,6 +359,7 @@ class Consumer(Closeable):
 
     # assignment ---------------------------------------------------------------
     def assign(self, partitions):
+        """Consume exactly these (topic, partition)s, replacing any subscription."""
         tps = [TopicPartition(*tp) for tp in partitions]
 
         async def go():
@@ -373,15 +381,18 @@ class Consumer(Closeable):
         self._run(go())
 
     def assignment(self) -> list:
+        """The partitions this consumer reads now."""
         return list(self.engine.assignment)
 
     def partitions_for(self, topic: str) -> list[int]:
+        """Partition numbers of `topic` (waits for its metadata up to default.api.timeout.ms)."""
         async def go():
             info = await self.engine.client.wait_for_topic(topic, self._api_timeout)
             return sorted(info.partitions)
         return self._run(go())
 
     def list_topics(self) -> dict:
+        """Every topic the cluster reports, by name."""
         async def go():
             md = await self.engine.client.refresh_metadata(all_topics=True)
             return md.topics
@@ -389,21 +400,26 @@ class Consumer(Closeable):
 
     # positions -----------------------------------------------------------------
     def seek(self, tp, offset: int):
+        """Read `tp` from `offset` on the next poll."""
         self._loop.run(_call(self.engine.seek, TopicPartition(*tp), offset))
 
     def seek_to_beginning(self, partitions=None):
+        """Read the given (or all assigned) partitions from their log start offset."""
         for tp in partitions or self.assignment():
             self._loop.run(_call(self.engine.request_reset, tp, EARLIEST))
 
     def seek_to_end(self, partitions=None):
+        """Read the given (or all assigned) partitions from their end: only new records."""
         for tp in partitions or self.assignment():
             self._loop.run(_call(self.engine.request_reset, tp, LATEST))
 
     def seek_to_timestamp(self, timestamp_ms: int, partitions=None):
+        """Read from the first record at or after `timestamp_ms` (ListOffsets by time)."""
         for tp in partitions or self.assignment():
             self._loop.run(_call(self.engine.request_reset, tp, timestamp_ms))
 
     def position(self, tp) -> int:
+        """The offset of the next record poll() returns for `tp` (resolving a pending reset first)."""
         tp = TopicPartition(*tp)
 
         async def go():
@@ -414,24 +430,29 @@ class Consumer(Closeable):
         return self._run(go())
 
     def offsets_for_times(self, timestamps: dict) -> dict:
+        """{tp: OffsetAndTimestamp of the first record at or after the time, or None}."""
         res = self._run(self.engine.list_offsets({TopicPartition(*k): v for k, v in timestamps.items()},
                                                  strict=True))
         return {tp: (r if r.offset >= 0 else None) for tp, r in res.items()}
 
     def beginning_offsets(self, partitions) -> dict:
+        """{tp: log start offset} for the given partitions."""
         res = self._run(self.engine.list_offsets({TopicPartition(*tp): EARLIEST for tp in partitions}, strict=True))
         return {tp: r.offset for tp, r in res.items()}
 
     def end_offsets(self, partitions) -> dict:
+        """{tp: end offset (high watermark)} for the given partitions."""
         res = self._run(self.engine.list_offsets({TopicPartition(*tp): LATEST for tp in partitions}, strict=True))
         return {tp: r.offset for tp, r in res.items()}
 
     def committed(self, partitions) -> dict:
+        """{tp: committed offset} of the consumer's group for the given partitions."""
         if self.engine.group is None:
             raise UsageError("committed offsets need a consumer group (group.id)")
         return self._run(self.engine.group.fetch_committed([TopicPartition(*tp) for tp in partitions]))
 
     def commit(self, offsets: dict | None = None):
+        """Commit `offsets` ({tp: (offset, leader_epoch, metadata)}) or every current position."""
         if self.engine.group is None:
             raise UsageError("committing offsets needs a consumer group (group.id)")
         if offsets is None:
@@ -439,12 +460,15 @@ class Consumer(Closeable):
         self._run(self.engine.group.commit(offsets))
 
     def pause(self, partitions):
+        """Stop fetching these partitions until resume(); positions are kept."""
         self.engine.paused.update(TopicPartition(*tp) for tp in partitions)
 
     def resume(self, partitions):
+        """Fetch paused partitions again."""
         self.engine.paused.difference_update(TopicPartition(*tp) for tp in partitions)
 
     def high_watermark(self, tp) -> int:
+        """The high watermark last seen for `tp` in a fetch answer, or -1."""
         return self.engine.high_watermarks.get(TopicPartition(*tp), -1)
 
     # consuming -----------------------------------------------------------------
@@ -467,6 +491,7 @@ class Consumer(Closeable):
         return self._run(eng.poll(timeout_ms / 1000.0))
 
     def close(self):
+        """Leave the group (if any), stop fetching and release the I/O thread."""
         if self._closed:
             return
         self._closed = True
