@@ -209,6 +209,14 @@ def _metadata_broker_ids(host: str, port: int, timeout: float = 2.0) -> set[int]
     return ids
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the test process dies, so that a killed or
+    timed-out pytest run leaves no Kafka JVM behind (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
 class KafkaNode:
     """One combined broker+controller Apache Kafka KRaft node in a directory of its own."""
 
@@ -279,7 +287,8 @@ class KafkaNode:
     def start(self, wait: bool = True, timeout: float = 120) -> "KafkaNode":
         log = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(java_command("kafka.Kafka", str(self.config_path), log_level="info"),
-                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         log.close()
         if wait:
             self.wait_ready(timeout)
