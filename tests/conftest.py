@@ -31,3 +31,4 @@ from kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
 # Spark on a standalone cluster (issues 18, 22): `spark_cluster`, a Master and two Workers for the run
 from spark_fixtures import spark_cluster  # noqa: E402,F401
 from spark_fixtures import spark_connect  # noqa: E402,F401
+from spark_fixtures import keep_session  # noqa: E402,F401

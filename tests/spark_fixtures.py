@@ -218,6 +218,19 @@ class StandaloneCluster:
         self.procs = []
 
 
+@pytest.fixture()
+def keep_session(monkeypatch):
+    """One SparkSession serves every job of the test (session.KEEP_SESSION), no PYSPARK_PYTHON left over."""
+    from pylog.commands.spark import session
+
+    # the local-cluster round of `spark_master` may have set it for its executors
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    saved = session.KEEP_SESSION
+    session.KEEP_SESSION = True
+    yield
+    session.KEEP_SESSION = saved
+
+
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
     """One standalone cluster for the test run: a Master and two Workers (1 core, 1 GB

@@ -20,18 +20,6 @@ LOOPBACK = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bin
             "--conf", "spark.executor.memory=512m"]
 
 
-@pytest.fixture()
-def keep_session(monkeypatch):
-    from pylog.commands.spark import session
-
-    # the local-cluster round of `spark_master` may have set it for its executors
-    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
-    saved = session.KEEP_SESSION
-    session.KEEP_SESSION = True
-    yield
-    session.KEEP_SESSION = saved
-
-
 def cluster_args(cluster, *extra):
     return ["--master", cluster.url, *LOOPBACK, *extra]
 

@@ -17,18 +17,6 @@ from test_spark_ingest import COLUMNS, N_ROWS, PARTITIONS, check_partitions, con
     read_partition_dir, write_input
 
 
-@pytest.fixture()
-def keep_session(monkeypatch):
-    from pylog.commands.spark import session
-
-    # the local-cluster round of `spark_master` may have set it for its executors
-    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
-    saved = session.KEEP_SESSION
-    session.KEEP_SESSION = True
-    yield
-    session.KEEP_SESSION = saved
-
-
 @pytest.mark.timeout(1800)  # three Spark jobs on a shared 2-core machine
 def test_both_jobs_through_spark_connect(spark_connect, keep_session, tmp_path, broker, monkeypatch):
     rows = make_rows()
