@@ -30,8 +30,6 @@ def default_dir() -> str | None:
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

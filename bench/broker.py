@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._util import free_port
+
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 # The same client settings for every broker. linger.ms=1 with a large batch
 # keeps librdkafka from idling on its linger timer between full batches.
@@ -105,14 +107,6 @@ def page_cache_write(path: Path, total: int = 512 << 20) -> float:
 
 
 # ---- brokers ------------------------------------------------------------------
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def wait_port(port: int, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
@@ -385,18 +379,23 @@ def run_all(brokers: list, files: dict, counts: dict, rounds: int, cpu: dict | N
             started[b.name] = b.cpu_seconds()
         return b.bootstrap
 
-    for r in range(rounds):
-        for size in (100, 1024):
-            for acks in ("1", "all"):
-                for b in brokers:
-                    topic = f"ingest-{size}-{acks}-{r}"
-                    create_topic(b.bootstrap, topic)
-                    keep(b.name, f"ingest {size}B acks={acks}", counts[size], size,
-                         ck_produce(mark(b), topic, counts[size], size, acks))
-        for size in (100, 1024):
-            for b in brokers:
-                keep(b.name, f"fetch {size}B", counts[size], size,
-                     ck_consume(mark(b), f"ingest-{size}-1-{r}", counts[size]))
+    def client_rounds(prefix, tag, bs, produce, consume):
+        """Produce (acks 1 and all) then fetch, both record sizes, through one client program."""
+        for r in range(rounds):
+            for size in (100, 1024):
+                for acks in ("1", "all"):
+                    for b in bs:
+                        topic = f"{prefix}-{size}-{acks}-{r}"
+                        create_topic(b.bootstrap, topic)
+                        keep(b.name, f"ingest {size}B acks={acks}{tag}", counts[size], size,
+                             produce(mark(b), topic, size, acks))
+            for size in (100, 1024):
+                for b in bs:
+                    keep(b.name, f"fetch {size}B{tag}", counts[size], size,
+                         consume(mark(b), f"{prefix}-{size}-1-{r}", counts[size]))
+
+    client_rounds("ingest", "", brokers, lambda bs, topic, size, acks: ck_produce(bs, topic, counts[size], size, acks),
+                  ck_consume)
     for r in range(rounds):
         for size in (100, 1024):
             for b in brokers:
@@ -408,18 +407,9 @@ def run_all(brokers: list, files: dict, counts: dict, rounds: int, cpu: dict | N
                      raw_fetch(mark(b), topic, counts[size] * 2))
     # kcat (librdkafka 2.0, all C) as a second client; it cannot talk to Tansu 0.6
     kcat_brokers = [b for b in brokers if b.name in ("pylog", "pylog-base")]
-    for r in range(rounds):
-        for size in (100, 1024):
-            for acks in ("1", "all"):
-                for b in kcat_brokers:
-                    topic = f"kcat-{size}-{acks}-{r}"
-                    create_topic(b.bootstrap, topic)
-                    keep(b.name, f"ingest {size}B acks={acks} (kcat)", counts[size], size,
-                         kcat_produce(mark(b), topic, files[size], "-1" if acks == "all" else acks))
-        for size in (100, 1024):
-            for b in kcat_brokers:
-                keep(b.name, f"fetch {size}B (kcat)", counts[size], size,
-                     kcat_consume(mark(b), f"kcat-{size}-1-{r}", counts[size]))
+    client_rounds("kcat", " (kcat)", kcat_brokers,
+                  lambda bs, topic, size, acks: kcat_produce(bs, topic, files[size], "-1" if acks == "all" else acks),
+                  kcat_consume)
     return out
 
 

@@ -22,6 +22,8 @@ import tempfile
 import textwrap
 import time
 
+from bench._util import free_port
+
 KP_PRODUCE = """
 import sys, time, os
 from kafka import KafkaProducer
@@ -88,12 +90,6 @@ e = time.monotonic() - t
 c.close()
 print(k / e)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_broker(kind: str, workdir: str):

@@ -15,23 +15,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench._util import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the test PKI and the Kafka harness
 
 USER, PASSWORD = "bench", "bench-secret"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PylogSecure:
