@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 
 
@@ -33,3 +35,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start_pylog_broker(args: list, *, stderr=subprocess.DEVNULL, env: dict | None = None):
+    """`pylog broker start ARGS` in a subprocess, returned once it listens: (process, the address it printed)."""
+    proc = subprocess.Popen([sys.executable, "-m", "pylog.cli", "broker", "start", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+    for line in proc.stdout:
+        if line.startswith("pylog broker listening on "):
+            return proc, line.strip().rsplit(" ", 1)[1]
+    raise RuntimeError(f"pylog broker did not start (exit code {proc.poll()})")

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._util import free_port
+from bench._util import free_port, start_pylog_broker
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 # The same client settings for every broker. linger.ms=1 with a large batch
@@ -132,15 +132,9 @@ class PylogBroker:
         env = dict(os.environ)
         if source is not None:
             env["PYTHONPATH"] = str(source)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", f"127.0.0.1:{self.port}",
-             "--log-dir", str(self.dir), "--log-level", "warning"],
-            stdout=subprocess.PIPE, stderr=open(work / f"{name}-broker.log", "wb"), text=True, env=env)
-        for line in self.proc.stdout:
-            if line.startswith("pylog broker listening on"):
-                break
-        else:
-            raise RuntimeError("pylog broker did not start")
+        self.proc, _ = start_pylog_broker(
+            ["--listen", f"127.0.0.1:{self.port}", "--log-dir", self.dir, "--log-level", "warning"],
+            stderr=open(work / f"{name}-broker.log", "wb"), env=env)
         self.bootstrap = f"127.0.0.1:{self.port}"
 
     def cpu_seconds(self) -> float:

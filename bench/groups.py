@@ -22,13 +22,12 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
 
-from bench._util import free_port
+from bench._util import free_port, start_pylog_broker
 
 PARTITIONS = 10
 
@@ -39,16 +38,9 @@ class PylogBroker:
     def __init__(self, delay_ms: int = 0):
         self.name = f"pylog (initial delay {delay_ms} ms)"
         self.dir = tempfile.mkdtemp(prefix="bench-groups-")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", "127.0.0.1:0", "--log-dir",
-             os.path.join(self.dir, "data"), "--set", f"group.initial.rebalance.delay.ms={delay_ms}"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        for line in self.proc.stdout:
-            if line.startswith("pylog broker listening on "):
-                self.bootstrap = line.strip().rsplit(" ", 1)[1]
-                break
-        else:
-            raise RuntimeError("pylog broker did not start")
+        self.proc, self.bootstrap = start_pylog_broker(
+            ["--listen", "127.0.0.1:0", "--log-dir", os.path.join(self.dir, "data"),
+             "--set", f"group.initial.rebalance.delay.ms={delay_ms}"])
 
     def stop(self):
         self.proc.terminate()

@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench._util import free_port
+from bench._util import free_port, start_pylog_broker
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the test PKI and the Kafka harness
@@ -40,15 +39,9 @@ class PylogSecure:
             "ssl.keystore.type=PEM", f"ssl.keystore.location={pki.server_keystore}",
             "sasl.enabled.mechanisms=SCRAM-SHA-512", "log.flush.interval.messages=9223372036854775807",
         ]) + "\n")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pylog.cli", "broker", "start", "--log-dir", str(work / "pylog-data"),
-             "--config", str(props), "--add-scram", f"SCRAM-SHA-512=[name={USER},password={PASSWORD}]",
-             "--log-level", "warning"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        for line in self.proc.stdout:
-            if line.startswith("pylog broker listening on"):
-                break
-        else:
-            raise RuntimeError("pylog broker did not start")
+        self.proc, _ = start_pylog_broker(
+            ["--log-dir", work / "pylog-data", "--config", props,
+             "--add-scram", f"SCRAM-SHA-512=[name={USER},password={PASSWORD}]", "--log-level", "warning"])
 
     def stop(self):
         self.proc.terminate()
