@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cleaner_support import NOW, append, open_log, read_records, topic_config
-from pylog.commands.verify import verify_partition
+from pylog.storage.checks import verify_partition
 from pylog.storage.cleaner import SWAP_STEPS, Cleaner
 from pylog.storage.offset_map import OffsetMap
 
