@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import uuid
 
-from hypothesis import strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from pylog.core.protocol import API_NAMES, SCHEMAS
 from pylog.core.protocol import types as T
 from pylog.core.protocol.schema import default_of
 from pylog.core.protocol.types import Array, Prim, Struct
@@ -71,6 +73,37 @@ def struct_strategy(fields, version, flexible):
             continue
         d[f.name] = field_strategy(f, version, flexible)
     return st.fixed_dictionaries(d)
+
+
+def api_cases(keys=None) -> list:
+    """(api key, version, "request" or "response") for every declared version of every API (or of `keys`)."""
+    return [(key, v, direction) for key, api in SCHEMAS.items() if keys is None or key in keys
+            for v in range(api.min_version, api.max_version + 1) for direction in ("request", "response")]
+
+
+def case_id(case) -> str:
+    key, version, direction = case
+    return f"{API_NAMES[key]}-v{version}-{direction}"
+
+
+def for_each_case(cases: list, max_examples: int):
+    """Run the decorated test(case, data) once per case, with a hypothesis `data` to draw from."""
+    def wrap(test):
+        test = given(data=st.data())(test)
+        test = settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))(test)
+        return pytest.mark.parametrize("case", cases, ids=list(map(case_id, cases)))(test)
+    return wrap
+
+
+def draw_body(data, case) -> tuple:
+    """(fields, flexible, body, expected) for an api_cases case: a hypothesis body of its
+    schema and what decoding the body's encoding must give."""
+    key, version, direction = case
+    api = SCHEMAS[key]
+    flexible = api.is_flexible(version)
+    fields = api.request if direction == "request" else api.response
+    body = data.draw(struct_strategy(fields, version, flexible))
+    return fields, flexible, body, normalize(fields, version, flexible, body)
 
 
 def normalize(fields, version, flexible, value):

@@ -11,11 +11,10 @@ import struct
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import strategies as st
 
-from protocol_support import from_kp, kp_classes, normalize, plain, struct_strategy, to_kp
+from protocol_support import api_cases, draw_body, for_each_case, from_kp, kp_classes, normalize, plain, to_kp
 from pylog.core.protocol import (
-    API_NAMES,
     SCHEMAS,
     decode_request,
     decode_request_body,
@@ -29,13 +28,7 @@ from pylog.core.protocol import (
 
 KP = kp_classes()
 
-CASES = [
-    (key, v, direction)
-    for key, api in SCHEMAS.items()
-    if key in KP
-    for v in range(api.min_version, api.max_version + 1)
-    for direction in ("request", "response")
-]
+CASES = api_cases(KP)
 
 
 def _project(fields, version, flexible, d):
@@ -55,18 +48,12 @@ def _project(fields, version, flexible, d):
     return out
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{API_NAMES[k]}-v{v}-{d}" for k, v, d in CASES])
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
+@for_each_case(CASES, max_examples=4)
 def test_same_bytes_as_kafka_python(case, data):
     key, version, direction = case
-    api = SCHEMAS[key]
-    flexible = api.is_flexible(version)
+    fields, flexible, body, expected = draw_body(data, case)
     req_cls, resp_cls = KP[key]
     cls = req_cls if direction == "request" else resp_cls
-    fields = api.request if direction == "request" else api.response
-    body = data.draw(struct_strategy(fields, version, flexible))
-    expected = normalize(fields, version, flexible, body)
 
     ours = encode_request_body(key, version, body) if direction == "request" else encode_response_body(key, version, body)
     obj = to_kp(cls, fields, version, flexible, body)

@@ -2,10 +2,9 @@
 hypothesis bodies generated from the schema itself."""
 from __future__ import annotations
 
-import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import strategies as st
 
-from protocol_support import normalize, plain, struct_strategy
+from protocol_support import api_cases, draw_body, for_each_case, plain
 from pylog.core.protocol import (
     API_KEYS,
     API_NAMES,
@@ -16,30 +15,14 @@ from pylog.core.protocol import (
     encode_response,
 )
 
-CASES = [
-    (key, v, direction)
-    for key, api in SCHEMAS.items()
-    for v in range(api.min_version, api.max_version + 1)
-    for direction in ("request", "response")
-]
+CASES = api_cases()
 
 
-def _id(case):
-    key, v, direction = case
-    return f"{API_NAMES[key]}-v{v}-{direction}"
-
-
-@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
+@for_each_case(CASES, max_examples=8)
 def test_round_trip(case, data):
     key, version, direction = case
-    api = SCHEMAS[key]
-    flexible = api.is_flexible(version)
-    fields = api.request if direction == "request" else api.response
-    body = data.draw(struct_strategy(fields, version, flexible))
+    fields, flexible, body, expected = draw_body(data, case)
     corr = data.draw(st.integers(-(2**31), 2**31 - 1))
-    expected = normalize(fields, version, flexible, body)
     if direction == "request":
         client_id = data.draw(st.one_of(st.none(), st.text(max_size=6)))
         frame = encode_request(key, version, corr, client_id, body)
