@@ -228,13 +228,12 @@ class ConsumerEngine(Fetcher):
                 for p in t.get("partitions", []):
                     tp = TopicPartition(t["topic"], p["partition"])
                     code = p.get("error_code", 0)
-                    if code:
-                        if code in REFRESH_ERRORS:
-                            self._refresh_soon()
-                            continue
-                        self.need_validation.discard(tp)
+                    if code in REFRESH_ERRORS:
+                        self._refresh_soon()  # validated again once the metadata is fresh
                         continue
                     self.need_validation.discard(tp)
+                    if code:
+                        continue
                     pos = self.positions.get(tp)
                     end = p.get("end_offset", -1)
                     if pos is None or end < 0:
