@@ -55,13 +55,10 @@ from pylog.storage.scan import read_batches
 from pylog.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
     SWAP_END_SUFFIX,
     SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
     LogSegment,
+    remove_segment_files,
     segment_path,
 )
 
@@ -359,8 +356,7 @@ class Cleaner:
         base = group[0].base_offset
         new = None
         if not dry_run:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-                segment_path(lg.dir, base, suffix + CLEANED_SUFFIX).unlink(missing_ok=True)
+            remove_segment_files(lg.dir, base, CLEANED_SUFFIX)
             new = LogSegment(lg.dir, base, index_interval_bytes=cfg["index.interval.bytes"],
                              max_index_size=cfg["segment.index.bytes"], suffix=CLEANED_SUFFIX, clock=lg._clock)
         out = bytearray()

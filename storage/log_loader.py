@@ -19,12 +19,11 @@ from pylog.storage.producer_state import ProducerStateManager
 from pylog.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
-    INDEX_SUFFIX,
+    INDEX_SUFFIXES,
     LOG_SUFFIX,
     SWAP_END_SUFFIX,
     SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
+    remove_segment_files,
     segment_path,
 )
 
@@ -43,7 +42,7 @@ class LogLoader:
             name = p.name
             if name.endswith(LOG_SUFFIX) and name[:-4].isdigit():
                 bases.append(int(name[:-4]))
-            elif (name.endswith(INDEX_SUFFIX) or name.endswith(TIME_INDEX_SUFFIX) or name.endswith(TXN_INDEX_SUFFIX)):
+            elif name.endswith(INDEX_SUFFIXES):
                 stem = name.split(".")[0]
                 if stem.isdigit() and not (self.dir / (stem + LOG_SUFFIX)).exists():
                     p.unlink()  # an index without its log: Kafka deletes it too
@@ -170,10 +169,7 @@ class LogLoader:
             if name.endswith(LOG_SUFFIX) and name[:-4].isdigit():
                 b = int(name[:-4])
                 if base <= b < end:
-                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-                        q = segment_path(self.dir, b, suffix)
-                        if q.exists():
-                            q.unlink()
+                    remove_segment_files(self.dir, b)
         seg.change_suffix(SWAP_SUFFIX, "")
         seg.close()
         self._warn(f"completed swap of segment {base:020d}.log (offsets {base}..{end - 1})")

@@ -48,6 +48,7 @@ DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 SWAP_END_SUFFIX = ".swap.end"  # the cleaner's note of the offsets a swap replaces (see Log._complete_swap)
+INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 INT_MAX = 0x7FFFFFFF
 _PREFIX = LOCATE_STRUCT
@@ -68,6 +69,12 @@ def filename_prefix(offset: int) -> str:
 def segment_path(dir: Path, base_offset: int, suffix: str) -> Path:
     """The path of the segment file with this base offset and suffix."""
     return dir / (filename_prefix(base_offset) + suffix)
+
+
+def remove_segment_files(dir: Path, base_offset: int, suffix: str = "") -> None:
+    """Delete the log and index files of one segment (those with `suffix` appended), if present."""
+    for kind in (LOG_SUFFIX, *INDEX_SUFFIXES):
+        segment_path(dir, base_offset, kind + suffix).unlink(missing_ok=True)
 
 
 class BatchPosition(NamedTuple):
