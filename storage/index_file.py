@@ -133,17 +133,29 @@ class IndexFile:
         if self._mm is not None and self.writable:
             self._mm.flush()
 
+    def _check_newest(self, name: str, offset_field: int) -> tuple | None:
+        """The sanity checks both indexes share, on the newest entry (returned; None when
+        empty): its offset (entry[offset_field]) is not below the base offset, and the two
+        newest entries are in order (the first field strictly)."""
+        if self.entries == 0:
+            return None
+        last = self.entry(self.entries - 1)
+        if last[offset_field] < self.base_offset:
+            raise CorruptIndexError(f"corrupt {name} {self.path}: last offset {last[offset_field]} below base offset "
+                                    f"{self.base_offset}")
+        if self.entries > 1:
+            prev = self.entry(self.entries - 2)
+            if prev[0] >= last[0] or prev[1] > last[1]:
+                raise CorruptIndexError(f"corrupt {name} {self.path}: entries out of order at the end")
+        return last
+
     def close(self) -> None:
         """Close the file, trimming a writable index to its entries."""
         if self._fd < 0:
             return
         if self.writable:
             self.trim_to_valid_size()
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        os.close(self._fd)
-        self._fd = -1
+        self.close_without_trim()
 
     def close_without_trim(self) -> None:
         """Close without trimming (the segment is being deleted)."""

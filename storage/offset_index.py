@@ -75,17 +75,9 @@ class OffsetIndex(IndexFile):
 
     def sanity_check(self, log_size: int | None = None) -> None:
         """Kafka's checks plus ordering of the newest entries (catches an untrimmed, zero-filled tail)."""
-        if self.entries == 0:
-            return
-        last_off, last_pos = self.last_entry
-        if last_off < self.base_offset:
-            raise CorruptIndexError(f"corrupt index {self.path}: last offset {last_off} below base offset {self.base_offset}")
-        if self.entries > 1:
-            prev_off, prev_pos = self.entry(self.entries - 2)
-            if prev_off >= last_off or prev_pos > last_pos:
-                raise CorruptIndexError(f"corrupt index {self.path}: entries out of order at the end")
-        if log_size is not None and last_pos >= max(log_size, 1):
-            raise CorruptIndexError(f"corrupt index {self.path}: position {last_pos} beyond the log ({log_size} bytes)")
+        last = self._check_newest("index", 0)
+        if last is not None and log_size is not None and last[1] >= max(log_size, 1):
+            raise CorruptIndexError(f"corrupt index {self.path}: position {last[1]} beyond the log ({log_size} bytes)")
 
     def all_entries(self) -> list[tuple[int, int]]:
         """Every entry, oldest first."""

@@ -85,17 +85,9 @@ class TimeIndex(IndexFile):
 
     def sanity_check(self, last_offset: int | None = None) -> None:
         """Raise the corrupt-index error when the file cannot be trusted."""
-        if self.entries == 0:
-            return
-        ts, off = self.last_entry
-        if off < self.base_offset:
-            raise CorruptIndexError(f"corrupt time index {self.path}: last offset {off} below base offset {self.base_offset}")
-        if self.entries > 1:
-            pts, poff = self.entry(self.entries - 2)
-            if pts >= ts or poff > off:
-                raise CorruptIndexError(f"corrupt time index {self.path}: entries out of order at the end")
-        if last_offset is not None and off > last_offset:
-            raise CorruptIndexError(f"corrupt time index {self.path}: offset {off} beyond the log's last offset {last_offset}")
+        last = self._check_newest("time index", 1)
+        if last is not None and last_offset is not None and last[1] > last_offset:
+            raise CorruptIndexError(f"corrupt time index {self.path}: offset {last[1]} beyond the log's last offset {last_offset}")
 
     def all_entries(self) -> list[tuple[int, int]]:
         """Every entry, oldest first."""

@@ -16,10 +16,8 @@ def test_offset_index_format_and_trim(tmp_path):
     assert p.stat().st_size == 80  # preallocated
     idx.append(105, 0)
     idx.append(110, 4096)
-    assert idx.lookup(99) == (100, 0)
-    assert idx.lookup(105) == (105, 0)
-    assert idx.lookup(109) == (105, 0)
-    assert idx.lookup(1000) == (110, 4096)
+    # the entry at or below the target; below the first one, (base offset, 0)
+    assert [idx.lookup(t) for t in (99, 105, 109, 1000)] == [(100, 0), (105, 0), (105, 0), (110, 4096)]
     idx.close()
     # trimmed to its entries: 4-byte relative offset + 4-byte position, big-endian
     assert p.read_bytes() == struct.pack(">iiii", 5, 0, 10, 4096)
@@ -96,9 +94,7 @@ def test_time_index_format_and_lookup(tmp_path):
     assert ti.maybe_append(1000, 12)
     assert not ti.maybe_append(1000, 14)  # timestamps only grow
     assert ti.maybe_append(2000, 20)
-    assert ti.lookup(999) == (-1, 10)
-    assert ti.lookup(1500) == (1000, 12)
-    assert ti.lookup(5000) == (2000, 20)
+    assert [ti.lookup(t) for t in (999, 1500, 5000)] == [(-1, 10), (1000, 12), (2000, 20)]
     assert ti.lookup_below(2000) == (1000, 12)
     ti.close()
     assert p.read_bytes() == struct.pack(">qiqi", 1000, 2, 2000, 10)
