@@ -348,7 +348,29 @@ def _decode_generic(data, pos: int, stop: int, end: int, base_offset: int, base_
     return pos
 
 
-class RecordBatch:
+class BatchView:
+    """What the v2 and the v0/v1 readers share: the batch at `position` in
+    `buffer`, its parsed `header`, and the CRC check over `compute_crc()`."""
+
+    __slots__ = ("buffer", "position", "header")
+
+    @property
+    def raw(self) -> memoryview:
+        """The batch's bytes (a view into the buffer, no copy)."""
+        return memoryview(self.buffer)[self.position : self.position + self.header.size]
+
+    def crc_ok(self) -> bool:
+        """True when the stored CRC matches the computed one."""
+        return self.compute_crc() == self.header.crc
+
+    def check_crc(self) -> None:
+        """Raise CrcMismatchError when the stored CRC is not the computed one."""
+        found = self.compute_crc()
+        if found != self.header.crc:
+            raise CrcMismatchError(self.header.crc, found, self.position)
+
+
+class RecordBatch(BatchView):
     """Reader of the v2 batch at `position` in `buffer`.
 
     Construction reads and checks the header only (magic, length, room in the
@@ -357,7 +379,7 @@ class RecordBatch:
     `buffer`.
     """
 
-    __slots__ = ("buffer", "position", "header")
+    __slots__ = ()
 
     def __init__(self, buffer, position: int = 0, *, verify_crc: bool = False):
         self.buffer = buffer
@@ -374,24 +396,9 @@ class RecordBatch:
             f"count={h.record_count}, size={h.size}, codec={h.codec})"
         )
 
-    @property
-    def raw(self) -> memoryview:
-        """The batch's bytes (a view into the buffer, no copy)."""
-        return memoryview(self.buffer)[self.position : self.position + self.header.size]
-
     def compute_crc(self) -> int:
         """CRC-32C of the batch as it is now (attributes to the end)."""
         return crc32c(memoryview(self.buffer)[self.position + ATTRIBUTES_OFFSET : self.position + self.header.size])
-
-    def crc_ok(self) -> bool:
-        """True when the stored CRC matches the computed one."""
-        return self.compute_crc() == self.header.crc
-
-    def check_crc(self) -> None:
-        """Raise CrcMismatchError when the stored CRC is not the computed one."""
-        found = self.compute_crc()
-        if found != self.header.crc:
-            raise CrcMismatchError(self.header.crc, found, self.position)
 
     def records_data(self) -> bytes:
         """The records section, decompressed."""

@@ -18,7 +18,7 @@ import zlib
 from typing import NamedTuple, Optional
 
 from pylog.core.records import compression
-from pylog.core.records.batch import Record
+from pylog.core.records.batch import BatchView, Record
 from pylog.core.records.errors import (
     CorruptRecordError,
     CrcMismatchError,
@@ -159,10 +159,10 @@ def _key_value(buf, pos: int, end: int, magic: int):
     return key, value
 
 
-class LegacyBatch:
+class LegacyBatch(BatchView):
     """Reader of one v0/v1 entry (a plain message or a compressed wrapper)."""
 
-    __slots__ = ("buffer", "position", "header")
+    __slots__ = ()
 
     def __init__(self, buffer, position: int = 0, *, verify_crc: bool = False):
         self.buffer = buffer
@@ -187,20 +187,8 @@ class LegacyBatch:
     is_transactional = False
     is_control = False
 
-    @property
-    def raw(self) -> memoryview:
-        return memoryview(self.buffer)[self.position : self.position + self.header.size]
-
     def compute_crc(self) -> int:
         return zlib.crc32(memoryview(self.buffer)[self.position + MAGIC_OFFSET : self.position + self.header.size])
-
-    def crc_ok(self) -> bool:
-        return self.compute_crc() == self.header.crc
-
-    def check_crc(self) -> None:
-        found = self.compute_crc()
-        if found != self.header.crc:
-            raise CrcMismatchError(self.header.crc, found, self.position)
 
     def key_value(self):
         """(key, value) of this entry itself; for a wrapper the value is compressed."""
