@@ -16,6 +16,7 @@ import operator
 import threading
 import time
 from bisect import bisect_right
+from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
 
 
@@ -42,16 +43,16 @@ _V1 = [v + b"\x01" for v in _V]
 _P = [b"\x00" + v for v in _V]  # empty headers, then the next record's length
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class RecordMetadata:
-    __slots__ = ("topic", "partition", "offset", "timestamp", "serialized_key_size", "serialized_value_size")
+    """Where an acknowledged record was stored (the Java client's RecordMetadata)."""
 
-    def __init__(self, topic, partition, offset, timestamp, ks=-1, vs=-1):
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-        self.serialized_key_size = ks
-        self.serialized_value_size = vs
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    serialized_key_size: int = -1
+    serialized_value_size: int = -1
 
     def __repr__(self):
         return f"RecordMetadata({self.topic}-{self.partition}@{self.offset}, ts={self.timestamp})"
