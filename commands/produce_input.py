@@ -196,27 +196,29 @@ def _json_fast(first: int, lines: list, common_headers):
     return Block(values, keys, headers, parts, stamps)
 
 
-def parse_json(first: int, lines: list, common_headers) -> Block:
-    """JSON lines: {"key", "value", "headers", "partition", "timestamp"} per line; blank lines skipped."""
-    block = _json_fast(first, lines, common_headers)
-    if block is not None:
-        return block
-    values, keys, headers, parts, stamps, nums, errors = [], [], [], [], [], [], []
+def parse_json_lines(first: int, lines: list) -> tuple[list, list]:
+    """Line by line: ([(line number, key, value, headers, partition, timestamp)], [(line number, error)]),
+    blank lines skipped; `first` is the number of lines[0]."""
+    rows, errors = [], []
     for i, line in enumerate(lines):
         lineno = first + i
         if not line.strip():
             continue
         try:
-            k, v, h, p, ts = parse_json_line(line, lineno)
+            rows.append((lineno, *parse_json_line(line, lineno)))
         except DataError as e:
             errors.append((lineno, str(e).split(": ", 1)[1]))
-            continue
-        values.append(v)
-        keys.append(k)
-        headers.append(common_headers + h if h else common_headers)
-        parts.append(p)
-        stamps.append(ts)
-        nums.append(lineno)
+    return rows, errors
+
+
+def parse_json(first: int, lines: list, common_headers) -> Block:
+    """JSON lines: {"key", "value", "headers", "partition", "timestamp"} per line; blank lines skipped."""
+    block = _json_fast(first, lines, common_headers)
+    if block is not None:
+        return block
+    rows, errors = parse_json_lines(first, lines)
+    nums, keys, values, headers, parts, stamps = (list(c) for c in zip(*rows)) if rows else ([] for _ in range(6))
+    headers = [common_headers + h if h else common_headers for h in headers]
     return Block(values, keys if keys.count(None) != len(keys) else None,
                  headers if any(headers) else None,
                  parts if parts.count(None) != len(parts) else None,

@@ -16,10 +16,9 @@ import pytest
 
 from pylog.commands.consume import compile_format, format_pieces, json_line
 from pylog.commands.consume_output import Renderer
-from pylog.commands.produce_input import parse_json, parse_json_line, parse_text, read_blocks
+from pylog.commands.produce_input import parse_json, parse_json_lines, parse_text, read_blocks
 from pylog.core.client.accumulator import ProducerBatch
 from pylog.core.records.batch import encode_headers as _headers_bytes
-from pylog.core.errors import DataError
 from pylog.core.records.batch import Record, decode_records
 
 
@@ -91,17 +90,8 @@ JSON_LINES = [
 
 
 def per_line(lines, common):
-    out, errors = [], []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            k, v, h, p, ts = parse_json_line(line, n)
-        except DataError as e:
-            errors.append((n, str(e).split(": ", 1)[1]))
-            continue
-        out.append((n, k, v, common + h, p, ts))
-    return out, errors
+    rows, errors = parse_json_lines(1, lines)
+    return [(n, k, v, common + h, p, ts) for n, k, v, h, p, ts in rows], errors
 
 
 def as_records(block, first):
