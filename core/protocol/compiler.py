@@ -159,7 +159,15 @@ def _gen_read(lines, ind, var, field, version, flexible, posv, endv):
         return
     if isinstance(t, Struct):
         dn, _ = _struct_fns(t.fields, version, flexible)
-        lines.append(f"{pad}{var}, {posv} = {dn}(buf, {posv}, {endv})")
+        if nullable:
+            # Kafka marks a nullable struct with one int8: -1 null, 1 present.
+            lines.append(f"{pad}if {posv} >= {endv}: raise _Trunc('struct marker past the end')")
+            lines.append(f"{pad}if buf[{posv}] >= 128:")
+            lines.append(f"{pad}    {var} = None; {posv} += 1")
+            lines.append(f"{pad}else:")
+            lines.append(f"{pad}    {var}, {posv} = {dn}(buf, {posv} + 1, {endv})")
+        else:
+            lines.append(f"{pad}{var}, {posv} = {dn}(buf, {posv}, {endv})")
         return
     if not isinstance(t, Array):
         raise TypeError(t)
@@ -273,7 +281,14 @@ def _gen_write(lines, ind, var, field, version, flexible, outv, partsv):
         return
     if isinstance(t, Struct):
         _, en = _struct_fns(t.fields, version, flexible)
-        lines.append(f"{pad}{en}({var} if {var} is not None else {{}}, {outv}, {partsv})")
+        if nullable:
+            lines.append(f"{pad}if {var} is None:")
+            lines.append(f"{pad}    {outv} += b'\\xff'")
+            lines.append(f"{pad}else:")
+            lines.append(f"{pad}    {outv} += b'\\x01'")
+            lines.append(f"{pad}    {en}({var}, {outv}, {partsv})")
+        else:
+            lines.append(f"{pad}{en}({var} if {var} is not None else {{}}, {outv}, {partsv})")
         return
     if not isinstance(t, Array):
         raise TypeError(t)
