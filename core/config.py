@@ -326,7 +326,18 @@ _BROKER_OWN = [
     _d("fetch.max.bytes", INT, 57671680, "Largest fetch response the broker builds.", at_least(0)),
     _d("replica.fetch.max.bytes", INT, 1048576, "Bytes per partition a follower fetches (unused on one node)."),
     _d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this long."),
-    _d("queued.max.requests", INT, 500, "Requests queued per connection before reads pause."),
+    _d("queued.max.requests", INT, 500, "Requests queued per connection before reads pause.", at_least(1)),
+    _d("queued.max.request.bytes", LONG, -1,
+       "Request and response bytes one connection may have buffered before its reads pause (-1: "
+       "socket.request.max.bytes)."),
+    _d("max.connections", INT, INT_MAX, "Connections the broker accepts at once; more are closed at accept.",
+       at_least(0)),
+    _d("max.connections.per.ip", INT, INT_MAX, "Connections one client address may hold at once.", at_least(0)),
+    _d("max.connections.per.ip.overrides", STRING, "",
+       "Per-address limits overriding max.connections.per.ip: host:count,host:count."),
+    _d("metrics.listener", STRING, None,
+       "http://HOST:PORT serving Prometheus metrics on /metrics and health on /health and /ready "
+       "(pylog's; unset: no metrics listener)."),
 ]
 # Broker properties that have no default in Kafka: a coarser property (log.retention.hours,
 # log.roll.hours, log.roll.jitter.hours, log.flush.scheduler.interval.ms) supplies the value.

@@ -123,7 +123,8 @@ def _read_all(broker: Broker, req: _FetchRequest) -> tuple[list, int, bool]:
     return out, total, errors
 
 
-def _fetch_answer(responses: list) -> dict:
+def _fetch_answer(broker: Broker, responses: list) -> dict:
+    broker.stats.fetched(responses)  # bytes out per topic: once per answer, not per read pass
     return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses}
 
 
@@ -141,7 +142,7 @@ def fetch(broker: Broker, ctx: RequestContext, body: dict):
     max_wait = body["max_wait_ms"]
     responses, total, errors = _read_all(broker, req)
     if total >= min_bytes or max_wait <= 0 or errors or not responses or broker.stopping:
-        return _fetch_answer(responses)
+        return _fetch_answer(broker, responses)
     keys = [(t["topic"], p["partition_index"]) for t in responses for p in t["partitions"]]
     return _long_poll(broker, req, keys, min_bytes, max_wait)
 
@@ -161,9 +162,9 @@ async def _long_poll(broker: Broker, req: _FetchRequest, keys: list, min_bytes: 
             broker.drop_waiter(fut, keys)
         resps, got, errs = _read_all(broker, req)
         if got >= min_bytes or errs:
-            return _fetch_answer(resps)
+            return _fetch_answer(broker, resps)
     resps, _, _ = _read_all(broker, req)
-    return _fetch_answer(resps)
+    return _fetch_answer(broker, resps)
 
 
 def fetch_error(body, version, code, msg):

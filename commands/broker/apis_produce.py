@@ -132,9 +132,11 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 if code == -1:
                     log.error("append to %s-%d failed", name, idx, exc_info=e)
                 parts.append(_part_response(idx, code, message=msg, record_errors=getattr(e, "record_errors", ())))
+                broker.stats.produce_failed(name)
                 failed = True
                 continue
             if not info.duplicate:
+                broker.stats.produced(name, info.record_count, info.bytes)
                 broker.wake(name, idx)
             parts.append(_part_response(idx, 0, info.first_offset, info.log_append_time, info.log_start_offset))
         entry = {"name": name if name is not None else "", "partition_responses": parts}

@@ -8,6 +8,7 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   4. log cleaner threads
   5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
   6. listeners, one server each: from here on clients can connect
+  7. the metrics listener (metrics.listener): /metrics, /health, /ready
 Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
 coordinators' timers, stop accepting, answer what is in flight (long polls at
 once), wait for a running job, stop the cleaner, then flush the logs and write
@@ -19,11 +20,13 @@ import asyncio
 import logging
 import time
 import uuid
+from time import perf_counter
 
 from pylog.commands.broker.context import RequestContext, code_of
 from pylog.commands.broker.fetch_waiters import FetchWaiters
 from pylog.commands.broker.group_coordinator import GroupCoordinator
 from pylog.commands.broker.handlers import HANDLERS, Handler
+from pylog.commands.broker.metrics import BrokerStats
 from pylog.commands.broker.producer_ids import ProducerIdManager
 from pylog.commands.broker.sasl import ALLOWED_BEFORE_AUTH, raw_token
 from pylog.commands.broker.scheduler import Scheduler
@@ -65,6 +68,8 @@ class Broker:
         self.servers: list[Server] = []
         self.security = None  # SecurityStore: SCRAM credentials and ACLs
         self.authorizer = None  # authz.Authorizer when authorizer.class.name is set
+        self.stats = BrokerStats()  # counters for /metrics and `broker status`
+        self.metrics = None  # status_http.MetricsListener when metrics.listener is set
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
         self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
@@ -108,6 +113,7 @@ class Broker:
         try:
             self._start_services()
             port = self._listen()
+            await self._start_metrics()
             if ready_callback:
                 ready_callback(port)
             await self._stop_event.wait()
@@ -128,14 +134,17 @@ class Broker:
         """One Server per listener (its TLS context and SASL settings); returns the first one's port."""
         from pylog.commands.broker.sasl import ListenerRuntime
 
+        from pylog.commands.broker.conn_limits import ConnectionLimits
+
         cfg = self.config
+        limits = ConnectionLimits(cfg)
         for spec in self.settings.listeners:
             runtime = ListenerRuntime(spec, cfg, self.security)
             server = Server(
                 self.loop, self.dispatch, cfg["socket.request.max.bytes"],
                 cfg["socket.send.buffer.bytes"] if "socket.send.buffer.bytes" in cfg.overridden else -1,
                 cfg["socket.receive.buffer.bytes"] if "socket.receive.buffer.bytes" in cfg.overridden else -1,
-                listener=runtime,
+                listener=runtime, limits=limits, stats=self.stats, name=spec.name,
             )
             self.servers.append(server)
             spec.port = server.listen(spec.host, spec.port)
@@ -145,6 +154,14 @@ class Broker:
         head = self.settings.listeners[0]
         self.settings.advertised_port = head.advertised_port
         return head.port
+
+    async def _start_metrics(self) -> None:
+        url = self.config.get("metrics.listener")
+        if url:
+            from pylog.commands.broker.status_http import MetricsListener
+
+            self.metrics = MetricsListener(self, url)
+            await self.metrics.start()
 
     def advertised_for(self, conn) -> tuple[str, int]:
         """The address published to a client: that of the listener it connected to."""
@@ -195,6 +212,8 @@ class Broker:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
             c.stop()
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.servers:
             for server in self.servers:
                 server.stop_accepting()
@@ -255,6 +274,7 @@ class Broker:
     def dispatch(self, conn: Connection, frame: bytearray) -> None:
         """Decode one request frame, authenticate and authorize it, run its handler; the
         answer keeps the request's place."""
+        started = perf_counter()
         sasl = conn.sasl
         if sasl is not None and sasl.raw:  # a raw token after a v0 SaslHandshake
             return raw_token(conn, frame)
@@ -288,6 +308,7 @@ class Broker:
             except Exception as e:  # noqa: BLE001 - a bug in a rule: this request fails, the broker stays
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, self._handler_error(handler, ctx, body, e)))
             if body is None:
+                self.stats.request_done(ctx.api_key, ctx.api_version, started, denied)
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
         try:
             result = handler.handle(self, ctx, body)
@@ -298,13 +319,15 @@ class Broker:
                 result = self.authorizer.merge(ctx, result, denied)
             else:
                 result = self._merge_later(result, ctx, denied)
-        if result is None:
+        if result is None or isinstance(result, dict):
+            self.stats.request_done(ctx.api_key, ctx.api_version, started, result)
+            if result is not None:
+                conn.fill(conn.reserve(), self._encode(conn, ctx, result))
             return
-        if isinstance(result, dict):
-            return conn.fill(conn.reserve(), self._encode(conn, ctx, result))
-        self._answer_later(conn, handler, ctx, req.body, result)
+        self._answer_later(conn, handler, ctx, req.body, result, started)
 
-    def _answer_later(self, conn: Connection, handler: Handler, ctx: RequestContext, body: dict, result) -> None:
+    def _answer_later(self, conn: Connection, handler: Handler, ctx: RequestContext, body: dict, result,
+                      started: float) -> None:
         """An awaitable answer (long poll, rebalance) keeps its place in the connection's order."""
         slot = conn.reserve()
         task = asyncio.ensure_future(result)
@@ -316,6 +339,7 @@ class Broker:
                 return
             exc = t.exception()
             res = self._handler_error(handler, ctx, body, exc) if exc else t.result()
+            self.stats.request_done(ctx.api_key, ctx.api_version, started, res)
             conn.fill(slot, [] if res is None else self._encode(conn, ctx, res))
 
         task.add_done_callback(done)

@@ -93,6 +93,9 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
             for spec in settings.listeners:
                 click.echo(f"  listener {spec.name} ({spec.protocol}): {_show_host(spec.host)}:{spec.port}, "
                            f"advertised {spec.advertised_host}:{spec.advertised_port}")
+            if b.metrics is not None:
+                click.echo(f"  metrics: http://{_show_host(b.metrics.host)}:{b.metrics.port}/metrics "
+                           f"(/health, /ready)")
             click.echo(f"pylog broker listening on {_show_host(settings.host)}:{port}")
 
         _run(b, ready)
@@ -143,3 +146,29 @@ def _setup_logging(level: str) -> None:
         h._pylog_broker = True
         logger.addHandler(h)
         logger.propagate = False
+
+
+@broker.command()
+@click.option("--url", default=None, metavar="http://HOST:PORT",
+              help="The broker's metrics.listener (default: metrics.listener from --config, "
+                   "else http://127.0.0.1:9404).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True), default=None,
+              metavar="FILE", help="server.properties to take metrics.listener from.")
+@click.option("--timeout", type=float, default=5.0, show_default=True, help="Seconds to wait for the answer.")
+@click.option("--json", "as_json", is_flag=True, help="Print the broker's JSON status as is.")
+def status(url, config_file, timeout, as_json):
+    """Show whether a running broker is live and ready, its listeners, log dirs and totals.
+
+    Asks the broker's metrics listener (`metrics.listener=http://HOST:PORT`)
+    for /ready, which also serves supervisors and container health checks.
+    Exit status: 0 ready, 1 not ready or not reachable.
+
+    \b
+    Examples:
+      pylog broker status
+      pylog broker status --url http://127.0.0.1:9404 --json
+      pylog broker status --config server.properties
+    """
+    from pylog.commands.broker.status_cli import show_status
+
+    show_status(url, config_file, timeout, as_json)

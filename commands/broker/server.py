@@ -36,8 +36,10 @@ log = logging.getLogger("pylog.broker")
 _SIZE = struct.Struct(">i")
 _RECV_CHUNK = 64 * 1024  # per connection; larger frames get their own exact-size buffer
 # stop reading a connection while this many responses or bytes are queued on it
-_MAX_SLOTS = 64
+# (queued.max.requests, queued.max.request.bytes: conn_limits.ConnectionLimits)
+_MAX_SLOTS = 500
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
+_IDLE_SWEEP_MAX_S = 30.0
 _IOV_MAX = 512
 _TLS_CHUNK = 256 * 1024  # file bytes read per write on a TLS connection
 _TLS_READS_PER_WAKEUP = 128  # TLS records read before other connections get a turn
@@ -109,6 +111,12 @@ class Connection:
         self.principal = "User:ANONYMOUS"
         self.host = peer.rpartition(":")[0].strip("[]") if ":" in peer else peer
         self.sasl = None  # the connection's SASL session on SASL listeners
+        self.counted = False  # holds a place in the connection limits, under limit_host
+        self.limit_host = self.host
+        self.last_active = self.loop.time()  # connections.max.idle.ms
+        limits = server.limits
+        self._max_slots = limits.max_slots if limits is not None else _MAX_SLOTS
+        self._max_bytes = limits.max_queued_bytes if limits is not None else _MAX_QUEUED_BYTES
 
     # ---- reading -------------------------------------------------------
     def start(self) -> None:
@@ -174,6 +182,7 @@ class Connection:
                     self.close(None)
                     return False
                 self._big_have += n
+                self.last_active = self.loop.time()
                 if self._big_have == len(self._big):
                     frame, self._big = self._big, None
                     self.server.dispatch(self, frame)
@@ -192,6 +201,7 @@ class Connection:
         if n == 0:
             self.close(None)
             return False
+        self.last_active = self.loop.time()
         self._have += n
         try:
             self._split_frames()
@@ -239,7 +249,7 @@ class Connection:
             self._check_pause()
 
     def _check_pause(self) -> None:
-        busy = len(self._slots) >= _MAX_SLOTS or self._out_bytes >= _MAX_QUEUED_BYTES
+        busy = len(self._slots) >= self._max_slots or self._out_bytes >= self._max_bytes
         if busy and self._reading:
             self._paused = True
             self._stop_reading()
@@ -341,6 +351,7 @@ class Connection:
             if e.errno in (errno.EPIPE, errno.ECONNRESET):
                 return self.close(None)
             return self.close(f"write failed: {e.strerror or e}")
+        self.last_active = self.loop.time()
         if self._writing:
             self._writing = False
             self.loop.remove_writer(self.fd)
@@ -391,14 +402,25 @@ class Connection:
         except OSError:
             pass
         self.server.connections.discard(self)
+        if self.counted:
+            self.counted = False
+            self.server.limits.release(self.limit_host)
 
 
 class Server:
     """Listening socket plus the set of live connections."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, dispatch: Callable[[Connection, bytearray], None],
-                 max_request_bytes: int, send_buffer: int = -1, recv_buffer: int = -1, listener=None):
+                 max_request_bytes: int, send_buffer: int = -1, recv_buffer: int = -1, listener=None,
+                 limits=None, stats=None, name: str = "PLAINTEXT"):
         self.listener = listener  # None: a PLAINTEXT listener with no security state
+        self.limits = limits  # conn_limits.ConnectionLimits shared by the listeners, or None
+        self.stats = stats  # metrics.BrokerStats, or None
+        self.name = name  # the listener's name, for metrics
+        self._accept_paused = False
+        self._sweeper: asyncio.TimerHandle | None = None
+        if limits is not None:
+            limits.servers.append(self)
         self.loop = loop
         self._dispatch = dispatch
         self.max_request_bytes = max_request_bytes
@@ -424,10 +446,40 @@ class Server:
         self.lsock = s
         self.port = s.getsockname()[1]
         self.loop.add_reader(s.fileno(), self._on_accept)
+        if self.limits is not None and self.limits.idle_ms > 0:
+            self._sweep_every = min(max(self.limits.idle_ms / 10000.0, 0.05), _IDLE_SWEEP_MAX_S)
+            self._sweeper = self.loop.call_later(self._sweep_every, self._sweep_idle)
         return self.port
 
+    def _sweep_idle(self) -> None:
+        """connections.max.idle.ms: close connections with nothing owed and no traffic for that long."""
+        limit = self.limits.idle_ms / 1000.0
+        now = self.loop.time()
+        for c in list(self.connections):
+            if now - c.last_active > limit and c.idle and not c._paused:
+                log.debug("closing connection from %s: idle for more than %d ms", c.peer, self.limits.idle_ms)
+                if self.stats is not None:
+                    self.stats.idle_closed += 1
+                c.close(None)
+        if self.lsock is not None:
+            self._sweeper = self.loop.call_later(self._sweep_every, self._sweep_idle)
+
+    def resume_accepting(self) -> None:
+        """A connection slot freed (max.connections): accept again."""
+        if self._accept_paused and self.lsock is not None:
+            self._accept_paused = False
+            self.loop.add_reader(self.lsock.fileno(), self._on_accept)
+            self._on_accept()
+
     def _on_accept(self) -> None:
+        limits = self.limits
         for _ in range(64):
+            if limits is not None and limits.full():
+                # max.connections: leave new clients in the backlog until one closes
+                if not self._accept_paused and self.lsock is not None:
+                    self._accept_paused = True
+                    self.loop.remove_reader(self.lsock.fileno())
+                return
             try:
                 sock, addr = self.lsock.accept()
             except (BlockingIOError, InterruptedError):
@@ -436,6 +488,17 @@ class Server:
                 # EMFILE and friends: keep serving the connections we have
                 log.warning("accept failed: %s", e.strerror or e)
                 return
+            host = addr[0] if isinstance(addr, tuple) else str(addr)
+            if limits is not None:
+                refused = limits.admit(host)
+                if refused is not None:
+                    log.info("rejected connection from %s: %s (max.connections.per.ip)", host, refused)
+                    if self.stats is not None:
+                        self.stats.rejected[self.name] = self.stats.rejected.get(self.name, 0) + 1
+                    sock.close()
+                    continue
+            if self.stats is not None:
+                self.stats.accepted[self.name] = self.stats.accepted.get(self.name, 0) + 1
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.send_buffer > 0:
@@ -450,8 +513,11 @@ class Server:
                 except (ssl.SSLError, OSError) as e:
                     log.warning("TLS setup for %s failed: %s", peer, e)
                     sock.close()
+                    if limits is not None:
+                        limits.release(host)
                     continue
             conn = Connection(self, sock, peer)
+            conn.counted, conn.limit_host = limits is not None, host
             if self.listener is not None and not conn.tls:
                 self.listener.on_accept(conn)
             self.connections.add(conn)
@@ -459,8 +525,12 @@ class Server:
 
     def stop_accepting(self) -> None:
         """Close the listening socket; live connections stay."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         if self.lsock is not None:
-            self.loop.remove_reader(self.lsock.fileno())
+            if not self._accept_paused:
+                self.loop.remove_reader(self.lsock.fileno())
             self.lsock.close()
             self.lsock = None
 

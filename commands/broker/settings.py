@@ -94,6 +94,14 @@ def build_settings(
                             "--listen" if listen is not None else "listeners")
     head = specs[0]
 
+    # fail at start-up, as a usage error, rather than when the listeners open
+    from pylog.commands.broker.conn_limits import parse_overrides
+    from pylog.commands.broker.status_http import parse_metrics_listener
+
+    parse_overrides(config["max.connections.per.ip.overrides"])
+    if config.get("metrics.listener"):
+        parse_metrics_listener(config["metrics.listener"])
+
     node_id = config["node.id"]
     if "broker.id" in config.overridden and "node.id" not in config.overridden:
         node_id = config["broker.id"]

@@ -1,0 +1,83 @@
+"""`pylog broker status`: a running broker's /ready answer as a table or JSON."""
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+
+import click
+
+from pylog.core.errors import DataError, UsageError
+
+DEFAULT_URL = "http://127.0.0.1:9404"
+
+
+def _url_from(url: str | None, config_file: str | None) -> str:
+    if url:
+        return url
+    if config_file:
+        from pylog.commands.options import merge_properties
+
+        props = merge_properties(config_file, (), "--set")
+        if props.get("metrics.listener"):
+            return props["metrics.listener"]
+        raise UsageError(f"{config_file} sets no metrics.listener: give --url")
+    return DEFAULT_URL
+
+
+def fetch_status(url: str, timeout: float) -> dict:
+    """GET URL/ready; the JSON body whether the broker is ready (200) or not (503)."""
+    from pylog.commands.broker.status_http import parse_metrics_listener
+
+    host, port = parse_metrics_listener(url)
+    where = f"http://{host if ':' not in host else f'[{host}]'}:{port}/ready"
+    try:
+        with urllib.request.urlopen(where, timeout=timeout) as r:
+            raw = r.read()
+    except urllib.error.HTTPError as e:
+        if e.code != 503:
+            raise DataError(f"{where}: HTTP {e.code} {e.reason}") from None
+        raw = e.read()
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise DataError(f"no broker metrics listener at {url}: {getattr(reason, 'strerror', None) or reason}") \
+            from None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise DataError(f"{where} did not answer with JSON (is this a pylog broker's metrics.listener?)") from None
+
+
+def show_status(url: str | None, config_file: str | None, timeout: float, as_json: bool) -> None:
+    """Print the status; exit 1 when the broker is not ready."""
+    snap = fetch_status(_url_from(url, config_file), timeout)
+    if as_json:
+        click.echo(json.dumps(snap, indent=2))
+    else:
+        _print_table(snap)
+    if not snap.get("ready"):
+        sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)
+
+
+def _print_table(snap: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    state = "ready" if snap["ready"] else ("live, not ready: " + "; ".join(snap["reasons"]))
+    t = Table(box=None, show_header=False)
+    t.add_row("node", f"{snap['node_id']} (cluster {snap['cluster_id'] or '-'})")
+    t.add_row("state", state)
+    t.add_row("uptime", f"{snap['uptime_s']:.0f} s")
+    for x in snap["listeners"]:
+        t.add_row(f"listener {x['name']}", f"{x['host']}:{x['port']} {'up' if x['up'] else 'down'}, "
+                                           f"{x['connections']} connections")
+    for d in snap["log_dirs"]:
+        free = "-" if d["free_bytes"] is None else f"{d['free_bytes'] / 1048576:.0f} MiB free"
+        t.add_row("log dir", f"{d['path']} {'online' if d['online'] else 'OFFLINE'}, {free}")
+    t.add_row("topics", f"{snap['topics']} ({snap['partitions']} partitions), {snap['groups']} groups")
+    tot = snap["totals"]
+    t.add_row("requests", str(tot["requests"]))
+    t.add_row("messages in", f"{tot['messages_in']} ({tot['bytes_in']} bytes); bytes out {tot['bytes_out']}")
+    t.add_row("connections", f"{tot['connections_accepted']} accepted, {tot['connections_rejected']} rejected")
+    Console(soft_wrap=True).print(t)
