@@ -425,6 +425,10 @@ PRODUCER_CONFIGS = ConfigSet("producer", _CLIENT_COMMON + [
 CONSUMER_CONFIGS = ConfigSet("consumer", _CLIENT_COMMON + [
     _d("group.id", STRING, None, "Consumer group id."),
     _d("group.instance.id", STRING, None, "Static membership id."),
+    _d("group.protocol", STRING, "classic", "Group protocol: classic, or consumer (KIP-848: the broker assigns).",
+       one_of("classic", "consumer", "CLASSIC", "CONSUMER")),
+    _d("group.remote.assignor", STRING, None, "Server-side assignor for group.protocol=consumer (uniform, range); "
+       "null lets the broker choose."),
     _d("auto.offset.reset", STRING, "latest", "Where to start without a committed offset: earliest, latest, none.",
        one_of("earliest", "latest", "none")),
     _d("enable.auto.commit", BOOLEAN, True, "Commit positions periodically in the background."),

@@ -471,9 +471,9 @@ class GroupMembership(GroupHooks):
         if not topics:
             return
         while True:
-            gen = self.generation if self.generation >= 0 else -1
+            gen, mid = self._commit_member()
             body = {"group_id": self.group_id, "generation_id_or_member_epoch": gen, "generation_id": gen,
-                    "member_id": self.member_id if gen >= 0 else "", "group_instance_id": self.instance_id,
+                    "member_id": mid, "group_instance_id": self.instance_id,
                     "retention_time_ms": -1,
                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
             code = 0
@@ -487,6 +487,9 @@ class GroupMembership(GroupHooks):
             if not code:
                 return
             name = error_name(code)
+            if self._commit_stale(code) and time.monotonic() < deadline:
+                await asyncio.sleep(self.backoff_s)
+                continue
             if code in _REJOIN_ERRORS:
                 if code != ErrorCode.REBALANCE_IN_PROGRESS:
                     self.generation = -1
@@ -504,6 +507,15 @@ class GroupMembership(GroupHooks):
             if time.monotonic() >= deadline:
                 raise error_for_code(code, f"OffsetCommit for group {self.group_id} kept failing: {name}")
             await asyncio.sleep(self.backoff_s)
+
+    def _commit_member(self) -> tuple[int, str]:
+        """(generation or member epoch, member id) a commit carries; -1 and "" outside the group."""
+        gen = self.generation if self.generation >= 0 else -1
+        return gen, (self.member_id if gen >= 0 else "")
+
+    def _commit_stale(self, code: int) -> bool:
+        """True when a failed commit should be retried with the member's newer epoch (KIP-848)."""
+        return False
 
     def commit_async(self, offsets: dict | None = None, callback=None) -> None:
         """Commit without waiting; `callback(offsets, error_or_None)` runs on the client's loop
@@ -590,7 +602,11 @@ class GroupMembership(GroupHooks):
 
 
 def attach_group(consumer, *, on_assign=None, on_revoke=None, on_lost=None) -> GroupMembership:
-    """Make `consumer` a member of its `group.id` (call before subscribe())."""
-    m = GroupMembership(consumer, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    """Make `consumer` a member of its `group.id` (call before subscribe()); `group.protocol`
+    chooses the classic protocol or KIP-848's (group_consumer.ConsumerGroupMember)."""
+    cls = GroupMembership
+    if (consumer.config.get("group.protocol") or "classic").lower() == "consumer":
+        from pylog.core.client.group_consumer import ConsumerGroupMember as cls
+    m = cls(consumer, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     consumer.engine.group = m
     return m
