@@ -129,3 +129,64 @@ def test_three_members_share_six_partitions(kafka_node, members):  # noqa: F811
                 assert tps <= owned
                 owned -= tps
         assert sorted(owned) == m.assignment()
+
+
+def test_leave_and_join_hand_over_with_no_duplicates(kafka_node, members):  # noqa: F811
+    b = kafka_node.bootstrap
+    topic, group = name("cgc-hand"), name("cgc-g")
+    create_topic(b, topic, 4)
+    produce(b, topic, 4, 30, tag="a")
+    first, second = Member(b, group, [topic]), Member(b, group, [topic])
+    members += [first, second]
+    poll_until(members, lambda: balanced(members, 4) and len({r for m in members for r in m.records}) == 120,
+               what="two members sharing four partitions, every record read")
+    owned_by_first = first.assignment()
+    first.close()  # revokes and leaves with epoch -1: its partitions move to the others
+    third = Member(b, group, [topic])
+    members.append(third)
+    produce(b, topic, 4, 30, tag="b")
+    total = 4 * 60
+    poll_until(members, lambda: balanced(members, 4) and len({r for m in members for r in m.records}) == total,
+               what="the handover done and every record read")
+    seen = [r for m in members for r in m.records]
+    assert len(seen) == len(set(seen)) == total, "a record was delivered twice across the handover"
+    assert third.assignment() and second.assignment()
+    # closing revoked what the first member owned (after its last commit)
+    assert first.events[-1][0] == "revoke"
+    assert sorted((tp.topic, tp.partition) for tp in first.events[-1][1]) == owned_by_first
+
+
+def test_static_member_restart_keeps_its_partitions(kafka_node, members):  # noqa: F811
+    b = kafka_node.bootstrap
+    topic, group = name("cgc-static"), name("cgc-g")
+    create_topic(b, topic, 4)
+    produce(b, topic, 4, 10)
+    s1, s2 = Member(b, group, [topic], instance_id="s1"), Member(b, group, [topic], instance_id="s2")
+    members += [s1, s2]
+    poll_until(members, lambda: balanced(members, 4), what="two static members with two partitions each")
+    before, s2_events = s1.assignment(), list(s2.events)
+    s1.close()  # leaves with epoch -2: the broker keeps s1's assignment for its session
+    again = Member(b, group, [topic], instance_id="s1")
+    members.append(again)
+    poll_until(members, lambda: again.assignment() == before, what="the restarted static member's partitions")
+    assert again.membership.member_id != s1.membership.member_id
+    # the other member never noticed: no revocation, no new assignment
+    assert s2.events == s2_events
+    seen = [r for m in members for r in m.records]
+    assert len(seen) == len(set(seen))
+
+
+def test_regex_subscription_picks_up_a_new_topic(kafka_node, members):  # noqa: F811
+    b = kafka_node.bootstrap
+    prefix = name("cgcre").replace("-", "_")
+    create_topic(b, f"{prefix}-a", 2)
+    m = Member(b, name("cgc-g"), [f"^{prefix}-.*"])
+    members.append(m)
+    poll_until(members, lambda: m.assignment() == [(f"{prefix}-a", 0), (f"{prefix}-a", 1)],
+               what="the regex's first topic assigned")
+    create_topic(b, f"{prefix}-b", 2)
+    produce(b, f"{prefix}-b", 2, 5)
+    poll_until(members, lambda: len(m.assignment()) == 4 and len(m.records) == 10, timeout=120,
+               what="the topic created later assigned through the broker-side regex")
+    assert {t for t, _ in m.assignment()} == {f"{prefix}-a", f"{prefix}-b"}
+    assert m.membership._heartbeat_body(1)["subscribed_topic_regex"] == f"^{prefix}-.*"

@@ -167,13 +167,13 @@ class ConsumerGroupMember(GroupMembership):
             await self._revoke(revoked)
             self.owned = [tp for tp in self.owned if tp in wantset]
             self.engine.set_assignment(self.owned)
-            log.info("group %s: member epoch %d, revoked %s", self.group_id, epoch, ", ".join(map(str, revoked)))
+            log.info("group %s: member %s epoch %d, revoked %s", self.group_id, self.member_id, epoch, ", ".join(map(str, revoked)))
         if self.target is not target:
             return  # a newer target arrived while revoking: reconcile against it next poll
         if added:
             self.owned = self.owned + added
             self.engine.set_assignment(self.owned)
-            log.info("group %s: member epoch %d, assigned %s", self.group_id, epoch, ", ".join(map(str, added)))
+            log.info("group %s: member %s epoch %d, assigned %s", self.group_id, self.member_id, epoch, ", ".join(map(str, added)))
             aw = _call_listener(self.on_assign, added)
             if aw is not None:
                 await aw
