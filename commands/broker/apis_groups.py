@@ -183,8 +183,13 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         out = []
         for gq in body["groups"]:
             gid = gq["group_id"]
-            out.append({"group_id": gid, "topics": _committed(groups.get(gid), gq["topics"]),
-                        "error_code": ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID})
+            g = groups.get(gid)
+            code = ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID
+            if g is not None and g.consumer is not None and ctx.api_version >= 9:
+                code = broker.group_coordinator.consumer.offset_check(g.consumer, gq["member_id"],
+                                                                      gq["member_epoch"], fetch=True)
+            out.append({"group_id": gid, "topics": _committed(g, gq["topics"]) if not code else [],
+                        "error_code": code})
         return {"throttle_time_ms": 0, "groups": out}
     gid = body["group_id"]
     topics = body["topics"]
@@ -231,12 +236,15 @@ def list_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     out = []
     groups = broker.group_coordinator.groups
     for g in sorted(groups.values(), key=lambda x: x.group_id):
-        if states and g.state.lower() not in states:
+        if g.consumer is not None:  # KIP-848: protocol type "consumer", Kafka's ConsumerGroupState names
+            state, gtype, ptype = g.consumer.state, "consumer", "consumer"
+        else:
+            state, gtype, ptype = g.state, "classic", g.protocol_type or ""
+        if states and state.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and gtype not in types:
             continue
-        out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state,
-                    "group_type": "classic"})
+        out.append({"group_id": g.group_id, "protocol_type": ptype, "group_state": state, "group_type": gtype})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": out}
 
 
@@ -265,7 +273,7 @@ def describe_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     out = []
     for gid in body["groups"]:
         g = groups.get(gid)
-        if g is None:
+        if g is None or g.consumer is not None:  # Kafka describes only classic groups here
             code = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.NONE
             out.append({"error_code": code, "group_id": gid, "group_state": DEAD, "protocol_type": "",
                         "protocol_data": "", "members": [], "authorized_operations": AUTHORIZED_OPS_OMITTED})

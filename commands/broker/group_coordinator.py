@@ -20,6 +20,7 @@ import time
 import uuid
 from typing import Awaitable, NamedTuple, Union
 
+from pylog.commands.broker.consumer_group_coordinator import ConsumerGroupCoordinator
 from pylog.commands.broker.group_state import (
     COMPLETING,
     DEAD,
@@ -103,11 +104,13 @@ class GroupCoordinator:
         self._ticker: asyncio.TimerHandle | None = None
         self._retention_timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        self.consumer = ConsumerGroupCoordinator(self)  # KIP-848 groups share `groups` and the store
 
     # ================================================================ lifecycle
     def load(self) -> None:
         """Rebuild every group from `__consumer_offsets` (before the broker listens)."""
         self.store.load(self.groups)
+        self.consumer.after_load(time.monotonic())
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the session/rebalance ticker and the offset-expiration timer."""
@@ -138,6 +141,7 @@ class GroupCoordinator:
 
     def tick(self, now: float) -> None:
         """Expire sessions and pending member ids; give up on slow joins and syncs."""
+        self.consumer.tick(now)
         for g in list(self.groups.values()):
             for mid, dl in list(g.pending.items()):
                 if now >= dl:
@@ -171,7 +175,7 @@ class GroupCoordinator:
         nothing left is removed. Returns the number of offsets expired."""
         n = 0
         for g in list(self.groups.values()):
-            if not g.is_(EMPTY):
+            if not g.is_(EMPTY) or (g.consumer is not None and g.consumer.members):
                 continue
             if g.protocol_type:
                 expired = list(g.offsets) if now - g.state_ts >= self.retention_ms else []
@@ -180,7 +184,8 @@ class GroupCoordinator:
             if not expired and g.offsets:
                 continue
             whole = not g.offsets or len(expired) == len(g.offsets)
-            if self.store.delete(g.group_id, expired, group=whole) != ErrorCode.NONE:
+            if self.store.delete(g.group_id, expired, group=whole,
+                                 extra=self.consumer.delete(g) if whole else ()) != ErrorCode.NONE:
                 continue
             for tp in expired:
                 del g.offsets[tp]
@@ -314,6 +319,13 @@ class GroupCoordinator:
             g = self.groups[gid] = Group(gid)
         if g.is_(DEAD):
             return join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if g.consumer is not None:
+            # TODO(migration): Kafka lets classic members into a consumer group
+            if g.consumer.members:
+                return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            if self.store.append(gid, self.consumer.delete(g)) != ErrorCode.NONE:
+                return join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            g.consumer = None  # an empty consumer group becomes a classic one
         if not g.supports(req.protocol_type, req.protocols):
             return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         fut = asyncio.get_running_loop().create_future()
@@ -521,6 +533,8 @@ class GroupCoordinator:
             return ErrorCode.NONE if gen < 0 else ErrorCode.ILLEGAL_GENERATION
         if g.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if g.consumer is not None:
+            return self.consumer.offset_check(g.consumer, mid, gen)
         if gen < 0 and g.is_(EMPTY):
             return ErrorCode.NONE
         if inst is not None and g.static.get(inst) not in (None, mid):
@@ -538,7 +552,10 @@ class GroupCoordinator:
         g = self.groups.get(group_id)
         if g is None or g.is_(DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, set()
-        subscribed = set() if g.is_(EMPTY) else g.subscribed_topics()
+        if g.consumer is not None:
+            subscribed = self.consumer.subscribed_topic_names(g.consumer)
+        else:
+            subscribed = set() if g.is_(EMPTY) else g.subscribed_topics()
         if subscribed is None:
             return ErrorCode.NON_EMPTY_GROUP, set()
         deleting = [tp for tp in partitions if tp[0] not in subscribed and tp in g.offsets]
@@ -554,9 +571,9 @@ class GroupCoordinator:
         g = self.groups.get(group_id)
         if g is None or g.is_(DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND
-        if not g.is_(EMPTY):
+        if not g.is_(EMPTY) or (g.consumer is not None and g.consumer.members):
             return ErrorCode.NON_EMPTY_GROUP
-        code = self.store.delete(group_id, list(g.offsets), group=True)
+        code = self.store.delete(group_id, list(g.offsets), group=True, extra=self.consumer.delete(g))
         if code == ErrorCode.NONE:
             g.transition(DEAD)
             del self.groups[group_id]

@@ -118,6 +118,7 @@ class Group:
     initial_delay_until: float = 0.0  # group.initial.rebalance.delay.ms window of a new group
     initial_delay_limit: float = 0.0
     new_member_added: bool = False
+    consumer: object = None  # a ConsumerGroup (consumer_group.py) when the group speaks KIP-848
 
     def transition(self, new: str) -> None:
         """Move to state `new` (raises IllegalStateTransition when the table forbids it)."""

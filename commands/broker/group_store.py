@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
+from pylog.commands.broker import consumer_group_store as cgs
 from pylog.commands.broker import offsets_topic as ot
 from pylog.commands.broker.group_state import EMPTY, STABLE, Group, Member, OffsetEntry
 from pylog.core.errors import ErrorCode, MessageTooLargeError, RecordListTooLargeError
@@ -83,6 +84,10 @@ class GroupStore:
         if key is None:
             return
         try:
+            if cgs.is_consumer_record(key):
+                self.loaded_records += 1
+                cgs.apply(groups, bytes(key), None if value is None else bytes(value))
+                return
             rec = ot.parse_record(bytes(key), None if value is None else bytes(value))
         except Exception as e:  # noqa: BLE001 - one bad record must not stop the load
             log.warning("skipping unreadable %s record: %s", ot.TOPIC, e)
@@ -172,9 +177,10 @@ class GroupStore:
             (ot.offset_key(group_id, t, p), ot.offset_value(e.offset, e.leader_epoch, e.metadata, e.commit_ts))
             for (t, p), e in entries])
 
-    def delete(self, group_id: str, partitions, *, group: bool = False) -> int:
-        """Tombstones for the group's offsets of `partitions` (and, with group=True, its metadata)."""
-        records = [(ot.offset_key(group_id, t, p), None) for t, p in partitions]
+    def delete(self, group_id: str, partitions, *, group: bool = False, extra=()) -> int:
+        """Tombstones for the group's offsets of `partitions` (and, with group=True, its metadata),
+        after `extra` records (a consumer group's own tombstones)."""
+        records = list(extra) + [(ot.offset_key(group_id, t, p), None) for t, p in partitions]
         if group:
             records.append((ot.group_key(group_id), None))
         return self.append(group_id, records)

@@ -13,6 +13,7 @@ from typing import Callable
 from pylog.commands.broker import (
     apis_admin,
     apis_configs,
+    apis_consumer_groups,
     apis_fetch,
     apis_groups,
     apis_meta,
@@ -22,7 +23,7 @@ from pylog.commands.broker import (
 )
 from pylog.commands.broker.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
-from pylog.core.protocol.apis import configs, fetch, groups, meta, produce, security, topics
+from pylog.core.protocol.apis import configs, consumer_groups, fetch, groups, meta, produce, security, topics
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,11 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(groups.LIST_GROUPS, apis_groups.list_groups, apis_groups.list_groups_error),
     Handler(groups.DESCRIBE_GROUPS, apis_groups.describe_groups, apis_groups.describe_groups_error),
     Handler(groups.DELETE_GROUPS, apis_groups.delete_groups, apis_groups.delete_groups_error),
+    # KIP-848 consumer groups
+    Handler(consumer_groups.CONSUMER_GROUP_HEARTBEAT, apis_consumer_groups.consumer_group_heartbeat,
+            apis_consumer_groups.consumer_group_heartbeat_error),
+    Handler(consumer_groups.CONSUMER_GROUP_DESCRIBE, apis_consumer_groups.consumer_group_describe,
+            apis_consumer_groups.consumer_group_describe_error),
     # ACLs and SCRAM credentials
     Handler(security.DESCRIBE_ACLS, apis_security.describe_acls, apis_security.describe_acls_error),
     Handler(security.CREATE_ACLS, apis_security.create_acls, apis_security.create_acls_error),
