@@ -1,0 +1,282 @@
+"""KIP-848 consumer groups (`group.protocol=consumer`) against a real `pylog broker`.
+
+Members are librdkafka (confluent-kafka) subprocesses (tests/cgroup_member_proc.py)
+and the Java client 4.3.1; the group's state is read back with ConsumerGroupDescribe,
+ListGroups and OffsetFetch over the wire.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from broker_fixtures import BrokerProcess, call, connect
+from waiting import wait_until
+
+HERE = Path(__file__).resolve().parent
+SESSION_MS = 6000
+FAST = ("--set", "group.consumer.heartbeat.interval.ms=500", "--set", f"group.consumer.session.timeout.ms={SESSION_MS}")
+CONSUMER_GROUP_DESCRIBE, LIST_GROUPS, DESCRIBE_GROUPS, OFFSET_FETCH = 69, 16, 15, 9
+GROUP_ID_NOT_FOUND = 69
+
+
+@pytest.fixture(scope="module")
+def cbroker(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("cg848") / "data", *FAST).start()
+    yield b
+    b.stop_clean()
+
+
+def create_topic(b, name, partitions):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    a.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+
+def produce(b, topic, partitions, per_partition, tag="v"):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    for part in range(partitions):
+        for i in range(per_partition):
+            p.produce(topic, f"{tag}-{part}-{i}".encode(), partition=part)
+    assert p.flush(30) == 0
+
+
+def describe(b, group) -> dict:
+    s = connect(b)
+    try:
+        return call(s, CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})[
+            "groups"][0]
+    finally:
+        s.close()
+
+
+def committed(b, group, topic, partitions) -> dict:
+    s = connect(b)
+    try:
+        r = call(s, OFFSET_FETCH, 9, {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": [
+            {"name": topic, "partition_indexes": list(range(partitions))}]}], "require_stable": False})
+    finally:
+        s.close()
+    g = r["groups"][0]
+    assert g["error_code"] == 0, g
+    return {p["partition_index"]: p["committed_offset"] for t in g["topics"] for p in t["partitions"]}
+
+
+class Member:
+    """A librdkafka KIP-848 member subprocess and what it reported."""
+
+    def __init__(self, b, group, topics, instance_id=None):
+        self.stderr_file = tempfile.TemporaryFile("w+")
+        args = [sys.executable, str(HERE / "cgroup_member_proc.py"), b.bootstrap, group, topics]
+        if instance_id:
+            args.append(instance_id)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr_file, text=True)
+        self.assignment: list = []
+        self.records: list = []
+        self.closed = False
+        self.ended_by_test = False
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            ev = json.loads(line)
+            if "assign" in ev:
+                self.assignment = [tuple(x) for x in ev["assign"]]
+            elif "rec" in ev:
+                self.records.append(tuple(ev["rec"]))
+            elif "closed" in ev:
+                self.closed = True
+
+    def partitions(self, topic=None):
+        return sorted(p for t, p in self.assignment if topic is None or t == topic)
+
+    def stderr(self) -> str:
+        self.stderr_file.seek(0)
+        return self.stderr_file.read()[-3000:]
+
+    def stop(self):
+        """SIGTERM: close() leaves the group (a static member with epoch -2) and exits 0."""
+        self.ended_by_test = True
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(30)
+        assert rc == 0, f"member exit code {rc}: {self.stderr()}"
+
+    def kill(self):
+        self.ended_by_test = True
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def end_members(members):
+    died = [(m.proc.returncode, m.stderr()) for m in members if not m.ended_by_test and m.proc.poll() is not None]
+    for m in members:
+        if m.proc.poll() is None:
+            m.kill()
+    assert not died, f"member(s) exited on their own: {died}"
+
+
+def covers_once(members, partitions, topic=None):
+    owned = [p for m in members for p in m.partitions(topic)]
+    return sorted(owned) == list(range(partitions))
+
+
+def test_three_members_handover_without_duplicates(cbroker):
+    topic, group = "k6", "three848"
+    create_topic(cbroker, topic, 6)
+    produce(cbroker, topic, 6, 20, "a")
+    ms = [Member(cbroker, group, topic) for _ in range(3)]
+    try:
+        wait_until(lambda: covers_once(ms, 6) and all(len(m.assignment) == 2 for m in ms), 60,
+                   lambda: f"2 partitions each: {[m.assignment for m in ms]}")
+        wait_until(lambda: sum(len(m.records) for m in ms) >= 120, 60, "120 records")
+        d = wait_until(lambda: (lambda d: d if d["group_state"] == "Stable" else None)(describe(cbroker, group)), 30,
+                       "a Stable group")
+        assert d["error_code"] == 0 and d["assignor_name"] == "uniform" and len(d["members"]) == 3
+        assert d["group_epoch"] == d["assignment_epoch"] >= 3
+        for m in d["members"]:
+            assert m["member_epoch"] == d["assignment_epoch"] and m["member_type"] == 1
+            assert m["subscribed_topic_names"] == [topic]
+            assert m["assignment"] == m["target_assignment"]
+            assert [t["topic_name"] for t in m["assignment"]["topic_partitions"]] == [topic]
+        # ListGroups (v5 filters by type) shows the type; DescribeGroups answers as Kafka does for a
+        # consumer group: not a classic group
+        s = connect(cbroker)
+        try:
+            lg = call(s, LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["consumer"]})["groups"]
+            assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
+                    "group_type": "consumer"} in lg
+            assert not call(s, LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["classic"]})["groups"] or \
+                group not in [g["group_id"] for g in call(s, LIST_GROUPS, 5, {"states_filter": [],
+                                                                               "types_filter": ["classic"]})["groups"]]
+            dg = call(s, DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})["groups"][0]
+            assert dg["group_state"] == "Dead" and dg["members"] == []
+        finally:
+            s.close()
+
+        # a member leaves (commits, then revokes) and a new one joins: nothing is delivered twice
+        ms[2].stop()
+        assert ms[2].closed
+        wait_until(lambda: covers_once(ms[:2], 6), 60, lambda: f"two owners: {[m.assignment for m in ms[:2]]}")
+        ms.append(Member(cbroker, group, topic))
+        live = [ms[0], ms[1], ms[3]]
+        wait_until(lambda: covers_once(live, 6) and all(len(m.assignment) == 2 for m in live), 60,
+                   lambda: f"three owners again: {[m.assignment for m in live]}")
+        produce(cbroker, topic, 6, 20, "b")
+        wait_until(lambda: committed(cbroker, group, topic, 6) == {p: 40 for p in range(6)}, 60, "commits at 40")
+        seen = [r for m in ms for r in m.records]
+        assert len(seen) == len(set(seen)) == 240, "a record was delivered twice across the handover"
+
+        # kill -9: the member's session expires and the others take its partitions
+        ms[3].kill()
+        wait_until(lambda: covers_once(ms[:2], 6), SESSION_MS / 1000 + 60,
+                   lambda: f"the survivors to own every partition: {[m.assignment for m in ms[:2]]}")
+        d = describe(cbroker, group)
+        assert len(d["members"]) == 2
+    finally:
+        end_members(ms)
+
+
+def test_static_member_restart_keeps_its_partitions(cbroker):
+    topic, group = "st4", "static848"
+    create_topic(cbroker, topic, 4)
+    ms = [Member(cbroker, group, topic, "inst-a"), Member(cbroker, group, topic, "inst-b")]
+    try:
+        wait_until(lambda: covers_once(ms, 4) and all(len(m.assignment) == 2 for m in ms), 60,
+                   lambda: f"2 partitions each: {[m.assignment for m in ms]}")
+        before = describe(cbroker, group)
+        mine = ms[0].partitions()
+        ms[0].stop()
+        # it left with epoch -2: still a member, its partitions held for it, no new group epoch
+        d = wait_until(lambda: (lambda d: d if any(m["member_epoch"] == -2 for m in d["members"]) else None)(
+            describe(cbroker, group)), 30, "the static member to be away (epoch -2)")
+        assert len(d["members"]) == 2 and d["group_epoch"] == before["group_epoch"]
+        assert ms[1].partitions() == sorted(set(range(4)) - set(mine))
+        ms.append(Member(cbroker, group, topic, "inst-a"))
+        wait_until(lambda: ms[2].partitions() == mine, 60, lambda: f"the same partitions back: {ms[2].assignment}")
+        d = describe(cbroker, group)
+        assert d["group_epoch"] == before["group_epoch"] and len(d["members"]) == 2
+        assert {m["instance_id"] for m in d["members"]} == {"inst-a", "inst-b"}
+    finally:
+        end_members(ms)
+
+
+def test_regex_subscription_picks_up_new_topics(cbroker):
+    group = "regex848"
+    create_topic(cbroker, "rx-one", 2)
+    m = Member(cbroker, group, "^rx-.*")
+    try:
+        wait_until(lambda: m.assignment == [("rx-one", 0), ("rx-one", 1)], 60, lambda: f"rx-one: {m.assignment}")
+        d = describe(cbroker, group)
+        assert "^rx-.*" in d["members"][0]["subscribed_topic_regex"]  # librdkafka sends "(^rx-.*)"
+        create_topic(cbroker, "rx-two", 3)
+        create_topic(cbroker, "other", 1)
+        wait_until(lambda: m.partitions("rx-two") == [0, 1, 2], 60, lambda: f"rx-two too: {m.assignment}")
+        assert not m.partitions("other")
+        produce(cbroker, "rx-two", 3, 5)
+        wait_until(lambda: len([r for r in m.records if r[0] == "rx-two"]) == 15, 60, "rx-two's records")
+    finally:
+        end_members([m])
+
+
+def test_empty_classic_group_continues_as_a_consumer_group(cbroker):
+    """A classic group with committed offsets and no members becomes a consumer group when a
+    KIP-848 member arrives, and the member starts from the classic group's offsets."""
+    from confluent_kafka import Consumer
+
+    topic, group = "mig2", "classic-then-848"
+    create_topic(cbroker, topic, 2)
+    produce(cbroker, topic, 2, 10, "a")
+    c = Consumer({"bootstrap.servers": cbroker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    got = []
+    wait_until(lambda: got.extend(x for x in c.consume(100, 0.2) if not x.error()) or len(got) >= 20, 60, "20 records")
+    c.commit(asynchronous=False)
+    c.close()
+    produce(cbroker, topic, 2, 5, "b")
+    m = Member(cbroker, group, topic)
+    try:
+        wait_until(lambda: len(m.records) >= 10, 60, lambda: f"the 10 new records: {m.records}")
+        assert sorted(o for _, _, o in m.records) == sorted([10, 11, 12, 13, 14] * 2)
+        assert describe(cbroker, group)["error_code"] == 0
+    finally:
+        end_members([m])
+
+
+def test_broker_kill9_and_restart_keeps_the_group(tmp_path):
+    b = BrokerProcess(tmp_path / "data", *FAST).start()
+    ms = []
+    try:
+        topic, group = "dur6", "durable848"
+        create_topic(b, topic, 6)
+        ms = [Member(b, group, topic), Member(b, group, topic)]
+        wait_until(lambda: covers_once(ms, 6) and all(len(m.assignment) == 3 for m in ms), 60,
+                   lambda: f"3 partitions each: {[m.assignment for m in ms]}")
+        before = wait_until(lambda: (lambda d: d if d["group_state"] == "Stable" else None)(describe(b, group)), 30,
+                            "a Stable group")
+        b.kill9()
+        b.restart()
+        after = describe(b, group)
+        assert after["group_epoch"] == before["group_epoch"]
+        assert after["assignment_epoch"] == before["assignment_epoch"]
+        key = lambda d: sorted((m["member_id"], m["member_epoch"], json.dumps(m["assignment"], default=str))  # noqa: E731
+                               for m in d["members"])
+        assert key(after) == key(before)
+        # the members carry on at their epochs: no rebalance, every new record consumed once
+        produce(b, topic, 6, 10)
+        wait_until(lambda: committed(b, group, topic, 6) == {p: 10 for p in range(6)}, 90, "commits at 10")
+        assert describe(b, group)["group_epoch"] == before["group_epoch"]
+        seen = [r for m in ms for r in m.records]
+        assert len(seen) == len(set(seen)) == 60
+    finally:
+        end_members(ms)
+        b.stop()
