@@ -38,7 +38,16 @@ from pylog.commands.options import json_option
 from pylog.storage.scan import DEFAULT_MAX_MESSAGE_SIZE
 from pylog.storage.layout import SEGMENT_FILE, parse_partition_dir, user_partition_dir
 from pylog.core.errors import DataError, UsageError
-from pylog.storage.checks import PartitionReport, read_index, verify_checkpoints, verify_partition
+from pylog.storage.checks import (
+    CLEAN,
+    DAMAGED,
+    REPAIRABLE,
+    PartitionReport,
+    read_index,
+    verify_checkpoints,
+    verify_partition,
+    worst_verdict,
+)
 
 
 # ---------------------------------------------------------------- progress
@@ -114,6 +123,9 @@ def _verify_file(p: Path, max_message_size: int) -> PartitionReport:
 
 
 # ---------------------------------------------------------------- rendering
+_VERDICT_STYLE = {CLEAN: "green", REPAIRABLE: "yellow", DAMAGED: "red"}
+
+
 def _render(reports: list[PartitionReport], seconds: float) -> None:
     from rich.table import Table
 
@@ -121,65 +133,103 @@ def _render(reports: list[PartitionReport], seconds: float) -> None:
 
     table = Table(title="pylog verify", show_lines=False)
     for col, just in (("partition", "left"), ("segments", "right"), ("batches", "right"), ("records", "right"),
-                      ("bytes", "right"), ("problems", "right")):
+                      ("bytes", "right"), ("problems", "right"), ("verdict", "left")):
         table.add_column(col, justify=just, overflow="fold")
     for r in reports:
         n = r.problem_count
+        v = r.verdict
         name = Path(r.path).name if Path(r.path).is_dir() else r.path
         table.add_row(name, str(r.segments), str(r.batches), str(r.records), str(r.bytes),
-                      f"[red]{n}[/red]" if n else "[green]0[/green]")
+                      f"[red]{n}[/red]" if n else "[green]0[/green]", f"[{_VERDICT_STYLE[v]}]{v.upper()}[/]")
     out.print(table)
     for r in reports:
         for p in r.problems:
             where = f" at position {p.position}" if p.position is not None else ""
-            out.print(f"[red]{p.kind}[/red] {p.file}{where}: {p.message}", markup=True, highlight=False)
+            style = "yellow" if p.derived else "red"
+            out.print(f"[{style}]{p.kind}[/{style}] {p.file}{where}: {p.message}", markup=True, highlight=False)
     total = sum(r.problem_count for r in reports)
-    damaged = sum(1 for r in reports if r.problem_count)
+    verdict = worst_verdict(r.verdict for r in reports)
+    hit = sum(1 for r in reports if r.problem_count)
     mb = sum(r.bytes for r in reports) / 1e6
-    if total:
-        out.print(f"[bold red]DAMAGED[/bold red]: {total} problem(s) in {damaged} of {len(reports)} item(s) "
-                  f"({mb:.1f} MB checked in {seconds:.2f} s)")
+    checked = f"({mb:.1f} MB checked in {seconds:.2f} s)"
+    if verdict == DAMAGED:
+        out.print(f"[bold red]DAMAGED[/bold red]: records unreadable or lost: {total} problem(s) in {hit} of "
+                  f"{len(reports)} item(s) {checked}; `--repair` truncates at the first damage, "
+                  f"`--repair --salvage` removes only the unreadable batches")
+    elif verdict == REPAIRABLE:
+        files = sorted(f for r in reports for f in r.derived_files)
+        out.print(f"[bold yellow]REPAIRABLE[/bold yellow]: every record is readable; only derived files are "
+                  f"missing or stale, and the broker rebuilds them {checked}:")
+        for f in files:
+            out.print(f"  {f}", markup=False, highlight=False)
     else:
         out.print(f"[bold green]CLEAN[/bold green]: {len(reports)} item(s), {mb:.1f} MB checked in {seconds:.2f} s")
 
 
-def _repair(reports: list[PartitionReport], yes: bool) -> list[str]:
-    """Run the storage engine's recovery on damaged partitions; returns the repaired dirs."""
-    from pylog.commands.console import err
+def _rebuild_derived(pdir: Path, log_start_offset: int) -> list[str]:
+    """Remove a partition's derived files and let the storage engine's recovery rebuild them."""
     from pylog.core.config import TOPIC_CONFIGS
     from pylog.storage.log import Log
 
+    for p in pdir.iterdir():
+        if p.suffix in (".index", ".timeindex", ".snapshot") or p.name == "leader-epoch-checkpoint":
+            p.unlink()
+    log = Log(pdir, TOPIC_CONFIGS.resolve({}), had_clean_shutdown=False, recovery_point=0,
+              log_start_offset=log_start_offset)
+    try:
+        log.take_snapshot()
+        return list(log.warnings)
+    finally:
+        log.close()
+
+
+def _repair(reports: list[PartitionReport], yes: bool, salvage: bool, max_message_size: int,
+            show: bool) -> tuple[list[str], list]:
+    """Recover the damaged partitions (salvaging them first when asked); returns the repaired dirs and
+    the salvage plans applied."""
+    from pylog.commands.console import err
+    from pylog.storage.salvage import apply_salvage, plan_salvage
+
+    say = err.print if show else (lambda *a, **k: None)
     todo = [r for r in reports if r.problem_count and Path(r.path).is_dir() and user_partition_dir(Path(r.path).name)]
     if not todo:
-        err.print("nothing to repair")
-        return []
+        say("nothing to repair")
+        return [], []
+    plans = {}
     for r in todo:
-        err.print(f"will recover {r.path}: rebuild indexes, leader-epoch cache and producer snapshots from the log")
+        if salvage and r.verdict == DAMAGED:
+            plan = plan_salvage(Path(r.path), max_message_size=max_message_size)
+            plans[r.path] = plan
+            say(f"will salvage {r.path}: remove {plan.removed_bytes} unreadable bytes from "
+                f"{len(plan.damaged_files)} segment(s), keep every other batch at its offset, then rebuild indexes, "
+                f"leader-epoch cache and producer snapshots")
+            for lost in plan.lost:
+                say(f"  [bold]lost: {lost.describe()}[/bold] ("
+                    + "; ".join(f"{Path(x.file).name} position {x.position}: {x.bytes} bytes, {x.reason}"
+                                for x in lost.removed) + ")")
+            continue
+        say(f"will recover {r.path}: rebuild indexes, leader-epoch cache and producer snapshots from the log")
         if r.first_damage:
             file, pos = r.first_damage
             lost = os.path.getsize(file) - pos
             later = sorted(p for p in Path(r.path).glob("*.log") if p.name > Path(file).name)
             lost += sum(p.stat().st_size for p in later)
-            err.print(f"  [bold]the log is cut at {Path(file).name} position {pos}: {lost} bytes after the first "
-                      f"damage are dropped[/bold]" + (f" (including {len(later)} later segment(s))" if later else ""))
+            say(f"  [bold]the log is cut at {Path(file).name} position {pos}: {lost} bytes after the first "
+                f"damage are dropped[/bold]" + (f" (including {len(later)} later segment(s))" if later else ""))
     if not yes and not click.confirm("Proceed with the repair?", default=False, err=True):
         raise click.exceptions.Abort()
     done = []
-    config = TOPIC_CONFIGS.resolve({})
     for r in todo:
         pdir = Path(r.path)
-        # indexes that fail our checks are removed so recovery rebuilds them from the log
-        for p in pdir.iterdir():
-            if p.suffix in (".index", ".timeindex", ".snapshot") or p.name == "leader-epoch-checkpoint":
-                p.unlink()
-        log = Log(pdir, config, had_clean_shutdown=False, recovery_point=0,
-                  log_start_offset=r.log_start_offset or 0)
-        for w in log.warnings:
-            err.print(f"  {w}")
-        log.take_snapshot()
-        log.close()
+        start = r.log_start_offset or 0
+        if r.path in plans:
+            apply_salvage(plans[r.path])
+            bases = sorted(int(m.group(1)) for p in pdir.iterdir() if (m := SEGMENT_FILE.match(p.name)))
+            start = max(start, bases[0]) if bases else start
+        for w in _rebuild_derived(pdir, start):
+            say(f"  {w}")
         done.append(r.path)
-    return done
+    return done, list(plans.values())
 
 
 @click.command("verify", context_settings={"help_option_names": ["-h", "--help"]})
@@ -189,10 +239,14 @@ def _repair(reports: list[PartitionReport], yes: bool) -> list[str]:
 @click.option("--repair", is_flag=True,
               help="Run the storage engine's recovery on damaged partitions (truncate at the first damage, "
                    "rebuild indexes, epoch cache and snapshots), then verify again.")
+@click.option("--salvage", is_flag=True,
+              help="With --repair: remove only the unreadable batches of damaged partitions, keeping every later "
+                   "record at its offset, and report the exact offset ranges lost.")
+@click.option("--strict", is_flag=True, help="Exit 1 on REPAIRABLE too (derived files missing or stale).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before repairing.")
 @click.option("--no-progress", is_flag=True, help="Never show the progress bar.")
 @json_option
-def verify(paths, max_message_size, repair, yes, no_progress, as_json):
+def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, as_json):
     """Check Kafka log dirs, partition folders or single files and give a verdict.
 
     PATH may be a log dir (every <topic>-<partition> folder in it plus the
@@ -220,17 +274,38 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
     being appended and the zero-filled preallocated tails of the active
     segments' indexes are not damage; the report says the dir is in use.
 
-    Prints a table per partition and the problems found, or with --json one
-    JSON document. Exit status: 0 when clean, 1 when any problem is found,
-    2 on usage errors.
+    \b
+    Verdicts (per partition and overall, the worst wins):
+      CLEAN       nothing wrong.
+      REPAIRABLE  every record is readable; only derived files are missing
+                  or stale (offset/time/transaction indexes, producer
+                  snapshots, leader-epoch-checkpoint), each named. The broker
+                  rebuilds them, so a partition holding only a .log copied
+                  from a broker is REPAIRABLE.
+      DAMAGED     records are unreadable or lost (CRC, structure, torn or
+                  truncated segments, offsets out of order), or other files
+                  are wrong (checkpoints, metadata, leftovers).
 
-    --repair recovers the damaged partitions with the storage engine (the
-    same recovery a broker runs after a crash), first printing what it will
-    do, including how many bytes after the first damage point are dropped;
-    it asks for confirmation unless --yes is given.
+    Prints a table per partition and the problems found, or with --json one
+    JSON document carrying the verdict. Exit status: 0 when CLEAN or
+    REPAIRABLE (1 for REPAIRABLE with --strict), 1 when DAMAGED, 2 on usage
+    errors.
+
+    --repair recovers the partitions with problems with the storage engine
+    (the same recovery a broker runs after a crash), first printing what it
+    will do, including how many bytes after the first damage point are
+    dropped; it asks for confirmation unless --yes is given.
+
+    --repair --salvage removes only the unreadable batches of DAMAGED
+    partitions, in old segments as well as the active one, keeping every
+    later record at its offset (the log then has an offset gap, which Kafka
+    logs allow), rebuilds the indexes, epoch cache and producer state, and
+    reports the exact offset ranges lost (in --json under "salvaged").
     """
     from pylog.commands.console import err
 
+    if salvage and not repair:
+        raise UsageError("--salvage goes with --repair")
     t0 = time.perf_counter()
     items = collect(paths)
     total_bytes = 0
@@ -278,29 +353,36 @@ def verify(paths, max_message_size, repair, yes, no_progress, as_json):
         return reports
 
     reports = run()
+    plans = []
     if repair and any(r.problem_count for r in reports):
         busy = [str(d) for d, v in live_dirs.items() if v]
         if busy:
             raise UsageError(f"cannot repair {', '.join(busy)}: a running broker holds it (stop the broker first)")
         if not as_json:
             _render(reports, time.perf_counter() - t0)
-        repaired = _repair(reports, yes)
+        repaired, plans = _repair(reports, yes, salvage, max_message_size, show=not as_json or not yes)
         t0 = time.perf_counter()
         reports = run()
         if not as_json:
             err.print(f"repaired {len(repaired)} partition(s); verifying again")
     seconds = time.perf_counter() - t0
     live = sorted(str(d) for d, v in live_dirs.items() if v)
+    verdict = worst_verdict(r.verdict for r in reports)
     if as_json:
         total = sum(r.problem_count for r in reports)
-        sys.stdout.write(json.dumps({
-            "verdict": "damaged" if total else "clean", "problem_count": total, "seconds": round(seconds, 3),
-            "in_use": live, "items": [r.to_json() for r in reports],
-        }, separators=(",", ":")) + "\n")
+        doc = {"verdict": verdict, "problem_count": total, "seconds": round(seconds, 3), "in_use": live,
+               "derived_files": sorted(f for r in reports for f in r.derived_files),
+               "items": [r.to_json() for r in reports]}
+        if repair:
+            doc["salvaged"] = [p.to_json() for p in plans]
+        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
     else:
         for d in live:
             err.print(f"note: {d} is in use by a running broker: its logs were judged up to the bytes present "
                       f"when they were read (batches being appended are not damage)")
         _render(reports, seconds)
-    if any(r.problem_count for r in reports):
+        for p in plans:
+            for lost in p.lost:
+                err.print(f"salvaged {p.partition}: lost {lost.describe()}", markup=False, highlight=False)
+    if verdict == DAMAGED or (verdict == REPAIRABLE and strict):
         sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)

@@ -21,6 +21,19 @@ _STRAY_SUFFIXES = {
 MAX_REPORTED_PER_KIND = 20
 ONE_DAY_MS = 86400000
 
+# Verdicts, worst last. REPAIRABLE: only files the broker derives from the log are missing
+# or stale (it rebuilds them on recovery); DAMAGED: records are unreadable or lost.
+CLEAN, REPAIRABLE, DAMAGED = "clean", "repairable", "damaged"
+_VERDICT_RANK = {CLEAN: 0, REPAIRABLE: 1, DAMAGED: 2}
+# problem kinds about derived files: offset/time/transaction indexes, producer snapshots,
+# the leader-epoch checkpoint (a problem found in a .log itself is never derived)
+DERIVED_KINDS = frozenset({"index", "time-index", "txn-index", "snapshot", "leader-epoch"})
+
+
+def worst_verdict(verdicts) -> str:
+    """The worst of these verdicts (CLEAN for none)."""
+    return max(verdicts, key=_VERDICT_RANK.__getitem__, default=CLEAN)
+
 
 @dataclass
 class Problem:
@@ -29,6 +42,7 @@ class Problem:
     message: str
     position: int | None = None
     offset: int | None = None
+    derived: bool = False  # about a file the broker rebuilds from the log
 
 
 @dataclass
@@ -42,25 +56,39 @@ class PartitionReport:
     log_end_offset: int | None = None
     problems: list[Problem] = field(default_factory=list)
     first_damage: tuple[str, int] | None = None  # (log file, position) where recovery would cut
+    derived_files: set = field(default_factory=set)  # derived files missing or stale
     _counts: dict = field(default_factory=dict, repr=False)
 
     def add(self, kind: str, file, message: str, position: int | None = None, offset: int | None = None) -> None:
-        n = self._counts.get(kind, 0) + 1
-        self._counts[kind] = n
+        derived = kind in DERIVED_KINDS and not str(file).endswith(".log")
+        key = (kind, derived)
+        n = self._counts.get(key, 0) + 1
+        self._counts[key] = n
         if n <= MAX_REPORTED_PER_KIND:
-            self.problems.append(Problem(kind, str(file), message, position, offset))
+            self.problems.append(Problem(kind, str(file), message, position, offset, derived))
         elif n == MAX_REPORTED_PER_KIND + 1:
-            self.problems.append(Problem(kind, str(file), f"more {kind} problems not listed"))
+            self.problems.append(Problem(kind, str(file), f"more {kind} problems not listed", derived=derived))
+        if derived:
+            self.derived_files.add(str(file))
 
     @property
     def problem_count(self) -> int:
         return sum(self._counts.values())
+
+    @property
+    def verdict(self) -> str:
+        """CLEAN, REPAIRABLE (every problem is about a derived file) or DAMAGED."""
+        if not self._counts:
+            return CLEAN
+        return REPAIRABLE if all(derived for _, derived in self._counts) else DAMAGED
 
     def to_json(self) -> dict:
         d = asdict(self)
         d.pop("_counts", None)
         d["first_damage"] = list(self.first_damage) if self.first_damage else None
         d["problem_count"] = self.problem_count
+        d["verdict"] = self.verdict
+        d["derived_files"] = sorted(self.derived_files)
         return d
 
 

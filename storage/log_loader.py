@@ -215,7 +215,9 @@ class LogLoader:
 
         cache.truncate_from_end(seg.base_offset, flush=False)
         state["epoch"] = cache.latest_epoch
-        res = seg.recover(on_batch, contiguous=not self.is_compacted)
+        # offsets must increase but may skip, in every topic: Kafka's recovery accepts gaps (compaction and
+        # `pylog verify --repair --salvage` leave them), so pylog must not cut a log at one
+        res = seg.recover(on_batch, contiguous=False)
         self.recovered = True
         if state.get("markers"):
             self._txn_index_rebuild.add(seg.base_offset)  # recover() emptied its .txnindex
