@@ -217,7 +217,8 @@ class LogLoader:
         state["epoch"] = cache.latest_epoch
         # offsets must increase but may skip, in every topic: Kafka's recovery accepts gaps (compaction and
         # `pylog verify --repair --salvage` leave them), so pylog must not cut a log at one
-        res = seg.recover(on_batch, contiguous=False)
+        nxt = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+        res = seg.recover(on_batch, contiguous=False, next_base=nxt)
         self.recovered = True
         if state.get("markers"):
             self._txn_index_rebuild.add(seg.base_offset)  # recover() emptied its .txnindex

@@ -55,6 +55,7 @@ _PREFIX = LOCATE_STRUCT
 _PREFIX_SIZE = _PREFIX.size  # 27
 _BATCH_HEADER = HEADER_STRUCT
 _I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _new_tuple = tuple.__new__
@@ -313,10 +314,12 @@ class LogSegment:
 
     # ---- recovery ----
     def recover(self, on_batch: Callable[[BatchHeader], None] | None = None, *,
-                max_batch_size: int | None = None, contiguous: bool = True) -> RecoveryResult:
+                max_batch_size: int | None = None, contiguous: bool = True,
+                next_base: int | None = None) -> RecoveryResult:
         """Rebuild the indexes from the log, validating every batch (structure, CRC,
         offsets); cut the file at the first bad or torn batch. `on_batch` sees each
-        valid batch in order (producer state, epoch cache)."""
+        valid batch in order (producer state, epoch cache). Without `contiguous` offsets may
+        skip but not go back, nor reach `next_base` (the next segment's base offset)."""
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
@@ -376,6 +379,13 @@ class LogSegment:
                 if delta < 0 or last - seg_base > INT_MAX:
                     reason = f"batch offsets {base}..{last} out of range for the segment"
                     break
+                if base > expected or next_base is not None and last >= next_base:
+                    # an offset gap (legal: compaction, salvage) -- unless baseOffset, which the CRC
+                    # does not cover, is damaged: then the batch after it (or the next segment) goes back
+                    nxt = _I64.unpack_from(mv, pos + size)[0] if pos + size + 8 <= file_size else next_base
+                    if nxt is not None and nxt <= last:
+                        reason = f"batch offsets {base}..{last} overlap the next batch's base offset {nxt}"
+                        break
                 if t[8] > max_ts:
                     max_ts, max_ts_off = t[8], last
                 if pos - last_index_entry > interval:

@@ -194,6 +194,10 @@ def test_flipped_bytes(template, tmp_path):
         start = max(p for p, _, _ in batches if p <= pos)
         if 12 <= pos - start < 16:
             continue
+        if pos - start < 8 and start == batches[-1][0]:
+            # baseOffset is outside the CRC too: in a segment's last batch a flip to a higher offset is an
+            # offset gap that nothing contradicts, which Kafka's recovery keeps (as pylog's does)
+            continue
 
         def f(d, i=i, pos=pos):
             with open(_seg_path(d, segs, i), "r+b") as fh:
