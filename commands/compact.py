@@ -35,10 +35,49 @@ def _targets(path: Path) -> tuple[Path, str | None]:
     return path, None
 
 
+def _decision(lg, checkpoint: int | None) -> dict:
+    """Whether the broker's cleaner would clean `lg` now, and why (the --dry-run columns)."""
+    from pylog.storage.clean_decision import explain_cleaning
+    from pylog.storage.cleaner import log_section, segment_stats
+
+    now = int(time.time() * 1000)
+    cfg = lg.config
+    section = log_section(lg, checkpoint, now)
+    d = explain_cleaning(segment_stats(list(lg.segments)), section, now_ms=now,
+                         min_cleanable_dirty_ratio=cfg["min.cleanable.dirty.ratio"],
+                         min_compaction_lag_ms=cfg["min.compaction.lag.ms"],
+                         first_unstable_offset=lg.producer_state.first_unstable_offset(),
+                         compacted=lg.is_compacted, cleanup_policy=",".join(cfg["cleanup.policy"]))
+    return {"would_clean_now": d.would_clean, "why": d.why, "why_text": d.reason,
+            "dirty_ratio": round(section.dirty_ratio, 4), "clean_bytes": section.clean_bytes,
+            "dirty_bytes": section.dirty_bytes, "first_dirty": section.first_dirty,
+            "first_uncleanable": section.first_uncleanable, "segments": len(lg.segments),
+            "min_cleanable_dirty_ratio": cfg["min.cleanable.dirty.ratio"],
+            "min_compaction_lag_ms": cfg["min.compaction.lag.ms"],
+            "max_compaction_lag_ms": cfg["max.compaction.lag.ms"]}
+
+
+def _print_decisions(results: list[dict]) -> None:
+    from rich.table import Table
+
+    from pylog.commands.console import out
+
+    t = Table(title="would the broker's cleaner clean it now?", title_justify="left")
+    for col in ("partition", "now", "dirty ratio", "min ratio", "why"):
+        t.add_column(col, justify="right" if "ratio" in col else "left", overflow="fold")
+    for r in results:
+        if "why" not in r:
+            continue
+        t.add_row(f"{r['topic']}-{r['partition']}", "[green]yes[/green]" if r["would_clean_now"] else "no",
+                  f"{r['dirty_ratio']:.3f}", str(r["min_cleanable_dirty_ratio"]), r["why_text"])
+    out.print(t)
+
+
 @click.command("compact", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 @click.option("--dry-run", "-n", is_flag=True,
-              help="Report what compaction would remove; write nothing to the segments.")
+              help="Report what compaction would remove, and per partition whether the broker's cleaner would "
+                   "clean it now and why; write nothing to the segments.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Topic config override for this run (repeatable), e.g. --set delete.retention.ms=0 or "
                    "--set cleanup.policy=compact for a topic not configured as compacted.")
@@ -76,6 +115,13 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
       pylog compact /var/lib/pylog/data/users-0 --dry-run
       pylog compact data --set delete.retention.ms=0 --json
 
+    --dry-run also says, per partition, whether the broker's cleaner would
+    clean it now and why (`why` in --json): dirty-ratio (the dirty ratio
+    against min.cleanable.dirty.ratio), max-compaction-lag (overdue, cleaned
+    whatever the ratio), min-compaction-lag (the first dirty segment is too
+    young), open-transaction, only-active-segment, nothing-to-clean (all
+    below the active segment already cleaned), not-compacted.
+
     Prints a table of bytes and records before and after per partition, or
     with --json one JSON document with the cleaner statistics. Exit status 0
     on success, 1 on errors (locked log dir, corrupt data), 2 on usage errors.
@@ -112,11 +158,17 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
                 base = dict(info.overrides) if info else {}
                 lg.update_config(lm._resolve_config({**base, **overrides}))
         todo = [lg for lg in sorted(logs, key=lambda l: (l.topic, l.partition)) if lg.is_compacted]
+        decisions = {}
+        if dry_run:
+            checkpoints = read_cleaner_checkpoint(log_dir)
+            for lg in logs:
+                decisions[lg.dir.name] = _decision(lg, checkpoints.get((lg.topic, lg.partition)))
         for lg in logs:
             if not lg.is_compacted:
                 results.append({"topic": lg.topic, "partition": lg.partition, "cleaned": False,
                                 "reason": f"cleanup.policy={','.join(lg.config['cleanup.policy'])} "
-                                          f"(use --set cleanup.policy=compact to compact it anyway)"})
+                                          f"(use --set cleanup.policy=compact to compact it anyway)",
+                                **decisions.get(lg.dir.name, {})})
         total = sum(s.size for lg in todo for s in lg.segments[:-1]) * 2
         show_bar = not no_progress and not as_json and total > (64 << 20) and sys.stderr.isatty()
         bar = task = None
@@ -151,6 +203,7 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
                     row.pop("log", None)
                     if not dry_run:
                         update_cleaner_checkpoint(lg.dir.parent, lg.topic, lg.partition, res.checkpoint)
+                row.update(decisions.get(lg.dir.name, {}))
                 results.append(row)
         finally:
             if bar is not None:
@@ -182,6 +235,8 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
                   f"{r['records_read']:,}", f"{r['records_written']:,}", f"{r['tombstones_removed']:,}",
                   f"{r['mb_per_sec']:.1f}")
     out.print(t)
+    if dry_run:
+        _print_decisions(results)
     saved = totals["bytes_read"] - totals["bytes_written"]
     pct = 100.0 * saved / totals["bytes_read"] if totals["bytes_read"] else 0.0
     out.print(f"{len(done)} partition(s) compacted in {seconds:.2f} s: {verb} {totals['records_removed']:,} records, "

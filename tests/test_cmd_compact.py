@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -85,3 +86,51 @@ def test_compact_refuses_a_locked_dir_and_bad_input(tmp_path):
     assert r.returncode == 2
     r = pylog("compact", "--help")
     assert r.returncode == 0 and "--dry-run" in r.stdout and "delete.retention.ms" in r.stdout
+
+
+def _why(tmp_path, *sets) -> dict[str, dict]:
+    args = [a for s in sets for a in ("--set", s)]
+    r = pylog("compact", str(tmp_path), "--dry-run", "--json", *args)
+    assert r.returncode == 0, r.stderr
+    return {f"{p['topic']}-{p['partition']}": p for p in json.loads(r.stdout)["partitions"]}
+
+
+def test_compact_dry_run_says_why_per_partition(tmp_path):
+    make_dir(tmp_path)
+    lm = LogManager([str(tmp_path)], BROKER_CONFIGS.resolve({"log.dirs": str(tmp_path), "log.cleaner.enable": "false"}))
+    lm.startup()
+    lm.create_topic("small", 1, {"cleanup.policy": "compact"})
+    append(lm.get_log("small", 0), [(b"k", b"v")], ts=int(time.time() * 1000))
+    lm.shutdown()
+
+    p = _why(tmp_path)
+    assert (p["users-0"]["would_clean_now"], p["users-0"]["why"]) == (True, "dirty-ratio")
+    assert p["users-0"]["dirty_ratio"] == 1.0 and p["users-0"]["clean_bytes"] == 0
+    assert (p["plain-0"]["would_clean_now"], p["plain-0"]["why"]) == (False, "not-compacted")
+    assert (p["small-0"]["would_clean_now"], p["small-0"]["why"]) == (False, "only-active-segment")
+    text = subprocess.run([sys.executable, "-m", "pylog.cli.main", "compact", str(tmp_path), "--dry-run"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"})
+    assert "dirty ratio 1.000 >= min.cleanable.dirty.ratio 0.5" in text.stdout
+    assert "only the active segment" in text.stdout and "does not include compact" in text.stdout
+
+    # the records were written just now: a day of min.compaction.lag.ms holds all of them back
+    u = _why(tmp_path, "min.compaction.lag.ms=86400000")["users-0"]
+    assert (u["would_clean_now"], u["why"]) == (False, "min-compaction-lag") and "younger than" in u["why_text"]
+    # max.compaction.lag.ms overdue: cleaned whatever the ratio
+    u = _why(tmp_path, "max.compaction.lag.ms=1", "min.cleanable.dirty.ratio=1")["users-0"]
+    assert (u["would_clean_now"], u["why"]) == (True, "max-compaction-lag")
+
+    assert pylog("compact", str(tmp_path)).returncode == 0
+    u = _why(tmp_path)["users-0"]
+    assert (u["would_clean_now"], u["why"]) == (False, "nothing-to-clean")
+    lm = LogManager([str(tmp_path)], BROKER_CONFIGS.resolve({"log.dirs": str(tmp_path), "log.cleaner.enable": "false"}))
+    lm.startup()
+    lg = lm.get_log("users", 0)
+    for i in range(12):  # rolls a new segment: a little dirty data after the cleaned part
+        append(lg, [(b"user-%d" % (i % 6), b"again-%d" % i)], ts=int(time.time() * 1000))
+    lm.shutdown()
+    u = _why(tmp_path, "min.cleanable.dirty.ratio=0.99")["users-0"]
+    assert u["why"] == "dirty-ratio" and 0 < u["dirty_ratio"] < 0.99 and u["would_clean_now"] is False
+    assert "below min.cleanable.dirty.ratio 0.99" in u["why_text"]
+    u = _why(tmp_path, f"min.cleanable.dirty.ratio={u['dirty_ratio'] / 2:.4f}")["users-0"]
+    assert (u["would_clean_now"], u["why"]) == (True, "dirty-ratio")
