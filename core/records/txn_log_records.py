@@ -1,0 +1,55 @@
+"""`__transaction_state` records as kafka-dump-log's `--transaction-log-decoder` prints them.
+
+The schemas are the transaction coordinator's own declarations
+(`pylog.core.protocol.txn_log`); this module only renders a decoded record
+with Kafka's JSON field names, so the text matches DumpLogSegments:
+key `{"type":"0","data":{"transactionalId":...}}`, value
+`{"version":"1","data":{...}}`, `<DELETE>` for a tombstone.
+"""
+from __future__ import annotations
+
+import json
+
+from pylog.core.protocol import txn_log as tl
+from pylog.core.records.errors import CorruptRecordError
+from pylog.core.records.schema_json import to_kafka_json
+
+__all__ = ["decode_transaction_log_key", "decode_transaction_log_value", "format_transaction_log_record"]
+
+
+def _decode(schema, data) -> tuple[int, dict]:
+    """int16 version + struct as Kafka's JSON; bytes after the struct are ignored, as Kafka's reader does."""
+    version = int.from_bytes(bytes(data[:2]), "big", signed=True) if len(data) >= 2 else None
+    if version is None or not schema.min_version <= version <= schema.max_version:
+        raise CorruptRecordError(f"unknown {schema.name} version {version}")
+    try:
+        body = schema.decode_body(data, version, 2, strict=False)
+    except tl.MalformedDataError as e:
+        raise CorruptRecordError(str(e)) from None
+    return version, to_kafka_json(schema.fields, version, body)
+
+
+def decode_transaction_log_key(key: bytes) -> tuple[int, dict]:
+    """(key version, Kafka JSON data) of a TransactionLogKey."""
+    return _decode(tl.TRANSACTION_LOG_KEY, key)
+
+
+def decode_transaction_log_value(value: bytes) -> tuple[int, dict]:
+    """(value version, Kafka JSON data) of a TransactionLogValue."""
+    return _decode(tl.TRANSACTION_LOG_VALUE, value)
+
+
+def format_transaction_log_record(key: bytes | None, value: bytes | None,
+                                  offset: int) -> tuple[str | None, str | None]:
+    """(key text, payload text) of one record, as DumpLogSegments' transaction-log decoder prints them."""
+    if key is None:
+        return f"Error at offset {offset}, skipping. Missing key", None
+    try:
+        kver, kdata = decode_transaction_log_key(key)
+        key_text = json.dumps({"type": str(kver), "data": kdata}, separators=(",", ":"))
+        if value is None:
+            return key_text, "<DELETE>"
+        vver, vdata = decode_transaction_log_value(value)
+        return key_text, json.dumps({"version": str(vver), "data": vdata}, separators=(",", ":"))
+    except CorruptRecordError as e:
+        return f"Error at offset {offset}, skipping. {e}", None
