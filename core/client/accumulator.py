@@ -23,7 +23,7 @@ from itertools import accumulate, chain, repeat
 from pylog.core.client.errors import BufferExhaustedError, KafkaTimeoutError
 from pylog.core.records import compression
 from pylog.core.records.batch import decode_records, encode_headers
-from pylog.core.records.header import HEADER_SIZE, pack_batch, set_producer
+from pylog.core.records.header import HEADER_SIZE, TRANSACTIONAL_MASK, pack_batch, set_producer
 from pylog.core.records.varint import encode_varint
 
 # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas): the hot lookup
@@ -63,7 +63,7 @@ class ProducerBatch:
         "topic", "partition", "buf", "count", "base_ts", "max_ts", "created", "limit", "full",
         "callbacks", "timestamps", "done", "base_offset", "log_append_time", "error", "attempts",
         "retry_at", "base_sequence", "producer_id", "producer_epoch", "wire", "reserved", "codec",
-        "in_retry", "first_index", "offsets", "done_at",
+        "in_retry", "first_index", "offsets", "done_at", "transactional",
     )
 
     def __init__(self, topic, partition, limit, codec, now, reserved):
@@ -94,6 +94,7 @@ class ProducerBatch:
         self.first_index = 0
         self.done_at = 0.0
         self.offsets = None  # per-record offsets once a split batch completes
+        self.transactional = False  # written by a transactional producer: the batch header says so
 
     def __repr__(self):
         return f"<Batch {self.topic}-{self.partition} n={self.count} seq={self.base_sequence}>"
@@ -269,8 +270,9 @@ class ProducerBatch:
             return self.wire
         payload = self.buf if self.codec == 0 else compression.compress(self.codec, self.buf)
         count = self.count
+        attributes = self.codec | (TRANSACTIONAL_MASK if self.transactional else 0)
         out = pack_batch(
-            payload, attributes=self.codec, last_offset_delta=count - 1,
+            payload, attributes=attributes, last_offset_delta=count - 1,
             base_timestamp=self.base_ts if self.base_ts is not None else -1, max_timestamp=self.max_ts,
             record_count=count, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
             base_sequence=self.base_sequence, mutable=True,
@@ -342,13 +344,16 @@ class RecordAccumulator:
         self.closing = False
         self.incomplete: set = set()  # batches not yet done (for flush)
         self._drain_index: dict[int, int] = {}
+        self.transactional = bool(config["transactional.id"])
 
     def new_batch(self, topic, partition, record_size) -> ProducerBatch:
         """Reserve memory (may block, outside the lock) and create a batch."""
         size = max(self.batch_size, record_size + HEADER_SIZE)
         reserved = self.pool.allocate(size, self.max_block)
-        return ProducerBatch(topic, partition, max(self.batch_size, record_size) , self.codec,
-                             time.monotonic(), reserved)
+        b = ProducerBatch(topic, partition, max(self.batch_size, record_size), self.codec,
+                          time.monotonic(), reserved)
+        b.transactional = self.transactional
+        return b
 
     def has_open_batch(self, tp) -> bool:
         """`tp` has a batch that can take more records."""

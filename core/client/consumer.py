@@ -489,6 +489,18 @@ class Consumer(Closeable):
                 return recs
         return self._run(eng.poll(timeout_ms / 1000.0))
 
+    def group_metadata(self):
+        """The group id, generation and member id to pass to a transactional producer's
+        send_offsets_to_transaction (Kafka's ConsumerGroupMetadata, KIP-447)."""
+        from pylog.core.client.transactions import ConsumerGroupMetadata
+
+        g = self.engine.group
+        group_id = self.config["group.id"]
+        if not group_id:
+            raise UsageError("group_metadata() needs group.id")
+        return ConsumerGroupMetadata(group_id, getattr(g, "generation", -1), getattr(g, "member_id", "") or "",
+                                     self.config["group.instance.id"])
+
     def close(self):
         """Leave the group (if any), stop fetching and release the I/O thread."""
         if self._closed:

@@ -8,6 +8,7 @@ KIP-98/KIP-360) is `idempotence.Idempotence`.
 """
 from __future__ import annotations
 
+import logging
 import time
 
 from pylog.core.client.accumulator import (
@@ -28,8 +29,11 @@ from pylog.core.client.errors import (
 from pylog.core.client.loop import Closeable, LoopThread
 from pylog.core.client.partitioner import StickyPartitioner, murmur2
 from pylog.core.client.sender import Sender, record_metadata
+from pylog.core.client.transactions import TransactionManager
 from pylog.core.config import PRODUCER_CONFIGS
 from pylog.core.errors import KafkaError, UsageError
+
+log = logging.getLogger(__name__)
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -53,8 +57,15 @@ def resolve_producer_config(props: dict | None = None, **overrides):
             raise UsageError("enable.idempotence=true requires retries > 0")
         elif cfg["retries"] == 0:
             cfg["enable.idempotence"] = False
-    if cfg["transactional.id"]:
-        raise UsageError("transactional.id: transactions are not supported by pylog's producer")
+    if cfg["transactional.id"] is not None:
+        # as the Java client: a transactional producer is idempotent
+        if not cfg["transactional.id"]:
+            raise UsageError("transactional.id must not be empty")
+        if not cfg["enable.idempotence"]:
+            if "enable.idempotence" in cfg.overridden:
+                raise UsageError("Cannot set a transactional.id without also enabling idempotence.")
+            raise UsageError("transactional.id requires acks=all, retries > 0 and "
+                             "max.in.flight.requests.per.connection <= 5 (an idempotent producer)")
     if cfg["delivery.timeout.ms"] < cfg["linger.ms"] + cfg["request.timeout.ms"]:
         if "delivery.timeout.ms" in cfg.overridden:
             raise UsageError("delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms")
@@ -122,6 +133,10 @@ class Producer(Closeable):
         self._counts = {}  # topic -> partition count, from the latest metadata
         self._closed = False
         self._sender = Sender(self)
+        self._txn = None
+        if cfg["transactional.id"] is not None:
+            self._txn = self._sender.txn = TransactionManager(
+                self, self._sender, cfg["transactional.id"], cfg["transaction.timeout.ms"])
         self._bulk = BulkSender(self)
         self._loop.start_with(self._start(), stop=self._own_loop)
 
@@ -138,6 +153,42 @@ class Producer(Closeable):
     def idempotent(self) -> bool:
         return self._sender.idem.enabled
 
+    @property
+    def transaction_state(self) -> str | None:
+        """The transaction manager's state (the Java client's names), None without transactional.id."""
+        return None if self._txn is None else self._txn.state.value
+
+    # ------------------------------------------------------------------ transactions
+    def _txn_manager(self) -> TransactionManager:
+        if self._txn is None:
+            raise UsageError("Cannot use transactional methods without enabling transactions "
+                             "by setting the transactional.id configuration property")
+        if self._closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        return self._txn
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register `transactional.id` with its coordinator: fences older producers of the id and
+        finishes their open transaction. Call once before the first transaction."""
+        self._txn_manager().init_transactions(timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: every record sent until commit or abort belongs to it."""
+        self._txn_manager().begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: dict, group, timeout: float | None = None) -> None:
+        """Commit consumer offsets ({(topic, partition): offset}) for `group` (a group id or
+        ConsumerGroupMetadata, e.g. `consumer.group_metadata()`) within the transaction."""
+        self._txn_manager().send_offsets_to_transaction(offsets, group, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush and commit the transaction (timeout: max.block.ms when None)."""
+        self._txn_manager().commit_transaction(timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop unsent records and abort the transaction."""
+        self._txn_manager().abort_transaction(timeout)
+
     # ------------------------------------------------------------------ public API
     def partitions_for(self, topic: str) -> list[int]:
         n = self._counts.get(topic) or self._wait_topic(topic)
@@ -151,6 +202,8 @@ class Producer(Closeable):
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._sender.fatal is not None:
             raise self._sender.fatal
+        if self._txn is not None:
+            self._txn.check_send()
         if isinstance(value, str):
             value = value.encode("utf-8")
         if isinstance(key, str):
@@ -206,6 +259,8 @@ class Producer(Closeable):
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._sender.fatal is not None:
             raise self._sender.fatal
+        if self._txn is not None:
+            self._txn.check_send()
         got, failed = self._bulk.send_many(topic, values, keys, headers, partition, partitions, timestamps)
         if runs:
             return got, failed
@@ -236,6 +291,13 @@ class Producer(Closeable):
     def close(self, timeout: float | None = None) -> None:
         if self._closed:
             return
+        txn = self._txn
+        if txn is not None and txn.state.value in ("IN_TRANSACTION", "ABORTABLE_ERROR", "ABORTING_TRANSACTION"):
+            # as the Java client: an open transaction is aborted on close, not left to time out
+            try:
+                txn.abort_transaction(timeout)
+            except Exception as e:  # noqa: BLE001 - closing goes on; the coordinator aborts it later
+                log.info("could not abort the open transaction on close: %s", e)
         try:
             self.flush(timeout)
         except KafkaTimeoutError:

@@ -69,6 +69,8 @@ class Sender:
         self._md_task = None
         self._last_md_request = 0.0
         self._inflight_requests = 0
+        self.txn = None  # the TransactionManager of a transactional producer
+        self.transactional_id = cfg["transactional.id"]
 
     # ------------------------------------------------------------------ lifecycle
     def start(self):
@@ -102,6 +104,8 @@ class Sender:
         b.log_append_time = log_append_time
         b.error = error
         b.done_at = time.monotonic()
+        if error is not None and self.txn is not None:
+            self.txn.batch_failed(error)  # before anyone waiting on the batch sees it done
         # callbacks first, then the futures (as the Java client): a future that reports
         # done has had its callback run
         if b.callbacks:
@@ -153,7 +157,7 @@ class Sender:
         while True:
             try:
                 pid_failed = False
-                if idem.blocked() and self._inflight_requests == 0:
+                if idem.blocked() and self._inflight_requests == 0 and self.txn is None:
                     if acc.has_undrained() or not acc.closing:
                         pid_failed = not await self._init_producer_id()
                 now = time.monotonic()
@@ -165,6 +169,8 @@ class Sender:
                     return
                 md = self.client.metadata
                 muted = idem.muted
+                if self.txn is not None:
+                    muted = self.txn.sender_mute(acc, muted)
                 ready, delay, unknown = acc.ready(md, now, muted)
                 if unknown:
                     self.client.add_topics(unknown)
@@ -230,7 +236,7 @@ class Sender:
             b.attempts += 1
             by_topic.setdefault(b.topic, []).append({"index": b.partition, "records": b.build()})
         body = {
-            "transactional_id": None,
+            "transactional_id": self.transactional_id,
             "acks": self.acks,
             "timeout_ms": int(self.request_timeout * 1000),
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
@@ -316,6 +322,7 @@ class Sender:
         for i, (ts, k, v, h) in enumerate(records):
             if cur is None or cur.try_append(ts, k, v, h) < 0:
                 cur = ProducerBatch(b.topic, b.partition, target, b.codec, b.created, 0)
+                cur.transactional = b.transactional
                 cur.first_index = i
                 cur.try_append(ts, k, v, h)
                 pieces.append(cur)
