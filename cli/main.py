@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "consume": "pylog.commands.consume:consume",
     "topics": "pylog.commands.topics:topics",
     "groups": "pylog.commands.groups:groups",
+    "transactions": "pylog.commands.transactions:transactions",
     "acls": "pylog.commands.acls:acls",
     "users": "pylog.commands.users:users",
     "perf": "pylog.commands.perf:perf",

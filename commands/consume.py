@@ -142,10 +142,13 @@ def json_line(key_decoder, value_decoder):
               help="How keys are shown.")
 @click.option("--value-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
               help="How values are shown.")
+@click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default=None,
+              help="isolation.level: read_committed shows only committed transactional records and stops at "
+                   "the last stable offset. [default: read_uncommitted]")
 @properties_options
 @json_option
 def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, exit_at_end, timeout_ms, group,
-            fmt, key_decoder, value_decoder, properties, as_json):
+            fmt, key_decoder, value_decoder, isolation, properties, as_json):
     """Consume records from TOPIC and print them on stdout.
 
     By default each record's value is printed on its own line; --format
@@ -163,7 +166,7 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
     start = parse_offset(offset) if offset is not None else (("earliest", 0) if from_beginning else None)
     if fmt is not None and as_json:
         raise UsageError("use either --format or --json")
-    extra = {"group.id": group}
+    extra = {"group.id": group, "isolation.level": isolation}
     if group is not None and start is not None:
         # a group member starts at its committed offsets; earliest/latest only apply where there are none
         if start[0] not in ("earliest", "latest") or partitions:

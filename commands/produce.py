@@ -15,6 +15,7 @@ from pylog.core.errors import PylogError, UsageError
 
 from pylog.commands.client_common import client_props, producer_options
 from pylog.commands.produce_input import parse_json, parse_text, read_blocks
+from pylog.commands.produce_txn import Transactions, transaction_options
 
 EXIT_ALL_DELIVERED = 0
 EXIT_SOME_FAILED = 1
@@ -51,10 +52,11 @@ def _header(item: str) -> tuple[str, bytes]:
 @click.option("--header", "-H", "headers", multiple=True, metavar="KEY=VALUE",
               help="Add this header to every record (repeatable).")
 @producer_options
+@transaction_options
 @properties_options
 @json_option
 def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers, acks, compression, linger_ms,
-            batch_size, properties, as_json):
+            batch_size, transactional_id, transaction_size, properties, as_json):
     """Produce records to TOPIC from stdin or --input, one record per line.
 
     Prints a summary (records, bytes, partitions, failures, elapsed, rate) on
@@ -65,6 +67,10 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     numbers and causes are listed); 3 nothing was delivered (for example the
     broker is unreachable or the topic does not exist); 2 usage errors such as
     an invalid -X property.
+
+    With --transactional-id the records go in transactions (of --transaction-size
+    records, or the whole input) and count as delivered when their transaction
+    commits; the records of a transaction that had to be aborted are failed.
     """
     from pylog.core.client import Producer
     from pylog.core.client.errors import BulkSendStopped
@@ -73,9 +79,12 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         raise UsageError("--key-separator must not be empty")
     if key_separator is not None and fmt == "json":
         raise UsageError("--key-separator applies to --format text only")
+    if transaction_size is not None and transactional_id is None:
+        raise UsageError("--transaction-size needs --transactional-id")
     hdrs = [_header(h) for h in headers]
     props = client_props(bootstrap, properties, PRODUCER_CONFIGS, **{
-        "acks": acks, "compression.type": compression, "linger.ms": linger_ms, "batch.size": batch_size})
+        "acks": acks, "compression.type": compression, "linger.ms": linger_ms, "batch.size": batch_size,
+        "transactional.id": transactional_id})
     sep = key_separator.encode("utf-8") if key_separator is not None else None
 
     if input_file == "-":
@@ -96,11 +105,17 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     progress = None
     stopped = None
     interrupted = False
+    txn = None
     try:
         try:
             producer = Producer(props)
         except PylogError as e:
             raise NothingDelivered(f"cannot produce to {topic}: {e}") from None
+        if transactional_id is not None:
+            try:
+                txn = Transactions(producer, transaction_size, tracker)
+            except PylogError as e:
+                raise NothingDelivered(f"cannot produce to {topic}: init_transactions: {e}") from None
         if total_size is not None and err.is_terminal and not as_json:
             from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
             progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
@@ -117,7 +132,10 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
                 if hdrs:
                     block.headers = [hdrs] * len(block.values)  # one list object: encoded once
             stats["failed"] += block.errors
-            if block.values:
+            for block, first in (((block, first),) if txn is None or not block.values
+                                 else txn.pieces(block, first)):
+                if not block.values:
+                    continue
                 parts = block.partitions
                 if parts is not None and partition is not None:
                     parts = [partition if x is None else x for x in parts]
@@ -130,11 +148,15 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
                     runs, refused = e.runs, []
                     stopped = tracker.stopped(block, first, runs, e.error)
                 tracker.add(block, first, runs, refused)
+                if stopped is not None:
+                    break
             if stopped is not None:
                 break
             tracker.settle()
             if progress is not None:
                 progress.update(task, completed=read)
+        if txn is not None and stopped is None:
+            txn.end()
         producer.flush()
         tracker.settle()
     except KeyboardInterrupt:
@@ -146,7 +168,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         if producer is not None:
             # on Ctrl-C give in-flight records a moment, not the whole delivery.timeout.ms
             producer.close(timeout=5 if interrupted else None)
-            tracker.settle()
+            tracker.settle(force=True, failure="transaction aborted" if txn is not None else None)
         if stream is not sys.stdin.buffer:
             stream.close()
     elapsed = time.monotonic() - start
@@ -160,6 +182,9 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         "elapsed_s": round(elapsed, 3),
         "records_per_s": round(stats["delivered"] / elapsed, 1) if elapsed > 0 else 0.0,
     }
+    if txn is not None:
+        summary["transactions_committed"] = txn.committed
+        summary["transactions_aborted"] = txn.aborted
     if as_json:
         summary["failed"] = [{"line": n, "error": e} for n, e in failed]
         emit_json(summary)
@@ -168,6 +193,8 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         err.print(f"produced {summary['records']} records ({summary['bytes']} bytes) to {topic} "
                   f"partitions [{parts}] in {elapsed:.2f}s ({summary['records_per_s']:.0f} records/s); "
                   f"{len(failed)} failed")
+        if txn is not None:
+            err.print(f"transactions: {txn.committed} committed, {txn.aborted} aborted")
         for n, e in failed[:20]:
             err.print(f"  line {n}: {e}", markup=False)
         if len(failed) > 20:
@@ -192,6 +219,7 @@ class _Tracker:
     def __init__(self, stats):
         self.stats = stats
         self.pending: list = []  # (batch, record indices, block, first line)
+        self.hold = False  # transactional: settled only when a transaction ends
 
     def add(self, block, first, runs, refused):
         for i, e in refused:
@@ -199,13 +227,18 @@ class _Tracker:
         for b, idx, _ in runs:
             self.pending.append((b, idx, block, first))
 
-    def settle(self):
-        """Count the batches that completed; keep the others."""
+    def settle(self, force=False, failure=None):
+        """Count the batches that completed; keep the others. With `failure` (a transaction
+        that did not commit) every pending record is failed."""
         stats = self.stats
         keep = []
+        if self.hold and not force:
+            return
         for entry in self.pending:
             b, idx, block, first = entry
-            if not b.done:
+            if failure is not None and (not b.done or b.error is None):
+                stats["failed"] += [(_line(block, first, i), failure) for i in idx]
+            elif not b.done:
                 keep.append(entry)
             elif b.error is None:
                 stats["delivered"] += len(idx)

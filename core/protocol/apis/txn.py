@@ -1,7 +1,9 @@
 """Transaction APIs (declared so the broker can decode and answer them with
-an error until transactions exist) and DescribeProducers."""
+an error until transactions exist), DescribeProducers, and the admin APIs
+kafka-transactions.sh uses (ListTransactions, DescribeTransactions, and
+WriteTxnMarkers for its abort)."""
 from pylog.core.protocol.schema import Api, Field as F
-from pylog.core.protocol.types import Array, BOOL, INT16, INT32, INT64, STRING
+from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING
 
 _TXN_TOPIC = [
     F("name", STRING),
@@ -125,4 +127,75 @@ DESCRIBE_PRODUCERS = Api(61, "DescribeProducers", "0", "0+",
     ],
 )
 
-APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT, DESCRIBE_PRODUCERS]
+# ---- the admin side of transactions (kafka-transactions.sh): list, describe, abort by markers
+WRITE_TXN_MARKERS = Api(27, "WriteTxnMarkers", "1-2", "1+",
+    request=[
+        F("markers", [
+            F("producer_id", INT64),
+            F("producer_epoch", INT16),
+            F("transaction_result", BOOL),
+            F("topics", [
+                F("name", STRING),
+                F("partition_indexes", Array(INT32)),
+            ]),
+            F("coordinator_epoch", INT32),
+            F("transaction_version", INT8, "2+", default=0),
+        ]),
+    ],
+    response=[
+        F("markers", [
+            F("producer_id", INT64),
+            F("topics", [
+                F("name", STRING),
+                F("partitions", [
+                    F("partition_index", INT32),
+                    F("error_code", INT16),
+                ]),
+            ]),
+        ]),
+    ],
+)
+
+DESCRIBE_TRANSACTIONS = Api(65, "DescribeTransactions", "0", "0+",
+    request=[
+        F("transactional_ids", Array(STRING)),
+    ],
+    response=[
+        F("throttle_time_ms", INT32),
+        F("transaction_states", [
+            F("error_code", INT16),
+            F("transactional_id", STRING),
+            F("transaction_state", STRING),
+            F("transaction_timeout_ms", INT32),
+            F("transaction_start_time_ms", INT64),
+            F("producer_id", INT64),
+            F("producer_epoch", INT16),
+            F("topics", [
+                F("topic", STRING),
+                F("partitions", Array(INT32)),
+            ]),
+        ]),
+    ],
+)
+
+LIST_TRANSACTIONS = Api(66, "ListTransactions", "0-2", "0+",
+    request=[
+        F("state_filters", Array(STRING)),
+        F("producer_id_filters", Array(INT64)),
+        F("duration_filter", INT64, "1+", default=-1),
+        F("transactional_id_pattern", STRING, "2+", nullable="2+", default=None),
+    ],
+    response=[
+        F("throttle_time_ms", INT32),
+        F("error_code", INT16),
+        F("unknown_state_filters", Array(STRING)),
+        F("transaction_states", [
+            F("transactional_id", STRING),
+            F("producer_id", INT64),
+            F("transaction_state", STRING),
+        ]),
+    ],
+)
+
+APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, WRITE_TXN_MARKERS, END_TXN, TXN_OFFSET_COMMIT,
+        DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS]
