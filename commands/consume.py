@@ -135,6 +135,9 @@ def json_line(key_decoder, value_decoder):
 @click.option("--timeout-ms", type=click.IntRange(min=0), default=None,
               help="Exit when no record arrives for this long.")
 @click.option("--group", "-g", default=None, help="Consume as a member of this consumer group (group.id).")
+@click.option("--group-protocol", type=click.Choice(("classic", "consumer")), default=None,
+              help="Group protocol (group.protocol): classic, or consumer for KIP-848, where the broker "
+                   "assigns the partitions. [default: classic]")
 @click.option("--format", "-f", "fmt", default=None, metavar="FMT",
               help="kcat-style output format: %t topic, %p partition, %o offset, %k key, %s value, "
                    "%h headers, %T timestamp, %K key length, %S value length, \\n \\t. [default: '%s\\n']")
@@ -148,7 +151,7 @@ def json_line(key_decoder, value_decoder):
 @properties_options
 @json_option
 def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, exit_at_end, timeout_ms, group,
-            fmt, key_decoder, value_decoder, isolation, properties, as_json):
+            group_protocol, fmt, key_decoder, value_decoder, isolation, properties, as_json):
     """Consume records from TOPIC and print them on stdout.
 
     By default each record's value is printed on its own line; --format
@@ -167,6 +170,10 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
     if fmt is not None and as_json:
         raise UsageError("use either --format or --json")
     extra = {"group.id": group, "isolation.level": isolation}
+    if group_protocol is not None:
+        if group is None:
+            raise UsageError("--group-protocol needs --group")
+        extra["group.protocol"] = group_protocol
     if group is not None and start is not None:
         # a group member starts at its committed offsets; earliest/latest only apply where there are none
         if start[0] not in ("earliest", "latest") or partitions:

@@ -12,7 +12,8 @@ from pylog.core.errors import ErrorCode, PylogError, UsageError, error_name
 
 from pylog.commands.client_common import client_props
 
-ACTIVE_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance")
+# classic states, then KIP-848 consumer-group states with live members
+ACTIVE_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
 class GroupActiveError(PylogError):
@@ -51,7 +52,7 @@ def groups():
 @properties_options
 @json_option
 def list_(bootstrap, states, properties, as_json):
-    """List the consumer groups with their protocol type and state."""
+    """List the consumer groups with their protocol type, state and type (classic or consumer)."""
     with _admin(bootstrap, properties) as admin:
         gs = admin.list_groups()
     wanted = {s.lower() for s in states}
@@ -63,7 +64,8 @@ def list_(bootstrap, states, properties, as_json):
     if not gs:
         err.print("no consumer groups", style="dim")
         return
-    _print_table(("GROUP", "STATE", "PROTOCOL-TYPE"), [(g["group_id"], g["state"], g["protocol_type"]) for g in gs])
+    _print_table(("GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"),
+                 [(g["group_id"], g["state"], g["protocol_type"], g.get("type") or "-") for g in gs])
 
 
 def _offset_rows(admin, desc, committed):
@@ -103,6 +105,11 @@ def _offset_rows(admin, desc, committed):
 def describe(group_ids, bootstrap, show_members, rate_window, properties, as_json):
     """State, protocol, members and per-partition offsets of each GROUP.
 
+    A KIP-848 group (type consumer) also shows its group epoch, the epoch
+    of its target assignment and the server-side assignor; with --members,
+    each member's epoch and its current next to its target assignment (they
+    differ while the group reconciles).
+
     For every partition the group committed or is assigned: the committed
     offset (CURRENT-OFFSET), the partition's end (LOG-END-OFFSET), the LAG
     between them, the lag in time (TIME-LAG: now minus the timestamp of the
@@ -138,11 +145,16 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
     if as_json:
         emit_json([{
             "group": d.group_id, "state": d.state, "protocol_type": d.protocol_type, "protocol": d.protocol,
+            "type": d.type, "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
             "coordinator": {"node_id": d.coordinator[0], "host": d.coordinator[1], "port": d.coordinator[2]}
             if d.coordinator else None,
             "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                          "client_id": m.client_id, "host": m.client_host,
-                         "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
+                         "assignment": _tps_json(m.assignment),
+                         **({"member_epoch": m.member_epoch, "target_assignment": _tps_json(m.target_assignment),
+                             "subscribed_topic_names": m.subscribed_topic_names,
+                             "subscribed_topic_regex": m.subscribed_topic_regex, "rack": m.rack}
+                            if d.type == "consumer" else {})}
                         for m in d.members],
             "offsets": rows,
             **({"lag": totals} if totals is not None else {}),
@@ -154,8 +166,19 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
         coord = f"{d.coordinator[1]}:{d.coordinator[2]} (id: {d.coordinator[0]})" if d.coordinator else "-"
         out.print(f"GROUP {d.group_id}  state: {d.state}  protocol: {d.protocol_type or '-'}"
                   f"/{d.protocol or '-'}  members: {len(d.members)}  coordinator: {coord}")
+        if d.type == "consumer":
+            out.print(f"type: consumer  group epoch: {d.group_epoch}  assignment epoch: {d.assignment_epoch}  "
+                      f"assignor: {d.protocol or '-'}", markup=False, highlight=False)
         if d.state == "Dead":
             err.print(f"consumer group '{d.group_id}' does not exist", style="red")
+            continue
+        if show_members and d.type == "consumer":
+            # kafka-consumer-groups --describe --members --verbose's columns for a consumer group
+            _print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+                          "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"),
+                         [(m.member_id, m.group_instance_id or "-", m.client_host, m.client_id, len(m.assignment),
+                           m.member_epoch, _tps_text(m.assignment), d.assignment_epoch,
+                           _tps_text(m.target_assignment)) for m in d.members])
             continue
         if show_members:
             _print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"),
@@ -182,6 +205,18 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
         # kafka-consumer-groups prints an error for a group that does not exist; pylog also
         # says so in the exit code (1, a data error), as `groups delete` does
         raise click.exceptions.Exit(1)
+
+
+def _tps_json(tps):
+    return None if tps is None else [{"topic": tp.topic, "partition": tp.partition} for tp in tps]
+
+
+def _tps_text(tps) -> str:
+    """topic:0,1;other:3 (kafka-consumer-groups' compact form)."""
+    by: dict = {}
+    for tp in tps or []:
+        by.setdefault(tp.topic, []).append(tp.partition)
+    return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by.items()) or "-"
 
 
 def parse_datetime(text: str) -> int:

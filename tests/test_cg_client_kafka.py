@@ -190,3 +190,105 @@ def test_regex_subscription_picks_up_a_new_topic(kafka_node, members):  # noqa: 
                what="the topic created later assigned through the broker-side regex")
     assert {t for t, _ in m.assignment()} == {f"{prefix}-a", f"{prefix}-b"}
     assert m.membership._heartbeat_body(1)["subscribed_topic_regex"] == f"^{prefix}-.*"
+
+
+def _kafka_table(text):
+    """kafka-consumer-groups' fixed-width table -> [{HEADER: value}] (cells may be empty)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = lines[0]
+    starts = [i for i, ch in enumerate(head) if ch != " " and (i == 0 or head[i - 1] == " ")]
+    names = head.split()
+    rows = []
+    for ln in lines[1:]:
+        cells = [ln[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
+        rows.append(dict(zip(names, cells)))
+    return rows
+
+
+def _pylog(*args):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_groups_describe_matches_kafka_consumer_groups(kafka_node, members):  # noqa: F811
+    import json
+
+    from kafka_peer import run_main
+
+    b = kafka_node.bootstrap
+    topic, group = name("cgc-desc"), name("cgc-g")
+    create_topic(b, topic, 4)
+    members += [Member(b, group, [topic]), Member(b, group, [topic], instance_id="desc-static")]
+    poll_until(members, lambda: balanced(members, 4) and all(m.membership.stable for m in members),
+               what="a stable group of two")
+    tool = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+    kafka = run_main(tool, "--bootstrap-server", b, "--describe", "--group", group, "--members", "--verbose",
+                     check=True)
+    state = run_main(tool, "--bootstrap-server", b, "--describe", "--group", group, "--state", "--verbose",
+                     check=True)
+    listed = run_main(tool, "--bootstrap-server", b, "--list", "--type", check=True)
+    ours = json.loads(_pylog("groups", "describe", group, "-b", b, "--members", "--json"))[0]
+
+    [st] = _kafka_table(state.stdout)
+    assert ours["type"] == "consumer" and ours["state"] == st["STATE"] == "Stable"
+    assert ours["protocol"] == st["ASSIGNMENT-STRATEGY"]
+    assert str(ours["group_epoch"]) == st["GROUP-EPOCH"]
+    assert str(ours["assignment_epoch"]) == st["TARGET-ASSIGNMENT-EPOCH"]
+
+    def parts(text):
+        return sorted((t, int(p)) for chunk in text.split(";") if chunk and chunk != "-"
+                      for t, ps in [chunk.rsplit(":", 1)] for p in ps.split(","))
+
+    theirs = {r["CONSUMER-ID"]: r for r in _kafka_table(kafka.stdout)}
+    assert set(theirs) == {m["member_id"] for m in ours["members"]} == {m.membership.member_id for m in members}
+    for m in ours["members"]:
+        k = theirs[m["member_id"]]
+        assert (k["GROUP-INSTANCE-ID"] or None) == m["group_instance_id"]
+        assert k["CLIENT-ID"] == m["client_id"] and k["HOST"] == m["host"]
+        assert str(m["member_epoch"]) == k["CURRENT-EPOCH"]
+        assert str(ours["assignment_epoch"]) == k["TARGET-EPOCH"]
+        assert parts(k["CURRENT-ASSIGNMENT"]) == sorted((a["topic"], a["partition"]) for a in m["assignment"])
+        assert parts(k["TARGET-ASSIGNMENT"]) == sorted((a["topic"], a["partition"]) for a in m["target_assignment"])
+        assert m["subscribed_topic_names"] == [topic]
+
+    # the human table carries Kafka's columns and values too
+    text = _pylog("groups", "describe", group, "-b", b, "--members")
+    assert "CURRENT-EPOCH" in text and "TARGET-ASSIGNMENT" in text
+    assert f"group epoch: {ours['group_epoch']}" in text
+    # groups list shows the type, as kafka-consumer-groups --list --type does
+    kafka_types = {r["GROUP"]: r["TYPE"].lower() for r in _kafka_table(listed.stdout)}
+    ours_list = {g["group_id"]: g["type"] for g in json.loads(_pylog("groups", "list", "-b", b, "--json"))}
+    assert kafka_types[group] == ours_list[group] == "consumer"
+
+
+@pytest.mark.parametrize("how", [("--group-protocol", "consumer"), ("-X", "group.protocol=consumer")])
+def test_pylog_consume_joins_a_consumer_group(kafka_node, how):  # noqa: F811
+    import json
+
+    b = kafka_node.bootstrap
+    topic, group = name("cgc-cli"), name("cgc-g")
+    create_topic(b, topic, 3)
+    produce(b, topic, 3, 4)
+    out = _pylog("consume", topic, "-b", b, "--group", group, *how, "--from-beginning", "-c", "12", "--json")
+    got = sorted((r["partition"], r["offset"]) for r in map(json.loads, out.splitlines()))
+    assert got == [(p, o) for p in range(3) for o in range(4)]
+    desc = json.loads(_pylog("groups", "describe", group, "-b", b, "--json", "--rate-window", "0"))[0]
+    # closing committed what was consumed; the group is a KIP-848 one, empty now
+    assert desc["type"] == "consumer" and desc["state"] == "Empty"
+    assert {o["partition"]: o["current_offset"] for o in desc["offsets"]} == {0: 4, 1: 4, 2: 4}
+
+
+def test_classic_only_settings_are_refused_with_the_consumer_protocol(kafka_node):  # noqa: F811
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "t", "-b", kafka_node.bootstrap, "--group", "g",
+                        "--group-protocol", "consumer", "-X", "session.timeout.ms=10000"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "session.timeout.ms is not supported when group.protocol=consumer" in r.stderr
+    assert "Traceback" not in r.stderr

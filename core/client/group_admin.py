@@ -1,7 +1,7 @@
 """Consumer-group administration: list, describe, committed offsets, reset, delete.
 
 What `pylog groups` (and Kafka's kafka-consumer-groups) needs: ListGroups,
-DescribeGroups and OffsetFetch at the group's coordinator, ListOffsets for log
+ConsumerGroupDescribe (KIP-848 groups) or DescribeGroups, and OffsetFetch at the group's coordinator, ListOffsets for log
 start/end offsets and timestamps, OffsetCommit as a "simple" commit (no
 member, generation -1, accepted only while the group is empty) to reset
 positions, DeleteGroups.
@@ -24,6 +24,12 @@ class MemberDescription:
     client_id: str
     client_host: str
     assignment: list = field(default_factory=list)  # [TopicPartition]
+    # KIP-848 consumer groups only (ConsumerGroupDescribe)
+    member_epoch: int | None = None
+    target_assignment: list | None = None  # [TopicPartition]
+    subscribed_topic_names: list | None = None
+    subscribed_topic_regex: str | None = None
+    rack: str | None = None
 
 
 @dataclass
@@ -34,6 +40,9 @@ class GroupDescription:
     protocol: str
     members: list = field(default_factory=list)
     coordinator: tuple | None = None  # (node_id, host, port)
+    type: str = "classic"  # or "consumer" (KIP-848)
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None  # the epoch of the target assignment
 
 
 class GroupAdmin(AdminBase):
@@ -67,13 +76,21 @@ class GroupAdmin(AdminBase):
                 _check(resp.get("error_code", 0), "ListGroups")
                 for g in resp.get("groups", []):
                     out[g["group_id"]] = {"group_id": g["group_id"], "protocol_type": g.get("protocol_type") or "",
-                                          "state": g.get("group_state") or ""}
+                                          "state": g.get("group_state") or "",
+                                          "type": (g.get("group_type") or "").lower() or None}
             return sorted(out.values(), key=lambda g: g["group_id"])
         return self._run(go())
 
     def describe_group(self, group: str) -> GroupDescription:
+        """A group as its coordinator describes it: ConsumerGroupDescribe for a KIP-848 group,
+        DescribeGroups otherwise (Kafka's admin client asks in the same order)."""
         async def go():
             coord = await self._coordinator(group)
+            conn = await self.client.connection(coord[0])
+            if conn.supports("ConsumerGroupDescribe"):
+                desc = await self._describe_consumer_group(group, coord)
+                if desc is not None:
+                    return desc
             resp = await self.client.request(coord[0], "DescribeGroups", {
                 "groups": [group], "include_authorized_operations": False})
             g = resp["groups"][0]
@@ -94,6 +111,26 @@ class GroupAdmin(AdminBase):
             return GroupDescription(group, g.get("group_state") or "", g.get("protocol_type") or "",
                                     g.get("protocol_data") or "", members, coord)
         return self._run(go())
+
+    async def _describe_consumer_group(self, group: str, coord) -> GroupDescription | None:
+        resp = await self.client.request(coord[0], "ConsumerGroupDescribe", {
+            "group_ids": [group], "include_authorized_operations": False})
+        g = resp["groups"][0]
+        code = g.get("error_code", 0)
+        if code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None  # no group, or a classic one: DescribeGroups answers for both
+        _check(code, f"ConsumerGroupDescribe {group}", g.get("error_message"))
+
+        def tps(a):
+            return sorted(TopicPartition(t["topic_name"], p) for t in (a or {}).get("topic_partitions") or []
+                          for p in t["partitions"])
+        members = [MemberDescription(
+            m["member_id"], m.get("instance_id"), m.get("client_id", ""), m.get("client_host", ""),
+            tps(m.get("assignment")), m.get("member_epoch"), tps(m.get("target_assignment")),
+            list(m.get("subscribed_topic_names") or []), m.get("subscribed_topic_regex") or None, m.get("rack_id"))
+            for m in g.get("members", [])]
+        return GroupDescription(group, g.get("group_state") or "", "consumer", g.get("assignor_name") or "",
+                                members, coord, "consumer", g.get("group_epoch"), g.get("assignment_epoch"))
 
     def committed(self, group: str) -> dict:
         """{TopicPartition: (offset, metadata)} of every partition the group committed."""
