@@ -1,4 +1,5 @@
-"""pylog's consumer with `group.protocol=consumer` (KIP-848) against Apache Kafka 4.3.1.
+"""pylog's consumer with `group.protocol=consumer` (KIP-848) against Apache Kafka 4.3.1
+and against pylog's broker.
 
 Kafka serves the new protocol by default: the broker assigns, pylog's consumer
 heartbeats and reconciles. Every member here commits after each poll (as an
@@ -11,8 +12,24 @@ import time
 
 import pytest
 
+from broker_fixtures import BrokerProcess
 from kafka_fixtures import kafka_node  # noqa: F401
-from waiting import wait_until
+
+# a heartbeat interval below Kafka's 5 s default keeps the pylog-broker runs short
+PYLOG_BROKER = ("--set", "group.consumer.heartbeat.interval.ms=1000")
+
+
+@pytest.fixture(scope="module")
+def pylog_broker(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("cgclient") / "data", *PYLOG_BROKER).start()
+    yield b
+    b.stop_clean()
+
+
+@pytest.fixture(params=["kafka", "pylog"])
+def peer(request):
+    """Each test runs against Apache Kafka 4.3.1 and against pylog's broker."""
+    return request.getfixturevalue("kafka_node" if request.param == "kafka" else "pylog_broker")
 
 _ids = itertools.count()
 
@@ -104,8 +121,8 @@ def members():
         m.close()
 
 
-def test_three_members_share_six_partitions(kafka_node, members):  # noqa: F811
-    b = kafka_node.bootstrap
+def test_three_members_share_six_partitions(peer, members):
+    b = peer.bootstrap
     topic, group = name("cgc-six"), name("cgc-g")
     create_topic(b, topic, 6)
     produce(b, topic, 6, 20)
@@ -131,8 +148,8 @@ def test_three_members_share_six_partitions(kafka_node, members):  # noqa: F811
         assert sorted(owned) == m.assignment()
 
 
-def test_leave_and_join_hand_over_with_no_duplicates(kafka_node, members):  # noqa: F811
-    b = kafka_node.bootstrap
+def test_leave_and_join_hand_over_with_no_duplicates(peer, members):
+    b = peer.bootstrap
     topic, group = name("cgc-hand"), name("cgc-g")
     create_topic(b, topic, 4)
     produce(b, topic, 4, 30, tag="a")
@@ -156,8 +173,8 @@ def test_leave_and_join_hand_over_with_no_duplicates(kafka_node, members):  # no
     assert sorted((tp.topic, tp.partition) for tp in first.events[-1][1]) == owned_by_first
 
 
-def test_static_member_restart_keeps_its_partitions(kafka_node, members):  # noqa: F811
-    b = kafka_node.bootstrap
+def test_static_member_restart_keeps_its_partitions(peer, members):
+    b = peer.bootstrap
     topic, group = name("cgc-static"), name("cgc-g")
     create_topic(b, topic, 4)
     produce(b, topic, 4, 10)
@@ -176,8 +193,8 @@ def test_static_member_restart_keeps_its_partitions(kafka_node, members):  # noq
     assert len(seen) == len(set(seen))
 
 
-def test_regex_subscription_picks_up_a_new_topic(kafka_node, members):  # noqa: F811
-    b = kafka_node.bootstrap
+def test_regex_subscription_picks_up_a_new_topic(peer, members):
+    b = peer.bootstrap
     prefix = name("cgcre").replace("-", "_")
     create_topic(b, f"{prefix}-a", 2)
     m = Member(b, name("cgc-g"), [f"^{prefix}-.*"])
@@ -215,12 +232,12 @@ def _pylog(*args):
     return r.stdout
 
 
-def test_groups_describe_matches_kafka_consumer_groups(kafka_node, members):  # noqa: F811
+def test_groups_describe_matches_kafka_consumer_groups(peer, members):
     import json
 
     from kafka_peer import run_main
 
-    b = kafka_node.bootstrap
+    b = peer.bootstrap
     topic, group = name("cgc-desc"), name("cgc-g")
     create_topic(b, topic, 4)
     members += [Member(b, group, [topic]), Member(b, group, [topic], instance_id="desc-static")]
@@ -267,10 +284,10 @@ def test_groups_describe_matches_kafka_consumer_groups(kafka_node, members):  # 
 
 
 @pytest.mark.parametrize("how", [("--group-protocol", "consumer"), ("-X", "group.protocol=consumer")])
-def test_pylog_consume_joins_a_consumer_group(kafka_node, how):  # noqa: F811
+def test_pylog_consume_joins_a_consumer_group(peer, how):
     import json
 
-    b = kafka_node.bootstrap
+    b = peer.bootstrap
     topic, group = name("cgc-cli"), name("cgc-g")
     create_topic(b, topic, 3)
     produce(b, topic, 3, 4)
@@ -283,11 +300,11 @@ def test_pylog_consume_joins_a_consumer_group(kafka_node, how):  # noqa: F811
     assert {o["partition"]: o["current_offset"] for o in desc["offsets"]} == {0: 4, 1: 4, 2: 4}
 
 
-def test_classic_only_settings_are_refused_with_the_consumer_protocol(kafka_node):  # noqa: F811
+def test_classic_only_settings_are_refused_with_the_consumer_protocol(peer):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "t", "-b", kafka_node.bootstrap, "--group", "g",
+    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "t", "-b", peer.bootstrap, "--group", "g",
                         "--group-protocol", "consumer", "-X", "session.timeout.ms=10000"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "session.timeout.ms is not supported when group.protocol=consumer" in r.stderr
