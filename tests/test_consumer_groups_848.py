@@ -280,3 +280,144 @@ def test_broker_kill9_and_restart_keeps_the_group(tmp_path):
     finally:
         end_members(ms)
         b.stop()
+
+
+JAVA_MEMBER = r"""
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public class Member848 {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("group.id", args[1]);
+        p.put("group.protocol", "consumer");
+        p.put("group.remote.assignor", args[4]);
+        p.put("auto.offset.reset", "earliest");
+        p.put("enable.auto.commit", "false");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        int want = Integer.parseInt(args[3]);
+        Set<String> seen = new TreeSet<>();
+        long deadline = System.currentTimeMillis() + 90000;
+        boolean produced = false;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+            c.subscribe(List.of(args[2]));
+            while (System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200)))
+                    seen.add(r.partition() + ":" + r.offset());
+                c.commitSync();
+                if (!produced && c.assignment().size() == want) {
+                    // once the group has settled: five records to each of the six partitions
+                    Properties pp = new Properties();
+                    pp.put("bootstrap.servers", args[0]);
+                    pp.put("key.serializer", StringSerializer.class.getName());
+                    pp.put("value.serializer", StringSerializer.class.getName());
+                    try (KafkaProducer<String, String> prod = new KafkaProducer<>(pp)) {
+                        for (int part = 0; part < 6; part++)
+                            for (int i = 0; i < 5; i++)
+                                prod.send(new ProducerRecord<>(args[2], part, null, "j" + i)).get();
+                    }
+                    produced = true;
+                }
+                if (produced && seen.size() >= want * 5) break;
+            }
+            List<Integer> mine = new ArrayList<>();
+            for (TopicPartition tp : c.assignment()) mine.add(tp.partition());
+            Collections.sort(mine);
+            System.out.println("assignment " + mine + " records " + seen.size());
+        }
+    }
+}
+"""
+
+
+def test_java_client_and_librdkafka_in_one_group(cbroker):
+    """The Java client 4.3.1 (group.protocol=consumer, the range assignor by name) and a
+    librdkafka member share six partitions; each consumes only its own."""
+    from kafka_peer import java_program
+
+    topic, group = "jv6", "java848"
+    create_topic(cbroker, topic, 6)
+    m = Member(cbroker, group, topic)
+    try:
+        wait_until(lambda: len(m.assignment) == 6, 60, lambda: f"the first member to own all: {m.assignment}")
+        out = java_program(JAVA_MEMBER, cbroker.bootstrap, group, topic, "3", "range", timeout=240)
+        line = [x for x in out.stdout.splitlines() if x.startswith("assignment ")][-1]
+        java_parts = json.loads(line.split(" records ")[0].split(" ", 1)[1])
+        assert len(java_parts) == 3 and int(line.rsplit(" ", 1)[1]) == 15, out.stdout + out.stderr[-2000:]
+        others = sorted(set(range(6)) - set(java_parts))
+        wait_until(lambda: sorted(m.records) == [(topic, p, o) for p in others for o in range(5)], 60,
+                   lambda: f"the other partitions' records at the librdkafka member: {m.records}")
+        # the Java member has left: the librdkafka member gets everything back
+        wait_until(lambda: len(m.assignment) == 6, 60, lambda: f"all six back: {m.assignment}")
+    finally:
+        end_members([m])
+
+
+def _records_of(bootstrap, topic):
+    """Every (key, value) of a topic, read to its end with librdkafka."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
+    try:
+        parts = c.list_topics(topic, timeout=30).topics[topic].partitions
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in parts}
+        c.assign([TopicPartition(topic, p, 0) for p, e in ends.items() if e > 0])
+        out, pos = [], {}
+
+        def done():
+            for m in c.consume(500, 0.5):
+                if not m.error():
+                    out.append((m.key(), m.value()))
+                    pos[m.partition()] = m.offset() + 1
+            return all(pos.get(p, 0) >= e for p, e in ends.items() if e > 0)
+        wait_until(done, 60, f"{topic} read to its end", step=0)
+        return out
+    finally:
+        c.close()
+
+
+def test_kafka_written_consumer_group_records_decode(kafka_node, tmp_path):
+    """Apache Kafka 4.3.1 coordinates a KIP-848 group; every record it writes to
+    `__consumer_offsets` decodes with pylog's codec and says what the group is."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from pylog.core.protocol import consumer_group_records as cr
+    from pylog.core.protocol import internal_records as ir
+
+    topic, group = "golden848", "golden-848"
+    admin = AdminClient({"bootstrap.servers": kafka_node.bootstrap})
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(60)
+    m = Member(kafka_node, group, topic, "golden-inst")
+    try:
+        wait_until(lambda: len(m.assignment) == 4, 90, lambda: f"four partitions: {m.assignment}")
+        m.stop()
+    finally:
+        end_members([m])
+    seen: dict = {}
+    for key, value in _records_of(kafka_node.bootstrap, "__consumer_offsets"):
+        rtype = int.from_bytes(key[:2], "big")
+        if rtype in cr.RECORD_TYPES:
+            t, k, v = cr.decode(key, value)
+            if k["group_id"] == group:
+                seen.setdefault(t, []).append((k, v))
+        else:
+            ir.decode_record(key, value)  # the classic types still decode
+    assert {cr.GROUP_METADATA, cr.MEMBER_METADATA, cr.TARGET_METADATA, cr.TARGET_MEMBER,
+            cr.CURRENT_ASSIGNMENT} <= set(seen), sorted(seen)
+    members = [v for _, v in seen[cr.MEMBER_METADATA] if v is not None]
+    assert members and all(v["subscribed_topic_names"] == [topic] and v["instance_id"] == "golden-inst"
+                           for v in members)
+    targets = [v for _, v in seen[cr.TARGET_MEMBER] if v is not None]
+    assert any(sorted(p for tp in v["topic_partitions"] for p in tp["partitions"]) == [0, 1, 2, 3] for v in targets)
+    current = [v for _, v in seen[cr.CURRENT_ASSIGNMENT] if v is not None]
+    assert any(v["member_epoch"] >= 1 and v["state"] == 0 and
+               sorted(p for tp in v["assigned_partitions"] for p in tp["partitions"]) == [0, 1, 2, 3] for v in current)
+    assert current[-1]["member_epoch"] == -2  # the static member left for now
+    assert [v["epoch"] for _, v in seen[cr.GROUP_METADATA] if v is not None][-1] >= 1

@@ -160,9 +160,11 @@ def _gen_read(lines, ind, var, field, version, flexible, posv, endv):
     if isinstance(t, Struct):
         dn, _ = _struct_fns(t.fields, version, flexible)
         if nullable:
-            # Kafka marks a nullable struct with one int8: -1 null, 1 present.
+            # Kafka marks a nullable struct with one int8: -1 null, 1 present; a tagged one
+            # with an unsigned varint: 0 null, 1 present.
+            null_test = "== 0" if field.is_tagged(version) else ">= 128"
             lines.append(f"{pad}if {posv} >= {endv}: raise _Trunc('struct marker past the end')")
-            lines.append(f"{pad}if buf[{posv}] >= 128:")
+            lines.append(f"{pad}if buf[{posv}] {null_test}:")
             lines.append(f"{pad}    {var} = None; {posv} += 1")
             lines.append(f"{pad}else:")
             lines.append(f"{pad}    {var}, {posv} = {dn}(buf, {posv} + 1, {endv})")
@@ -283,7 +285,8 @@ def _gen_write(lines, ind, var, field, version, flexible, outv, partsv):
         _, en = _struct_fns(t.fields, version, flexible)
         if nullable:
             lines.append(f"{pad}if {var} is None:")
-            lines.append(f"{pad}    {outv} += b'\\xff'")
+            null_marker = "b'\\x00'" if field.is_tagged(version) else "b'\\xff'"
+            lines.append(f"{pad}    {outv} += {null_marker}")
             lines.append(f"{pad}else:")
             lines.append(f"{pad}    {outv} += b'\\x01'")
             lines.append(f"{pad}    {en}({var}, {outv}, {partsv})")
