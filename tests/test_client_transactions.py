@@ -255,3 +255,36 @@ def test_state_machine_refusals(peer):
         assert p.transaction_state == "READY"
     finally:
         p.close()
+
+
+def test_interleaved_transactions_on_one_partition(peer):
+    """Batches of a committed and an aborted transaction and of a plain producer interleave on one
+    partition: read_committed drops exactly the aborted producer's, by the fetch's aborted list."""
+    topic = new_topic(peer, 1)
+    p1 = txn_producer(peer, f"tx1-{topic}")
+    p2 = txn_producer(peer, f"tx2-{topic}")
+    plain = Producer({"bootstrap.servers": peer})
+    try:
+        p1.init_transactions()
+        p2.init_transactions()
+        for round_ in range(3):
+            p1.begin_transaction()
+            p2.begin_transaction()
+            for i in range(5):
+                p1.send(topic, f"keep-{round_}-{i}").get(30)
+                p2.send(topic, f"drop-{round_}-{i}").get(30)
+                plain.send(topic, f"plain-{round_}-{i}").get(30)
+            if round_ == 1:  # the aborted one ends first in this round
+                p2.abort_transaction()
+                p1.commit_transaction()
+            else:
+                p1.commit_transaction()
+                p2.abort_transaction()
+    finally:
+        p1.close()
+        p2.close()
+        plain.close()
+    kept = values(read_all(peer, topic, 1, "read_committed"))
+    assert kept == sorted([f"keep-{r}-{i}".encode() for r in range(3) for i in range(5)]
+                          + [f"plain-{r}-{i}".encode() for r in range(3) for i in range(5)])
+    assert len(read_all(peer, topic, 1, "read_uncommitted")[0]) == 45

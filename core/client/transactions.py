@@ -258,7 +258,7 @@ class TransactionManager:
         return err
 
     def _classify(self, code, what, fatal_default=True) -> TransactionError:
-        cause = error_for_code(code, f"{what}: {error_name(code)}")
+        cause = error_for_code(code, error_name(code))
         if code in _FENCED:
             cause = error_for_code(ErrorCode.PRODUCER_FENCED, f"{what}: {error_name(code)}: There is a newer "
                                    f"producer with the same transactionalId {self.transactional_id}")
