@@ -115,6 +115,10 @@ def _parse_data(o: Options, key, value, offset: int) -> tuple[str | None, str | 
         from pylog.core.records.offsets_records import format_offsets_record
 
         return format_offsets_record(key, value, offset)
+    if o.transaction_log_decoder:
+        from pylog.core.records.txn_log_records import format_transaction_log_record
+
+        return format_transaction_log_record(key, value, offset)
     if o.cluster_metadata_decoder:
         from pylog.core.records.metadata_records import format_metadata_record
 
@@ -509,6 +513,9 @@ _DUMPERS = {
               help="Decode __consumer_offsets records (offset commits, group metadata) as JSON.")
 @click.option("--cluster-metadata-decoder", is_flag=True,
               help="Decode KRaft __cluster_metadata records (type, version and fields) as JSON.")
+@click.option("--transaction-log-decoder", is_flag=True,
+              help="Decode __transaction_state records (transactional id, producer id and epoch, state, "
+                   "partitions) as JSON.")
 @click.option("--verify-index-only", is_flag=True,
               help="For .index/.timeindex: check entries against the log without printing them.")
 @click.option("--index-sanity-check", is_flag=True,
@@ -519,7 +526,8 @@ _DUMPERS = {
               help="Dump only the first N bytes of each .log file.")
 @json_option
 def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, key_decoder, value_decoder,
-                 offsets_decoder, cluster_metadata_decoder, verify_index_only, index_sanity_check, max_message_size,
+                 offsets_decoder, cluster_metadata_decoder, transaction_log_decoder, verify_index_only,
+                 index_sanity_check, max_message_size,
                  max_bytes, as_json):
     """Print the contents of Kafka log files, as kafka-dump-log.sh does.
 
@@ -547,16 +555,20 @@ def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, ke
       pylog dump-segment /var/kafka/t-0/00000000000000000000.log
       pylog dump-segment --print-data-log --value-decoder hex 0000*.log
       pylog dump-segment --offsets-decoder __consumer_offsets-7/*.log
+      pylog dump-segment --transaction-log-decoder __transaction_state-3/*.log
       pylog dump-segment --json 00000000000000000000.index | jq .
     """
-    if offsets_decoder and cluster_metadata_decoder:
-        raise click.UsageError("--offsets-decoder and --cluster-metadata-decoder are exclusive")
-    decoders_given = offsets_decoder or cluster_metadata_decoder or key_decoder != "string" or value_decoder != "string"
+    if offsets_decoder + cluster_metadata_decoder + transaction_log_decoder > 1:
+        raise click.UsageError("--offsets-decoder, --cluster-metadata-decoder and --transaction-log-decoder "
+                               "are exclusive")
+    decoders_given = (offsets_decoder or cluster_metadata_decoder or transaction_log_decoder
+                      or key_decoder != "string" or value_decoder != "string")
     print_data_log = print_data_log or decoders_given
     o = Options(
         deep_iteration=deep_iteration or print_data_log, print_data_log=print_data_log,
         skip_record_metadata=skip_record_metadata, key_decoder=key_decoder, value_decoder=value_decoder,
         offsets_decoder=offsets_decoder, cluster_metadata_decoder=cluster_metadata_decoder,
+        transaction_log_decoder=transaction_log_decoder,
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
         max_message_size=max_message_size, max_bytes=max_bytes,
     )

@@ -123,3 +123,51 @@ def test_transactions_bad_input(bs):
     assert r.returncode == 2 and "--start-offset" in r.stderr
     r = pylog_cli("transactions", "abort", "-b", bs, "--topic", "t", "--partition", "0", "--producer-id", "5")
     assert r.returncode == 2 and "--producer-epoch" in r.stderr
+
+
+def test_dump_segment_transaction_log_decoder_like_kafka(bs, kafka_node):
+    """`pylog dump-segment --transaction-log-decoder` prints what Kafka's DumpLogSegments prints for the
+    `__transaction_state` segments Kafka wrote for this module's transactions."""
+    from test_kafka_files_dump import assert_same_dump
+
+    topic = new_topic(bs, 1)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": f"dump-{topic}"})
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, "v")
+        p.commit_transaction()
+    finally:
+        p.close()
+    tid = f"dump-{topic}"
+
+    def completed():  # the coordinator writes CompleteCommit just after answering EndTxn
+        segments = sorted(f for f in kafka_node.log_dir.glob("__transaction_state-*/*.log") if f.stat().st_size)
+        mine = [line for line in dump_text(segments).splitlines() if f'"transactionalId":"{tid}"' in line]
+        return segments if mine and '"transactionStatus":4' in mine[-1] else None
+    segments = wait_until(completed, 30, "CompleteCommit of the transaction in __transaction_state")
+    out = assert_same_dump(segments, "--transaction-log-decoder")
+    assert f'"transactionalId":"{tid}"' in out and '"transactionPartitions":[{"topic"' in out
+    r = pylog_cli("dump-segment", "--transaction-log-decoder", "--offsets-decoder", segments[0])
+    assert r.returncode == 2 and "exclusive" in r.stderr
+
+
+def dump_text(files) -> str:
+    r = pylog_cli("dump-segment", "--transaction-log-decoder", *files)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_dump_segment_transaction_log_decoder_on_kafkas_golden(tmp_path):
+    """The CLI on the `__transaction_state` segment Kafka wrote (tests/fixtures/kafka-transaction-log):
+    the same text as Kafka's DumpLogSegments --transaction-log-decoder --print-data-log (dump.txt)."""
+    import shutil
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "kafka-transaction-log"
+    seg = tmp_path / "00000000000000000000.log"
+    shutil.copy(fixture / seg.name, seg)
+    r = pylog_cli("dump-segment", "--transaction-log-decoder", "--print-data-log", seg)
+    assert r.returncode == 0, r.stderr
+    golden = (fixture / "dump.txt").read_text()
+    assert r.stdout.replace(str(seg), seg.name) == golden
