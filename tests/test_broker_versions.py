@@ -60,7 +60,8 @@ def test_advertises_what_clients_need(advertised):
 
 
 # APIs the codec knows that this broker deliberately does not serve (yet)
-NOT_SERVED = {24, 25, 26, 28, 61}  # transactions, DescribeProducers
+# schemas in the tree whose handlers are still being built; each leaves this set as it is served
+NOT_SERVED = {24, 25, 26, 27, 28, 61, 65, 66, 68, 69}  # transactions, KIP-848
 
 
 @pytest.mark.parametrize("api_key", sorted(SCHEMAS), ids=lambda k: API_NAMES.get(k, str(k)))
