@@ -309,3 +309,39 @@ def test_classic_only_settings_are_refused_with_the_consumer_protocol(peer):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "session.timeout.ms is not supported when group.protocol=consumer" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_fenced_member_loses_its_partitions_and_rejoins(peer, members):
+    b = peer.bootstrap
+    topic, group = name("cgc-fence"), name("cgc-g")
+    create_topic(b, topic, 2)
+    produce(b, topic, 2, 5)
+    m = Member(b, group, [topic])
+    members.append(m)
+    poll_until(members, lambda: len(m.assignment()) == 2 and len(m.records) == 10, what="the member's partitions")
+
+    async def wrong_epoch():
+        m.membership.member_epoch += 7  # the broker no longer recognises this epoch
+    m.consumer._loop.run(wrong_epoch())
+    poll_until(members, lambda: any(kind == "lost" for kind, _ in m.events) and len(m.assignment()) == 2
+               and m.membership.stable, what="FENCED_MEMBER_EPOCH: partitions lost, then assigned again")
+    lost = [tps for kind, tps in m.events if kind == "lost"]
+    assert sorted((tp.topic, tp.partition) for tp in lost[0]) == [(topic, 0), (topic, 1)]
+    # the committed positions survived: nothing is read again after the rejoin
+    produce(b, topic, 2, 1, tag="after")
+    poll_until(members, lambda: len(m.records) == 12, what="the two new records")
+    assert len(set(m.records)) == 12
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins(peer, members):
+    b = peer.bootstrap
+    topic, group = name("cgc-maxpoll"), name("cgc-g")
+    create_topic(b, topic, 2)
+    slow = Member(b, group, [topic], **{"max.poll.interval.ms": "2000"})
+    busy = Member(b, group, [topic])
+    members += [slow, busy]
+    poll_until(members, lambda: balanced(members, 2), what="one partition each")
+    # only `busy` polls: `slow` passes max.poll.interval.ms and leaves (epoch -1)
+    poll_until([busy], lambda: len(busy.assignment()) == 2, what="the member still polling owning both")
+    poll_until(members, lambda: balanced(members, 2), what="the slow member back after polling again")
+    assert [kind for kind, _ in slow.events][-2:] == ["lost", "assign"]

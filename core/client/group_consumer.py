@@ -106,6 +106,8 @@ class ConsumerGroupMember(GroupMembership):
             raise e
         if self.fenced:
             await self._fence()
+        if self.lost:
+            await self._lose_partitions()
         if self.left:
             self.left = False
             self.member_epoch = JOIN_EPOCH
@@ -196,7 +198,8 @@ class ConsumerGroupMember(GroupMembership):
             return body
         by_id = {name: t.topic_id for name, t in self.engine.client.metadata.topics.items()}
         owned: dict = {}
-        for tp in self.owned:
+        # a (re)joining member owns nothing as far as the broker is concerned
+        for tp in (self.owned if epoch > 0 else ()):
             tid = by_id.get(tp.topic)
             if tid is not None:
                 owned.setdefault(tid, []).append(tp.partition)
