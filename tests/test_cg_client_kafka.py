@@ -345,3 +345,16 @@ def test_a_member_that_stops_polling_leaves_and_rejoins(peer, members):
     poll_until([busy], lambda: len(busy.assignment()) == 2, what="the member still polling owning both")
     poll_until(members, lambda: balanced(members, 2), what="the slow member back after polling again")
     assert [kind for kind, _ in slow.events][-2:] == ["lost", "assign"]
+
+
+def test_the_remote_assignor_is_the_members_choice(peer, members):
+    import json
+
+    b = peer.bootstrap
+    topic, group = name("cgc-range"), name("cgc-g")
+    create_topic(b, topic, 3)
+    m = Member(b, group, [topic], **{"group.remote.assignor": "range"})
+    members.append(m)
+    poll_until(members, lambda: len(m.assignment()) == 3 and m.membership.stable, what="the member's partitions")
+    desc = json.loads(_pylog("groups", "describe", group, "-b", b, "--json", "--rate-window", "0"))[0]
+    assert desc["protocol"] == "range"

@@ -345,7 +345,7 @@ class ConsumerGroupMember(GroupMembership):
 
     def _commit_stale(self, code: int) -> bool:
         # STALE_MEMBER_EPOCH: our epoch moved on the broker; the next heartbeat brings the new one
-        if code == ErrorCode.STALE_MEMBER_EPOCH and self.member_epoch > 0:
+        if code == ErrorCode.STALE_MEMBER_EPOCH and self.member_epoch > 0 and not self.fenced:
             self._wake.set()
             return True
         if code == ErrorCode.UNKNOWN_MEMBER_ID or code == ErrorCode.FENCED_MEMBER_EPOCH:
