@@ -358,3 +358,31 @@ def test_the_remote_assignor_is_the_members_choice(peer, members):
     poll_until(members, lambda: len(m.assignment()) == 3 and m.membership.stable, what="the member's partitions")
     desc = json.loads(_pylog("groups", "describe", group, "-b", b, "--json", "--rate-window", "0"))[0]
     assert desc["protocol"] == "range"
+
+
+def test_pylog_and_librdkafka_members_share_a_group(peer, members):
+    from test_consumer_groups_848 import Member as RdkMember, end_members
+
+    b = peer.bootstrap
+    topic, group = name("cgc-mixed"), name("cgc-g")
+    create_topic(b, topic, 4)
+    produce(b, topic, 4, 20)
+    mine = Member(b, group, [topic])
+    members.append(mine)
+    rdk = RdkMember(peer, group, topic)
+    try:
+        def all_read(total):
+            seen = mine.records + list(rdk.records)
+            return len(set(seen)) == total
+
+        poll_until(members, lambda: sorted(p for _, p in mine.assignment()) != [] and len(mine.assignment()) == 2
+                   and sorted(rdk.partitions() + [p for _, p in mine.assignment()]) == [0, 1, 2, 3]
+                   and all_read(80), what="pylog and librdkafka with two partitions each, every record read")
+        rdk.stop()  # librdkafka leaves: pylog's member takes its partitions
+        produce(b, topic, 4, 5, tag="b")
+        poll_until(members, lambda: len(mine.assignment()) == 4 and all_read(100),
+                   what="the pylog member owning all four partitions, every record read")
+        seen = mine.records + list(rdk.records)
+        assert len(seen) == len(set(seen)) == 100, "a record was delivered twice across the handover"
+    finally:
+        end_members([rdk])
