@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "transactions": "pylog.commands.transactions:transactions",
     "acls": "pylog.commands.acls:acls",
     "users": "pylog.commands.users:users",
+    "quotas": "pylog.commands.quotas:quotas",
     "perf": "pylog.commands.perf:perf",
     "compact": "pylog.commands.compact:compact",
     "diff": "pylog.commands.diff:diff",

@@ -346,6 +346,8 @@ _BROKER_OWN = [
     _d("max.connections.per.ip", INT, INT_MAX, "Connections one client address may hold at once.", at_least(0)),
     _d("max.connections.per.ip.overrides", STRING, "",
        "Per-address limits overriding max.connections.per.ip: host:count,host:count."),
+    _d("quota.window.num", INT, 11, "Samples kept in memory for client quotas.", at_least(1)),
+    _d("quota.window.size.seconds", INT, 1, "Time span of each client quota sample.", at_least(1)),
     _d("metrics.listener", STRING, None,
        "http://HOST:PORT serving Prometheus metrics on /metrics and health on /health and /ready "
        "(pylog's; unset: no metrics listener)."),

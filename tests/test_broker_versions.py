@@ -193,6 +193,15 @@ def check_version(sock, advertised, api_key, version):
     elif api_key == 50:
         r = call(sock, 50, version, {"users": None})
         assert r["error_code"] == 0
+    elif api_key == 49:
+        ent = [{"entity_type": "user", "entity_name": f"q{version}"}]
+        r = call(sock, 49, version, {"entries": [{"entity": ent, "ops": [
+            {"key": "producer_byte_rate", "value": 1e9, "remove": False}]}], "validate_only": False})
+        assert r["entries"] == [{"error_code": 0, "error_message": None, "entity": ent}]
+    elif api_key == 48:
+        r = call(sock, 48, version, {"components": [{"entity_type": "user", "match_type": 2, "match": None}],
+                                     "strict": False})
+        assert r["error_code"] == 0 and isinstance(r["entries"], list)
     elif api_key in GROUP_KEYS:
         check_group_version(sock, api_key, version, f"vg-{api_key}-{version}")
     else:

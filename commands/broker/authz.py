@@ -379,6 +379,8 @@ _RULES = {
     42: _group_list("groups_names", Op.DELETE),
     44: _configs(Op.ALTER_CONFIGS),
     47: _group_then_topics(Op.DELETE, Op.READ),
+    48: _whole(Op.DESCRIBE_CONFIGS, Res.CLUSTER, CLUSTER_DENIED),
+    49: _whole(Op.ALTER_CONFIGS, Res.CLUSTER, CLUSTER_DENIED),
     50: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
     51: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
     61: _split_topics(Op.READ, "topics", "name"),

@@ -22,6 +22,7 @@ import time
 import uuid
 from time import perf_counter
 
+from pylog.commands.broker.apis_quotas import throttle
 from pylog.commands.broker.context import RequestContext, code_of
 from pylog.commands.broker.fetch_waiters import FetchWaiters
 from pylog.commands.broker.group_coordinator import GroupCoordinator
@@ -70,6 +71,7 @@ class Broker:
         self.authorizer = None  # authz.Authorizer when authorizer.class.name is set
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
         self.metrics = None  # status_http.MetricsListener when metrics.listener is set
+        self.quotas = None  # quotas.QuotaManager: client quota configs and their rates
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
         self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
@@ -101,6 +103,9 @@ class Broker:
         if self.settings.add_scram:
             self.security.change_credentials({(u, m): c for u, m, c in self.settings.add_scram}, [])
         self.authorizer = make_authorizer(self.config, self.security)
+        from pylog.commands.broker.quotas import QuotaManager, QuotaStore
+
+        self.quotas = QuotaManager(QuotaStore(self.settings.log_dirs[0]), self.config)
         if self.authorizer is not None:
             self.authorizer.broker = self
 
@@ -319,6 +324,8 @@ class Broker:
                 result = self.authorizer.merge(ctx, result, denied)
             else:
                 result = self._merge_later(result, ctx, denied)
+        if self.quotas is not None and self.quotas.active:
+            result = throttle(self, ctx, len(frame), started, result)
         if result is None or isinstance(result, dict):
             self.stats.request_done(ctx.api_key, ctx.api_version, started, result)
             if result is not None:

@@ -18,12 +18,13 @@ from pylog.commands.broker import (
     apis_groups,
     apis_meta,
     apis_produce,
+    apis_quotas,
     apis_security,
     sasl,
 )
 from pylog.commands.broker.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
-from pylog.core.protocol.apis import configs, consumer_groups, fetch, groups, meta, produce, security, topics
+from pylog.core.protocol.apis import configs, consumer_groups, fetch, groups, meta, produce, quotas, security, topics
 
 
 @dataclass(frozen=True)
@@ -99,4 +100,8 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(security.DESCRIBE_USER_SCRAM_CREDENTIALS, apis_security.describe_scram,
             apis_security.describe_scram_error),
     Handler(security.ALTER_USER_SCRAM_CREDENTIALS, apis_security.alter_scram, apis_security.alter_scram_error),
+    # client quotas
+    Handler(quotas.DESCRIBE_CLIENT_QUOTAS, apis_quotas.describe_client_quotas,
+            apis_quotas.describe_client_quotas_error),
+    Handler(quotas.ALTER_CLIENT_QUOTAS, apis_quotas.alter_client_quotas, apis_quotas.alter_client_quotas_error),
 )

@@ -103,6 +103,7 @@ class Connection:
         self._batching = False  # while splitting one read into frames: flush once at the end
         self._reading = False
         self._paused = False
+        self._muted: asyncio.TimerHandle | None = None  # quota throttling: reads resume when it fires
         self.tasks: set[asyncio.Future] = set()
         self.draining = False  # shutdown: no new requests are read
         self.listener = server.listener  # the listener's runtime (broker.security.ListenerRuntime) or None
@@ -255,6 +256,21 @@ class Connection:
             self._stop_reading()
         elif not busy and self._paused and not self.draining and not self.closed:
             self._paused = False
+            if not self._muted:
+                self.start()
+
+    def mute_for(self, seconds: float) -> None:
+        """A client over its quota: read nothing from it for `seconds` (KIP-219); answers still go out."""
+        if self.closed or seconds <= 0:
+            return
+        if self._muted:
+            self._muted.cancel()
+        self._stop_reading()
+        self._muted = self.loop.call_later(seconds, self._unmute)
+
+    def _unmute(self) -> None:
+        self._muted = None
+        if not self.closed and not self.draining and not self._paused and not self.handshaking:
             self.start()
 
     # ---- responses -----------------------------------------------------
@@ -381,6 +397,9 @@ class Connection:
         if self.closed:
             return
         self.closed = True
+        if self._muted:
+            self._muted.cancel()
+            self._muted = None
         if reason:
             log.warning("closing connection from %s: %s", self.peer, reason)
         else:
