@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Mapping
 
 from pylog.core.errors import DataError
+from pylog.storage import faults
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -59,10 +60,10 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, fsync: bool = Tr
     try:
         view = memoryview(data)
         while view:
-            n = os.write(fd, view)
+            n = faults.write(fd, view, str(tmp))
             view = view[n:]
         if fsync:
-            os.fsync(fd)
+            faults.fsync(fd, str(tmp))
     finally:
         os.close(fd)
     os.replace(tmp, path)

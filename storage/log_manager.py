@@ -109,6 +109,9 @@ class LogManager:
         self.started = False
         self._shut = False
         self.meta = {}
+        # log dirs taken offline after an I/O failure, and their partitions (Kafka's offline replicas)
+        self.offline_dirs: dict[Path, str] = {}
+        self.offline_logs: dict[tuple[str, int], Path] = {}
         # written into .kafka_cleanshutdown as Kafka does (-1: no controller-assigned epoch)
         self.broker_epoch = -1
 
@@ -274,6 +277,42 @@ class LogManager:
                 atomic_write(d / CLEAN_SHUTDOWN_FILE, marker)
             self._release_locks()
             self._shut = True
+            self.started = False
+
+    def take_dir_offline(self, log_dir, reason: str) -> list[tuple[str, int]]:
+        """Kafka's handleLogDirFailure: stop using `log_dir` after an I/O error. Its logs are closed
+        without a flush (the data may already be lost from the page cache), leave every periodic job
+        and the shutdown, and their partitions are listed in offline_logs. Returns them."""
+        d = Path(log_dir)
+        with self.lock:
+            if d in self.offline_dirs or d not in self.log_dirs:
+                return []
+            self.offline_dirs[d] = reason
+            self.log_dirs = [x for x in self.log_dirs if x != d]
+            gone = [key for key, lg in self.logs.items() if lg.dir.parent == d]
+            for key in gone:
+                lg = self.logs.pop(key)
+                self.offline_logs[key] = d
+                try:
+                    with lg.lock:
+                        for seg in lg.segments:
+                            seg.close_handlers()
+                        lg.closed = True
+                except (OSError, ValueError):
+                    pass
+            for lk in [lk for lk in self._locks if lk.dir == d]:
+                try:
+                    lk.release()
+                except OSError:
+                    pass
+                self._locks.remove(lk)
+        return gone
+
+    def abandon(self) -> None:
+        """Release the locks with no flush, checkpoint or clean-shutdown marker (a broker that must
+        stop after an I/O failure: the next start recovers every log)."""
+        with self.lock:
+            self._release_locks()
             self.started = False
 
     def _release_locks(self) -> None:

@@ -34,6 +34,7 @@ from pylog.core.records.header import (
     iter_headers,
     parse_header,
 )
+from pylog.storage import faults
 from pylog.storage.index_file import CorruptIndexError
 from pylog.storage.offset_index import OffsetIndex
 from pylog.storage.time_index import NO_TIMESTAMP, TimeIndex
@@ -175,15 +176,29 @@ class LogSegment:
             yield pos, h
             pos += size
 
+    @property
+    def _path_str(self) -> str:
+        return str(self.log_path)
+
     # ---- appending ----
     def append(self, buf, batches: list[tuple[int, BatchHeader]], total_size: int) -> None:
         """Write buf[:total_size] (already patched batches) at the end of the file and
         index it: one write, index entries every index.interval.bytes."""
         start = self.size
         view = memoryview(buf)[:total_size]
-        written = os.pwrite(self.fd, view, start)
-        while written < total_size:
-            written += os.pwrite(self.fd, view[written:], start + written)
+        try:
+            written = faults.pwrite(self.fd, view, start, self._path_str)
+            while written < total_size:
+                written += faults.pwrite(self.fd, view[written:], start + written, self._path_str)
+        except OSError as e:
+            # a write that failed half way (ENOSPC, EIO): cut the file back to the last
+            # whole batch before anything else is appended, so nothing torn is ever served
+            try:
+                os.ftruncate(self.fd, start)
+            except OSError as cut:
+                raise OSError(cut.errno, f"{e.strerror}; cutting back the torn write failed too: {cut.strerror}",
+                              self._path_str) from e
+            raise
         if start == 0 and batches:
             self.rolling_based_timestamp = batches[0][1].max_timestamp
         since = self.bytes_since_last_index_entry
@@ -460,7 +475,7 @@ class LogSegment:
         if self.fd < 0:
             return
         try:
-            os.fsync(self.fd)
+            faults.fsync(self.fd, self._path_str)
             self.offset_index.flush()
             self.time_index.flush()
             self.txn_index.flush()

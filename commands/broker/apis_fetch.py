@@ -48,7 +48,8 @@ def _leader_log(broker: Broker, entry: dict, name, idx: int, requested_epoch: in
     a stale current_leader_epoch, KIP-320)."""
     plog = broker.logs.get_log(name, idx)
     if plog is None:
-        entry["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+        entry["error_code"] = (ErrorCode.KAFKA_STORAGE_ERROR if (name, idx) in broker.logs.offline_logs
+                               else UNKNOWN_TOPIC_OR_PARTITION)
         return None
     code = check_leader_epoch(requested_epoch, broker.leader_epoch(plog))
     if code:
@@ -85,6 +86,7 @@ def _read_all(broker: Broker, req: _FetchRequest) -> tuple[list, int, bool]:
             parts.append(entry)
             if plog is None:
                 entry["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if req.by_id and name is None
+                                       else ErrorCode.KAFKA_STORAGE_ERROR if (name, idx) in logs.offline_logs
                                        else UNKNOWN_TOPIC_OR_PARTITION)
                 errors = True
                 continue

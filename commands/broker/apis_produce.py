@@ -110,6 +110,8 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
             plog = logs.get_log(name, idx) if name is not None else None
             if plog is None:
                 code = 100 if (tid not in (None, ZERO_UUID) and name is None) else 3
+                if (name, idx) in logs.offline_logs:  # its log dir failed
+                    code = ErrorCode.KAFKA_STORAGE_ERROR
                 parts.append(_part_response(idx, code))
                 failed = True
                 continue
@@ -131,10 +133,14 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 code, msg = code_of(e)
                 if code == -1:
                     log.error("append to %s-%d failed", name, idx, exc_info=e)
+                elif isinstance(e, OSError) and broker.dir_health is not None:
+                    broker.dir_health.append_failed(plog, e)
                 parts.append(_part_response(idx, code, message=msg, record_errors=getattr(e, "record_errors", ())))
                 broker.stats.produce_failed(name)
                 failed = True
                 continue
+            if broker.dir_health is not None and broker.dir_health.full:
+                broker.dir_health.append_ok(plog)
             if not info.duplicate:
                 broker.stats.produced(name, info.record_count, info.bytes)
                 broker.wake(name, idx)

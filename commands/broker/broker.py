@@ -72,6 +72,8 @@ class Broker:
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
         self.metrics = None  # status_http.MetricsListener when metrics.listener is set
         self.quotas = None  # quotas.QuotaManager: client quota configs and their rates
+        self.dir_health = None  # log_dirs.LogDirMonitor: full and offline log dirs
+        self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
         self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
@@ -131,6 +133,10 @@ class Broker:
         for c in self.coordinators:
             c.load()
             c.start(self.loop)
+        from pylog.commands.broker.log_dirs import LogDirMonitor
+
+        self.dir_health = LogDirMonitor(self)
+        self.dir_health.start(self.loop)
         self.logs.start_cleaner()
         self.scheduler = Scheduler()
         self.scheduler.start(self.loop, self._periodic_jobs())
@@ -188,6 +194,10 @@ class Broker:
             ("producer-expiration", cfg["producer.id.expiration.check.interval.ms"], self._expire_producers),
             ("flush", flush_every, logs.flush_dirty),
         ]
+        if self.dir_health is not None:
+            from pylog.commands.broker.log_dirs import CHECK_EVERY_S
+
+            jobs.append(("log-dir-check", CHECK_EVERY_S * 1000, self.dir_health.periodic_check))
         return [(name, every_ms / 1000.0, fn) for name, every_ms, fn in jobs]
 
     def _expire_producers(self) -> None:
@@ -227,6 +237,8 @@ class Broker:
                 await server.drain(timeout=10.0)
         if self.scheduler is not None:
             self.scheduler.wait()
+        if self.dir_health is not None:
+            self.dir_health.stop()
         self.close_storage()
 
     def close_storage(self) -> None:
@@ -234,6 +246,11 @@ class Broker:
         clean-shutdown marker (idempotent; also the way out when start-up fails)."""
         if self.logs is not None:
             self.logs.stop_cleaner()
+            if self.fatal_error is not None:
+                # as Kafka halts: no flush, no checkpoints, no clean-shutdown marker; the
+                # next start recovers every log from what is really on disk
+                self.logs.abandon()
+                return
             self.logs.shutdown()
 
     # ---- fetch long polls --------------------------------------------------

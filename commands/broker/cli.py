@@ -102,6 +102,10 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
     except BaseException:
         b.close_storage()
         raise
+    if b.fatal_error is not None:
+        from pylog.core.errors import DataError
+
+        raise DataError(f"broker stopped: {b.fatal_error}")
     click.echo("pylog broker stopped cleanly")
 
 

@@ -249,13 +249,17 @@ def log_dir_states(broker: Broker) -> list[dict]:
     """Each log dir: path, online, free bytes (None when it cannot be read)."""
     import os
 
+    from pathlib import Path
+
     offline = getattr(broker.logs, "offline_dirs", None) or {}
+    full = getattr(broker.dir_health, "full", None) or set()
     out = []
-    for d in (broker.logs.log_dirs if broker.logs is not None else []):
+    for d in (Path(x) for x in broker.settings.log_dirs):
         try:
             st = os.statvfs(d)
             free = st.f_bavail * st.f_frsize
         except OSError:
             free = None
-        out.append({"path": str(d), "online": str(d) not in offline and free is not None, "free_bytes": free})
+        out.append({"path": str(d), "online": d not in offline and free is not None, "full": d in full,
+                    "free_bytes": free, "offline_reason": offline.get(d)})
     return out
