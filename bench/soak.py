@@ -125,7 +125,8 @@ def _churn(bootstrap, stop, counts: _Counts) -> None:
 def _admin(bootstrap, stop, counts: _Counts) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    a = AdminClient({"bootstrap.servers": bootstrap, "client.id": "soak-admin"})
+    # log_level 4: librdkafka notes every deleted topic of its cache at close
+    a = AdminClient({"bootstrap.servers": bootstrap, "client.id": "soak-admin", "log_level": 4})
     n = 0
     while not stop.is_set():
         name = f"soak-admin-{n}"

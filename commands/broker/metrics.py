@@ -13,8 +13,9 @@ kafka_server_brokertopicmetrics_messagesin_total{topic="T"}.
 """
 from __future__ import annotations
 
-import bisect
 import time
+from bisect import bisect_left as _bisect
+from time import perf_counter as _perf_counter
 from typing import TYPE_CHECKING
 
 from pylog.core import protocol
@@ -32,6 +33,48 @@ def _error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return str(code)
+
+
+_ERROR_PATHS: dict[int, list[tuple]] = {}
+
+
+def _error_paths(api_key: int) -> list[tuple]:
+    """Where a response of `api_key` holds error codes: paths of ("list"|"struct", field name) steps,
+    taken from its schema once, so counting visits only the entries that can hold one."""
+    from pylog.core.protocol.types import Array, Struct
+
+    def walk(fields, prefix):
+        out = []
+        for f in fields:
+            t = f.type
+            if f.name == "error_code":
+                out.append(prefix)
+            elif isinstance(t, Array) and isinstance(t.elem, list):
+                out += walk(t.elem, prefix + (("list", f.name),))
+            elif isinstance(t, Struct):
+                out += walk(t.fields, prefix + (("struct", f.name),))
+        return out
+
+    schema = protocol.SCHEMAS.get(api_key)
+    return walk(schema.response, ()) if schema is not None else []
+
+
+def _count_errors(node: dict, path: tuple, i: int, api_key: int, errs: dict) -> None:
+    if i == len(path):
+        code = node.get("error_code")
+        if code is not None:
+            key = (api_key, code)
+            errs[key] = errs.get(key, 0) + 1
+        return
+    kind, name = path[i]
+    v = node.get(name)
+    if not v:
+        return
+    if kind == "list":
+        for x in v:
+            _count_errors(x, path, i + 1, api_key, errs)
+    else:
+        _count_errors(v, path, i + 1, api_key, errs)
 
 
 class BrokerStats:
@@ -82,27 +125,36 @@ class BrokerStats:
 
     def request_done(self, api_key: int, version: int, started: float, body) -> None:
         """One request answered (or dropped, body None): its count, latency and error codes."""
-        ms = (time.perf_counter() - started) * 1000.0
+        ms = (_perf_counter() - started) * 1000.0
         k = (api_key, version)
-        self.requests[k] = self.requests.get(k, 0) + 1
+        requests = self.requests
+        requests[k] = requests.get(k, 0) + 1
         h = self.latency.get(api_key)
         if h is None:
             h = self.latency[api_key] = [0] * (len(LATENCY_BUCKETS_MS) + 2)
-        h[bisect.bisect_left(LATENCY_BUCKETS_MS, ms)] += 1
+        h[_bisect(LATENCY_BUCKETS_MS, ms)] += 1
         h[-1] += ms
         if type(body) is dict:
+            paths = _ERROR_PATHS.get(api_key)
+            if paths is None:
+                paths = _ERROR_PATHS[api_key] = _error_paths(api_key)
             errs = self.errors
-            # error codes at the top and in nested lists of entries (topics, partitions, ...)
-            stack = [body]
-            while stack:
-                d = stack.pop()
-                code = d.get("error_code")
-                if code is not None:
-                    key = (api_key, code)
-                    errs[key] = errs.get(key, 0) + 1
-                for v in d.values():
-                    if type(v) is list and v and type(v[0]) is dict:
-                        stack.extend(v)
+            for path in paths:
+                n = len(path)
+                # the common shapes inline (top level; topics; topics -> partitions), the rest recursively
+                if n == 0:
+                    code = body.get("error_code")
+                    if code is not None:
+                        ek = (api_key, code)
+                        errs[ek] = errs.get(ek, 0) + 1
+                elif n == 2 and path[0][0] == "list" and path[1][0] == "list":
+                    outer, inner = path[0][1], path[1][1]
+                    for t in body.get(outer) or ():
+                        for p in t.get(inner) or ():
+                            ek = (api_key, p.get("error_code"))
+                            errs[ek] = errs.get(ek, 0) + 1
+                else:
+                    _count_errors(body, path, 0, api_key, errs)
 
     # ---- summaries for `broker status` ------------------------------------
     def totals(self) -> dict:
