@@ -339,8 +339,7 @@ _BROKER_OWN = [
     _d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this long."),
     _d("queued.max.requests", INT, 500, "Requests queued per connection before reads pause.", at_least(1)),
     _d("queued.max.request.bytes", LONG, -1,
-       "Request and response bytes one connection may have buffered before its reads pause (-1: "
-       "socket.request.max.bytes)."),
+       "Bytes of large requests all connections may hold while reading them before reads pause (-1: no bound)."),
     _d("max.connections", INT, INT_MAX, "Connections the broker accepts at once; more are closed at accept.",
        at_least(0)),
     _d("max.connections.per.ip", INT, INT_MAX, "Connections one client address may hold at once.", at_least(0)),

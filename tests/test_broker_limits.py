@@ -137,3 +137,45 @@ def test_a_consumer_that_stops_reading_delays_no_one(broker_factory):
     # the hog's unread answers are file ranges: the broker's memory stays put
     assert _rss_kib(b.proc.pid) - rss0 < 64 * 1024
     hog.close()
+
+
+def test_queued_max_request_bytes_bounds_memory_of_large_requests(broker_factory):
+    """Eight clients each start a 16 MiB request and stall: with a 16 MiB request pool the broker
+    holds one such request at a time (128 MiB without it), and still serves everyone else."""
+    import struct
+
+    b = broker_factory(None, "--set", "queued.max.request.bytes=16777216")
+    assert api_versions(connect(b))["error_code"] == 0
+    rss0 = _rss_kib(b.proc.pid)
+    size = 16 << 20
+    chunk = os.urandom(1 << 20)
+    hogs = []
+    for _ in range(8):
+        h = connect(b)
+        h.setblocking(False)
+        pending = [struct.pack(">i", size)] + [chunk] * 15  # all but the last MiB: never complete
+        hogs.append((h, pending))
+    # send for 10 s or until everything is taken: without the pool the broker takes it all
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(p for _, p in hogs):
+        progressed = False
+        for h, pending in hogs:
+            while pending:
+                try:
+                    n = h.send(pending[0])
+                except BlockingIOError:
+                    break
+                progressed = True
+                pending[0] = pending[0][n:]
+                if not pending[0]:
+                    pending.pop(0)
+        if not progressed:
+            time.sleep(0.05)
+    # the broker reads one request's 15 MiB and leaves the rest in the kernel's buffers
+    wait_until(lambda: _rss_kib(b.proc.pid) - rss0 > 8 * 1024, 20, "the first large request being read")
+    assert _rss_kib(b.proc.pid) - rss0 < 48 * 1024
+    other = connect(b)
+    assert api_versions(other, 5)["error_code"] == 0
+    other.close()
+    for h, _ in hogs:
+        h.close()

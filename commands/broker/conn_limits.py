@@ -11,9 +11,14 @@
 - queued.max.requests: a connection stops being read while this many of its
   requests wait for their answers (pylog applies it per connection: requests
   are handled as they are read, so there is no broker-wide queue to bound).
-- queued.max.request.bytes: a connection stops being read while this many
-  response bytes wait to be written to it (-1: 8 MiB). File ranges of fetch
-  responses go out with sendfile and take no memory, so they do not count.
+- queued.max.request.bytes: the memory all connections together may hold in
+  large requests being read (Kafka's request memory pool; -1: no bound). A
+  connection whose next request does not fit stops being read until another
+  request is done; one request may always be read, however large
+  (socket.request.max.bytes bounds it). Requests under 64 KiB come through each
+  connection's own receive buffer and are not counted.
+Each connection also stops being read while 8 MiB of its answers wait to be
+written (file ranges of fetch answers go out with sendfile and take no memory).
 """
 from __future__ import annotations
 
@@ -22,8 +27,6 @@ import logging
 from pylog.core.errors import UsageError
 
 log = logging.getLogger("pylog.broker")
-
-DEFAULT_QUEUED_BYTES = 8 * 1024 * 1024
 
 
 def parse_overrides(text: str) -> dict[str, int]:
@@ -50,7 +53,9 @@ class ConnectionLimits:
         self.idle_ms = config["connections.max.idle.ms"]
         self.max_slots = config["queued.max.requests"]
         qb = config["queued.max.request.bytes"]
-        self.max_queued_bytes = qb if qb > 0 else DEFAULT_QUEUED_BYTES
+        self.pool_max = qb if qb > 0 else None
+        self.pool_used = 0
+        self.pool_waiters: list = []  # connections waiting for pool room
         self.total = 0
         self.per_ip: dict[str, int] = {}
         self.servers: list = []  # to resume accepting when a slot frees
@@ -68,6 +73,24 @@ class ConnectionLimits:
         self.per_ip[host] = have + 1
         self.total += 1
         return None
+
+    def take(self, n: int) -> bool:
+        """Reserve `n` bytes of the request memory pool; False when they do not fit."""
+        if self.pool_max is None:
+            return True
+        if self.pool_used and self.pool_used + n > self.pool_max:
+            return False
+        self.pool_used += n
+        return True
+
+    def give(self, n: int) -> None:
+        """Return `n` bytes to the pool; the connections waiting for room try again."""
+        if self.pool_max is None:
+            return
+        self.pool_used -= n
+        waiters, self.pool_waiters = self.pool_waiters, []
+        for c in waiters:
+            c.loop.call_soon(c.pool_retry)
 
     def release(self, host: str) -> None:
         """A counted connection closed; listeners paused at max.connections accept again."""

@@ -35,8 +35,7 @@ log = logging.getLogger("pylog.broker")
 
 _SIZE = struct.Struct(">i")
 _RECV_CHUNK = 64 * 1024  # per connection; larger frames get their own exact-size buffer
-# stop reading a connection while this many responses or bytes are queued on it
-# (queued.max.requests, queued.max.request.bytes: conn_limits.ConnectionLimits)
+# stop reading a connection while this many responses (queued.max.requests) or bytes are queued on it
 _MAX_SLOTS = 500
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
 _IDLE_SWEEP_MAX_S = 30.0
@@ -117,7 +116,9 @@ class Connection:
         self.last_active = self.loop.time()  # connections.max.idle.ms
         limits = server.limits
         self._max_slots = limits.max_slots if limits is not None else _MAX_SLOTS
-        self._max_bytes = limits.max_queued_bytes if limits is not None else _MAX_QUEUED_BYTES
+        self._max_bytes = _MAX_QUEUED_BYTES
+        self._pooled = 0  # bytes of queued.max.request.bytes held by the large frame being read
+        self._pool_waiting = False  # reads stopped until the request memory pool has room
 
     # ---- reading -------------------------------------------------------
     def start(self) -> None:
@@ -187,6 +188,7 @@ class Connection:
                 if self._big_have == len(self._big):
                     frame, self._big = self._big, None
                     self.server.dispatch(self, frame)
+                    self._release_pool()
                     if not self.closed:
                         self._check_pause()
                 return not self.closed
@@ -235,7 +237,15 @@ class Connection:
                 continue
             if size + 4 > len(buf):
                 # larger than the receive buffer: give it its own buffer and
-                # let the socket fill it directly
+                # let the socket fill it directly, once the request memory pool
+                # (queued.max.request.bytes) has room for it
+                limits = self.server.limits
+                if limits is not None and not limits.take(size):
+                    self._pool_waiting = True
+                    self._stop_reading()
+                    limits.pool_waiters.append(self)
+                    break
+                self._pooled = size if limits is not None else 0
                 big = bytearray(size)
                 have = end - pos - 4
                 big[:have] = view[pos + 4 : end]
@@ -256,8 +266,26 @@ class Connection:
             self._stop_reading()
         elif not busy and self._paused and not self.draining and not self.closed:
             self._paused = False
-            if not self._muted:
+            if not self._muted and not self._pool_waiting:
                 self.start()
+
+    def _release_pool(self) -> None:
+        if self._pooled:
+            n, self._pooled = self._pooled, 0
+            self.server.limits.give(n)
+
+    def pool_retry(self) -> None:
+        """The request memory pool freed some room: read the frame that waited for it."""
+        if self.closed or not self._pool_waiting:
+            return
+        self._pool_waiting = False
+        try:
+            self._split_frames()
+        except FrameError as e:
+            return self.close(str(e))
+        if not self._pool_waiting and not self._paused and not self._muted and not self.closed \
+                and not self.draining:
+            self.start()
 
     def mute_for(self, seconds: float) -> None:
         """A client over its quota: read nothing from it for `seconds` (KIP-219); answers still go out."""
@@ -270,7 +298,8 @@ class Connection:
 
     def _unmute(self) -> None:
         self._muted = None
-        if not self.closed and not self.draining and not self._paused and not self.handshaking:
+        if not self.closed and not self.draining and not self._paused and not self.handshaking \
+                and not self._pool_waiting:
             self.start()
 
     # ---- responses -----------------------------------------------------
@@ -421,6 +450,7 @@ class Connection:
         except OSError:
             pass
         self.server.connections.discard(self)
+        self._release_pool()
         if self.counted:
             self.counted = False
             self.server.limits.release(self.limit_host)
