@@ -13,10 +13,11 @@ write through the same rule raises ENOSPC (a write that fails half way).
 PATH-SUBSTRING limits the rule to files whose path contains it. An empty
 file injects nothing.
 
-`on_fsync_failure` callbacks run (from whichever thread fsynced) when an fsync
-fails, so the broker can take the log dir offline: after a failed fsync the
-page cache may have dropped the data, and retrying would claim durability it
-does not have.
+`on_io_failure` callbacks run (from whichever thread it was) when an fsync
+fails, or a checkpoint write fails other than for a full disk, so the broker
+can take the log dir offline: after a failed fsync the page cache may have
+dropped the data, and retrying would claim durability it does not have. (A
+failed segment append reaches the broker as the produce's exception instead.)
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Callable
 
 ENV = "PYLOG_STORAGE_FAULTS"
 
-on_fsync_failure: list[Callable[[str, OSError], None]] = []
+on_io_failure: list[Callable[[str, OSError], None]] = []
 
 
 class _Rules:
@@ -82,12 +83,19 @@ def pwrite(fd: int, data, offset: int, path: str) -> int:
 
 
 def write(fd: int, data, path: str) -> int:
-    """os.write, or the injected fault."""
-    if _rules is not None:
-        n = _inject("write", fd, data, path)
-        if n is not None:
-            return os.write(fd, data[:n])
-    return os.write(fd, data)
+    """os.write (or the injected fault); a failure other than a full disk is reported to
+    on_io_failure, then raised."""
+    try:
+        if _rules is not None:
+            n = _inject("write", fd, data, path)
+            if n is not None:
+                return os.write(fd, data[:n])
+        return os.write(fd, data)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            for cb in list(on_io_failure):
+                cb(path, e)
+        raise
 
 
 def _inject(op: str, fd: int, data, path: str) -> int | None:
@@ -105,12 +113,20 @@ def _inject(op: str, fd: int, data, path: str) -> int | None:
 
 
 def fsync(fd: int, path: str) -> None:
-    """os.fsync (or the injected fault); a failure is reported to on_fsync_failure, then raised."""
+    """os.fsync (or the injected fault); a failure is reported to on_io_failure, then raised."""
+    sync(lambda: os.fsync(fd), path)
+
+
+def sync(flush: Callable[[], None], path: str) -> None:
+    """Run `flush` (an fsync, an mmap's msync) at a flush site of `path`: the fault seam, and a
+    failure reported to on_io_failure, then raised."""
     try:
-        if _rules is not None and _rules.hit("fsync", path) is not None:
-            _raise(_rules.hit("fsync", path), path)
-        os.fsync(fd)
+        if _rules is not None:
+            kind = _rules.hit("fsync", path)
+            if kind is not None:
+                _raise(kind, path)
+        flush()
     except OSError as e:
-        for cb in list(on_fsync_failure):
+        for cb in list(on_io_failure):
             cb(path, e)
         raise

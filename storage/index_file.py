@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from pylog.core.errors import DataError
+from pylog.storage import faults
 
 # Kafka's warm section: 8192 bytes of the newest entries.
 WARM_SECTION_BYTES = 8192
@@ -131,7 +132,7 @@ class IndexFile:
     def flush(self) -> None:
         """Write the mapped entries to disk."""
         if self._mm is not None and self.writable:
-            self._mm.flush()
+            faults.sync(self._mm.flush, str(self.path))
 
     def _check_newest(self, name: str, offset_field: int) -> tuple | None:
         """The sanity checks both indexes share, on the newest entry (returned; None when

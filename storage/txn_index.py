@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
+from pylog.storage import faults
 from pylog.storage.index_file import CorruptIndexError, InvalidIndexEntryError
 
 _ENTRY = struct.Struct(">hqqqq")
@@ -106,7 +107,7 @@ class TransactionIndex:
         if self.path.exists():
             fd = os.open(self.path, os.O_RDONLY)
             try:
-                os.fsync(fd)
+                faults.fsync(fd, str(self.path))
             finally:
                 os.close(fd)
 

@@ -256,3 +256,23 @@ def test_read_only_unmounted_and_vanished_dirs_go_offline_while_others_serve(tmp
         s.close()
     finally:
         b.stop_clean()
+
+
+def test_checkpoint_write_error_takes_the_dir_offline(tmp_path, monkeypatch):
+    a, c = tmp_path / "a", tmp_path / "c"
+    b, rules = faulty_broker(tmp_path, monkeypatch, a, c,
+                             extra=("--set", "log.flush.offset.checkpoint.interval.ms=200"))
+    try:
+        s = connect(b)
+        create_topic(s, "k", 2)  # k-0 in a, k-1 in c
+        for part in (0, 1):
+            assert produce(s, "k", part, build_batch([(None, b"v", None)]))["error_code"] == 0
+        rules.write_text(f"write EIO {a}/recovery-point-offset-checkpoint\n")
+        wait_until(lambda: error_lines(b, f"log dir {a} is offline"), 15, "the checkpoint failure taking a offline")
+        assert "recovery-point-offset-checkpoint" in error_lines(b, f"log dir {a} is offline")[0]
+        assert produce(s, "k", 0, build_batch([(None, b"v", None)]))["error_code"] == STORAGE_ERROR
+        assert produce(s, "k", 1, build_batch([(None, b"v", None)]))["error_code"] == 0
+        rules.write_text("")
+        s.close()
+    finally:
+        b.stop_clean()

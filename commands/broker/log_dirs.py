@@ -60,12 +60,12 @@ class LogDirMonitor:
                 self._ids[d] = (st.st_dev, st.st_ino)
             except OSError:
                 pass
-        faults.on_fsync_failure.append(self._fsync_failed)
+        faults.on_io_failure.append(self._io_failed)
 
     def stop(self) -> None:
         """Stop listening for fsync failures."""
-        if self._fsync_failed in faults.on_fsync_failure:
-            faults.on_fsync_failure.remove(self._fsync_failed)
+        if self._io_failed in faults.on_io_failure:
+            faults.on_io_failure.remove(self._io_failed)
 
     # ---- reports ---------------------------------------------------------
     def append_failed(self, plog, exc: OSError) -> None:
@@ -89,18 +89,18 @@ class LogDirMonitor:
             self.full.discard(d)
             log.info("log dir %s has space again (%s bytes free): appends resumed", d, free_bytes(d))
 
-    def _fsync_failed(self, path: str, exc: OSError) -> None:
+    def _io_failed(self, path: str, exc: OSError) -> None:
         # any thread: the flush threads, the scheduler's worker, the loop itself
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        loop.call_soon_threadsafe(self._fsync_failed_on_loop, path, exc)
+        loop.call_soon_threadsafe(self._io_failed_on_loop, path, exc)
 
-    def _fsync_failed_on_loop(self, path: str, exc: OSError) -> None:
+    def _io_failed_on_loop(self, path: str, exc: OSError) -> None:
         p = Path(path)
         for d in list(self.broker.logs.log_dirs):
             if p == d or d in p.parents:
-                self.take_offline(d, f"fsync of {path} failed: {exc.strerror or exc}")
+                self.take_offline(d, f"writing or syncing {path} failed: {exc.strerror or exc}")
                 return
 
     def check(self) -> list[tuple[Path, str]]:
