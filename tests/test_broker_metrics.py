@@ -174,3 +174,23 @@ def test_bad_metrics_listener_is_a_usage_error(tmp_path):
               "--set", "metrics.listener=ftp://x")
     assert r.returncode == 2
     assert "metrics.listener" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_kip848_group_members_and_state(mbroker):
+    url = metrics_url(mbroker)
+    boot = mbroker.bootstrap
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic("mk", num_partitions=2, replication_factor=1)])["mk"].result(15)
+    c = Consumer({"bootstrap.servers": boot, "group.id": "mk848", "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe(["mk"])
+    try:
+        def stable():
+            c.poll(0.2)
+            m = scrape(url)
+            return (sample(m, "kafka_consumergroup_members", consumergroup="mk848") == 1
+                    and sample(m, "kafka_coordinator_group_groupmetadatamanager_numgroups_by_state",
+                               state="Stable") >= 1)
+        wait_until(stable, 60, "the KIP-848 group stable with one member in /metrics")
+    finally:
+        c.close()

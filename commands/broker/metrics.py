@@ -264,8 +264,10 @@ def _group_families(broker: Broker, gauge):
     by_state: dict[str, int] = {}
     members, lag = [], []
     for gid, g in groups.items():
-        by_state[g.state] = by_state.get(g.state, 0) + 1
-        members.append((gid, len(g.members)))
+        kip848 = getattr(g, "consumer", None)  # a KIP-848 group keeps its members and state there
+        state = kip848.state if kip848 is not None else g.state
+        by_state[state] = by_state.get(state, 0) + 1
+        members.append((gid, len(kip848.members if kip848 is not None else g.members)))
         for (topic, part), entry in list(g.offsets.items()):
             lg = broker.logs.get_log(topic, part) if broker.logs is not None else None
             if lg is not None and entry.offset >= 0:
