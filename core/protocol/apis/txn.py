@@ -1,7 +1,7 @@
-"""Transaction APIs (declared so the broker can decode and answer them with
-an error until transactions exist), DescribeProducers, and the admin APIs
-kafka-transactions.sh uses (ListTransactions, DescribeTransactions, and
-WriteTxnMarkers for its abort)."""
+"""Transaction APIs: the client's (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+TxnOffsetCommit) and the admin's (DescribeProducers, DescribeTransactions,
+ListTransactions), at the versions a transaction.version 1 broker serves, and
+WriteTxnMarkers, which kafka-transactions.sh's abort sends to a partition leader."""
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING
 
@@ -127,35 +127,6 @@ DESCRIBE_PRODUCERS = Api(61, "DescribeProducers", "0", "0+",
     ],
 )
 
-# ---- the admin side of transactions (kafka-transactions.sh): list, describe, abort by markers
-WRITE_TXN_MARKERS = Api(27, "WriteTxnMarkers", "1-2", "1+",
-    request=[
-        F("markers", [
-            F("producer_id", INT64),
-            F("producer_epoch", INT16),
-            F("transaction_result", BOOL),
-            F("topics", [
-                F("name", STRING),
-                F("partition_indexes", Array(INT32)),
-            ]),
-            F("coordinator_epoch", INT32),
-            F("transaction_version", INT8, "2+", default=0),
-        ]),
-    ],
-    response=[
-        F("markers", [
-            F("producer_id", INT64),
-            F("topics", [
-                F("name", STRING),
-                F("partitions", [
-                    F("partition_index", INT32),
-                    F("error_code", INT16),
-                ]),
-            ]),
-        ]),
-    ],
-)
-
 DESCRIBE_TRANSACTIONS = Api(65, "DescribeTransactions", "0", "0+",
     request=[
         F("transactional_ids", Array(STRING)),
@@ -197,5 +168,33 @@ LIST_TRANSACTIONS = Api(66, "ListTransactions", "0-2", "0+",
     ],
 )
 
-APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, WRITE_TXN_MARKERS, END_TXN, TXN_OFFSET_COMMIT,
-        DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS]
+WRITE_TXN_MARKERS = Api(27, "WriteTxnMarkers", "1-2", "1+",
+    request=[
+        F("markers", [
+            F("producer_id", INT64),
+            F("producer_epoch", INT16),
+            F("transaction_result", BOOL),
+            F("topics", [
+                F("name", STRING),
+                F("partition_indexes", Array(INT32)),
+            ]),
+            F("coordinator_epoch", INT32),
+            F("transaction_version", INT8, "2+", default=0),
+        ]),
+    ],
+    response=[
+        F("markers", [
+            F("producer_id", INT64),
+            F("topics", [
+                F("name", STRING),
+                F("partitions", [
+                    F("partition_index", INT32),
+                    F("error_code", INT16),
+                ]),
+            ]),
+        ]),
+    ],
+)
+
+APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT, DESCRIBE_PRODUCERS,
+        DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, WRITE_TXN_MARKERS]
