@@ -134,6 +134,8 @@ def run(brokers, n, rounds) -> dict:
                         create_topic(b.bootstrap, topic, PARTITIONS)
                         took = fn(b.bootstrap, topic, n, txn_size)
                     except Exception as e:  # noqa: BLE001 - shown in the table
+                        print(f"round {r + 1} {client} {mode} on {b.name} failed: {e!r} "
+                              f"(cause: {getattr(e, 'cause', None)!r})", file=sys.stderr)
                         row[b.name] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
                         continue
                     seen = committed_count(b.bootstrap, topic)

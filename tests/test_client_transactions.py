@@ -288,3 +288,24 @@ def test_interleaved_transactions_on_one_partition(peer):
     assert kept == sorted([f"keep-{r}-{i}".encode() for r in range(3) for i in range(5)]
                           + [f"plain-{r}-{i}".encode() for r in range(3) for i in range(5)])
     assert len(read_all(peer, topic, 1, "read_uncommitted")[0]) == 45
+
+
+def test_a_batch_send_many_opened_but_not_filled_is_never_drained():
+    """send_many opens a batch and appends to it under a second lock hold: a sender turn in
+    between must not send it empty (Kafka answers INVALID_RECORD, which in a transaction makes
+    it abortable: seen under load in bench txn)."""
+    from pylog.core.client.accumulator import BufferPool, RecordAccumulator
+    from pylog.core.client.cluster import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+    from pylog.core.client.producer import resolve_producer_config
+
+    cfg = resolve_producer_config({"bootstrap.servers": "127.0.0.1:1", "linger.ms": "0"})
+    acc = RecordAccumulator(cfg, BufferPool(cfg["buffer.memory"], cfg["batch.size"]), 0)
+    md = ClusterMetadata({1: BrokerInfo(1, "127.0.0.1", 1)},
+                         {"t": TopicInfo("t", partitions={0: PartitionInfo(0, 1)})})
+    assert acc.add_batch(acc.new_batch("t", 0, 10))
+    acc.flushing = 1  # the most eager the sender gets
+    ready, _, _ = acc.ready(md, time.monotonic() + 1, set())
+    assert ready == set() and acc.drain(md, 1, 1 << 20, set(), None) == []
+    acc.deques[("t", 0)][0].try_append(0, None, b"v", None)
+    ready, _, _ = acc.ready(md, time.monotonic() + 1, set())
+    assert ready == {1} and len(acc.drain(md, 1, 1 << 20, set(), None)) == 1

@@ -394,6 +394,8 @@ class RecordAccumulator:
                 if not dq:
                     continue
                 b = dq[0]
+                if not b.count:
+                    continue  # opened by send_many, its records not appended yet: never sent empty
                 leader = metadata.leader_for(topic, p)
                 if leader < 0:
                     unknown.add(topic)
@@ -430,7 +432,7 @@ class RecordAccumulator:
                     continue
                 dq = self.deques[tp]
                 b = dq[0]
-                if b.in_retry and b.retry_at > now:
+                if not b.count or (b.in_retry and b.retry_at > now):
                     continue
                 size = b.size()
                 if out and total + size > max_size:
