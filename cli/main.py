@@ -1,11 +1,13 @@
 """The `pylog` command group and the one place exceptions become exit codes.
 
-Exit codes: 0 success, 1 data or runtime error, 2 usage error, 130 on Ctrl-C.
+Exit codes: 0 success, 1 data or runtime error, 2 usage error, 130 on Ctrl-C,
+143 on SIGTERM (handled like Ctrl-C: long-running commands stop cleanly).
 """
 from __future__ import annotations
 
 import importlib
 import logging
+import signal
 import sys
 from importlib import metadata
 
@@ -86,24 +88,63 @@ def _one_line(e: BaseException) -> str:
     return " ".join(text.split())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be so every command stops the same way."""
+
+
+def _on_sigterm(signum, frame):
+    _state["terminated"] = True
+    raise Terminated()
+
+
+def _hoist_debug(args: list[str]) -> list[str]:
+    """`--debug` anywhere before `--` applies to the whole run, as if given first."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args
+    return ["--debug"] + [a for i, a in enumerate(args) if not (i < end and a == "--debug")]
+
+
+def _usage_line(e: click.ClickException) -> str:
+    """Click's usage error as one line: the message plus where to look for help."""
+    msg = _one_line(e.format_message() if isinstance(e, click.UsageError) else e).rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    if isinstance(e, click.UsageError) and ctx is not None:
+        msg += f" (see '{ctx.command_path} --help')"
+    return msg
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _hoist_debug(list(sys.argv[1:] if argv is None else argv))
     _state["debug"] = "--debug" in args
     try:
-        # Without standalone mode Click returns ctx.exit(n)'s code instead of exiting.
-        rv = cli.main(args=args, prog_name="pylog", standalone_mode=False)
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (embedded use): leave signals alone
+        pass
+    try:
+        # make_context/invoke rather than cli.main(): Click's main turns Ctrl-C into
+        # Abort after printing a blank line; here it stays KeyboardInterrupt.
+        with cli.make_context("pylog", args) as ctx:
+            rv = cli.invoke(ctx)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
+        if _state.get("terminated"):
+            click.echo("pylog: terminated", err=True)
+            sys.exit(143)
         click.echo("pylog: aborted", err=True)
         sys.exit(130)
     except click.ClickException as e:
-        # usage errors: Click's own message plus a hint, exit 2
+        # usage errors: one line like every other error, exit 2
         if _state["debug"]:
             raise
-        e.show()
+        click.echo(f"pylog: error: {_usage_line(e)}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
+        # a command that caught the first signal may re-raise a plain KeyboardInterrupt
+        if _state.get("terminated"):
+            click.echo("pylog: terminated", err=True)
+            sys.exit(143)
         click.echo("pylog: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:

@@ -44,3 +44,42 @@ def producer_options(f):
     for opt in reversed(opts):
         f = opt(f)
     return f
+
+
+def check_topic(loop, client, topic: str, allow_create: bool) -> bool:
+    """Make sure `topic` exists before reading or writing it: False when it does,
+    True when the broker just auto-created it (the caller warns), and
+    UnknownTopicOrPartitionError naming the topic when it does not exist and the
+    broker will not create it. `loop.run` runs `client`'s coroutines."""
+    from pylog.core.errors import ErrorCode, UnknownTopicOrPartitionError, error_for_code
+
+    def ask(create: bool):
+        md = loop.run(client.refresh_metadata([topic], allow_auto_create=create))
+        return md.topics.get(topic)
+
+    t = ask(False)
+    if t is not None and t.error_code == ErrorCode.NONE and t.partitions:
+        return False
+    if t is not None and t.error_code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                              ErrorCode.LEADER_NOT_AVAILABLE):
+        raise error_for_code(t.error_code, f"topic {topic}: {error_for_code(t.error_code)}")
+    if t is not None and t.error_code == ErrorCode.LEADER_NOT_AVAILABLE:
+        return False  # exists, its leader is being elected: the client waits for it
+    missing = f"topic {topic} does not exist"
+    if not allow_create:
+        raise UnknownTopicOrPartitionError(f"{missing}; create it with: pylog topics create {topic}")
+    t = ask(True)
+    if t is None or t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        raise UnknownTopicOrPartitionError(f"{missing} and the broker does not create topics "
+                                           f"(auto.create.topics.enable=false); create it with: "
+                                           f"pylog topics create {topic}")
+    if t.error_code not in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE):
+        raise error_for_code(t.error_code, f"topic {topic}: {error_for_code(t.error_code)}")
+    return True
+
+
+def warn_created(topic: str) -> None:
+    from pylog.commands.console import err
+
+    err.print(f"warning: topic {topic} did not exist; the broker created it (auto.create.topics.enable)",
+              style="yellow", markup=False)

@@ -10,24 +10,27 @@ import time
 
 import click
 
-from pylog.commands.console import err
-from pylog.commands.options import bootstrap_option, json_option, properties_options
+from pylog.commands.completion import group_names, topic_names
+from pylog.commands.console import err, escape_controls, plural
+from pylog.commands.consume_select import (FORMATTER_PROPS, OFFSET_HELP, RecordFilter, Start, kafka_formatter,
+                                           parse_offsets)
+from pylog.commands.options import bootstrap_option, json_option, properties_options, topic_argument
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import UsageError
 
-from pylog.commands.client_common import client_props
+from pylog.commands.client_common import check_topic, client_props, warn_created
 from pylog.commands.consume_output import Renderer
 
 DECODERS = ("string", "hex", "base64", "json")
 _TOKEN = re.compile(r"%[tpokshTKS%]|\\[ntr\\]")
 
 
-def decode(data, how, for_json=False):
+def decode(data, how, for_json=False, errors="replace"):
     if data is None:
         return None
     data = bytes(data)
     if how == "string":
-        return data.decode("utf-8", "replace")
+        return data.decode("utf-8", errors)
     if how == "hex":
         return binascii.hexlify(data).decode()
     if how == "base64":
@@ -35,24 +38,21 @@ def decode(data, how, for_json=False):
     try:
         obj = json.loads(data)
     except ValueError:
-        obj = data.decode("utf-8", "replace")  # not JSON: shown as text rather than failing mid-stream
+        obj = data.decode("utf-8", errors)  # not JSON: shown as text rather than failing mid-stream
     return obj if for_json else json.dumps(obj, separators=(",", ":"))
 
 
-def parse_offset(text: str):
-    """earliest | latest | N | -N | @TIMESTAMP -> ("earliest"|"latest"|"offset"|"relative"|"timestamp", n)."""
-    t = text.strip()
-    if t in ("earliest", "beginning"):
-        return ("earliest", 0)
-    if t in ("latest", "end"):
-        return ("latest", 0)
-    try:
-        if t.startswith("@"):
-            return ("timestamp", int(t[1:]))
-        n = int(t)
-    except ValueError:
-        raise UsageError(f"--offset {text!r}: expected N, -N, earliest, latest or @TIMESTAMP_MS") from None
-    return ("relative", -n) if n < 0 else ("offset", n)
+def json_field(out: dict, name: str, data, how: str) -> None:
+    """out[name] = the decoded bytes; bytes that are not UTF-8 go as base64 and
+    out[name + "_encoding"] = "base64", so JSON output never loses a byte."""
+    if data is not None and how == "string":
+        try:
+            out[name] = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            out[name] = base64.b64encode(bytes(data)).decode()
+            out[name + "_encoding"] = "base64"
+        return
+    out[name] = decode(data, how, True)
 
 
 def format_pieces(fmt: str) -> list:
@@ -69,7 +69,7 @@ def format_pieces(fmt: str) -> list:
     return pieces
 
 
-def compile_format(fmt: str, kdec: str, vdec: str):
+def compile_format(fmt: str, kdec: str, vdec: str, errors: str = "replace", escape=None):
     """A function Record -> str for kcat tokens: %t topic %p partition %o offset %k key %s value
     %h headers %T timestamp %K key length %S value length."""
     pieces = format_pieces(fmt)
@@ -81,11 +81,11 @@ def compile_format(fmt: str, kdec: str, vdec: str):
             if p in esc:
                 outp.append(esc[p])
             elif p == "%s":
-                v = decode(r.value, vdec)
-                outp.append("" if v is None else v)
+                v = decode(r.value, vdec, errors=errors)
+                outp.append("" if v is None else (escape(v) if escape else v))
             elif p == "%k":
-                k = decode(r.key, kdec)
-                outp.append("" if k is None else k)
+                k = decode(r.key, kdec, errors=errors)
+                outp.append("" if k is None else (escape(k) if escape else k))
             elif p == "%o":
                 outp.append(str(r.offset))
             elif p == "%p":
@@ -99,8 +99,9 @@ def compile_format(fmt: str, kdec: str, vdec: str):
             elif p == "%S":
                 outp.append(str(-1 if r.value is None else len(r.value)))
             elif p == "%h":
-                outp.append(",".join(f"{k}={'' if v is None else bytes(v).decode('utf-8', 'replace')}"
-                                     for k, v in (r.headers or ())))
+                h = ",".join(f"{k}={'' if v is None else bytes(v).decode('utf-8', errors)}"
+                             for k, v in (r.headers or ()))
+                outp.append(escape(h) if escape else h)
             else:
                 outp.append(p)
         return "".join(outp)
@@ -110,23 +111,40 @@ def compile_format(fmt: str, kdec: str, vdec: str):
 def json_line(key_decoder, value_decoder):
     """A function (topic, partition, Record) -> one JSON line."""
     def render(topic, partition, r):
-        return json.dumps({
-            "topic": topic, "partition": partition, "offset": r.offset,
-            "timestamp": r.timestamp, "key": decode(r.key, key_decoder, True),
-            "value": decode(r.value, value_decoder, True),
-            "headers": {k: (None if v is None else bytes(v).decode("utf-8", "replace"))
-                        for k, v in (r.headers or ())},
-        }, separators=(",", ":"), ensure_ascii=False) + "\n"
+        doc = {"topic": topic, "partition": partition, "offset": r.offset, "timestamp": r.timestamp}
+        json_field(doc, "key", r.key, key_decoder)
+        json_field(doc, "value", r.value, value_decoder)
+        doc["headers"] = {k: _header_text(v) for k, v in (r.headers or ())}
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return render
+
+
+def _header_text(v):
+    if v is None:
+        return None
+    return bytes(v).decode("utf-8", "backslashreplace")
+
+
+def kcat_json(key_decoder, value_decoder, leader_of):
+    """kcat's -J envelope: topic, partition, offset, tstype, ts, broker, headers
+    (name, value, name, value...; only when the record has headers), key, payload."""
+    def render(topic, partition, r):
+        doc = {"topic": topic, "partition": partition, "offset": r.offset, "tstype": "create",
+               "ts": r.timestamp, "broker": leader_of(topic, partition)}
+        if r.headers:
+            doc["headers"] = [x for k, v in r.headers for x in (k, _header_text(v))]
+        json_field(doc, "key", r.key, key_decoder)
+        json_field(doc, "payload", r.value, value_decoder)
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
     return render
 
 
 @click.command("consume")
-@click.argument("topic")
+@topic_argument(shell_complete=topic_names)
 @bootstrap_option
 @click.option("--from-beginning", is_flag=True, help="Start at the earliest offset (same as --offset earliest).")
-@click.option("--offset", "-o", "offset", default=None, metavar="N|-N|earliest|latest|@TS",
-              help="Start position for every partition: absolute offset N, N records before the end (-N), "
-                   "earliest, latest, or the first record at/after timestamp TS (ms). [default: latest]")
+@click.option("--offset", "-o", "offsets", multiple=True, metavar="POSITION",
+              help=f"Where to start (and, with e@TS, where to stop): {OFFSET_HELP}. [default: latest]")
 @click.option("--partition", "-p", "partitions", type=click.IntRange(min=0), multiple=True,
               help="Read only this partition (repeatable). Default: all partitions.")
 @click.option("--max-messages", "-c", type=click.IntRange(min=1), default=None,
@@ -134,13 +152,20 @@ def json_line(key_decoder, value_decoder):
 @click.option("--exit-at-end", "-e", is_flag=True, help="Exit when every partition's end has been reached.")
 @click.option("--timeout-ms", type=click.IntRange(min=0), default=None,
               help="Exit when no record arrives for this long.")
-@click.option("--group", "-g", default=None, help="Consume as a member of this consumer group (group.id).")
+@click.option("--group", "-g", "-G", default=None, shell_complete=group_names,
+              help="Consume as a member of this consumer group (group.id).")
 @click.option("--group-protocol", type=click.Choice(("classic", "consumer")), default=None,
               help="Group protocol (group.protocol): classic, or consumer for KIP-848, where the broker "
                    "assigns the partitions. [default: classic]")
 @click.option("--format", "-f", "fmt", default=None, metavar="FMT",
               help="kcat-style output format: %t topic, %p partition, %o offset, %k key, %s value, "
                    "%h headers, %T timestamp, %K key length, %S value length, \\n \\t. [default: '%s\\n']")
+@click.option("-J", "kcat_envelope", is_flag=True,
+              help="kcat's JSON envelope per record (topic, partition, offset, tstype, ts, broker, headers, key, "
+                   "payload).")
+@click.option("--filter", "filters", multiple=True, metavar="EXPR",
+              help="Print only records matching EXPR (repeatable, all must match): key=TEXT, key~REGEX, "
+                   "header.NAME=TEXT, header.NAME~REGEX, header.NAME.")
 @click.option("--key-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
               help="How keys are shown.")
 @click.option("--value-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
@@ -150,54 +175,78 @@ def json_line(key_decoder, value_decoder):
                    "the last stable offset. [default: read_uncommitted]")
 @properties_options
 @json_option
-def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, exit_at_end, timeout_ms, group,
-            group_protocol, fmt, key_decoder, value_decoder, isolation, properties, as_json):
+def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages, exit_at_end, timeout_ms, group,
+            group_protocol, fmt, kcat_envelope, filters, key_decoder, value_decoder, isolation, properties, as_json):
     """Consume records from TOPIC and print them on stdout.
 
     By default each record's value is printed on its own line; --format
-    takes kcat-style tokens and --json prints one JSON object per record
-    (topic, partition, offset, timestamp, key, value, headers). Without
-    --group the consumer reads the partitions directly and commits nothing.
+    takes kcat-style tokens, -J prints kcat's JSON envelope and --json one
+    JSON object per record (topic, partition, offset, timestamp, key, value,
+    headers; bytes that are not UTF-8 go as base64 with "key_encoding" or
+    "value_encoding": "base64"). kafka-console-consumer's formatter settings
+    work too: --property print.key=true, print.timestamp, print.partition,
+    print.offset, print.headers, print.value, key.separator, line.separator,
+    headers.separator, null.literal. Other --property/-X keys are client
+    properties.
 
-    Exit status: 0 on normal end (--max-messages, --exit-at-end,
-    --timeout-ms or Ctrl-C after records), 1 on errors, 2 on usage errors.
+    Piped output carries the records' bytes unchanged; on a terminal,
+    control characters and invalid UTF-8 are shown escaped.
+
+    Without --group the consumer reads the partitions directly and commits
+    nothing. With --group it joins the group, starts at the group's stored
+    offsets (-o stored) and on exit, Ctrl-C or SIGTERM commits and leaves
+    the group.
+
+    Exit status: 0 on normal end (--max-messages, --exit-at-end, e@TS,
+    --timeout-ms, or Ctrl-C/SIGTERM after records), 1 on errors (such as a
+    topic that does not exist), 2 on usage errors.
     """
     from pylog.core.client import Consumer, TopicPartition
 
-    if from_beginning and offset is not None:
+    if from_beginning and offsets:
         raise UsageError("use either --from-beginning or --offset")
-    start = parse_offset(offset) if offset is not None else (("earliest", 0) if from_beginning else None)
-    if fmt is not None and as_json:
-        raise UsageError("use either --format or --json")
+    start, stop_ts = parse_offsets(offsets)
+    if from_beginning:
+        start = Start("earliest")
+    if sum([fmt is not None, as_json, kcat_envelope]) > 1:
+        raise UsageError("use one of --format, -J and --json")
+    formatter = {k: properties.pop(k) for k in list(properties) if k in FORMATTER_PROPS}
+    if formatter and (fmt is not None or as_json or kcat_envelope):
+        raise UsageError(f"--property {next(iter(formatter))}: a formatter setting; it cannot be combined "
+                         "with --format, -J or --json")
+    if start is not None and start.kind == "stored" and group is None:
+        raise UsageError("--offset stored: the stored offsets are a group's; give --group")
     extra = {"group.id": group, "isolation.level": isolation}
     if group_protocol is not None:
         if group is None:
             raise UsageError("--group-protocol needs --group")
         extra["group.protocol"] = group_protocol
-    if group is not None and start is not None:
+    if group is not None and start is not None and start.kind != "stored":
         # a group member starts at its committed offsets; earliest/latest only apply where there are none
-        if start[0] not in ("earliest", "latest") or partitions:
+        if start.kind not in ("earliest", "latest") or partitions:
             raise UsageError("with --group the positions come from the group: use --from-beginning, "
-                             "--offset earliest|latest, or no --partition")
+                             "--offset earliest|latest|stored, or no --partition")
         if "auto.offset.reset" not in properties:
-            extra["auto.offset.reset"] = start[0]
-    if start is None and "auto.offset.reset" not in properties:
+            extra["auto.offset.reset"] = start.kind
+    if group is not None and partitions:
+        raise UsageError("with --group the group assigns the partitions: drop --partition")
+    if (start is None or start.kind == "stored") and "auto.offset.reset" not in properties:
         extra["auto.offset.reset"] = "latest"
     if group is None:
         extra["enable.auto.commit"] = "false"
+    keep = RecordFilter(filters)
     props = client_props(bootstrap, properties, CONSUMER_CONFIGS, **extra)
-    fmt = fmt if fmt is not None else "%s\\n"
-    renderer = Renderer(format_pieces(fmt), key_decoder, value_decoder, as_json,
-                        compile_format(fmt, key_decoder, value_decoder), json_line(key_decoder, value_decoder))
+    renderer = _renderer(fmt, formatter, key_decoder, value_decoder, as_json, kcat_envelope)
 
     consumer = Consumer(props)
     count = 0
     try:
+        renderer.leader_of = consumer.engine.client.metadata.leader_for
+        if check_topic(consumer._loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
+            warn_created(topic)
         if group is not None:
-            try:
-                from pylog.core.client.group import attach_group  # arrives with consumer groups
-            except ImportError:
-                raise UsageError("--group: consumer groups are not available in this build yet") from None
+            from pylog.core.client.group import attach_group
+
             attach_group(consumer)
             consumer.subscribe([topic])
         else:
@@ -209,26 +258,13 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
             tps = [TopicPartition(topic, p) for p in chosen]
             consumer.assign(tps)
             if start is not None:
-                kind, n = start
-                if kind == "earliest":
-                    consumer.seek_to_beginning(tps)
-                elif kind == "latest":
-                    consumer.seek_to_end(tps)
-                elif kind == "offset":
-                    for tp in tps:
-                        consumer.seek(tp, n)
-                elif kind == "timestamp":
-                    consumer.seek_to_timestamp(n, tps)
-                else:
-                    begin = consumer.beginning_offsets(tps)
-                    end = consumer.end_offsets(tps)
-                    for tp in tps:
-                        consumer.seek(tp, max(begin.get(tp, 0), end.get(tp, 0) - n))
+                _seek(consumer, tps, start)
         write = sys.stdout.write
         last_record = time.monotonic()
         end_offsets = None
-        if exit_at_end and group is None:
+        if (exit_at_end or stop_ts is not None) and group is None:
             end_offsets = consumer.end_offsets(consumer.assignment())
+        stopped: set = set()  # partitions past the e@TS end time
         while True:
             recs = consumer.poll(200)
             now = time.monotonic()
@@ -236,6 +272,10 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
                 last_record = now
                 chunks = []
                 for tp, rs in recs.items():
+                    if stop_ts is not None:
+                        rs = _before(rs, stop_ts, tp, stopped, consumer)
+                    if keep:
+                        rs = keep.apply(rs)
                     if max_messages is not None and count + len(rs) > max_messages:
                         rs = rs[:max_messages - count]
                     chunks.append(renderer.render(tp.topic, tp.partition, rs))
@@ -246,21 +286,76 @@ def consume(topic, bootstrap, from_beginning, offset, partitions, max_messages, 
                 sys.stdout.flush()
                 if max_messages is not None and count >= max_messages:
                     break
-            if exit_at_end and _at_end(consumer, end_offsets):
+            if (exit_at_end or stop_ts is not None) and _at_end(consumer, end_offsets, stopped):
                 break
             if timeout_ms is not None and (now - last_record) * 1000 >= timeout_ms:
                 break
     except KeyboardInterrupt:
-        pass
+        pass  # Ctrl-C or SIGTERM: close below commits (auto-commit) and leaves the group
     finally:
         consumer.close()
-    err.print(f"consumed {count} records from {topic}", style="dim")
+    err.print(f"consumed {plural(count, 'record')} from {topic}", style="dim")
 
 
-def _at_end(consumer, end_offsets) -> bool:
+def _renderer(fmt, formatter, kdec, vdec, as_json, kcat_envelope) -> Renderer:
+    """The output renderer: bytes exact when piped, escaped on a terminal."""
+    tty = sys.stdout.isatty()
+    if tty:
+        errors, escape = "backslashreplace", escape_controls
+    else:
+        # invalid UTF-8 round-trips to stdout's bytes unchanged
+        errors, escape = "surrogateescape", None
+        sys.stdout.reconfigure(errors="surrogateescape")
+    if formatter:
+        text = (lambda b: escape(decode(b, "string", errors=errors))) if escape else \
+            (lambda b: decode(b, "string", errors=errors))
+        one = kafka_formatter(formatter, text)
+        return Renderer(["%?"], kdec, vdec, False, one, None)
+    if kcat_envelope:
+        r = Renderer(["%?"], kdec, vdec, False, None, None)
+        r.render_one = kcat_json(kdec, vdec, lambda t, p: r.leader_of(t, p))
+        return r
+    fmt = fmt if fmt is not None else "%s\\n"
+    return Renderer(format_pieces(fmt), kdec, vdec, as_json, compile_format(fmt, kdec, vdec, errors, escape),
+                    json_line(kdec, vdec), errors=errors, escape=escape)
+
+
+def _seek(consumer, tps, start: Start) -> None:
+    kind, n = start
+    if kind == "earliest":
+        consumer.seek_to_beginning(tps)
+    elif kind == "latest":
+        consumer.seek_to_end(tps)
+    elif kind == "offset":
+        for tp in tps:
+            consumer.seek(tp, n)
+    elif kind == "timestamp":
+        consumer.seek_to_timestamp(n, tps)
+    else:
+        begin = consumer.beginning_offsets(tps)
+        end = consumer.end_offsets(tps)
+        for tp in tps:
+            consumer.seek(tp, max(begin.get(tp, 0), end.get(tp, 0) - n))
+
+
+def _before(rs, stop_ts, tp, stopped, consumer):
+    """The records before the first one at or after `stop_ts`; past it the partition stops."""
+    if tp in stopped:
+        return []
+    for i, r in enumerate(rs):
+        if r.timestamp >= stop_ts:
+            stopped.add(tp)
+            consumer.pause([tp])
+            return rs[:i]
+    return rs
+
+
+def _at_end(consumer, end_offsets, stopped=()) -> bool:
     if not consumer.assignment():
         return False  # a group member before its first assignment
     for tp in consumer.assignment():
+        if tp in stopped:
+            continue
         pos = consumer.engine.positions.get(tp)
         if pos is None:
             return False

@@ -17,13 +17,13 @@ _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\\\": "\\", "%%": "%"}
 _COLUMN_TOKENS = {"%s", "%k", "%o", "%p", "%t", "%T", "%K", "%S", "%h"}
 
 
-def _text(col, n):
-    """utf-8 text of a column of bytes (None: None), invalid bytes replaced."""
+def _text(col, n, errors="replace"):
+    """utf-8 text of a column of bytes (None: None), invalid bytes handled by `errors`."""
     if None in col:
-        return [None if x is None else bytes(x).decode("utf-8", "replace") for x in col]
+        return [None if x is None else bytes(x).decode("utf-8", errors) for x in col]
     if set(map(type, col)) != {bytes}:
         col = list(map(bytes, col))
-    return list(map(bytes.decode, col, repeat("utf-8", n), repeat("replace", n)))
+    return list(map(bytes.decode, col, repeat("utf-8", n), repeat(errors, n)))
 
 
 def _lengths(col):
@@ -35,9 +35,12 @@ def _lengths(col):
 class Renderer:
     """Renders {TopicPartition: [Record]} for a format string or as JSON lines."""
 
-    def __init__(self, pieces, kdec, vdec, as_json, render_one, json_one):
+    def __init__(self, pieces, kdec, vdec, as_json, render_one, json_one, errors="replace", escape=None):
         self.pieces = pieces  # the format string cut into tokens and literal text
         self.as_json = as_json
+        self.errors = errors  # how text output shows invalid UTF-8 (surrogateescape: bytes unchanged)
+        self.escape = escape  # str -> str for a terminal, or None
+        self.leader_of = lambda topic, partition: -1
         self.render_one = render_one  # (topic, partition, record) -> str: the fallback
         self.json_one = json_one
         strings = kdec == "string" and vdec == "string"
@@ -55,17 +58,23 @@ class Renderer:
         n = len(records)
         noheaders = headers.count(()) == n
         if self.as_json:
-            return self._json(topic, partition, n, offsets, stamps, keys, values, headers, noheaders)
-        if "%h" in self.pieces and not noheaders:
+            try:
+                return self._json(topic, partition, n, offsets, stamps, keys, values, headers, noheaders)
+            except UnicodeDecodeError:
+                return "".join([self.json_one(topic, partition, r) for r in records])
+        if ("%h" in self.pieces and not noheaders) or self.escape is not None:
             return "".join([self.render_one(topic, partition, r) for r in records])
+        errors = self.errors
         cols = []
         for p in self.pieces:
             if p in _ESCAPES:
                 cols.append(repeat(_ESCAPES[p], n))
             elif p == "%s":
-                cols.append(["" if v is None else v for v in _text(values, n)] if None in values else _text(values, n))
+                text = _text(values, n, errors)
+                cols.append(["" if v is None else v for v in text] if None in values else text)
             elif p == "%k":
-                cols.append(["" if k is None else k for k in _text(keys, n)] if None in keys else _text(keys, n))
+                text = _text(keys, n, errors)
+                cols.append(["" if k is None else k for k in text] if None in keys else text)
             elif p == "%o":
                 cols.append(map(str, offsets))
             elif p == "%p":
@@ -86,7 +95,7 @@ class Renderer:
 
     def _json(self, topic, partition, n, offsets, stamps, keys, values, headers, noheaders) -> str:
         def strings(col):
-            text = _text(col, n)
+            text = _text(col, n, "strict")  # not UTF-8: the per-record path writes base64
             if None in col:
                 return ["null" if t is None else _encode_str(t) for t in text]
             return list(map(_encode_str, text))
@@ -94,7 +103,7 @@ class Renderer:
         if noheaders:
             hcol = repeat("{}", n)
         else:
-            hcol = [json.dumps({k: (None if v is None else bytes(v).decode("utf-8", "replace")) for k, v in h},
+            hcol = [json.dumps({k: (None if v is None else bytes(v).decode("utf-8", "backslashreplace")) for k, v in h},
                                separators=(",", ":"), ensure_ascii=False) if h else "{}" for h in headers]
         head = '{"topic":%s,"partition":%d,"offset":' % (_encode_str(topic), partition)
         return "".join(chain.from_iterable(zip(

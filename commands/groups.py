@@ -6,6 +6,7 @@ import datetime as _dt
 import click
 
 from pylog.commands.console import emit_json, err, out
+from pylog.commands.completion import group_names
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import ErrorCode, PylogError, UsageError, error_name
@@ -93,7 +94,7 @@ def _offset_rows(admin, desc, committed):
 
 
 @groups.command("describe")
-@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True)
+@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True, shell_complete=group_names)
 @bootstrap_option
 @click.option("--members", "show_members", is_flag=True,
               help="List the members (id, instance id, client, host, assignment) instead of the offsets.")
@@ -247,7 +248,7 @@ def _parse_topic_spec(spec: str):
 
 
 @groups.command("reset-offsets")
-@click.argument("group_id", metavar="GROUP")
+@click.argument("group_id", metavar="GROUP", shell_complete=group_names)
 @bootstrap_option
 @click.option("--topic", "-t", "topic_specs", multiple=True, metavar="TOPIC[:P,P...]",
               help="Reset this topic (optionally only these partitions); repeatable.")
@@ -338,7 +339,7 @@ def reset_offsets(group_id, bootstrap, topic_specs, all_topics, how, to_offset, 
 
 
 @groups.command("delete")
-@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True)
+@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True, shell_complete=group_names)
 @bootstrap_option
 @properties_options
 @json_option

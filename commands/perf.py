@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 
 from pylog.commands.console import emit_json, err, out
-from pylog.commands.options import bootstrap_option, json_option, properties_options
+from pylog.commands.completion import topic_names
+from pylog.commands.options import bootstrap_option, json_option, properties_options, topic_argument
 from pylog.core.config import CONSUMER_CONFIGS, PRODUCER_CONFIGS
 from pylog.core.errors import DataError
 
@@ -65,7 +66,7 @@ def perf():
 
 
 @perf.command("produce")
-@click.argument("topic")
+@topic_argument(shell_complete=topic_names, short=False)
 @bootstrap_option
 @click.option("--num-records", "-n", type=click.IntRange(min=1), default=100000, show_default=True,
               help="Records to send.")
@@ -136,7 +137,7 @@ def perf_produce(topic, bootstrap, num_records, record_size, throughput, acks, c
 
 
 @perf.command("consume")
-@click.argument("topic")
+@topic_argument(shell_complete=topic_names, short=False)
 @bootstrap_option
 @click.option("--messages", "-n", type=click.IntRange(min=1), default=100000, show_default=True,
               help="Records to consume.")

@@ -8,12 +8,13 @@ from itertools import accumulate
 
 import click
 
-from pylog.commands.console import emit_json, err
-from pylog.commands.options import bootstrap_option, json_option, properties_options
+from pylog.commands.completion import topic_names
+from pylog.commands.console import emit_json, err, plural
+from pylog.commands.options import bootstrap_option, json_option, properties_options, topic_argument
 from pylog.core.config import PRODUCER_CONFIGS
-from pylog.core.errors import PylogError, UsageError
+from pylog.core.errors import PylogError, UnknownTopicOrPartitionError, UsageError
 
-from pylog.commands.client_common import client_props, producer_options
+from pylog.commands.client_common import check_topic, client_props, producer_options, warn_created
 from pylog.commands.produce_input import parse_json, parse_text, read_blocks
 from pylog.commands.produce_txn import Transactions, transaction_options
 
@@ -38,7 +39,7 @@ def _header(item: str) -> tuple[str, bytes]:
 
 
 @click.command("produce")
-@click.argument("topic")
+@topic_argument(shell_complete=topic_names)
 @bootstrap_option
 @click.option("--input", "-i", "input_file", type=click.Path(dir_okay=False, allow_dash=True), default="-",
               show_default=True, help="Read records from FILE (one per line); '-' is stdin.")
@@ -63,10 +64,16 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     stderr, or on stdout with --json. Records are counted as delivered only
     when the broker acknowledged them (with acks=0: when they were sent).
 
-    Exit status: 0 every record delivered; 1 some records failed (their line
-    numbers and causes are listed); 3 nothing was delivered (for example the
-    broker is unreachable or the topic does not exist); 2 usage errors such as
-    an invalid -X property.
+    A topic that does not exist is created by a broker with
+    auto.create.topics.enable=true (with a warning), else nothing is sent.
+    Ctrl-C or SIGTERM stops reading, waits briefly for records in flight and
+    prints the summary marked interrupted (delivered, in flight, dropped).
+
+    Exit status: 0 every record delivered; 1 some records failed (one line per
+    distinct cause with its count and line numbers); 3 nothing was delivered
+    (for example the broker is unreachable or the topic does not exist); 2
+    usage errors such as an invalid -X property; 130 (143 on SIGTERM) when
+    interrupted.
 
     With --transactional-id the records go in transactions (of --transaction-size
     records, or the whole input) and count as delivered when their transaction
@@ -104,11 +111,16 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     producer = None
     progress = None
     stopped = None
-    interrupted = False
+    interrupted = None
+    in_flight = 0
     txn = None
     try:
         try:
             producer = Producer(props)
+            if check_topic(producer._loop, producer.client, topic, allow_create=True):
+                warn_created(topic)
+        except UnknownTopicOrPartitionError as e:
+            raise NothingDelivered(f"nothing sent: {e}") from None
         except PylogError as e:
             raise NothingDelivered(f"cannot produce to {topic}: {e}") from None
         if transactional_id is not None:
@@ -159,20 +171,28 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
             txn.end()
         producer.flush()
         tracker.settle()
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
+    except KeyboardInterrupt as e:
+        interrupted = e
+        tracker.settle()  # batches acknowledged while reading waited for input
+        in_flight = tracker.in_flight()
     finally:
         if progress is not None:
             progress.stop()
         if producer is not None:
             # on Ctrl-C give in-flight records a moment, not the whole delivery.timeout.ms
-            producer.close(timeout=5 if interrupted else None)
-            tracker.settle(force=True, failure="transaction aborted" if txn is not None else None)
+            try:
+                producer.close(timeout=5 if interrupted else None)
+            except KeyboardInterrupt as e:  # a second Ctrl-C: stop waiting
+                interrupted = interrupted or e
+            if interrupted is not None and txn is None:
+                tracker.settle()  # what is still pending now was dropped: counted below
+            else:
+                tracker.settle(force=True, failure="transaction aborted" if txn is not None else None)
         if stream is not sys.stdin.buffer:
             stream.close()
     elapsed = time.monotonic() - start
     failed = sorted(stats["failed"])
+    dropped = tracker.in_flight() if interrupted is not None else 0
     summary = {
         "topic": topic,
         "records": stats["delivered"],
@@ -185,20 +205,27 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     if txn is not None:
         summary["transactions_committed"] = txn.committed
         summary["transactions_aborted"] = txn.aborted
+    causes = _causes(failed)
+    if interrupted is not None:
+        summary.update(interrupted=True, in_flight=in_flight, dropped=dropped)
     if as_json:
         summary["failed"] = [{"line": n, "error": e} for n, e in failed]
+        summary["errors"] = [{"error": e, "count": len(lines), "lines": lines[:100]} for e, lines in causes]
         emit_json(summary)
     else:
         parts = ",".join(str(p) for p in summary["partitions"]) or "-"
-        err.print(f"produced {summary['records']} records ({summary['bytes']} bytes) to {topic} "
-                  f"partitions [{parts}] in {elapsed:.2f}s ({summary['records_per_s']:.0f} records/s); "
-                  f"{len(failed)} failed")
+        head = "interrupted: " if interrupted is not None else ""
+        tail = (f"; {in_flight} in flight at the interrupt, {dropped} dropped (never acknowledged)"
+                if interrupted is not None else "")
+        err.print(f"{head}produced {plural(summary['records'], 'record')} ({plural(summary['bytes'], 'byte')}) "
+                  f"to {topic} partitions [{parts}] in {elapsed:.2f}s ({summary['records_per_s']:.0f} records/s); "
+                  f"{len(failed)} failed{tail}", markup=False)
         if txn is not None:
             err.print(f"transactions: {txn.committed} committed, {txn.aborted} aborted")
-        for n, e in failed[:20]:
-            err.print(f"  line {n}: {e}", markup=False)
-        if len(failed) > 20:
-            err.print(f"  ... and {len(failed) - 20} more")
+        for e, lines in causes:
+            err.print(f"  {plural(len(lines), 'record')} failed: {e} ({_lines(lines)})", markup=False)
+    if interrupted is not None:
+        raise interrupted
     if stopped is not None:
         msg = f"stopped reading at line {stopped}: {failed[-1][1] if failed else 'metadata timeout'}"
         if stats["delivered"] == 0:
@@ -210,6 +237,20 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
             raise NothingDelivered(f"no records delivered to {topic}: {first}")
         raise ProduceFailed(f"{len(failed)} of {len(failed) + stats['delivered']} records failed "
                             f"(first: line {failed[0][0]}: {first})")
+
+
+def _causes(failed) -> list:
+    """[(error, [line numbers])] one entry per distinct error, the most frequent first."""
+    by: dict = {}
+    for n, e in failed:
+        by.setdefault(e, []).append(n)
+    return sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+
+
+def _lines(lines: list) -> str:
+    shown = ", ".join(map(str, lines[:5]))
+    more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
+    return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
 
 
 class _Tracker:
@@ -248,6 +289,10 @@ class _Tracker:
                 msg = str(b.error)
                 stats["failed"] += [(_line(block, first, i), msg) for i in idx]
         self.pending = keep
+
+    def in_flight(self) -> int:
+        """Records in batches sent or queued but not yet completed."""
+        return sum(len(idx) for _, idx, _, _ in self.pending)
 
     def stopped(self, block, first, runs, error) -> int:
         """The line where a metadata or buffer timeout stopped the bulk send: the first

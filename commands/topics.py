@@ -5,7 +5,8 @@ import click
 from rich.table import Table
 
 from pylog.commands.console import emit_json, err, out
-from pylog.commands.options import bootstrap_option, json_option, properties_options
+from pylog.commands.completion import topic_names
+from pylog.commands.options import bootstrap_option, json_option, properties_options, topic_argument
 from pylog.core.config import CONSUMER_CONFIGS, TOPIC_CONFIGS
 from pylog.core.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError, UsageError
 
@@ -42,20 +43,20 @@ def topics():
 
 
 @topics.command("create")
-@click.argument("name")
+@topic_argument("name")
 @bootstrap_option
 @click.option("--partitions", "-p", type=click.IntRange(min=1), default=1, show_default=True,
               help="Number of partitions.")
 @click.option("--replication-factor", "-r", type=click.IntRange(min=1), default=1, show_default=True,
               help="Replicas per partition.")
-@click.option("--topic-config", "-c", "topic_configs", multiple=True, metavar="KEY=VALUE",
-              help="Topic config such as retention.ms=60000 (repeatable).")
+@click.option("--config", "--topic-config", "-c", "topic_configs", multiple=True, metavar="KEY=VALUE",
+              help="Topic config such as retention.ms=60000 (repeatable), as kafka-topics.sh --config.")
 @click.option("--if-not-exists", is_flag=True, help="Succeed when the topic already exists.")
-@properties_options
+@properties_options(config_alias=False)
 @json_option
 def create(name, bootstrap, partitions, replication_factor, topic_configs, if_not_exists, properties, as_json):
     """Create topic NAME."""
-    configs = _kv(topic_configs, "--topic-config")
+    configs = _kv(topic_configs, "--config")
     with _admin(bootstrap, properties) as admin:
         try:
             r = admin.create_topic(name, partitions, replication_factor, configs)
@@ -93,7 +94,7 @@ def list_(bootstrap, internal, properties, as_json):
 
 
 @topics.command("describe")
-@click.argument("name")
+@topic_argument("name", shell_complete=topic_names)
 @bootstrap_option
 @click.option("--no-offsets", is_flag=True, help="Skip the per-partition start/end offsets.")
 @click.option("--all-configs", is_flag=True, help="Show every config, not only those set on the topic.")
@@ -142,7 +143,7 @@ def describe(name, bootstrap, no_offsets, all_configs, properties, as_json):
 
 
 @topics.command("delete")
-@click.argument("name")
+@topic_argument("name", shell_complete=topic_names)
 @bootstrap_option
 @click.option("--if-exists", is_flag=True, help="Succeed when the topic does not exist.")
 @properties_options
@@ -164,21 +165,22 @@ def delete(name, bootstrap, if_exists, properties, as_json):
 
 
 @topics.command("alter-config")
-@click.argument("name")
+@topic_argument("name", shell_complete=topic_names)
 @bootstrap_option
-@click.option("--set", "set_items", multiple=True, metavar="KEY=VALUE", help="Set a topic config (repeatable).")
-@click.option("--delete", "delete_keys", multiple=True, metavar="KEY",
+@click.option("--config", "--set", "--add-config", "set_items", multiple=True, metavar="KEY=VALUE",
+              help="Set a topic config (repeatable).")
+@click.option("--delete-config", "--delete", "delete_keys", multiple=True, metavar="KEY",
               help="Remove a topic config override, back to the default (repeatable).")
-@properties_options
+@properties_options(config_alias=False)
 @json_option
 def alter_config(name, bootstrap, set_items, delete_keys, properties, as_json):
     """Change configs of topic NAME."""
     if not set_items and not delete_keys:
-        raise UsageError("nothing to change: give --set KEY=VALUE and/or --delete KEY")
-    sets = _kv(set_items, "--set")
+        raise UsageError("nothing to change: give --config KEY=VALUE and/or --delete-config KEY")
+    sets = _kv(set_items, "--config")
     for k in delete_keys:
         if k not in TOPIC_CONFIGS:
-            raise UsageError(f"--delete {k!r}: unknown topic config")
+            raise UsageError(f"--delete-config {k!r}: unknown topic config")
     with _admin(bootstrap, properties) as admin:
         admin.alter_configs(name, sets, delete_keys)
     if as_json:

@@ -97,12 +97,24 @@ def test_unreachable_bootstrap(tmp_path):
 
 def test_unknown_topic_with_auto_create_off(broker_factory):
     b = broker_factory(None, "--set", "auto.create.topics.enable=false")
-    r = pylog_cli("produce", "nope", "-b", b.bootstrap, "-X", "max.block.ms=1500", input="a\nb\n")
+    r = pylog_cli("produce", "nope", "-b", b.bootstrap, input="a\nb\n")
+    # at once, not after max.block.ms: the topic is named and how to make it
     assert r.returncode == 3, r.stderr
-    assert "Topic nope not present in metadata after 1500 ms" in r.stderr
-    assert "stopped reading at line 1" in r.stderr and r.stderr.strip().splitlines()[-1].startswith("pylog: error:")
-    r = pylog_cli("consume", "nope", "-b", b.bootstrap, "-X", "default.api.timeout.ms=1000")
-    assert r.returncode == 1 and "Topic nope not present in metadata after 1000 ms" in r.stderr
+    assert r.stderr == ("pylog: error: nothing sent: topic nope does not exist and the broker does not create "
+                        "topics (auto.create.topics.enable=false); create it with: pylog topics create nope\n")
+    r = pylog_cli("consume", "nope", "-b", b.bootstrap)
+    assert r.returncode == 1 and r.stderr.startswith("pylog: error: topic nope does not exist and the broker")
+    assert r.stderr.count("\n") == 1
+
+
+def test_unknown_topic_auto_created_warns(bs):
+    r = pylog_cli("produce", "auto-made", "-b", bs, input="a\n")
+    assert r.returncode == 0, r.stderr
+    assert "warning: topic auto-made did not exist; the broker created it" in r.stderr
+    r = pylog_cli("produce", "auto-made", "-b", bs, input="b\n")
+    assert r.returncode == 0 and "warning" not in r.stderr
+    r = pylog_cli("consume", "auto-made2", "-b", bs, "-e")
+    assert r.returncode == 0 and "warning: topic auto-made2 did not exist; the broker created it" in r.stderr
 
 
 def test_record_larger_than_max_request_size(bs):

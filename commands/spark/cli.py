@@ -118,13 +118,15 @@ def _finish_session(run) -> None:
               help="produce mode: idempotent producer (Kafka's enable.idempotence; needs acks=all).")
 @click.option("-X", "--property", "x_props", multiple=True, metavar="KEY=VALUE",
               help="produce mode: any producer property by its Kafka name (repeatable).")
+@click.option("--command-config", "-F", "config_file", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE", help="produce mode: producer properties file (Java .properties); -X overrides it.")
 @click.option("--tasks", type=click.IntRange(min=1), default=None, metavar="N",
               help="produce mode: number of producer tasks (default: one per input split).")
 @spark_options
 @json_option
 def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, timestamp_column, csv_header,
                  csv_delimiter, mode, bootstrap, log_dir, append, partitions, topic_config, acks, compression,
-                 batch_size, linger_ms, idempotence, x_props, tasks, settings, as_json):
+                 batch_size, linger_ms, idempotence, x_props, config_file, tasks, settings, as_json):
     """Bulk-load files into a Kafka topic with Spark.
 
     Reads INPUT files or folders (JSON lines, CSV, Parquet or plain text) and
@@ -177,7 +179,7 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
         bootstrap=bootstrap, log_dir=log_dir, append=append, partitions=partitions,
         topic_configs=merge_properties(None, topic_config, "--topic-config"), acks=acks, compression=compression,
         batch_size=batch_size, linger_ms=linger_ms, idempotence=idempotence,
-        producer_props=merge_properties(None, x_props), tasks=tasks,
+        producer_props=merge_properties(config_file, x_props), tasks=tasks,
     )
     if mode == "segments":
         from pylog.storage.log_manager import validate_topic_name
