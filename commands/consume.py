@@ -241,7 +241,8 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     consumer = Consumer(props)
     count = 0
     try:
-        renderer.leader_of = consumer.engine.client.metadata.leader_for
+        client = consumer.engine.client
+        renderer.leader_of = lambda t, p: client.metadata.leader_for(t, p)  # the metadata object is replaced
         if check_topic(consumer._loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
             warn_created(topic)
         if group is not None:

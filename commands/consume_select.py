@@ -27,7 +27,7 @@ def parse_time(text: str, what: str, now_ms: int | None = None) -> int:
     m = _DURATION.match(text.strip())
     if m:
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        return now - int(m.group(1)) * _UNITS[m.group(2)]
+        return max(0, now - int(m.group(1)) * _UNITS[m.group(2)])
     try:
         ts = int(text)
     except ValueError:

@@ -1,0 +1,166 @@
+"""`pylog consume` with kcat's and Kafka's habits (issue 19), against `pylog broker start`:
+-J checked against kcat itself, --property print.*, -o s@/e@/stored, --filter,
+binary-safe output, and SIGTERM making a group member leave and commit."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from client_fixtures import pylog_cli
+from waiting import wait_until
+
+KCAT = shutil.which("kcat") or "/usr/bin/kcat"
+
+
+@pytest.fixture(scope="module")
+def bs(broker):
+    return broker.bootstrap
+
+
+def send(bs, topic, records, partitions=1):
+    """records: (key, value, headers, timestamp) with bytes or None; written with pylog's producer."""
+    from pylog.core.client import Producer
+
+    r = pylog_cli("topics", "create", topic, "-b", bs, "-p", partitions)
+    assert r.returncode == 0, r.stderr
+    with Producer({"bootstrap.servers": bs, "linger.ms": "0"}) as p:
+        for key, value, headers, ts in records:
+            p.send(topic, value, key=key, headers=headers or None, partition=0, timestamp=ts).get(20)
+
+
+def consume(bs, topic, *args):
+    r = pylog_cli("consume", topic, "-b", bs, "-e", *args)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+T0 = 1_700_000_000_000
+RECS = [(b"k0", b"v0", [("h1", b"one"), ("h2", b"two")], T0), (None, b"v1", [], T0 + 1000),
+        (b"k2", None, [("h1", None)], T0 + 2000), (b"k3", b'{"a": 1}', [("h3", b"x")], T0 + 3000)]
+
+
+def test_kcat_json_envelope_matches_kcat(bs):
+    send(bs, "habits-j", RECS)
+    ours = [json.loads(x) for x in consume(bs, "habits-j", "-o", "beginning", "-J").splitlines()]
+    r = subprocess.run([KCAT, "-b", bs, "-C", "-t", "habits-j", "-o", "beginning", "-e", "-J", "-q"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    theirs = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert len(theirs) == 4
+    assert ours == theirs
+
+
+def test_kafka_console_consumer_properties(bs):
+    out = consume(bs, "habits-j", "--from-beginning", "--property", "print.key=true",
+                  "--property", "print.offset=true", "--property", "print.headers=true",
+                  "--property", "print.timestamp=true", "--property", "key.separator= | ")
+    assert out.splitlines() == [
+        f"CreateTime:{T0} | Offset:0 | h1:one,h2:two | k0 | v0",
+        f"CreateTime:{T0 + 1000} | Offset:1 | NO_HEADERS | null | v1",
+        f"CreateTime:{T0 + 2000} | Offset:2 | h1:null | k2 | null",
+        f"CreateTime:{T0 + 3000} | Offset:3 | h3:x | k3 | {{\"a\": 1}}",
+    ]
+    r = pylog_cli("consume", "habits-j", "-b", bs, "-e", "--property", "print.key=yes")
+    assert r.returncode == 2 and "print.key=yes: expected true or false" in r.stderr
+
+
+def test_start_and_end_times(bs):
+    assert consume(bs, "habits-j", "-o", f"s@{T0 + 1000}", "-f", "%o\\n").split() == ["1", "2", "3"]
+    assert consume(bs, "habits-j", "-o", f"s@{T0 + 1000}", "-o", f"e@{T0 + 3000}", "-f", "%o\\n").split() == \
+        ["1", "2"]
+    # an end time alone stops the partition there without -e
+    r = pylog_cli("consume", "habits-j", "-b", bs, "-o", "beginning", "-o", f"e@{T0 + 1500}", "-f", "%o\\n")
+    assert r.returncode == 0 and r.stdout.split() == ["0", "1"], r.stderr
+    # relative: everything is older than ten minutes before now... and newer than 5000 days ago
+    assert consume(bs, "habits-j", "-o", "s@-10m", "-f", "%o\\n").split() == []
+    assert consume(bs, "habits-j", "-o", "s@-5000d", "-f", "%o\\n").split() == ["0", "1", "2", "3"]
+
+
+def test_filters_on_key_and_headers(bs):
+    def offsets(*f):
+        return consume(bs, "habits-j", "-o", "beginning", "-f", "%o\\n", *[x for e in f for x in ("--filter", e)]).split()
+    assert offsets("key=k0") == ["0"]
+    assert offsets("key~^k[23]$") == ["2", "3"]
+    assert offsets("header.h1") == ["0", "2"]
+    assert offsets("header.h1=one") == ["0"]
+    assert offsets("header.h1", "key=k2") == ["2"]
+    # -c counts printed records
+    r = pylog_cli("consume", "habits-j", "-b", bs, "-o", "beginning", "--filter", "key~k", "-c", "2", "-f", "%o\n")
+    assert r.returncode == 0 and r.stdout.split() == ["0", "2"]
+
+
+BIN = bytes(range(256))
+
+
+def test_binary_values_are_exact_when_piped_and_base64_in_json(bs):
+    send(bs, "habits-bin", [(b"\xff\xfekey", BIN, [], T0), (b"text", "héllo".encode(), [], T0)])
+    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "habits-bin", "-b", bs, "-e",
+                        "-o", "beginning", "-f", "%k:%s|"], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"\xff\xfekey:" + BIN + b"|text:" + "héllo".encode() + b"|"
+    docs = [json.loads(x) for x in consume(bs, "habits-bin", "-o", "beginning", "--json").splitlines()]
+    assert base64.b64decode(docs[0]["value"]) == BIN and docs[0]["value_encoding"] == "base64"
+    assert base64.b64decode(docs[0]["key"]) == b"\xff\xfekey" and docs[0]["key_encoding"] == "base64"
+    assert docs[1]["value"] == "héllo" and "value_encoding" not in docs[1] and "key_encoding" not in docs[1]
+    docs = [json.loads(x) for x in consume(bs, "habits-bin", "-o", "beginning", "-J").splitlines()]
+    assert base64.b64decode(docs[0]["payload"]) == BIN and docs[0]["payload_encoding"] == "base64"
+
+
+def test_control_bytes_are_escaped_on_a_terminal(bs):
+    send(bs, "habits-tty", [(None, b"bell\x07esc\x1b[31mred\xff", [], T0)])
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", "consume", "habits-tty", "-b", bs, "-e",
+                          "-o", "beginning"], stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    data = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        data += chunk
+    p.wait(30)
+    os.close(master)
+    assert p.returncode == 0
+    assert b"bell\\x07esc\\x1b[31mred\\xff" in data
+    assert b"\x07" not in data and b"\x1b" not in data
+
+
+def test_sigterm_makes_a_group_member_commit_and_leave(bs):
+    send(bs, "habits-grp", [(None, b"v%d" % i, [], T0 + i) for i in range(5)])
+    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", "consume", "habits-grp", "-b", bs, "-g", "habits-g",
+                          "--from-beginning"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    got = [p.stdout.readline().strip() for _ in range(5)]
+    assert got == [f"v{i}" for i in range(5)]
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    # as after Ctrl-C: a normal end with the summary
+    assert p.returncode == 0, err
+    assert err.splitlines()[-1] == "consumed 5 records from habits-grp"
+    r = pylog_cli("groups", "describe", "habits-g", "-b", bs, "--json", "--rate-window", "0")
+    d = json.loads(r.stdout)[0]
+    # left at once (not after session.timeout.ms), with the consumed positions committed
+    assert d["state"] == "Empty" and d["members"] == []
+    assert [(o["partition"], o["current_offset"]) for o in d["offsets"]] == [(0, 5)]
+    r = pylog_cli("groups", "reset-offsets", "habits-g", "-b", bs, "--all-topics", "--to-earliest", "--execute")
+    assert r.returncode == 0, r.stderr
+    # -o stored: the group's committed offsets, now 0 again
+    out = consume(bs, "habits-grp", "-g", "habits-g", "-o", "stored", "-c", "5")
+    assert out.split() == [f"v{i}" for i in range(5)]
+    r = pylog_cli("consume", "habits-grp", "-b", bs, "-o", "stored")
+    assert r.returncode == 2 and "give --group" in r.stderr
