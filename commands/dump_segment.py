@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from pylog.commands.console import plural
 from pylog.commands.options import json_option
 from pylog.commands.dump_format import (
     DECODERS,
@@ -267,6 +268,8 @@ def dump_log(path: Path, o: Options, w: Writer, problems: Problems) -> None:
 
 # ---------------------------------------------------------------- indexes
 def _log_header_at(fd: int, position: int):
+    if position < 0:  # a damaged index entry: nothing of the log is there
+        return None
     raw = os.pread(fd, HEADER_SIZE, position)
     if len(raw) < 17:
         return None
@@ -276,11 +279,22 @@ def _log_header_at(fd: int, position: int):
         from pylog.core.records.legacy import read_legacy_header
 
         size = struct.unpack_from(">i", raw, 8)[0] + 12
+        if size <= 12:
+            return None
         try:
             return read_legacy_header(os.pread(fd, size, position), 0)
         except RecordFormatError:
             return None
     return None
+
+
+def _base_offset(path: Path) -> int:
+    """The base offset a segment file's name carries (00000000000000000042.index -> 42)."""
+    stem = path.name.split(".")[0]
+    if not stem.isdigit():
+        raise DataError(f"{path}: not a Kafka segment file name (expected the base offset in 20 digits, "
+                        f"like 00000000000000000000{path.suffix})")
+    return int(stem)
 
 
 def _open_log(path: Path):
@@ -294,7 +308,7 @@ def _open_log(path: Path):
 def dump_index(path: Path, o: Options, w: Writer, problems: Problems) -> None:
     from pylog.storage.offset_index import OffsetIndex
 
-    base = int(path.name.split(".")[0])
+    base = _base_offset(path)
     index = OffsetIndex(path, base, max(os.path.getsize(path), 8), writable=False)
     fd = _open_log(path)
     try:
@@ -345,7 +359,7 @@ def dump_time_index(path: Path, o: Options, w: Writer, problems: Problems) -> No
     from pylog.storage.offset_index import OffsetIndex
     from pylog.storage.time_index import TimeIndex
 
-    base = int(path.name.split(".")[0])
+    base = _base_offset(path)
     tindex = TimeIndex(path, base, max(os.path.getsize(path), 12), writable=False)
     ipath = path.with_name(path.name.split(".")[0] + ".index")
     oindex = OffsetIndex(ipath, base, max(os.path.getsize(ipath), 8), writable=False) if ipath.exists() else None
@@ -447,8 +461,9 @@ def dump_producer_snapshot(path: Path, o: Options, w: Writer, problems: Problems
 def dump_txn_index(path: Path, o: Options, w: Writer, problems: Problems) -> None:
     from pylog.storage.txn_index import TransactionIndex
 
+    base = _base_offset(path)
     try:
-        entries = TransactionIndex(path, int(path.name.split(".")[0])).read_all()
+        entries = TransactionIndex(path, base).read_all()
     except DataError as e:
         problems.add()
         w.note(str(e))
@@ -572,20 +587,29 @@ def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, ke
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
         max_message_size=max_message_size, max_bytes=max_bytes,
     )
+    unknown = [name for name in files if _kind(Path(name)) is None]
+    if unknown:
+        raise DataError(f"{unknown[0]}: not a Kafka log file (expected .log, .index, .timeindex, .snapshot, "
+                        ".txnindex, a KRaft .checkpoint, leader-epoch-checkpoint or an offset checkpoint file)"
+                        + (f"; and {plural(len(unknown) - 1, 'more such file')}" if len(unknown) > 1 else ""))
     w = Writer(as_json)
     problems = Problems()
     for name in files:
         path = Path(name)
         kind = _kind(path)
-        if kind is None:
-            w.note(f"Ignoring unknown file {path}")
-            continue
         if as_json:
             if kind != "log":
                 w.obj({"type": "file", "file": str(path), "kind": kind})
         else:
             w.line(f"Dumping {path}")
-        _DUMPERS[kind](path, o, w, problems)
+        try:
+            _DUMPERS[kind](path, o, w, problems)
+        except OSError as e:
+            w.flush()
+            raise DataError(f"{path}: cannot read: {e.strerror or e}") from None
+        except ValueError as e:  # content a reader could not make sense of
+            w.flush()
+            raise DataError(f"{path}: not a valid {kind} file: {e}") from None
     w.flush()
     if problems.count:
         sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)

@@ -81,9 +81,18 @@ def collect(paths) -> list[tuple[str, Path, Path | None]]:
             out.append(("partition", p, None))
         else:
             parts = sorted(d for d in p.iterdir() if d.is_dir() and parse_partition_dir(d.name))
+            if not parts and not _has_log_dir_files(p):
+                raise DataError(f"{p}: no Kafka log files here (no <topic>-<partition> folders, segments, "
+                                "checkpoint files or meta.properties)")
             out.extend(("partition", d, p) for d in parts)
             out.append(("checkpoints", p, p))
     return out
+
+
+def _has_log_dir_files(p: Path) -> bool:
+    from pylog.storage.checkpoint import OFFSET_CHECKPOINT_FILES
+
+    return any((p / n).exists() for n in (*OFFSET_CHECKPOINT_FILES, "meta.properties"))
 
 
 def _verify_file(p: Path, max_message_size: int) -> PartitionReport:
@@ -103,6 +112,9 @@ def _verify_file(p: Path, max_message_size: int) -> PartitionReport:
         elif name in OFFSET_CHECKPOINT_FILES:
             read_offset_checkpoint(p)
         elif name.endswith(".index") or name.endswith(".timeindex") or name.endswith(".txnindex"):
+            if not name.split(".")[0].isdigit():
+                raise UsageError(f"{p}: not a Kafka segment file name (expected the base offset in 20 digits, "
+                                f"like 00000000000000000000{p.suffix})")
             base = int(name.split(".")[0])
             log = p.with_name(name.split(".")[0] + ".log")
             if log.exists():
