@@ -58,19 +58,15 @@ def _decision(lg, checkpoint: int | None) -> dict:
 
 
 def _print_decisions(results: list[dict]) -> None:
-    from rich.table import Table
+    from rich.markup import escape
 
-    from pylog.commands.console import out
+    from pylog.commands.console import print_table
 
-    t = Table(title="would the broker's cleaner clean it now?", title_justify="left")
-    for col in ("partition", "now", "dirty ratio", "min ratio", "why"):
-        t.add_column(col, justify="right" if "ratio" in col else "left", overflow="fold")
-    for r in results:
-        if "why" not in r:
-            continue
-        t.add_row(f"{r['topic']}-{r['partition']}", "[green]yes[/green]" if r["would_clean_now"] else "no",
-                  f"{r['dirty_ratio']:.3f}", str(r["min_cleanable_dirty_ratio"]), r["why_text"])
-    out.print(t)
+    rows = [(f"{r['topic']}-{r['partition']}", "[green]yes[/green]" if r["would_clean_now"] else "no",
+             f"{r['dirty_ratio']:.3f}", str(r["min_cleanable_dirty_ratio"]), escape(r["why_text"]))
+            for r in results if "why" in r]
+    print_table([("partition", "left"), ("now", "left"), ("dirty ratio", "right"), ("min ratio", "right"),
+                 ("why", "left")], rows, title="would the broker's cleaner clean it now?")
 
 
 @click.command("compact", context_settings={"help_option_names": ["-h", "--help"]})
@@ -126,7 +122,7 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
     with --json one JSON document with the cleaner statistics. Exit status 0
     on success, 1 on errors (locked log dir, corrupt data), 2 on usage errors.
     """
-    from pylog.commands.console import emit_json, err, out
+    from pylog.commands.console import emit_json, err, out, plural, print_table
     from pylog.core.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigError
     from pylog.core.properties import parse_assignment
     from pylog.storage.cleaner import Cleaner, update_cleaner_checkpoint, read_cleaner_checkpoint
@@ -219,25 +215,28 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
         emit_json({"log_dir": str(log_dir), "dry_run": dry_run, "seconds": round(seconds, 3),
                    "partitions": results, "totals": totals})
         return
-    from rich.table import Table
+    from rich.markup import escape
 
-    verb = "would remove" if dry_run else "removed"
-    t = Table(title=f"pylog compact {log_dir}" + (" (dry run)" if dry_run else ""), title_justify="left")
-    for col in ("partition", "dirty section", "bytes before", "bytes after", "records before", "records after",
-                "tombstones removed", "MB/s"):
-        t.add_column(col, justify="left" if col in ("partition", "dirty section") else "right")
+    rows = []
     for r in results:
         name = f"{r['topic']}-{r['partition']}"
         if not r.get("cleaned"):
-            t.add_row(name, f"skipped: {r['reason']}", *[""] * 6)
+            rows.append((name, escape(f"skipped: {r['reason']}"), *[""] * 6))
             continue
-        t.add_row(name, f"[{r['first_dirty']}, {r['end_offset']})", f"{r['bytes_read']:,}", f"{r['bytes_written']:,}",
-                  f"{r['records_read']:,}", f"{r['records_written']:,}", f"{r['tombstones_removed']:,}",
-                  f"{r['mb_per_sec']:.1f}")
-    out.print(t)
+        rows.append((name, escape(f"[{r['first_dirty']}, {r['end_offset']})"), f"{r['bytes_read']:,}",
+                     f"{r['bytes_written']:,}", f"{r['records_read']:,}", f"{r['records_written']:,}",
+                     f"{r['tombstones_removed']:,}", f"{r['mb_per_sec']:.1f}"))
+    print_table([(c, "left" if c in ("partition", "dirty section") else "right") for c in
+                 ("partition", "dirty section", "bytes before", "bytes after", "records before", "records after",
+                  "tombstones removed", "MB/s")], rows,
+                title=f"pylog compact {log_dir}" + (" (dry run)" if dry_run else ""))
     if dry_run:
         _print_decisions(results)
     saved = totals["bytes_read"] - totals["bytes_written"]
     pct = 100.0 * saved / totals["bytes_read"] if totals["bytes_read"] else 0.0
-    out.print(f"{len(done)} partition(s) compacted in {seconds:.2f} s: {verb} {totals['records_removed']:,} records, "
-              f"{saved:,} bytes ({pct:.1f}%)")
+    removed = f"{plural(totals['records_removed'], 'record')}, {plural(saved, 'byte')} ({pct:.1f}%)"
+    if dry_run:
+        out.print(f"dry run: would compact {plural(len(done), 'partition')}, removing {removed}; "
+                  f"nothing was changed ({seconds:.2f} s)")
+    else:
+        out.print(f"compacted {plural(len(done), 'partition')} in {seconds:.2f} s: removed {removed}")

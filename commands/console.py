@@ -28,3 +28,36 @@ _CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0, 9), *range(11, 32), *range(127
 def escape_controls(text: str) -> str:
     """Control characters escaped so record bytes cannot drive the terminal."""
     return text.translate(_CONTROLS)
+
+
+def print_table(columns, rows, title: str | None = None, console=None, header: bool = True) -> None:
+    """A table on stdout. `columns`: [(heading, "left"|"right")]; cells may hold rich markup.
+
+    On a terminal: rich's table, cells folded rather than cut, so it fits the
+    terminal's width (80 columns is the usual) and paths are never shortened to
+    "...". Piped: plain space-aligned columns with the full text of every cell, no
+    box drawing and no markup, for grep, awk and sort.
+    """
+    console = console or out
+    rows = [[str(c) for c in r] for r in rows]
+    if console.is_terminal:
+        from rich import box
+        from rich.table import Table
+
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_header=header, pad_edge=False)
+        for name, just in columns:
+            t.add_column(name, justify=just, overflow="fold")
+        for r in rows:
+            t.add_row(*r)
+        console.print(t)
+        return
+    from rich.text import Text
+
+    plain = [[Text.from_markup(c).plain for c in r] for r in rows]
+    table = ([[name for name, _ in columns]] if header else []) + plain
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))] if table else []
+    lines = [title] if title else []
+    for r in table:
+        cells = [c.rjust(w) if just == "right" else c.ljust(w) for c, w, (_, just) in zip(r, widths, columns)]
+        lines.append("  ".join(cells).rstrip())
+    sys.stdout.write("".join(line + "\n" for line in lines))

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
-
-from pylog.commands.console import emit_json, err, out
+from pylog.commands.console import emit_json, err, out, plural, print_table
 from pylog.commands.completion import topic_names
 from pylog.commands.options import bootstrap_option, json_option, properties_options, topic_argument
 from pylog.core.config import CONSUMER_CONFIGS, TOPIC_CONFIGS
@@ -70,7 +68,7 @@ def create(name, bootstrap, partitions, replication_factor, topic_configs, if_no
         emit_json({"topic": name, "created": created, "partitions": r.get("num_partitions", partitions),
                    "replication_factor": r.get("replication_factor", replication_factor), "configs": configs})
     else:
-        out.print(f"created topic {name} ({partitions} partitions)" if created else f"topic {name} already exists")
+        out.print(f"created topic {name} ({plural(partitions, 'partition')})" if created else f"topic {name} already exists")
 
 
 @topics.command("list")
@@ -86,11 +84,11 @@ def list_(bootstrap, internal, properties, as_json):
         emit_json([{"topic": n, "partitions": len(t.partitions), "internal": t.internal,
                     "topic_id": str(t.topic_id)} for n, t in ts.items()])
         return
-    table = Table("topic", "partitions", "replication", title=None, box=None)
+    rows = []
     for n, t in ts.items():
         rf = max((len(p.replicas) for p in t.partitions.values()), default=0)
-        table.add_row(n, str(len(t.partitions)), str(rf))
-    out.print(table)
+        rows.append((n, len(t.partitions), rf))
+    print_table([("topic", "left"), ("partitions", "right"), ("replication", "right")], rows)
 
 
 @topics.command("describe")
@@ -123,9 +121,9 @@ def describe(name, bootstrap, no_offsets, all_configs, properties, as_json):
             "configs": {c["name"]: c["value"] for c in shown},
         })
         return
-    out.print(f"[bold]{name}[/]  id {t.topic_id}  partitions {len(parts)}")
-    table = Table("partition", "leader", "epoch", "replicas", "isr", *(() if no_offsets else ("start", "end", "records")),
-                  box=None)
+    out.print(f"[bold]{name}[/]  id {t.topic_id}  {plural(len(parts), 'partition')}")
+    heads = ["partition", "leader", "epoch", "replicas", "isr", *(() if no_offsets else ("start", "end", "records"))]
+    rows = []
     for p in parts:
         pi = t.partitions[p]
         row = [str(p), str(pi.leader), str(pi.leader_epoch), ",".join(map(str, pi.replicas)),
@@ -133,13 +131,11 @@ def describe(name, bootstrap, no_offsets, all_configs, properties, as_json):
         if not no_offsets:
             s, e = start.get(p), end.get(p)
             row += [str(s), str(e), str(e - s) if s is not None and e is not None else "?"]
-        table.add_row(*row)
-    out.print(table)
+        rows.append(row)
+    print_table([(h, "left" if h in ("replicas", "isr") else "right") for h in heads], rows)
     if shown:
-        ct = Table("config", "value", "source", box=None)
-        for c in shown:
-            ct.add_row(c["name"], "*****" if c["sensitive"] else str(c["value"]), c["source"])
-        out.print(ct)
+        print_table([("config", "left"), ("value", "left"), ("source", "left")],
+                    [(c["name"], "*****" if c["sensitive"] else str(c["value"]), c["source"]) for c in shown])
 
 
 @topics.command("delete")

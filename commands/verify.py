@@ -138,22 +138,27 @@ def _verify_file(p: Path, max_message_size: int) -> PartitionReport:
 _VERDICT_STYLE = {CLEAN: "green", REPAIRABLE: "yellow", DAMAGED: "red"}
 
 
-def _render(reports: list[PartitionReport], seconds: float) -> None:
-    from rich.table import Table
+def _quiet_internal(r: PartitionReport) -> bool:
+    """An internal topic's partition (__consumer_offsets-17) with no data and no problem."""
+    return Path(r.path).name.startswith("__") and not r.batches and not r.problem_count
 
-    from pylog.commands.console import out
 
-    table = Table(title="pylog verify", show_lines=False)
-    for col, just in (("partition", "left"), ("segments", "right"), ("batches", "right"), ("records", "right"),
-                      ("bytes", "right"), ("problems", "right"), ("verdict", "left")):
-        table.add_column(col, justify=just, overflow="fold")
-    for r in reports:
+def _render(reports: list[PartitionReport], seconds: float, all_partitions: bool = False) -> None:
+    from pylog.commands.console import out, plural, print_table
+
+    shown = reports if all_partitions else [r for r in reports if not _quiet_internal(r)]
+    rows = []
+    for r in shown:
         n = r.problem_count
         v = r.verdict
         name = Path(r.path).name if Path(r.path).is_dir() else r.path
-        table.add_row(name, str(r.segments), str(r.batches), str(r.records), str(r.bytes),
-                      f"[red]{n}[/red]" if n else "[green]0[/green]", f"[{_VERDICT_STYLE[v]}]{v.upper()}[/]")
-    out.print(table)
+        rows.append((name, r.segments, r.batches, r.records, r.bytes, f"[red]{n}[/red]" if n else "[green]0[/green]",
+                     f"[{_VERDICT_STYLE[v]}]{v.upper()}[/]"))
+    print_table([("partition", "left"), ("segments", "right"), ("batches", "right"), ("records", "right"),
+                 ("bytes", "right"), ("problems", "right"), ("verdict", "left")], rows, title="pylog verify")
+    if len(shown) < len(reports):
+        out.print(f"({plural(len(reports) - len(shown), 'empty internal partition')} not shown; "
+                  f"--all-partitions lists them)", style="dim")
     for r in reports:
         for p in r.problems:
             where = f" at position {p.position}" if p.position is not None else ""
@@ -165,8 +170,8 @@ def _render(reports: list[PartitionReport], seconds: float) -> None:
     mb = sum(r.bytes for r in reports) / 1e6
     checked = f"({mb:.1f} MB checked in {seconds:.2f} s)"
     if verdict == DAMAGED:
-        out.print(f"[bold red]DAMAGED[/bold red]: records unreadable or lost: {total} problem(s) in {hit} of "
-                  f"{len(reports)} item(s) {checked}; `--repair` truncates at the first damage, "
+        out.print(f"[bold red]DAMAGED[/bold red]: records unreadable or lost: {plural(total, 'problem')} in {hit} "
+                  f"of {plural(len(reports), 'item')} {checked}; `--repair` truncates at the first damage, "
                   f"`--repair --salvage` removes only the unreadable batches")
     elif verdict == REPAIRABLE:
         files = sorted(f for r in reports for f in r.derived_files)
@@ -175,7 +180,8 @@ def _render(reports: list[PartitionReport], seconds: float) -> None:
         for f in files:
             out.print(f"  {f}", markup=False, highlight=False)
     else:
-        out.print(f"[bold green]CLEAN[/bold green]: {len(reports)} item(s), {mb:.1f} MB checked in {seconds:.2f} s")
+        out.print(f"[bold green]CLEAN[/bold green]: {plural(len(reports), 'item')}, {mb:.1f} MB checked in "
+                  f"{seconds:.2f} s")
 
 
 def _rebuild_derived(pdir: Path, log_start_offset: int) -> list[str]:
@@ -257,8 +263,10 @@ def _repair(reports: list[PartitionReport], yes: bool, salvage: bool, max_messag
 @click.option("--strict", is_flag=True, help="Exit 1 on REPAIRABLE too (derived files missing or stale).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before repairing.")
 @click.option("--no-progress", is_flag=True, help="Never show the progress bar.")
+@click.option("--all-partitions", is_flag=True,
+              help="List internal topics' empty partitions too (__consumer_offsets-N...); hidden by default.")
 @json_option
-def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, as_json):
+def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, all_partitions, as_json):
     """Check Kafka log dirs, partition folders or single files and give a verdict.
 
     PATH may be a log dir (every <topic>-<partition> folder in it plus the
@@ -314,7 +322,7 @@ def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, a
     logs allow), rebuilds the indexes, epoch cache and producer state, and
     reports the exact offset ranges lost (in --json under "salvaged").
     """
-    from pylog.commands.console import err
+    from pylog.commands.console import err, plural
 
     if salvage and not repair:
         raise UsageError("--salvage goes with --repair")
@@ -371,12 +379,12 @@ def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, a
         if busy:
             raise UsageError(f"cannot repair {', '.join(busy)}: a running broker holds it (stop the broker first)")
         if not as_json:
-            _render(reports, time.perf_counter() - t0)
+            _render(reports, time.perf_counter() - t0, all_partitions)
         repaired, plans = _repair(reports, yes, salvage, max_message_size, show=not as_json or not yes)
         t0 = time.perf_counter()
         reports = run()
         if not as_json:
-            err.print(f"repaired {len(repaired)} partition(s); verifying again")
+            err.print(f"repaired {plural(len(repaired), 'partition')}; verifying again")
     seconds = time.perf_counter() - t0
     live = sorted(str(d) for d, v in live_dirs.items() if v)
     verdict = worst_verdict(r.verdict for r in reports)
@@ -392,7 +400,7 @@ def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, a
         for d in live:
             err.print(f"note: {d} is in use by a running broker: its logs were judged up to the bytes present "
                       f"when they were read (batches being appended are not damage)")
-        _render(reports, seconds)
+        _render(reports, seconds, all_partitions)
         for p in plans:
             for lost in p.lost:
                 err.print(f"salvaged {p.partition}: lost {lost.describe()}", markup=False, highlight=False)
