@@ -6,6 +6,7 @@ import logging
 import signal
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -77,11 +78,20 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
     settings = build_settings(file_props, set_map, log_dirs, listen, advertised)
     settings.add_scram = _parse_add_scram(add_scram)
 
+    # a start that fails leaves no files behind: ports are checked before anything is
+    # written, and log dirs this start created (or found empty) are emptied again on failure
+    _check_ports(settings)
+    fresh = [(Path(d), Path(d).exists()) for d in settings.log_dirs
+             if not Path(d).exists() or not any(Path(d).iterdir())]
     b = Broker(settings)
     t0 = time.monotonic()
-    report = b.open_storage()
+    started = False
     try:
+        report = b.open_storage()
+
         def ready(port):
+            nonlocal started
+            started = True
             took = getattr(report, "seconds", time.monotonic() - t0)
             click.echo(f"pylog broker node {settings.node_id}, cluster {b.cluster_id or '-'}")
             click.echo(f"  log dirs: {', '.join(settings.log_dirs)}")
@@ -101,12 +111,48 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
         _run(b, ready)
     except BaseException:
         b.close_storage()
+        if not started:
+            _remove_fresh(fresh)
         raise
     if b.fatal_error is not None:
         from pylog.core.errors import DataError
 
         raise DataError(f"broker stopped: {b.fatal_error}")
     click.echo("pylog broker stopped cleanly")
+
+
+def _check_ports(settings) -> None:
+    """Fail before touching the log dirs when a listener's fixed port is taken."""
+    import socket
+
+    from pylog.core.errors import DataError
+
+    for spec in settings.listeners:
+        if not spec.port:
+            continue
+        try:
+            infos = socket.getaddrinfo(spec.host or None, spec.port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)
+            family, _, _, _, addr = infos[0]
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listener will
+                s.bind(addr)
+        except OSError as e:
+            raise DataError(f"cannot listen on {_show_host(spec.host)}:{spec.port} (listener {spec.name}): "
+                            f"{e.strerror or e}") from None
+
+
+def _remove_fresh(dirs) -> None:
+    """Empty the log dirs a failed start created or found empty (never one that held data)."""
+    import shutil
+
+    for d, existed in dirs:
+        if not d.exists():
+            continue
+        for child in d.iterdir():
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        if not existed:
+            d.rmdir()
 
 
 def _parse_add_scram(values) -> list:

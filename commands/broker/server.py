@@ -34,6 +34,7 @@ from typing import Callable
 log = logging.getLogger("pylog.broker")
 
 _SIZE = struct.Struct(">i")
+_PEER_GONE = (errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED)  # the client went away: not an error
 _RECV_CHUNK = 64 * 1024  # per connection; larger frames get their own exact-size buffer
 # stop reading a connection while this many responses (queued.max.requests) or bytes are queued on it
 _MAX_SLOTS = 500
@@ -195,11 +196,15 @@ class Connection:
             n = self.sock.recv_into(self._view[self._have:])
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return False
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+            self.close(None)  # the client closed its TLS session: a normal disconnect
+            return False
         except ssl.SSLError as e:
             self.close(f"TLS error: {e.reason or e}")
             return False
         except OSError as e:
-            self.close(f"read failed: {e.strerror or e}")
+            # a client that resets instead of closing (librdkafka often does) is leaving, not failing
+            self.close(None if e.errno in _PEER_GONE else f"read failed: {e.strerror or e}")
             return False
         if n == 0:
             self.close(None)
@@ -393,7 +398,7 @@ class Connection:
         except ssl.SSLError as e:
             return self.close(f"TLS write failed: {e.reason or e}")
         except OSError as e:
-            if e.errno in (errno.EPIPE, errno.ECONNRESET):
+            if e.errno in _PEER_GONE:
                 return self.close(None)
             return self.close(f"write failed: {e.strerror or e}")
         self.last_active = self.loop.time()
