@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import signal
 import sys
 from importlib import metadata
@@ -115,6 +116,10 @@ def _usage_line(e: click.ClickException) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    if "_PYLOG_COMPLETE" in os.environ:
+        # shell completion (see pylog(1) SHELL COMPLETION): Click's own entry handles it
+        cli.main(args=argv, prog_name="pylog", complete_var="_PYLOG_COMPLETE")
+        return
     args = _hoist_debug(list(sys.argv[1:] if argv is None else argv))
     _state["debug"] = "--debug" in args
     try:
@@ -134,6 +139,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(143)
         click.echo("pylog: aborted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as e:
+        e.show()  # `pylog` or `pylog topics` alone: the help, as Click shows it
+        sys.exit(e.exit_code)
     except click.ClickException as e:
         # usage errors: one line like every other error, exit 2
         if _state["debug"]:

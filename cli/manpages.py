@@ -97,6 +97,65 @@ def _option_entry(ctx: click.Context, param: click.Parameter) -> str | None:
     return f"{entry}\n{_esc(help_text)}" if help_text else entry
 
 
+def _section(title: str, *entries: str) -> str:
+    return f".SH {title}\n" + "\n".join(entries)
+
+
+def _tp(term: str, text: str) -> str:
+    return f".TP\n.B {_esc(term)}\n{_esc(text)}"
+
+
+def _example(what: str, command: str) -> str:
+    return f".PP\n{_esc(what)}\n.PP\n.RS 4\n.nf\n{_esc(command)}\n.fi\n.RE"
+
+
+# pylog.1 only: what applies to every command
+_ROOT_SECTIONS = [
+    _section(
+        "ENVIRONMENT",
+        _tp("PYLOG_BOOTSTRAP_SERVERS", "Bootstrap servers of every client command when --bootstrap-server "
+            "(--bootstrap, -b) is not given; default 127.0.0.1:9092."),
+        _tp("_PYLOG_COMPLETE", "Set by the shell completion scripts (see SHELL COMPLETION); not for direct use."),
+        _tp("COLUMNS", "Width of tables on a terminal; piped output is plain columns of any width."),
+    ),
+    _section(
+        "EXIT STATUS",
+        _tp("0", "Success."),
+        _tp("1", "A data or runtime error: damaged files, an unreachable broker, a topic that does not exist, "
+            "some records not delivered."),
+        _tp("2", "A usage error: an unknown option, a bad value, an invalid property. One line on stderr, "
+            "starting with 'pylog: error:'."),
+        _tp("3", "pylog produce: nothing was delivered."),
+        _tp("130", "Interrupted by Ctrl-C (SIGINT)."),
+        _tp("143", "Stopped by SIGTERM, handled as Ctrl-C: consumers leave their group and commit, producers "
+            "print their summary."),
+    ),
+    _section(
+        "SHELL COMPLETION",
+        _esc("Commands, options, and topic and group names (asked from the broker named by -b or "
+             "PYLOG_BOOTSTRAP_SERVERS) complete in bash, zsh and fish:"),
+        ".PP\n.RS 4\n.nf\n" + _esc('eval "$(_PYLOG_COMPLETE=bash_source pylog)"    # ~/.bashrc\n'
+                                      'eval "$(_PYLOG_COMPLETE=zsh_source pylog)"     # ~/.zshrc\n'
+                                      "_PYLOG_COMPLETE=fish_source pylog | source     # ~/.config/fish/config.fish")
+        + "\n.fi\n.RE",
+    ),
+    _section(
+        "EXAMPLES",
+        _example("Start a broker and make a topic:",
+                 "pylog broker start --log-dir ./data &\npylog topics create orders --partitions 3"),
+        _example("Produce lines with keys, then read them back with keys and offsets:",
+                 "printf 'k1:v1\\nk2:v2\\n' | pylog produce orders -K :\n"
+                 "pylog consume orders --from-beginning -e -f '%k %o %s\\n'"),
+        _example("Read as a group member; Ctrl-C or SIGTERM commits and leaves the group:",
+                 "pylog consume orders -g billing --from-beginning"),
+        _example("Inspect and check a log dir offline:",
+                 "pylog dump-segment ./data/orders-0/00000000000000000000.log\npylog verify ./data"),
+        _example("Use a client properties file, as Kafka's tools do:",
+                 "pylog topics list --bootstrap-server 127.0.0.1:9092 --command-config client.properties"),
+    ),
+]
+
+
 def render_command(path: list[str], cmd: click.Command, parent: click.Context | None) -> str:
     ctx = click.Context(cmd, info_name=path[-1], parent=parent, **cmd.context_settings)
     name = _page_name(path)
@@ -126,8 +185,12 @@ def render_command(path: list[str], cmd: click.Command, parent: click.Context | 
     if cmd.epilog:
         lines.append(".SH NOTES")
         lines.append("\n.PP\n".join(_paragraphs(cmd.epilog)))
-    lines.append(".SH EXIT STATUS")
-    lines.append("0 on success, 1 when a data or runtime error occurred, 2 on a usage error.")
+    if len(path) == 1:
+        lines.extend(_ROOT_SECTIONS)
+    else:
+        lines.append(".SH EXIT STATUS")
+        lines.append("0 on success, 1 when a data or runtime error occurred, 2 on a usage error, 130 on "
+                     "Ctrl\\-C, 143 on SIGTERM (unless the description above says otherwise).")
     if len(path) > 1:
         lines.append(".SH SEE ALSO")
         lines.append(f"\\fBpylog\\fR({SECTION})")

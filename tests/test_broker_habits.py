@@ -75,3 +75,38 @@ def test_normal_disconnects_are_not_warnings(broker):
     s.close()
     from waiting import wait_until
     wait_until(lambda: "WARNING" in broker.stderr(None), 20, "the bad frame logged")
+
+
+def complete(words: str, env_bootstrap: str | None = None) -> list[str]:
+    """What bash completion offers for the last word of `words` (Click's bash_complete protocol)."""
+    import os
+
+    env = dict(os.environ, _PYLOG_COMPLETE="bash_complete", COMP_WORDS=words,
+               COMP_CWORD=str(len(words.split(" ")) - 1))
+    env.pop("PYLOG_BOOTSTRAP_SERVERS", None)
+    if env_bootstrap:
+        env["PYLOG_BOOTSTRAP_SERVERS"] = env_bootstrap
+    r = subprocess.run([sys.executable, "-m", "pylog.cli"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [line.split(",", 1)[1] for line in r.stdout.splitlines() if line]
+
+
+def test_completion_of_topic_and_group_names(broker):
+    from client_fixtures import pylog_cli
+
+    for t in ("compl-orders", "compl-other"):
+        assert pylog_cli("topics", "create", t, "-b", broker.bootstrap).returncode == 0
+    assert pylog_cli("produce", "compl-orders", "-b", broker.bootstrap, input="x\n").returncode == 0
+    r = pylog_cli("consume", "compl-orders", "-b", broker.bootstrap, "-g", "compl-group", "--from-beginning", "-c", "1")
+    assert r.returncode == 0, r.stderr
+    assert complete(f"pylog consume -b {broker.bootstrap} compl-o") == ["compl-orders", "compl-other"]
+    assert complete("pylog topics describe compl-ot", broker.bootstrap) == ["compl-other"]
+    assert complete("pylog produce --topic compl-or", broker.bootstrap) == ["compl-orders"]
+    assert complete("pylog groups describe compl-", broker.bootstrap) == ["compl-group"]
+    assert complete(f"pylog consume compl-orders -b {broker.bootstrap} -g compl-g") == ["compl-group"]
+    # no broker there: nothing offered, no error, quickly
+    assert complete("pylog consume compl-", "127.0.0.1:1") == []
+    # the bash script Click generates names pylog
+    env = dict(__import__("os").environ, _PYLOG_COMPLETE="bash_source")
+    r = subprocess.run([sys.executable, "-m", "pylog.cli"], env=env, capture_output=True, text=True, timeout=60)
+    assert "_PYLOG_COMPLETE=bash_complete" in r.stdout
