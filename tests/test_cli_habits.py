@@ -19,12 +19,14 @@ def run(*args, **kw):
     return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True, timeout=60, **kw)
 
 
-def _walk(cmd, path, out):
-    ctx = click.Context(cmd, info_name=path[-1])
+def _walk(cmd, path, out, parent=None):
+    # contexts chained as Click builds them: Click caches each command's help option from
+    # the first context it sees (help_option_names are inherited from `pylog`'s)
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent, **cmd.context_settings)
     out.append((path, cmd, ctx))
     if isinstance(cmd, click.Group):
         for s in cmd.list_commands(ctx):
-            _walk(cmd.get_command(ctx, s), path + [s], out)
+            _walk(cmd.get_command(ctx, s), path + [s], out, ctx)
     return out
 
 

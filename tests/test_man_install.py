@@ -51,12 +51,12 @@ def test_pylog_1_examples_parse():
     assert len(cmds) >= 6
     for args in cmds:
         args = list(args)
-        cmd, ctx = cli, click.Context(cli, info_name="pylog")
+        cmd, ctx = cli, click.Context(cli, info_name="pylog", **cli.context_settings)
         while isinstance(cmd, click.Group):
             name = args.pop(0)
             cmd = cmd.get_command(ctx, name)
             assert cmd is not None, name
-            ctx = click.Context(cmd, info_name=name, parent=ctx)
+            ctx = click.Context(cmd, info_name=name, parent=ctx, **cmd.context_settings)
         try:
             cmd.make_context(ctx.info_name, args, parent=ctx.parent)  # raises on an unknown option or bad value
         except click.BadParameter as e:
