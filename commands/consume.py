@@ -43,14 +43,13 @@ def decode(data, how, for_json=False, errors="replace"):
 
 
 def json_field(out: dict, name: str, data, how: str) -> None:
-    """out[name] = the decoded bytes; bytes that are not UTF-8 go as base64 and
-    out[name + "_encoding"] = "base64", so JSON output never loses a byte."""
+    """out[name] = the decoded bytes; bytes that are not UTF-8 go as {"base64": "..."}, the
+    form `pylog produce --format json` reads, so JSON output never loses a byte."""
     if data is not None and how == "string":
         try:
             out[name] = bytes(data).decode("utf-8")
         except UnicodeDecodeError:
-            out[name] = base64.b64encode(bytes(data)).decode()
-            out[name + "_encoding"] = "base64"
+            out[name] = {"base64": base64.b64encode(bytes(data)).decode()}
         return
     out[name] = decode(data, how, True)
 
@@ -182,8 +181,8 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     By default each record's value is printed on its own line; --format
     takes kcat-style tokens, -J prints kcat's JSON envelope and --json one
     JSON object per record (topic, partition, offset, timestamp, key, value,
-    headers; bytes that are not UTF-8 go as base64 with "key_encoding" or
-    "value_encoding": "base64"). kafka-console-consumer's formatter settings
+    headers; a key or value that is not UTF-8 goes as {"base64": "..."}, which
+    `pylog produce --format json` reads back). kafka-console-consumer's formatter settings
     work too: --property print.key=true, print.timestamp, print.partition,
     print.offset, print.headers, print.value, key.separator, line.separator,
     headers.separator, null.literal. Other --property/-X keys are client

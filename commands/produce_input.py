@@ -18,6 +18,9 @@ from pylog.core.errors import DataError
 BLOCK = 1 << 20
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 _FIELDS = {"key", "value", "headers", "partition", "timestamp"}
+# what `pylog consume --json` adds: accepted and ignored, so its output is input here
+_IGNORED = {"topic", "offset"}
+_ACCEPTED = _FIELDS | _IGNORED
 # between two lines of a JSON block: a marker element no JSON line can swallow unseen
 _MARK = "\x1epylog"
 _MARK_TEXT = b'"\\u001epylog"'
@@ -116,7 +119,7 @@ def parse_json_line(line: bytes, lineno: int):
         raise DataError(f"line {lineno}: malformed JSON: {e}") from None
     if not isinstance(obj, dict):
         raise DataError(f"line {lineno}: expected a JSON object with key/value/headers/partition/timestamp")
-    unknown = set(obj) - _FIELDS
+    unknown = set(obj) - _ACCEPTED
     if unknown:
         raise DataError(f"line {lineno}: unknown field(s) {', '.join(sorted(unknown))}")
     key = _to_bytes(obj.get("key"))
@@ -161,7 +164,7 @@ def _json_fast(first: int, lines: list, common_headers):
     if len(res) != 2 * n - 1 or res[1::2] != [_MARK] * (n - 1):
         return None
     objs = res[0::2]
-    if set(map(type, objs)) != {dict} or not set(chain.from_iterable(objs)) <= _FIELDS:
+    if set(map(type, objs)) != {dict} or not set(chain.from_iterable(objs)) <= _ACCEPTED:
         return None
     parts = _column(objs, "partition")
     if parts.count(None) != n:
