@@ -2,7 +2,6 @@
 import signal
 import subprocess
 import sys
-import time
 
 import click
 import pytest

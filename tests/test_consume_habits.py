@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import pty
-import select
 import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from client_fixtures import pylog_cli
-from waiting import wait_until
+from terminal import pylog_on_terminal
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -126,25 +122,8 @@ def test_binary_values_are_exact_when_piped_and_base64_in_json(bs):
 
 def test_control_bytes_are_escaped_on_a_terminal(bs):
     send(bs, "habits-tty", [(None, b"bell\x07esc\x1b[31mred\xff", [], T0)])
-    master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", "consume", "habits-tty", "-b", bs, "-e",
-                          "-o", "beginning"], stdout=slave, stderr=subprocess.PIPE)
-    os.close(slave)
-    data = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        data += chunk
-    p.wait(30)
-    os.close(master)
-    assert p.returncode == 0
+    code, data = pylog_on_terminal("consume", "habits-tty", "-b", bs, "-e", "-o", "beginning")
+    assert code == 0
     assert b"bell\\x07esc\\x1b[31mred\\xff" in data
     assert b"\x07" not in data and b"\x1b" not in data
 

@@ -3,15 +3,13 @@ when piped, paths never cut with an ellipsis, empty internal partitions hidden u
 asked for, English plurals and dry-run wording."""
 from __future__ import annotations
 
-import os
-import pty
 import re
-import select
 import subprocess
 import sys
 import time
 
 from cleaner_support import append
+from terminal import pylog_on_terminal
 from pylog.core.config import BROKER_CONFIGS
 from pylog.storage.log_manager import LogManager
 
@@ -24,26 +22,8 @@ def pylog(*args, env=None):
 
 
 def on_a_terminal(*args, columns=80) -> str:
-    """stdout of `pylog ARGS` written to a pseudo-terminal `columns` wide."""
-    master, slave = pty.openpty()
-    env = dict(os.environ, COLUMNS=str(columns), LINES="50", TERM="xterm")
-    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", *map(str, args)], stdout=slave,
-                         stderr=subprocess.PIPE, env=env)
-    os.close(slave)
-    data = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    p.wait(60)
-    os.close(master)
+    """stdout of `pylog ARGS` written to a pseudo-terminal `columns` wide, escape sequences removed."""
+    _, data = pylog_on_terminal(*args, columns=columns)
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", data.decode()).replace("\r\n", "\n")
 
 
