@@ -386,3 +386,14 @@ def test_pylog_and_librdkafka_members_share_a_group(peer, members):
         assert len(seen) == len(set(seen)) == 100, "a record was delivered twice across the handover"
     finally:
         end_members([rdk])
+
+
+def test_a_broker_without_kip_848_is_a_one_line_error(tansu):
+    # Tansu (an independent Kafka-compatible broker) serves classic groups only
+    from client_fixtures import pylog_cli
+
+    r = pylog_cli("consume", "t848", "-b", tansu.bootstrap, "--group", "g", "--group-protocol", "consumer",
+                  "--timeout-ms", "3000")
+    assert r.returncode == 1, r.stderr
+    assert "ConsumerGroupHeartbeat" in r.stderr and "group.protocol=classic" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

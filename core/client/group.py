@@ -513,6 +513,10 @@ class GroupMembership(GroupHooks):
         gen = self.generation if self.generation >= 0 else -1
         return gen, (self.member_id if gen >= 0 else "")
 
+    def _fetch_member(self) -> tuple[int, str | None]:
+        """(member epoch, member id) an OffsetFetch v9+ carries: none for the classic protocol."""
+        return -1, None
+
     def _commit_stale(self, code: int) -> bool:
         """True when a failed commit should be retried with the member's newer epoch (KIP-848)."""
         return False
@@ -551,8 +555,9 @@ class GroupMembership(GroupHooks):
         tlist = [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]
         deadline = time.monotonic() + self.api_timeout_s
         while True:
+            epoch, mid = self._fetch_member()
             body = {"group_id": self.group_id, "topics": tlist, "require_stable": True,
-                    "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1,
+                    "groups": [{"group_id": self.group_id, "member_id": mid, "member_epoch": epoch,
                                 "topics": tlist}]}
             try:
                 resp = await self._request("OffsetFetch", body)
@@ -570,6 +575,9 @@ class GroupMembership(GroupHooks):
             if not code:
                 return out
             name = error_name(code)
+            if self._commit_stale(code) and time.monotonic() < deadline:
+                await asyncio.sleep(self.backoff_s)
+                continue
             if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
                 self.need_rejoin = True
                 raise error_for_code(code, f"OffsetFetch for group {self.group_id}: {name}")

@@ -39,7 +39,7 @@ from pylog.core import protocol
 from pylog.core.client.consumer import TopicPartition
 from pylog.core.client.group import GroupMembership, _call_listener, _CoordinatorGone
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError
-from pylog.core.errors import ErrorCode, UsageError, error_for_code, error_name
+from pylog.core.errors import ErrorCode, UnsupportedVersionError, UsageError, error_for_code, error_name
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,13 @@ class ConsumerGroupMember(GroupMembership):
             await asyncio.sleep(self.backoff_s)
             self._wake.set()
             return
-        except Exception as e:  # noqa: BLE001 - an unsupported API and the like: fatal, raised by poll()
+        except UnsupportedVersionError as e:
+            self.fatal = UnsupportedVersionError(
+                f"{e}: the broker does not serve the KIP-848 consumer group protocol; "
+                "use group.protocol=classic")
+            self._notify()
+            return
+        except Exception as e:  # noqa: BLE001 - fatal (e.g. an undecodable answer), raised by poll()
             self.fatal = e
             self._notify()
             return
@@ -342,6 +348,12 @@ class ConsumerGroupMember(GroupMembership):
         if self.member_epoch > 0:
             return self.member_epoch, self.member_id
         return -1, ""
+
+    def _fetch_member(self) -> tuple[int, str | None]:
+        # as the Java client: the coordinator checks the member is current before answering
+        if self.member_epoch > 0:
+            return self.member_epoch, self.member_id
+        return -1, None
 
     def _commit_stale(self, code: int) -> bool:
         # STALE_MEMBER_EPOCH: our epoch moved on the broker; the next heartbeat brings the new one
