@@ -421,3 +421,75 @@ def test_kafka_written_consumer_group_records_decode(kafka_node, tmp_path):
                sorted(p for tp in v["assigned_partitions"] for p in tp["partitions"]) == [0, 1, 2, 3] for v in current)
     assert current[-1]["member_epoch"] == -2  # the static member left for now
     assert [v["epoch"] for _, v in seen[cr.GROUP_METADATA] if v is not None][-1] >= 1
+
+
+class ClassicMember:
+    """A classic-protocol librdkafka member (tests/group_member_proc.py: range, eager)."""
+
+    def __init__(self, b, group, topic):
+        self.stderr_file = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen([sys.executable, str(HERE / "group_member_proc.py"), "confluent", b.bootstrap,
+                                      group, topic, str(SESSION_MS)], stdout=subprocess.PIPE,
+                                     stderr=self.stderr_file, text=True)
+        self.assignment: list = []
+        self.records: list = []
+        self.closed = False
+        self.ended_by_test = False
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            ev = json.loads(line)
+            if "assign" in ev:
+                self.assignment = [(None, p) for p in ev["assign"]]
+            elif "rec" in ev:
+                self.records.append(tuple(ev["rec"]))
+
+    partitions = Member.partitions
+    stderr = Member.stderr
+    kill = Member.kill
+
+    def stop(self):
+        Member.stop(self)
+
+
+def list_group(b, group):
+    s = connect(b)
+    try:
+        return [g for g in call(s, LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]
+                if g["group_id"] == group]
+    finally:
+        s.close()
+
+
+def test_mixed_group_upgrades_to_consumer_and_back(cbroker):
+    """Two classic members (librdkafka, range); a KIP-848 member joins: the group becomes a
+    consumer group with all three sharing the partitions; it leaves: classic again."""
+    topic, group = "mix4", "mixed848"
+    create_topic(cbroker, topic, 4)
+    produce(cbroker, topic, 4, 10, "a")
+    classic = [ClassicMember(cbroker, group, topic) for _ in range(2)]
+    new = None
+    try:
+        wait_until(lambda: covers_once(classic, 4) and all(len(m.assignment) == 2 for m in classic), 60,
+                   lambda: f"2 partitions each: {[m.assignment for m in classic]}")
+        assert list_group(cbroker, group)[0]["group_type"] == "classic"
+        wait_until(lambda: sum(len(m.records) for m in classic) >= 40, 60, "40 records")
+        new = Member(cbroker, group, topic)
+        everyone = classic + [new]
+        wait_until(lambda: list_group(cbroker, group)[0]["group_type"] == "consumer", 60, "a consumer group")
+        wait_until(lambda: covers_once(everyone, 4) and all(m.assignment for m in everyone), 90,
+                   lambda: f"three owners of 4 partitions: {[m.assignment for m in everyone]}")
+        d = describe(cbroker, group)
+        assert sorted(m["member_type"] for m in d["members"]) == [0, 0, 1]  # KIP-1099: classic, consumer
+        produce(cbroker, topic, 4, 10, "b")
+        wait_until(lambda: committed(cbroker, group, topic, 4) == {p: 20 for p in range(4)}, 60, "commits at 20")
+        new.stop()
+        wait_until(lambda: list_group(cbroker, group)[0]["group_type"] == "classic", 60, "a classic group again")
+        wait_until(lambda: covers_once(classic, 4), 90, lambda: f"the classic two: {[m.assignment for m in classic]}")
+        produce(cbroker, topic, 4, 10, "c")
+        wait_until(lambda: committed(cbroker, group, topic, 4) == {p: 30 for p in range(4)}, 60, "commits at 30")
+        seen = [(p, o) for m in classic for p, o in m.records] + [(p, o) for _, p, o in new.records]
+        assert len(seen) == len(set(seen)) == 120, "a record was delivered twice across the migrations"
+    finally:
+        end_members(classic + ([new] if new else []))

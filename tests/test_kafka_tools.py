@@ -276,7 +276,8 @@ SERVED = ["Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "Offset
           "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups", "ListGroups", "ApiVersions",
           "CreateTopics", "DeleteTopics", "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch",
           "DescribeConfigs", "AlterConfigs", "DescribeLogDirs", "CreatePartitions", "DeleteGroups",
-          "IncrementalAlterConfigs", "OffsetDelete", "DescribeCluster"]
+          "IncrementalAlterConfigs", "OffsetDelete", "DescribeCluster", "ConsumerGroupHeartbeat",
+          "ConsumerGroupDescribe"]
 
 
 def test_kafka_broker_api_versions(tool, broker):
@@ -288,8 +289,8 @@ def test_kafka_broker_api_versions(tool, broker):
         assert m, f"{name}: {apis[name]}"
         # the client uses the broker's newest version: pylog claims nothing newer than Kafka 4.3.1 knows
         assert m.group(3) == (m.group(2) or m.group(1)), f"{name}: {apis[name]}"
-    # not served (README): transactions, the KIP-848/share/streams group protocols, replica moves
-    for name in ["AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "ConsumerGroupHeartbeat",
+    # not served (README): transactions, the share/streams group protocols, replica moves
+    for name in ["AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
                  "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "DescribeTopicPartitions",
                  "AlterPartitionReassignments", "ElectLeaders", "AlterReplicaLogDirs"]:
         assert apis[name] == "UNSUPPORTED", name

@@ -48,6 +48,8 @@ class ConsumerMember:
     pending_revocation: set = field(default_factory=set)
     session_deadline: float = 0.0  # monotonic seconds
     rebalance_deadline: float = 0.0  # set while UNREVOKED_PARTITIONS
+    # a member speaking the classic protocol (a migrating group): {"session_timeout_ms", "protocols"}
+    classic: dict | None = None
 
     def subscription(self) -> tuple:
         """What a change of bumps the group epoch."""

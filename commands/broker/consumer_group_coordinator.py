@@ -35,6 +35,7 @@ from pylog.commands.broker.consumer_group import (
     to_wire,
 )
 from pylog.commands.broker.consumer_group_assignors import ASSIGNORS, MemberSpec
+from pylog.commands.broker.consumer_group_migration import Migration
 from pylog.commands.broker.group_state import Group
 from pylog.core.errors import ErrorCode
 
@@ -72,6 +73,7 @@ class ConsumerGroupCoordinator:
         self.assignors = [a for a in cfg["group.consumer.assignors"] if a in ASSIGNORS] or ["uniform"]
         self.max_size = cfg["group.consumer.max.size"]
         self.enabled = "consumer" in cfg["group.coordinator.rebalance.protocols"]
+        self.migration = Migration(self, cfg["group.consumer.migration.policy"])
         self._regexes: dict[str, re.Pattern] = {}
         self._topics_sig = None
 
@@ -136,6 +138,8 @@ class ConsumerGroupCoordinator:
         records.extend(cgs.member_tombstones(cg.group_id, m.member_id))
         log.info("consumer group %s: member %s %s", cg.group_id, m.member_id, why)
         self._bump(cg, records)
+        if m.classic is None:
+            self.migration.maybe_downgrade(g, records)
 
     # ================================================================ ConsumerGroupHeartbeat
     def heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
@@ -175,7 +179,7 @@ class ConsumerGroupCoordinator:
         else:
             bad("MemberEpoch is invalid.")
 
-    def _group(self, gid: str, create: bool) -> Group:
+    def _group(self, gid: str, create: bool, records: list) -> Group:
         g = self.gc.groups.get(gid)
         if g is None:
             if not create:
@@ -183,7 +187,9 @@ class ConsumerGroupCoordinator:
             g = self.gc.groups[gid] = Group(gid)
         if g.consumer is None:
             if g.members or g.pending:
-                # TODO(migration): Kafka upgrades a non-empty classic group online
+                if create and self.migration.can_upgrade(g):
+                    self.migration.upgrade(g, records)
+                    return g
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
             if not create:
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
@@ -217,10 +223,10 @@ class ConsumerGroupCoordinator:
         if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             return self._leave(gid, mid, epoch, inst)
         now = time.monotonic()
-        g = self._group(gid, epoch == 0)
+        records: list = []
+        g = self._group(gid, epoch == 0, records)
         cg = g.consumer
         owned = from_wire(req["topic_partitions"])
-        records: list = []
         is_new = False
         if not mid:
             mid = str(uuid.uuid4())  # v0: the coordinator names the member
@@ -365,11 +371,13 @@ class ConsumerGroupCoordinator:
                 continue
             records: list = []
             for m in list(cg.members.values()):
+                if g.consumer is None:
+                    break  # downgraded to a classic group
                 if now >= m.session_deadline:
                     self._fence(g, m, records, "session expired")
                 elif m.state == M_UNREVOKED and m.rebalance_deadline and now >= m.rebalance_deadline:
                     self._fence(g, m, records, "did not revoke within its rebalance timeout")
-            if topics_changed and cg.members and self._subscription_metadata(cg) != cg.subscription_metadata:
+            if topics_changed and g.consumer is not None and cg.members and self._subscription_metadata(cg) != cg.subscription_metadata:
                 self._bump(cg, records)  # e.g. a new topic matches a regex subscription
             self._write(g.group_id, records)
 
@@ -397,7 +405,7 @@ class ConsumerGroupCoordinator:
         if m is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch != m.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.ILLEGAL_GENERATION if m.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
     def subscribed_topic_names(self, cg: ConsumerGroup) -> set:
@@ -437,7 +445,8 @@ class ConsumerGroupCoordinator:
                 "member_epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_names), "subscribed_topic_regex": m.subscribed_regex,
                 "assignment": self._described(m.assigned),
-                "target_assignment": self._described(cg.target.get(m.member_id, ())), "member_type": 1}
+                "target_assignment": self._described(cg.target.get(m.member_id, ())),
+                "member_type": 0 if m.classic is not None else 1}  # KIP-1099: 0 classic, 1 consumer
 
 
 def heartbeat_error(code: int, message: str | None = None) -> dict:

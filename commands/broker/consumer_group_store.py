@@ -52,7 +52,7 @@ def target_member_record(group_id: str, member_id: str, tps) -> tuple:
 def member_description(m: ConsumerMember) -> tuple:
     """Everything ConsumerGroupMemberMetadata holds: a change rewrites the record."""
     return (m.instance_id, m.rack_id, m.client_id, m.client_host, tuple(m.subscribed_names), m.subscribed_regex,
-            m.rebalance_timeout_ms, m.server_assignor)
+            m.rebalance_timeout_ms, m.server_assignor, repr(m.classic))
 
 
 def member_record(group_id: str, m: ConsumerMember) -> tuple:
@@ -61,7 +61,10 @@ def member_record(group_id: str, m: ConsumerMember) -> tuple:
         "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
         "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_names),
         "subscribed_topic_regex": m.subscribed_regex, "rebalance_timeout_ms": m.rebalance_timeout_ms,
-        "server_assignor": m.server_assignor}))
+        "server_assignor": m.server_assignor,
+        "classic_member_metadata": None if m.classic is None else {
+            "session_timeout_ms": m.classic["session_timeout_ms"],
+            "supported_protocols": [{"name": n, "metadata": bytes(md)} for n, md in m.classic["protocols"]]}}))
 
 
 def current_assignment_record(group_id: str, m: ConsumerMember) -> tuple:
@@ -127,6 +130,9 @@ def apply(groups: dict, key, value) -> None:
         m.subscribed_names = list(v["subscribed_topic_names"])
         m.subscribed_regex, m.rebalance_timeout_ms, m.server_assignor = (
             v["subscribed_topic_regex"], v["rebalance_timeout_ms"], v["server_assignor"])
+        cm = v["classic_member_metadata"]
+        m.classic = None if cm is None else {"session_timeout_ms": cm["session_timeout_ms"], "protocols": [
+            (p["name"], bytes(p["metadata"])) for p in cm["supported_protocols"]]}
         cg.members[mid] = m
     elif rtype == cr.CURRENT_ASSIGNMENT:
         m = cg.members.get(k["member_id"])

@@ -320,9 +320,8 @@ class GroupCoordinator:
         if g.is_(DEAD):
             return join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if g.consumer is not None:
-            # TODO(migration): Kafka lets classic members into a consumer group
-            if g.consumer.members:
-                return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            if g.consumer.members:  # classic members of a consumer group (consumer_group_migration.py)
+                return self.consumer.migration.join(g, req)
             if self.store.append(gid, self.consumer.delete(g)) != ErrorCode.NONE:
                 return join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
             g.consumer = None  # an empty consumer group becomes a classic one
@@ -417,6 +416,8 @@ class GroupCoordinator:
                   g.state if g else None)
         if g is None or g.is_(DEAD):
             return sync_answer(None, ErrorCode.UNKNOWN_MEMBER_ID if g is None else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if g.consumer is not None:
+            return self.consumer.migration.sync(g, req)
         if inst is not None and g.static.get(inst) not in (None, mid):
             return sync_answer(None, ErrorCode.FENCED_INSTANCE_ID)
         m = g.members.get(mid)
@@ -462,6 +463,8 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if g.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if g.consumer is not None:
+            return self.consumer.migration.heartbeat(g, member_id, instance_id, generation)
         if instance_id is not None and g.static.get(instance_id) not in (None, member_id):
             return ErrorCode.FENCED_INSTANCE_ID
         m = g.members.get(member_id)
@@ -483,6 +486,8 @@ class GroupCoordinator:
         mid = member_id
         if g is None or g.is_(DEAD):
             return mid, ErrorCode.UNKNOWN_MEMBER_ID if g is None else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if g.consumer is not None:
+            return self.consumer.migration.leave(g, mid, instance_id)
         if instance_id is not None:
             cur = g.static.get(instance_id)
             if cur is None:
