@@ -493,3 +493,53 @@ def test_mixed_group_upgrades_to_consumer_and_back(cbroker):
         assert len(seen) == len(set(seen)) == 120, "a record was delivered twice across the migrations"
     finally:
         end_members(classic + ([new] if new else []))
+
+
+def test_wire_rules(cbroker):
+    """Kafka's answers at the edges: validation, fencing, the rebalance timeout, offsets with epochs."""
+    s = connect(cbroker)
+    topic, group = "wire2", "wire848"
+    create_topic(cbroker, topic, 2)
+
+    def hb(mid, epoch, owned=None, **kw):
+        body = {"group_id": group, "member_id": mid, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+                "rebalance_timeout_ms": kw.pop("rebalance_timeout_ms", 1000 if epoch == 0 else -1),
+                "subscribed_topic_names": [topic] if epoch == 0 else None, "subscribed_topic_regex": None,
+                "server_assignor": None, "topic_partitions": [] if epoch == 0 else owned}
+        body.update(kw)
+        return call(s, 68, 1, body)
+
+    def commit(mid, epoch):
+        return call(s, 8, 9, {"group_id": group, "generation_id_or_member_epoch": epoch, "member_id": mid,
+                              "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                                  {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                   "committed_metadata": ""}]}]})["topics"][0]["partitions"][0]["error_code"]
+
+    try:
+        assert hb("", 0)["error_code"] == 42  # INVALID_REQUEST: v1 members name themselves
+        assert hb("m-bad", 0, server_assignor="sticky")["error_code"] == 112  # UNSUPPORTED_ASSIGNOR
+        assert hb("m-bad", 0, subscribed_topic_regex="(")["error_code"] == 42
+        assert hb("m-bad", 3)["error_code"] == 69  # GROUP_ID_NOT_FOUND: only epoch 0 creates
+        a = hb("member-a", 0)
+        assert a["error_code"] == 0 and a["heartbeat_interval_ms"] == 500
+        owned_a = a["assignment"]["topic_partitions"]
+        assert sorted(owned_a[0]["partitions"]) == [0, 1]
+        assert hb("member-a", a["member_epoch"] + 1)["error_code"] == 110  # FENCED_MEMBER_EPOCH
+        assert commit("member-a", a["member_epoch"]) == 0
+        assert commit("member-a", a["member_epoch"] + 5) == 113  # STALE_MEMBER_EPOCH
+        assert commit("nobody", a["member_epoch"]) == 25  # UNKNOWN_MEMBER_ID
+        b = hb("member-b", 0)
+        assert b["assignment"]["topic_partitions"] == []  # nothing is free yet
+        r = hb("member-a", a["member_epoch"], owned_a)
+        assert r["member_epoch"] == a["member_epoch"] and len(r["assignment"]["topic_partitions"][0]["partitions"]) == 1
+        # member-a never confirms the revocation: after its rebalance timeout (1 s) it is fenced
+        wait_until(lambda: len(describe(cbroker, group)["members"]) == 1, 30, "member-a fenced")
+        assert hb("member-a", a["member_epoch"], owned_a)["error_code"] == 25
+        r = hb("member-b", b["member_epoch"], [])
+        assert sorted(r["assignment"]["topic_partitions"][0]["partitions"]) == [0, 1]
+        # a session ends SESSION_MS after the last heartbeat
+        wait_until(lambda: describe(cbroker, group)["group_state"] == "Empty", SESSION_MS / 1000 + 30,
+                   "member-b's session to expire")
+        assert commit("", -1) == 0  # an admin commit to an empty consumer group
+    finally:
+        s.close()
