@@ -543,3 +543,27 @@ def test_wire_rules(cbroker):
         assert commit("", -1) == 0  # an admin commit to an empty consumer group
     finally:
         s.close()
+
+
+def test_records_pylog_writes_dump_as_kafka_dumps_them(tmp_path):
+    """Kafka's DumpLogSegments --offsets-decoder and `pylog dump-segment` print the same text
+    for a `__consumer_offsets` pylog wrote for a KIP-848 group (Kafka's parser reads every record)."""
+    from test_kafka_files_dump import assert_same_dump
+
+    b = BrokerProcess(tmp_path / "data", *FAST).start()
+    m = None
+    try:
+        create_topic(b, "dumped", 3)
+        m = Member(b, "dump848", "dumped", "inst-d")
+        wait_until(lambda: len(m.assignment) == 3, 60, lambda: f"three partitions: {m.assignment}")
+        m.stop()
+    finally:
+        if m is not None:
+            end_members([m])
+        assert b.stop() == 0, b.stderr()
+    segments = [f for d in sorted((tmp_path / "data").glob("__consumer_offsets-*"))
+                for f in sorted(d.glob("*.log")) if f.stat().st_size]
+    out = assert_same_dump(segments, "--offsets-decoder")
+    for rtype in (3, 5, 6, 7, 8):
+        assert f'"type":"{rtype}","data":{{"groupId":"dump848"' in out, rtype
+    assert '"instanceId":"inst-d"' in out and '"memberEpoch":-2' in out

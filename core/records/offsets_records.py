@@ -3,7 +3,8 @@
 Keys start with an int16 version that names the record type: 0 and 1 are
 OffsetCommitKey (group, topic, partition), 2 is GroupMetadataKey (group).
 Values start with their own int16 version: OffsetCommitValue v0-v4 (v4
-flexible) and GroupMetadataValue v0-v4 (v4 flexible). The schemas are the
+flexible) and GroupMetadataValue v0-v4 (v4 flexible). Types 3-8 and 16 are the
+KIP-848 consumer-group records (`pylog.core.protocol.consumer_group_records`). The schemas are the
 group coordinator's own declarations (`pylog.core.protocol.internal_records`),
 decoded by the protocol codec; this module only renders them with Kafka's
 JSON field names (`schema_json`) so the text matches kafka-dump-log's
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 
+from pylog.core.protocol import consumer_group_records as cgr
 from pylog.core.protocol import consumer_protocol as cp
 from pylog.core.protocol import internal_records as ir
 from pylog.core.records.errors import CorruptRecordError
@@ -42,6 +44,8 @@ def decode_offsets_key(key: bytes) -> tuple[int, dict]:
         return _decode(ir.OFFSET_COMMIT_KEY, key)
     if version == GROUP_METADATA_KEY_VERSION:
         return _decode(ir.GROUP_METADATA_KEY, key)
+    if version in cgr.RECORD_TYPES:
+        return _decode(cgr.RECORD_TYPES[version][0], key)
     raise CorruptRecordError(f"unknown __consumer_offsets key type {version}")
 
 
@@ -85,6 +89,8 @@ def format_offsets_record(key: bytes | None, value: bytes | None, offset: int) -
             return key_text, "<DELETE>"
         if ktype == GROUP_METADATA_KEY_VERSION:
             vver, vdata = decode_group_metadata_value(value)
+        elif ktype in cgr.RECORD_TYPES:
+            vver, vdata = _decode(cgr.RECORD_TYPES[ktype][1], value)
         else:
             vver, vdata = decode_offset_commit_value(value)
         return key_text, json.dumps({"version": str(vver), "data": vdata}, separators=(",", ":"))
