@@ -151,6 +151,7 @@ class ErrorCode(IntEnum):
     TELEMETRY_TOO_LARGE = 118
     INVALID_REGISTRATION = 119
     TRANSACTION_ABORTABLE = 120
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 class KafkaError(PylogError):
@@ -899,6 +900,12 @@ class TransactionAbortableError(KafkaError):
     code = ErrorCode.TRANSACTION_ABORTABLE
 
 
+class InvalidRegularExpressionError(KafkaError):
+    """The regular expression is not valid."""
+
+    code = ErrorCode.INVALID_REGULAR_EXPRESSION
+
+
 _DESCRIPTIONS: dict[int, str] = {
     ErrorCode.UNKNOWN_SERVER_ERROR: 'The server experienced an unexpected error when processing the request.',
     ErrorCode.NONE: '',
@@ -1022,6 +1029,7 @@ _DESCRIPTIONS: dict[int, str] = {
     ErrorCode.TELEMETRY_TOO_LARGE: 'Client sent a push telemetry request larger than the maximum size the broker will accept.',
     ErrorCode.INVALID_REGISTRATION: 'The controller has considered the broker registration to be invalid.',
     ErrorCode.TRANSACTION_ABORTABLE: 'The server encountered an error with the transaction.',
+    ErrorCode.INVALID_REGULAR_EXPRESSION: 'The regular expression is not valid.',
 }
 
 # Name and code maps kept for readers of earlier versions of this module.

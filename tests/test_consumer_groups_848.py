@@ -518,7 +518,7 @@ def test_wire_rules(cbroker):
     try:
         assert hb("", 0)["error_code"] == 42  # INVALID_REQUEST: v1 members name themselves
         assert hb("m-bad", 0, server_assignor="sticky")["error_code"] == 112  # UNSUPPORTED_ASSIGNOR
-        assert hb("m-bad", 0, subscribed_topic_regex="(")["error_code"] == 42
+        assert hb("m-bad", 0, subscribed_topic_regex="(")["error_code"] == 128  # INVALID_REGULAR_EXPRESSION
         assert hb("m-bad", 3)["error_code"] == 69  # GROUP_ID_NOT_FOUND: only epoch 0 creates
         a = hb("member-a", 0)
         assert a["error_code"] == 0 and a["heartbeat_interval_ms"] == 500

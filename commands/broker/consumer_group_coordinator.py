@@ -59,7 +59,8 @@ def _regex(text: str):
     try:
         return re.compile(text)
     except re.error as e:
-        raise HeartbeatError(ErrorCode.INVALID_REQUEST, f"SubscribedTopicRegex {text!r} is invalid: {e}") from None
+        raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                             f"SubscribedTopicRegex {text!r} is invalid: {e}") from None
 
 
 class ConsumerGroupCoordinator:
