@@ -567,3 +567,27 @@ def test_records_pylog_writes_dump_as_kafka_dumps_them(tmp_path):
     for rtype in (3, 5, 6, 7, 8):
         assert f'"type":"{rtype}","data":{{"groupId":"dump848"' in out, rtype
     assert '"instanceId":"inst-d"' in out and '"memberEpoch":-2' in out
+
+
+def test_kafka_consumer_groups_tool_describes_a_consumer_group(cbroker):
+    """kafka-consumer-groups 4.3.1 (Admin: ListGroups with types, ConsumerGroupDescribe)."""
+    from kafka_peer import run_main
+
+    cmd = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+    topic, group = "tool2", "tool848"
+    create_topic(cbroker, topic, 2)
+    m = Member(cbroker, group, topic)
+    try:
+        wait_until(lambda: len(m.assignment) == 2, 60, lambda: f"two partitions: {m.assignment}")
+        wait_until(lambda: describe(cbroker, group)["group_state"] == "Stable", 30, "Stable")
+        out = run_main(cmd, "--bootstrap-server", cbroker.bootstrap, "--list", "--type", "consumer").stdout
+        assert group in out.split()
+        out = run_main(cmd, "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", group, "--members",
+                       "--verbose").stdout
+        rows = [line.split() for line in out.splitlines() if line.startswith(group)]
+        assert len(rows) == 1 and f"{topic}:0,1" in rows[0], out
+        out = run_main(cmd, "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", group, "--state",
+                       "--verbose").stdout
+        assert "Stable" in out and "uniform" in out, out
+    finally:
+        end_members([m])
