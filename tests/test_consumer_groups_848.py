@@ -75,11 +75,13 @@ class Member:
     """A librdkafka KIP-848 member subprocess and what it reported."""
 
     def __init__(self, b, group, topics, instance_id=None):
+        self._spawn([str(HERE / "cgroup_member_proc.py"), b.bootstrap, group, topics]
+                    + ([instance_id] if instance_id else []))
+
+    def _spawn(self, args):
         self.stderr_file = tempfile.TemporaryFile("w+")
-        args = [sys.executable, str(HERE / "cgroup_member_proc.py"), b.bootstrap, group, topics]
-        if instance_id:
-            args.append(instance_id)
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr_file, text=True)
+        self.proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=self.stderr_file,
+                                     text=True)
         self.assignment: list = []
         self.records: list = []
         self.closed = False
@@ -90,7 +92,7 @@ class Member:
         for line in self.proc.stdout:
             ev = json.loads(line)
             if "assign" in ev:
-                self.assignment = [tuple(x) for x in ev["assign"]]
+                self.assignment = [tuple(x) if isinstance(x, list) else (None, x) for x in ev["assign"]]
             elif "rec" in ev:
                 self.records.append(tuple(ev["rec"]))
             elif "closed" in ev:
@@ -268,8 +270,10 @@ def test_broker_kill9_and_restart_keeps_the_group(tmp_path):
         after = describe(b, group)
         assert after["group_epoch"] == before["group_epoch"]
         assert after["assignment_epoch"] == before["assignment_epoch"]
-        key = lambda d: sorted((m["member_id"], m["member_epoch"], json.dumps(m["assignment"], default=str))  # noqa: E731
-                               for m in d["members"])
+
+        def key(d):
+            return sorted((m["member_id"], m["member_epoch"], json.dumps(m["assignment"], default=str))
+                          for m in d["members"])
         assert key(after) == key(before)
         # the members carry on at their epochs: no rebalance, every new record consumed once
         produce(b, topic, 6, 10)
@@ -423,34 +427,12 @@ def test_kafka_written_consumer_group_records_decode(kafka_node, tmp_path):
     assert [v["epoch"] for _, v in seen[cr.GROUP_METADATA] if v is not None][-1] >= 1
 
 
-class ClassicMember:
-    """A classic-protocol librdkafka member (tests/group_member_proc.py: range, eager)."""
+class ClassicMember(Member):
+    """A classic-protocol librdkafka member (tests/group_member_proc.py: range, eager); it
+    reports partitions without topics and records as (partition, offset)."""
 
     def __init__(self, b, group, topic):
-        self.stderr_file = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "group_member_proc.py"), "confluent", b.bootstrap,
-                                      group, topic, str(SESSION_MS)], stdout=subprocess.PIPE,
-                                     stderr=self.stderr_file, text=True)
-        self.assignment: list = []
-        self.records: list = []
-        self.closed = False
-        self.ended_by_test = False
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            ev = json.loads(line)
-            if "assign" in ev:
-                self.assignment = [(None, p) for p in ev["assign"]]
-            elif "rec" in ev:
-                self.records.append(tuple(ev["rec"]))
-
-    partitions = Member.partitions
-    stderr = Member.stderr
-    kill = Member.kill
-
-    def stop(self):
-        Member.stop(self)
+        self._spawn([str(HERE / "group_member_proc.py"), "confluent", b.bootstrap, group, topic, str(SESSION_MS)])
 
 
 def list_group(b, group):
@@ -541,6 +523,8 @@ def test_wire_rules(cbroker):
         wait_until(lambda: describe(cbroker, group)["group_state"] == "Empty", SESSION_MS / 1000 + 30,
                    "member-b's session to expire")
         assert commit("", -1) == 0  # an admin commit to an empty consumer group
+        assert call(s, 42, 2, {"groups_names": [group]})["results"][0]["error_code"] == 0  # DeleteGroups
+        assert describe(cbroker, group)["error_code"] == GROUP_ID_NOT_FOUND
     finally:
         s.close()
 

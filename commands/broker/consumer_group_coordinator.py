@@ -378,7 +378,8 @@ class ConsumerGroupCoordinator:
                     self._fence(g, m, records, "session expired")
                 elif m.state == M_UNREVOKED and m.rebalance_deadline and now >= m.rebalance_deadline:
                     self._fence(g, m, records, "did not revoke within its rebalance timeout")
-            if topics_changed and g.consumer is not None and cg.members and self._subscription_metadata(cg) != cg.subscription_metadata:
+            if topics_changed and g.consumer is not None and cg.members \
+                    and self._subscription_metadata(cg) != cg.subscription_metadata:
                 self._bump(cg, records)  # e.g. a new topic matches a regex subscription
             self._write(g.group_id, records)
 
