@@ -93,12 +93,13 @@ def consumer_conf(bootstrap, group):
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 0}
 
 
-def rebalance_time(bootstrap, topic, n, timeout=60.0) -> float:
-    """Seconds from all N subscribed to the group stable with all N holding partitions."""
+def rebalance_time(bootstrap, topic, n, timeout=60.0, conf=None) -> float:
+    """Seconds from all N subscribed to the group stable with all N holding partitions
+    (`conf(bootstrap, group)`: the consumers' configuration, consumer_conf by default)."""
     from confluent_kafka import Consumer
 
     group = f"bench-{uuid.uuid4().hex[:8]}"
-    consumers = [Consumer(consumer_conf(bootstrap, group)) for _ in range(n)]
+    consumers = [Consumer((conf or consumer_conf)(bootstrap, group)) for _ in range(n)]
     assignments = [set() for _ in range(n)]
     stop = threading.Event()
     go = threading.Barrier(n + 1)
@@ -106,11 +107,12 @@ def rebalance_time(bootstrap, topic, n, timeout=60.0) -> float:
     def run(i):
         c = consumers[i]
 
+        # eager protocols hand over everything each time; cooperative and KIP-848 ones only the change
         def on_assign(_c, parts):
-            assignments[i] = {p.partition for p in parts}
+            assignments[i] = assignments[i] | {p.partition for p in parts}
 
         def on_revoke(_c, parts):
-            assignments[i] = set()
+            assignments[i] = assignments[i] - {p.partition for p in parts}
 
         go.wait()
         c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
