@@ -71,7 +71,9 @@ class ConsumerGroupCoordinator:
         cfg = gc.broker.config
         self.session_ms = cfg["group.consumer.session.timeout.ms"]
         self.heartbeat_ms = cfg["group.consumer.heartbeat.interval.ms"]
-        self.assignors = [a for a in cfg["group.consumer.assignors"] if a in ASSIGNORS] or ["uniform"]
+        # Kafka also takes its assignor classes' names ("...assignor.UniformAssignor")
+        names = [a.rsplit(".", 1)[-1].removesuffix("Assignor").lower() for a in cfg["group.consumer.assignors"]]
+        self.assignors = [a for a in names if a in ASSIGNORS] or ["uniform"]
         self.max_size = cfg["group.consumer.max.size"]
         self.enabled = "consumer" in cfg["group.coordinator.rebalance.protocols"]
         self.migration = Migration(self, cfg["group.consumer.migration.policy"])
