@@ -414,6 +414,8 @@ class ConsumerGroupCoordinator:
 
     def subscribed_topic_names(self, cg: ConsumerGroup) -> set:
         """Topics the group's members subscribe to (by name or regex)."""
+        if not cg.members:
+            return set()
         return set(cg.subscription_metadata) | {n for m in cg.members.values() for n in m.subscribed_names}
 
     def delete(self, g: Group) -> list:
