@@ -457,12 +457,13 @@ class ConsumerGroupCoordinator:
 
 def heartbeat_error(code: int, message: str | None = None) -> dict:
     """A ConsumerGroupHeartbeat answer carrying only an error."""
+    # the other fields at their schema defaults, as Kafka leaves them
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "member_id": None,
-            "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
 
 def describe_error(group_id: str, code: int, message: str | None = None) -> dict:
     """A ConsumerGroupDescribe group entry carrying only an error."""
     return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
-            "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": [],
+            "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
             "authorized_operations": -2147483648}
