@@ -24,6 +24,7 @@ from pylog.core.records.header import (
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
+    iter_headers,
     set_log_append_time,
 )
 from pylog.storage import log_validator
@@ -31,6 +32,7 @@ from pylog.storage.log_loader import LogLoader
 from pylog.storage.log_retention import LogRetention
 from pylog.storage.producer_state import ProducerStateManager
 from pylog.storage.segment import LogSegment
+from pylog.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +157,11 @@ class Log(LogLoader, LogRetention):
 
     @property
     def last_stable_offset(self) -> int:
-        """The offset below which every transaction is decided (the high watermark: no open transactions
-        here)."""
-        return self.high_watermark
+        """The offset below which every transaction is decided: the first offset of the oldest open
+        transaction, else the high watermark (Kafka's LSO; READ_COMMITTED fetches stop here)."""
+        first = self.producer_state.first_unstable_offset()
+        hw = self.high_watermark
+        return hw if first is None or first > hw else first
 
     @property
     def latest_epoch(self) -> int | None:
@@ -220,43 +224,74 @@ class Log(LogLoader, LogRetention):
                     if dup is not None:
                         return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, -1,
                                           self.log_start_offset, dup.offset_delta + 1, True, 0)
-            log_append = cfg["message.timestamp.type"] == "LogAppendTime"
+            return self._write(mv, batches, total, count, max_ts, has_pid, leader_epoch, now,
+                               cfg["message.timestamp.type"] == "LogAppendTime")
+
+    def append_internal(self, buf, leader_epoch: int, *, now_ms: int | None = None) -> AppendInfo:
+        """Append batches the broker built itself (transaction markers, coordinator records, a
+        transactional offset commit): no client checks, no sequence checks (Kafka's COORDINATOR
+        origin), offsets and the leader epoch assigned as for a client append."""
+        with self.lock:
+            if self.closed:
+                raise DataError(f"log {self.dir} is closed")
+            now = self._now_ms() if now_ms is None else now_ms
+            mv = memoryview(buf)
+            total = len(mv)
+            batches = list(iter_headers(mv, 0, total, verify_crc=False))
+            count = sum(h.record_count for _, h in batches)
+            max_ts = max((h.max_timestamp for _, h in batches), default=-1)
+            has_pid = any(h.producer_id >= 0 for _, h in batches)
+            return self._write(mv, batches, total, count, max_ts, has_pid, leader_epoch, now, False)
+
+    def _write(self, mv, batches, total, count, max_ts, has_pid, leader_epoch, now, log_append) -> AppendInfo:
+        """The write half of an append (lock held): offsets, epoch, segment write, producer state,
+        the .txnindex entry of an ABORT marker, the high watermark."""
+        cfg = self.config
+        psm = self.producer_state
+        if log_append:
+            max_ts = now
+        first = self.log_end_offset
+        seg = self.active_segment
+        reason = seg.should_roll(messages_size=total, max_timestamp=max_ts, max_offset=first + count - 1,
+                                 now_ms=now, segment_bytes=cfg["segment.bytes"], segment_ms=cfg["segment.ms"])
+        if reason is not None:
+            seg = self._roll(now)
+        # assign offsets and stamp epoch (both outside the CRC), then LogAppendTime (re-CRC)
+        next_offset = first
+        patched = []
+        patch = _PATCH.pack_into
+        for p, h in batches:
+            patch(mv, p, next_offset, h[1], leader_epoch)
             if log_append:
-                max_ts = now
-            first = self.log_end_offset
-            seg = self.active_segment
-            reason = seg.should_roll(messages_size=total, max_timestamp=max_ts, max_offset=first + count - 1,
-                                     now_ms=now, segment_bytes=cfg["segment.bytes"], segment_ms=cfg["segment.ms"])
-            if reason is not None:
-                seg = self._roll(now)
-            # assign offsets and stamp epoch (both outside the CRC), then LogAppendTime (re-CRC)
-            next_offset = first
-            patched = []
-            patch = _PATCH.pack_into
-            for p, h in batches:
-                patch(mv, p, next_offset, h[1], leader_epoch)
-                if log_append:
-                    set_log_append_time(mv, p, h.batch_length + LOG_OVERHEAD, now)
-                    h = h._replace(max_timestamp=now, attributes=h.attributes | TIMESTAMP_TYPE_MASK)
-                # the header as written: new base offset and epoch (a NamedTuple _replace costs ~10x this)
-                h = _new_tuple(BatchHeader, (next_offset, h[1], leader_epoch) + h[3:])
-                patched.append((p, h))
-                next_offset += h[6] + 1
-            seg.append(mv, patched, total)
-            if has_pid:
-                for p, h in patched:
-                    if h.producer_id >= 0:
-                        psm.update(h, mv, p)
-            else:
-                psm.update_map_end_offset(next_offset)
-            if leader_epoch >= 0 and leader_epoch != self.epoch_cache.latest_epoch:
-                self.epoch_cache.assign(leader_epoch, first)
-            self.high_watermark = next_offset
-            self.unflushed_messages += count
-            if self.unflushed_messages >= cfg["flush.messages"]:
-                self.flush()
-            return AppendInfo(first, next_offset - 1, max_ts, now if log_append else -1,
-                              self.log_start_offset, count, False, total)
+                set_log_append_time(mv, p, h.batch_length + LOG_OVERHEAD, now)
+                h = h._replace(max_timestamp=now, attributes=h.attributes | TIMESTAMP_TYPE_MASK)
+            # the header as written: new base offset and epoch (a NamedTuple _replace costs ~10x this)
+            h = _new_tuple(BatchHeader, (next_offset, h[1], leader_epoch) + h[3:])
+            patched.append((p, h))
+            next_offset += h[6] + 1
+        seg.append(mv, patched, total)
+        if has_pid:
+            for p, h in patched:
+                if h.producer_id >= 0:
+                    done = psm.update(h, mv, p)
+                    if done is not None and done.is_aborted:
+                        self._index_abort(seg, done)
+        else:
+            psm.update_map_end_offset(next_offset)
+        if leader_epoch >= 0 and leader_epoch != self.epoch_cache.latest_epoch:
+            self.epoch_cache.assign(leader_epoch, first)
+        self.high_watermark = next_offset
+        self.unflushed_messages += count
+        if self.unflushed_messages >= cfg["flush.messages"]:
+            self.flush()
+        return AppendInfo(first, next_offset - 1, max_ts, now if log_append else -1,
+                          self.log_start_offset, count, False, total)
+
+    def _index_abort(self, seg: LogSegment, done) -> None:
+        """Kafka's .txnindex entry for an aborted transaction: its range and the LSO after the marker."""
+        first = self.producer_state.first_unstable_offset()
+        seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                        done.last_offset + 1 if first is None else first))
 
     # ---- roll ----
     def roll(self, now_ms: int | None = None) -> LogSegment:

@@ -61,7 +61,7 @@ def test_advertises_what_clients_need(advertised):
 
 # APIs the codec knows that this broker deliberately does not serve (yet)
 # schemas in the tree whose handlers are still being built; each leaves this set as it is served
-NOT_SERVED = {24, 25, 26, 27, 28, 61, 65, 66}  # transactions
+NOT_SERVED: set[int] = set()
 
 
 @pytest.mark.parametrize("api_key", sorted(SCHEMAS), ids=lambda k: API_NAMES.get(k, str(k)))
@@ -216,6 +216,8 @@ def check_version(sock, advertised, api_key, version):
     elif api_key == 69:
         r = call(sock, 69, version, {"group_ids": [name], "include_authorized_operations": False})
         assert r["groups"][0]["error_code"] == 69, r  # GROUP_ID_NOT_FOUND
+    elif api_key in TXN_KEYS:
+        check_txn_version(sock, api_key, version, f"vx-{api_key}-{version}")
     else:
         raise AssertionError(f"{API_NAMES.get(api_key)} is advertised but this test has no case for it")
 
@@ -491,3 +493,51 @@ def test_acks_all_with_min_insync_replicas_above_one_is_refused(sock):
     assert produce(-1)["error_code"] == 19  # NOT_ENOUGH_REPLICAS, nothing appended
     p = produce(1)
     assert p["error_code"] == 0 and p["base_offset"] == 0
+
+
+# ---- transaction APIs (issue 15): a whole transaction at every served version --
+
+TXN_KEYS = {24, 25, 26, 28, 61, 65, 66}
+
+
+def check_txn_version(sock, api_key, version, tid):
+    """Init, add a partition and a group, commit an offset, end: `api_key` at `version`, the
+    others at their newest served one; the admin APIs then see the transaction."""
+    def at(key, newest):
+        return version if key == api_key else newest
+    init = call(sock, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": 60000,
+                              "producer_id": -1, "producer_epoch": -1})
+    assert init["error_code"] == 0, init
+    pid, epoch = init["producer_id"], init["producer_epoch"]
+    r = call(sock, 24, at(24, 3), {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                                   "v3_and_below_producer_epoch": epoch,
+                                   "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
+    assert r["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
+    r = call(sock, 25, at(25, 3), {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                   "group_id": tid + "-g"})
+    assert r["error_code"] == 0
+    r = call(sock, 28, at(28, 3), {"transactional_id": tid, "group_id": tid + "-g", "producer_id": pid,
+                                   "producer_epoch": epoch, "generation_id": -1, "member_id": "",
+                                   "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                                       {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                                        "committed_metadata": ""}]}]})
+    assert r["topics"][0]["partitions"][0]["error_code"] == 0
+    if api_key == 65:
+        r = call(sock, 65, version, {"transactional_ids": [tid, tid + "-missing"]})
+        s, missing = r["transaction_states"]
+        assert (s["error_code"], s["transaction_state"], s["producer_id"]) == (0, "Ongoing", pid)
+        assert missing["error_code"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+    if api_key == 66:
+        r = call(sock, 66, version, {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": [pid],
+                                     "duration_filter": -1, "transactional_id_pattern": None})
+        assert r["unknown_state_filters"] == ["Bogus"]
+        assert [(t["transactional_id"], t["transaction_state"]) for t in r["transaction_states"]] == [(tid, "Ongoing")]
+    r = call(sock, 26, at(26, 3), {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                   "committed": True})
+    assert r["error_code"] == 0
+    if api_key == 61:
+        r = call(sock, 61, version, {"topics": [{"name": TOPIC, "partition_indexes": [0]}]})
+        p = r["topics"][0]["partitions"][0]
+        assert p["error_code"] == 0 and pid in [a["producer_id"] for a in p["active_producers"]]
+    off = call(sock, 9, 8, {"groups": [{"group_id": tid + "-g", "topics": None}], "require_stable": True})
+    assert off["groups"][0]["topics"][0]["partitions"][0]["committed_offset"] == 1

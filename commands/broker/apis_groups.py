@@ -22,7 +22,6 @@ log = logging.getLogger("pylog.broker.groups")
 
 # FindCoordinator key types
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-TXN_MESSAGE = "transactions are not supported by this pylog broker"
 
 
 # ---- FindCoordinator -------------------------------------------------------
@@ -32,13 +31,15 @@ def _no_coordinator(key: str, code: int, message: str | None) -> dict:
 
 
 def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None) -> dict:
-    if key_type == TRANSACTION_KEY:
-        return _no_coordinator(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TXN_MESSAGE)
-    if key_type != GROUP_KEY or not key:
-        code = ErrorCode.INVALID_GROUP_ID if key_type == GROUP_KEY else ErrorCode.UNSUPPORTED_VERSION
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY) or not key:
+        code = {GROUP_KEY: ErrorCode.INVALID_GROUP_ID, TRANSACTION_KEY: ErrorCode.INVALID_REQUEST}.get(
+            key_type, ErrorCode.UNSUPPORTED_VERSION)
         return _no_coordinator(key, code, "invalid coordinator key")
     try:
-        broker.group_coordinator.ensure_topic()
+        if key_type == TRANSACTION_KEY:
+            broker.txn_coordinator.ensure_topic()
+        else:
+            broker.group_coordinator.ensure_topic()
     except KafkaError as e:
         return _no_coordinator(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e))
     host, port = broker.advertised_for(conn)
@@ -157,9 +158,14 @@ def offset_commit_error(body, version, code, msg):
         body["topics"], lambda t, p: {"partition_index": p["partition_index"], "error_code": code})}
 
 
-def _committed(g: Group | None, topics) -> list:
-    """OffsetFetch topics answer; topics None = every committed partition of the group."""
+def _committed(g: Group | None, topics, unstable=None) -> list:
+    """OffsetFetch topics answer; topics None = every committed partition of the group.
+    unstable((topic, p)): an open transaction holds an offset there (require_stable answers
+    UNSTABLE_OFFSET_COMMIT so the client retries after the transaction ends)."""
     def part(t, p):
+        if unstable is not None and unstable((t, p)):
+            return {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
+                    "metadata": "", "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT}
         e = g.offsets.get((t, p)) if g is not None else None
         if e is None:
             return {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
@@ -178,7 +184,13 @@ def _committed(g: Group | None, topics) -> list:
 
 def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Committed offsets of one group (v8+: of several)."""
-    groups = broker.group_coordinator.groups
+    gc = broker.group_coordinator
+    groups = gc.groups
+
+    def unstable(gid):
+        if not body.get("require_stable") or not gc.txn_offsets:
+            return None
+        return lambda tp: gc.has_pending_txn_offset(gid, tp)
     if ctx.api_version >= 8:
         out = []
         for gq in body["groups"]:
@@ -188,14 +200,14 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             if g is not None and g.consumer is not None and ctx.api_version >= 9:
                 code = broker.group_coordinator.consumer.offset_check(g.consumer, gq["member_id"],
                                                                       gq["member_epoch"], fetch=True)
-            out.append({"group_id": gid, "topics": _committed(g, gq["topics"]) if not code else [],
+            out.append({"group_id": gid, "topics": _committed(g, gq["topics"], unstable(gid)) if not code else [],
                         "error_code": code})
         return {"throttle_time_ms": 0, "groups": out}
     gid = body["group_id"]
     topics = body["topics"]
     if ctx.api_version < 2 and topics is None:
         topics = []
-    return {"throttle_time_ms": 0, "topics": _committed(groups.get(gid), topics),
+    return {"throttle_time_ms": 0, "topics": _committed(groups.get(gid), topics, unstable(gid)),
             "error_code": ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID}
 
 

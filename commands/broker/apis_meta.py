@@ -24,9 +24,19 @@ def invalid_name_code(name: str) -> int:
 
 # ---- ApiVersions -----------------------------------------------------------
 
+# Feature levels (KIP-584) clients look at. transaction.version 1: clients add partitions with
+# AddPartitionsToTxn and keep their epoch across transactions (level 2, KIP-890 part 2, is not
+# served); the coordinator writes TransactionLogValue v1. The epoch only moves when they change.
+SUPPORTED_FEATURES = [{"name": "transaction.version", "min_version": 0, "max_version": 1}]
+FINALIZED_FEATURES = [{"name": "transaction.version", "min_version_level": 1, "max_version_level": 1}]
+FINALIZED_FEATURES_EPOCH = 1
+
+
 def api_versions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
-    """The APIs this broker serves with their version ranges."""
-    return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_ranges(), "throttle_time_ms": 0}
+    """The APIs this broker serves with their version ranges, and its feature levels."""
+    return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_ranges(), "throttle_time_ms": 0,
+            "supported_features": SUPPORTED_FEATURES, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+            "finalized_features": FINALIZED_FEATURES}
 
 
 def api_versions_error(body, version, code, msg):

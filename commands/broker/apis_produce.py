@@ -25,6 +25,8 @@ from pylog.core.records.header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
     TRANSACTIONAL_MASK,
 )
 
@@ -38,8 +40,9 @@ _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 INVALID_RECORD = ErrorCode.INVALID_RECORD
-TXN_REFUSED = 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: fatal in every client, so they stop at once
-TXN_MESSAGE = "transactions are not supported by this pylog broker"
+# Produce v11 is the first to carry TRANSACTION_ABORTABLE (KIP-890); older ones get INVALID_TXN_STATE
+FIRST_ABORTABLE_PRODUCE = 11
+NOT_ADDED = "Partition was not added to the transaction"
 
 
 def _part_response(index, code, base_offset=-1, append_time=-1, start=-1, message=None, record_errors=()):
@@ -70,9 +73,23 @@ def _check_records(records, version) -> tuple[int, str | None]:
     if attrs & CODEC_MASK == CODEC_ZSTD and version < 7:
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, \
             f"Produce requests with version {version} are not allowed to use ZStandard compression"
-    if attrs & TRANSACTIONAL_MASK:
-        return TXN_REFUSED, TXN_MESSAGE
     return 0, None
+
+
+def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, version: int) -> tuple[int, str | None]:
+    """KIP-890 part 1: a transactional batch goes only to a partition of the producer's open
+    transaction (one header read and a set lookup: no per-record work)."""
+    (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
+    if not attrs & TRANSACTIONAL_MASK or tid is None:
+        return 0, None
+    (pid,) = _I64.unpack_from(records, PRODUCER_ID_OFFSET)
+    (epoch,) = _I16.unpack_from(records, PRODUCER_EPOCH_OFFSET)
+    code = broker.txn_coordinator.verify_partition(tid, pid, epoch, name, idx)
+    if code == ErrorCode.INVALID_TXN_STATE:
+        if version >= FIRST_ABORTABLE_PRODUCE:
+            return ErrorCode.TRANSACTION_ABORTABLE, NOT_ADDED
+        return code, NOT_ADDED
+    return code, None
 
 
 def produce(broker: Broker, ctx: RequestContext, body: dict):
@@ -84,10 +101,9 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
     out_topics = []
     global_code = 0
     global_msg = None
+    txn_id = body.get("transactional_id")
     if acks not in (-1, 0, 1):
         global_code, global_msg = 21, f"acks={acks} is not 0, 1 or -1"  # INVALID_REQUIRED_ACKS
-    elif body.get("transactional_id") is not None:
-        global_code, global_msg = TXN_REFUSED, TXN_MESSAGE
     for t in body.get("topic_data") or []:
         name = t.get("name")
         tid = t.get("topic_id")
@@ -123,6 +139,8 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 continue
             records = p.get("records")
             code, msg = _check_records(records, v)
+            if not code:
+                code, msg = _verify_txn(broker, txn_id, records, name, idx, v)
             if code:
                 parts.append(_part_response(idx, code, message=msg))
                 failed = True
@@ -170,11 +188,13 @@ def produce_error(body, version, code, msg):
 
 
 def init_producer_id(broker: Broker, ctx: RequestContext, body: dict):
-    """A new producer id at epoch 0, always: Kafka's coordinator without a transactional id
-    ignores the id and epoch a request names (idempotent producers bump their epoch locally)."""
+    """With a transactional id: the transaction coordinator's answer (apis_txn). Without: a new
+    producer id at epoch 0, always: Kafka's coordinator without a transactional id ignores the id
+    and epoch a request names (idempotent producers bump their epoch locally)."""
     if body["transactional_id"] is not None:
-        log.info("refusing transactional id %r from %s: %s", body["transactional_id"], ctx.conn.peer, TXN_MESSAGE)
-        return {"throttle_time_ms": 0, "error_code": TXN_REFUSED, "producer_id": -1, "producer_epoch": -1}
+        from pylog.commands.broker.apis_txn import init_transactional
+
+        return init_transactional(broker, body)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": broker.producer_ids.next_id(),
             "producer_epoch": 0}
 

@@ -4,7 +4,8 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   1. log manager: lock the log dirs, load and recover every partition
   2. producer-id allocator: its block file in the first log dir; the security
      store (SCRAM credentials, ACLs) and the authorizer
-  3. coordinators: replay their internal topics, start their timers
+  3. coordinators (groups, then transactions): replay their internal topics, complete
+     prepared transactions, start their timers
   4. log cleaner threads
   5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
   6. listeners, one server each: from here on clients can connect
@@ -33,6 +34,7 @@ from pylog.commands.broker.sasl import ALLOWED_BEFORE_AUTH, raw_token
 from pylog.commands.broker.scheduler import Scheduler
 from pylog.commands.broker.server import Connection, Server
 from pylog.commands.broker.settings import BrokerSettings
+from pylog.commands.broker.txn_coordinator import TransactionCoordinator
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol.apis.meta import API_VERSIONS
@@ -63,6 +65,7 @@ class Broker:
         self.logs = None  # storage.LogManager
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         self.coordinators: list = []  # each with load(), start(loop), stop()
         self.scheduler: Scheduler | None = None
         self.server: Server | None = None  # the first listener's
@@ -129,7 +132,9 @@ class Broker:
 
     def _start_services(self) -> None:
         self.group_coordinator = GroupCoordinator(self)
-        self.coordinators = [self.group_coordinator]
+        # after the group coordinator: completing a prepared transaction at load applies its offsets
+        self.txn_coordinator = TransactionCoordinator(self)
+        self.coordinators = [self.group_coordinator, self.txn_coordinator]
         for c in self.coordinators:
             c.load()
             c.start(self.loop)

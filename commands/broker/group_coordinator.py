@@ -31,6 +31,7 @@ from pylog.commands.broker.group_state import (
     Member,
     OffsetEntry,
 )
+from pylog.commands.broker import offsets_topic as ot
 from pylog.commands.broker.group_store import GroupStore, now_ms
 from pylog.core.errors import ErrorCode
 
@@ -105,11 +106,20 @@ class GroupCoordinator:
         self._retention_timer: asyncio.TimerHandle | None = None
         self._stopped = False
         self.consumer = ConsumerGroupCoordinator(self)  # KIP-848 groups share `groups` and the store
+        # offsets of open transactions (TxnOffsetCommit): producer id -> group -> {(topic, p): OffsetEntry}
+        self.txn_offsets: dict[int, dict[str, dict]] = {}
 
     # ================================================================ lifecycle
     def load(self) -> None:
         """Rebuild every group from `__consumer_offsets` (before the broker listens)."""
-        self.store.load(self.groups)
+        open_txns: dict[int, list] = {}
+        self.store.load(self.groups, open_txns)
+        for pid, records in open_txns.items():
+            for k, v in records:
+                rec = ot.parse_record(bytes(k), None if v is None else bytes(v))
+                if isinstance(rec, ot.OffsetRecord) and rec.value is not None:
+                    self.txn_offsets.setdefault(pid, {}).setdefault(rec.group, {})[
+                        (rec.topic, rec.partition)] = OffsetEntry(*rec.value)
         self.consumer.after_load(time.monotonic())
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -529,6 +539,47 @@ class GroupCoordinator:
             if m is not None:
                 m.touch()  # a commit counts as a heartbeat
         return [errors.get(tp, wcode) for tp, *_ in offsets]
+
+    def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
+                           member_id: str, instance_id: str | None, offsets: list) -> list[int]:
+        """TxnOffsetCommit: write [((topic, partition), offset, leader_epoch, metadata)] in the
+        producer's transaction; they become the group's offsets when its COMMIT marker is written."""
+        code = self._commit_check(group_id, generation, member_id or "", instance_id) \
+            if generation >= 0 or member_id else (ErrorCode.NONE if group_id else ErrorCode.INVALID_GROUP_ID)
+        if code != ErrorCode.NONE:
+            return [code] * len(offsets)
+        now = now_ms()
+        written, errors = [], {}
+        for tp, offset, epoch, md in offsets:
+            if md is not None and len(md.encode()) > self.metadata_max:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            written.append((tp, OffsetEntry(offset, epoch, md or "", now)))
+        wcode = self.store.store_offsets(group_id, written, (producer_id, producer_epoch)) if written \
+            else ErrorCode.NONE
+        if wcode == ErrorCode.NONE and written:
+            self.txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(written)
+        return [errors.get(tp, wcode) for tp, *_ in offsets]
+
+    def complete_txn(self, producer_id: int, offsets_partition: int, commit: bool) -> None:
+        """A transaction marker was written to `__consumer_offsets` partition `offsets_partition`:
+        the producer's pending offsets of the groups on it apply (COMMIT) or go (ABORT)."""
+        by_group = self.txn_offsets.get(producer_id)
+        if not by_group:
+            return
+        for gid in [g for g in by_group if ot.partition_for(g, self.store.num_partitions) == offsets_partition]:
+            entries = by_group.pop(gid)
+            if commit:
+                g = self.groups.get(gid)
+                if g is None:
+                    g = self.groups[gid] = Group(gid)
+                g.offsets.update(entries)
+        if not by_group:
+            del self.txn_offsets[producer_id]
+
+    def has_pending_txn_offset(self, group_id: str, tp: tuple) -> bool:
+        """An open transaction holds an offset for this partition (OffsetFetch require_stable)."""
+        return any(tp in by_group.get(group_id, ()) for by_group in self.txn_offsets.values())
 
     def _commit_check(self, gid: str, gen: int, mid: str, inst: str | None) -> int:
         if not gid:

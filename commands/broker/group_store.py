@@ -16,12 +16,42 @@ from pylog.commands.broker import offsets_topic as ot
 from pylog.commands.broker.group_state import EMPTY, STABLE, Group, Member, OffsetEntry
 from pylog.core.errors import ErrorCode, MessageTooLargeError, RecordListTooLargeError
 from pylog.core.records import BatchBuilder, RecordBatch
+from pylog.core.records.control import COMMIT, read_control_record
 from pylog.core.records.errors import TruncatedBatchError
 from pylog.core.records.header import iter_headers
 
 log = logging.getLogger("pylog.broker.groups")
 
 READ_CHUNK = 1 << 20  # bytes read per step while replaying
+
+
+def iter_log_batches(plog):
+    """(header, RecordBatch, first offset still to read) of every batch of a partition, control
+    batches included, read in chunks from the log start to the log end (coordinators' replay)."""
+    offset = plog.log_start_offset
+    end = plog.log_end_offset
+    while offset < end:
+        sl = plog.read(offset, READ_CHUNK, upper_bound=end)
+        if not sl.length:
+            break
+        data = memoryview(sl.read_bytes())
+        moved = False
+        try:
+            for pos, h in iter_headers(data, verify_crc=False):
+                yield h, RecordBatch(data, pos), offset
+                offset = h.last_offset + 1
+                moved = True
+        except TruncatedBatchError:
+            pass  # the read ended inside a batch: the next read starts at it
+        if not moved:
+            break
+
+
+def is_commit_marker(batch) -> bool:
+    """A control batch holding a COMMIT marker."""
+    for r in batch.records():
+        return read_control_record(r).type == COMMIT
+    return False
 
 
 def now_ms() -> int:
@@ -39,8 +69,10 @@ class GroupStore:
         self.loaded_records = 0
 
     # ---- start-up ------------------------------------------------------------
-    def load(self, groups: dict[str, Group]) -> None:
-        """Replay `__consumer_offsets` into `groups` (before the broker listens)."""
+    def load(self, groups: dict[str, Group], txn_offsets: dict | None = None) -> None:
+        """Replay `__consumer_offsets` into `groups` (before the broker listens). Offsets committed in
+        a transaction apply at its COMMIT marker; those of transactions still open at the end go to
+        `txn_offsets` ({producer id: [(key, value)]})."""
         logs = self.broker.logs
         info = logs.topics.get(ot.TOPIC) if logs is not None else None
         if info is None:
@@ -50,7 +82,11 @@ class GroupStore:
         for p in range(info.num_partitions):
             plog = logs.get_log(ot.TOPIC, p)
             if plog is not None:
-                self._replay(plog, groups)
+                pending: dict[int, list] = {}
+                self._replay(plog, groups, pending)
+                if txn_offsets is not None:
+                    for pid, recs in pending.items():
+                        txn_offsets.setdefault(pid, []).extend(recs)
         now = time.monotonic()
         for g in groups.values():
             for m in g.members.values():
@@ -58,27 +94,25 @@ class GroupStore:
         log.info("loaded %d groups from %d %s records in %.2fs", len(groups), self.loaded_records,
                  ot.TOPIC, time.monotonic() - t0)
 
-    def _replay(self, plog, groups: dict[str, Group]) -> None:
-        offset = plog.log_start_offset
-        end = plog.log_end_offset
-        while offset < end:
-            sl = plog.read(offset, READ_CHUNK, upper_bound=end)
-            if not sl.length:
-                break
-            data = memoryview(sl.read_bytes())
-            moved = False
-            try:
-                for pos, h in iter_headers(data, verify_crc=False):
-                    if not h.is_control:
-                        for r in RecordBatch(data, pos).records():
-                            if r.offset >= offset:
-                                self._apply(groups, r.key, r.value)
-                    offset = h.last_offset + 1
-                    moved = True
-            except TruncatedBatchError:
-                pass  # the read ended inside a batch: the next read starts at it
-            if not moved:
-                break
+    def _replay(self, plog, groups: dict[str, Group], pending: dict[int, list]) -> None:
+        for h, batch, start in iter_log_batches(plog):
+            if h.is_control:
+                recs = pending.pop(h.producer_id, None)
+                if recs and h.is_transactional and is_commit_marker(batch):
+                    for k, v in recs:
+                        self._apply(groups, k, v)
+                continue
+            records = [(r.key, r.value) for r in batch.records() if r.offset >= start]
+            if h.is_transactional:
+                pending.setdefault(h.producer_id, []).extend(records)
+                continue
+            for k, v in records:
+                self._apply(groups, k, v)
+
+    def apply_records(self, groups: dict[str, Group], records) -> None:
+        """Apply [(key, value)] read back from the topic (a committed transaction's offsets)."""
+        for k, v in records:
+            self._apply(groups, k, v)
 
     def _apply(self, groups: dict[str, Group], key, value) -> None:
         if key is None:
@@ -140,19 +174,26 @@ class GroupStore:
         })
         log.info("created %s with %d partitions", ot.TOPIC, self.num_partitions)
 
-    def append(self, group_id: str, records: list) -> int:
-        """Append [(key, value)] as one batch to the group's partition; a Kafka error code."""
+    def append(self, group_id: str, records: list, producer: tuple[int, int] | None = None) -> int:
+        """Append [(key, value)] as one batch to the group's partition; a Kafka error code.
+        producer=(id, epoch): a transactional batch (TxnOffsetCommit), decided by the marker."""
         try:
             self.ensure_topic()
             p = ot.partition_for(group_id, self.num_partitions)
             plog = self.broker.logs.get_log(ot.TOPIC, p)
             if plog is None:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
-            b = BatchBuilder()
             now = now_ms()
+            if producer is None:
+                b = BatchBuilder()
+            else:
+                b = BatchBuilder(producer_id=producer[0], producer_epoch=producer[1], is_transactional=True)
             for k, v in records:
                 b.append(now, k, v)
-            plog.append_as_leader(bytearray(b.build()), self.broker.leader_epoch(plog), now_ms=now)
+            if producer is None:
+                plog.append_as_leader(bytearray(b.build()), self.broker.leader_epoch(plog), now_ms=now)
+            else:
+                plog.append_internal(bytearray(b.build()), self.broker.leader_epoch(plog), now_ms=now)
             self.broker.wake(ot.TOPIC, p)
             return ErrorCode.NONE
         except (MessageTooLargeError, RecordListTooLargeError):
@@ -171,11 +212,11 @@ class GroupStore:
                                               g.leader_id if g.members else None, g.state_ts, members))
         return self.append(g.group_id, [(ot.group_key(g.group_id), value)])
 
-    def store_offsets(self, group_id: str, entries: list) -> int:
-        """Write committed offsets: [((topic, partition), OffsetEntry)]."""
+    def store_offsets(self, group_id: str, entries: list, producer: tuple[int, int] | None = None) -> int:
+        """Write committed offsets: [((topic, partition), OffsetEntry)] (producer: in a transaction)."""
         return self.append(group_id, [
             (ot.offset_key(group_id, t, p), ot.offset_value(e.offset, e.leader_epoch, e.metadata, e.commit_ts))
-            for (t, p), e in entries])
+            for (t, p), e in entries], producer)
 
     def delete(self, group_id: str, partitions, *, group: bool = False, extra=()) -> int:
         """Tombstones for the group's offsets of `partitions` (and, with group=True, its metadata),

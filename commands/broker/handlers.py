@@ -20,11 +20,14 @@ from pylog.commands.broker import (
     apis_produce,
     apis_quotas,
     apis_security,
+    apis_txn,
     sasl,
 )
 from pylog.commands.broker.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
-from pylog.core.protocol.apis import configs, consumer_groups, fetch, groups, meta, produce, quotas, security, topics
+from pylog.core.protocol.apis import (
+    configs, consumer_groups, fetch, groups, meta, produce, quotas, security, topics, txn,
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,14 @@ HANDLERS: tuple[Handler, ...] = (
             apis_consumer_groups.consumer_group_heartbeat_error),
     Handler(consumer_groups.CONSUMER_GROUP_DESCRIBE, apis_consumer_groups.consumer_group_describe,
             apis_consumer_groups.consumer_group_describe_error),
+    # transactions (the transaction coordinator)
+    Handler(txn.ADD_PARTITIONS_TO_TXN, apis_txn.add_partitions_to_txn, apis_txn.add_partitions_to_txn_error),
+    Handler(txn.ADD_OFFSETS_TO_TXN, apis_txn.add_offsets_to_txn, apis_txn.add_offsets_to_txn_error),
+    Handler(txn.END_TXN, apis_txn.end_txn, apis_txn.end_txn_error),
+    Handler(txn.TXN_OFFSET_COMMIT, apis_txn.txn_offset_commit, apis_txn.txn_offset_commit_error),
+    Handler(txn.DESCRIBE_PRODUCERS, apis_txn.describe_producers, apis_txn.describe_producers_error),
+    Handler(txn.DESCRIBE_TRANSACTIONS, apis_txn.describe_transactions, apis_txn.describe_transactions_error),
+    Handler(txn.LIST_TRANSACTIONS, apis_txn.list_transactions, apis_txn.list_transactions_error),
     # ACLs and SCRAM credentials
     Handler(security.DESCRIBE_ACLS, apis_security.describe_acls, apis_security.describe_acls_error),
     Handler(security.CREATE_ACLS, apis_security.create_acls, apis_security.create_acls_error),
