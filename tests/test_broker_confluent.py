@@ -117,20 +117,6 @@ def test_admin_client(broker, admin):
     assert "ck-admin" not in admin.list_topics(timeout=10).topics
 
 
-def test_transactional_producer_fails_clearly(broker):
-    # Without transaction support the producer must stop at once with a fatal error, not retry
-    # until its timeout: FindCoordinator(transaction) answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    # (or, while the codec lacks the group schemas, FindCoordinator is not advertised at all).
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-1"})
-    t0 = time.monotonic()
-    with pytest.raises(KafkaException) as e:
-        p.init_transactions(120)
-    assert time.monotonic() - t0 < 60, "retried until the timeout instead of failing at once"
-    err = e.value.args[0]
-    assert err.fatal(), err
-    assert err.code() in (53, -165), err  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED / _UNSUPPORTED_FEATURE
-
-
 def test_admin_offsets_describe_topics_delete_records(broker, admin):
     from confluent_kafka import IsolationLevel, TopicCollection
     from confluent_kafka.admin import OffsetSpec
