@@ -497,7 +497,7 @@ def test_acks_all_with_min_insync_replicas_above_one_is_refused(sock):
 
 # ---- transaction APIs (issue 15): a whole transaction at every served version --
 
-TXN_KEYS = {24, 25, 26, 28, 61, 65, 66}
+TXN_KEYS = {24, 25, 26, 27, 28, 61, 65, 66}
 
 
 def check_txn_version(sock, api_key, version, tid):
@@ -532,6 +532,15 @@ def check_txn_version(sock, api_key, version, tid):
                                      "duration_filter": -1, "transactional_id_pattern": None})
         assert r["unknown_state_filters"] == ["Bogus"]
         assert [(t["transactional_id"], t["transaction_state"]) for t in r["transaction_states"]] == [(tid, "Ongoing")]
+    if api_key == 27:  # what kafka-transactions.sh abort sends: an ABORT marker, out of band
+        r = call(sock, 27, version, {"markers": [{"producer_id": pid, "producer_epoch": epoch,
+                                                  "transaction_result": False, "coordinator_epoch": 0,
+                                                  "topics": [{"name": TOPIC, "partition_indexes": [0]}]}]})
+        assert r["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 0
+        stale = call(sock, 27, version, {"markers": [{"producer_id": pid, "producer_epoch": epoch - 1,
+                                                      "transaction_result": False, "coordinator_epoch": 0,
+                                                      "topics": [{"name": TOPIC, "partition_indexes": [0]}]}]})
+        assert stale["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 47  # INVALID_PRODUCER_EPOCH
     r = call(sock, 26, at(26, 3), {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
                                    "committed": True})
     assert r["error_code"] == 0

@@ -231,3 +231,49 @@ def describe_producers_error(body, version, code, msg):
         {"name": t["name"], "partitions": [{"partition_index": p, "error_code": code, "error_message": msg,
                                             "active_producers": []} for p in t["partition_indexes"]]}
         for t in body["topics"]]}
+
+
+# ---- WriteTxnMarkers ---------------------------------------------------------
+
+def write_txn_markers(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Write COMMIT/ABORT markers as asked (kafka-transactions.sh abort of a hanging transaction):
+    a marker older than the partition's producer epoch or coordinator epoch is refused."""
+    from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch
+
+    out = []
+    for mk in body["markers"]:
+        pid, epoch, commit = mk["producer_id"], mk["producer_epoch"], mk["transaction_result"]
+
+        def entry(t, p, mk=mk, pid=pid, epoch=epoch, commit=commit):
+            plog = broker.logs.get_log(t["name"], p)
+            if plog is None:
+                return {"partition_index": p, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            last = plog.producer_state.last_entry(pid)
+            if last is not None and epoch < last.producer_epoch:
+                return {"partition_index": p, "error_code": ErrorCode.INVALID_PRODUCER_EPOCH}
+            if last is not None and mk["coordinator_epoch"] < last.coordinator_epoch:
+                return {"partition_index": p, "error_code": ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+            batch = build_end_txn_batch(COMMIT if commit else ABORT, pid, epoch, mk["coordinator_epoch"],
+                                        timestamp=int(time.time() * 1000))
+            try:
+                plog.append_internal(bytearray(batch), broker.leader_epoch(plog))
+            except Exception as e:  # noqa: BLE001 - per-partition storage error
+                log.error("WriteTxnMarkers to %s-%d failed: %s", t["name"], p, e)
+                return {"partition_index": p, "error_code": ErrorCode.KAFKA_STORAGE_ERROR}
+            if t["name"] == OFFSETS_TOPIC:
+                broker.group_coordinator.complete_txn(pid, p, commit)
+            broker.wake(t["name"], p)
+            return {"partition_index": p, "error_code": ErrorCode.NONE}
+        out.append({"producer_id": pid, "topics": mirror_partitions(mk["topics"], entry,
+                                                                     partitions="partition_indexes")})
+        for t in out[-1]["topics"]:
+            t["partitions"] = t.pop("partition_indexes")
+    return {"markers": out}
+
+
+def write_txn_markers_error(body, version, code, msg):
+    """Every partition of every marker with `code`."""
+    return {"markers": [{"producer_id": mk["producer_id"], "topics": [
+        {"name": t["name"], "partitions": [{"partition_index": p, "error_code": code}
+                                           for p in t["partition_indexes"]]} for t in mk["topics"]]}
+        for mk in body["markers"]]}

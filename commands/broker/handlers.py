@@ -100,6 +100,7 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(txn.ADD_PARTITIONS_TO_TXN, apis_txn.add_partitions_to_txn, apis_txn.add_partitions_to_txn_error),
     Handler(txn.ADD_OFFSETS_TO_TXN, apis_txn.add_offsets_to_txn, apis_txn.add_offsets_to_txn_error),
     Handler(txn.END_TXN, apis_txn.end_txn, apis_txn.end_txn_error),
+    Handler(txn.WRITE_TXN_MARKERS, apis_txn.write_txn_markers, apis_txn.write_txn_markers_error),
     Handler(txn.TXN_OFFSET_COMMIT, apis_txn.txn_offset_commit, apis_txn.txn_offset_commit_error),
     Handler(txn.DESCRIBE_PRODUCERS, apis_txn.describe_producers, apis_txn.describe_producers_error),
     Handler(txn.DESCRIBE_TRANSACTIONS, apis_txn.describe_transactions, apis_txn.describe_transactions_error),
