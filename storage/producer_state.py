@@ -276,6 +276,9 @@ class ProducerStateManager:
         self._fsync = fsync
         self._lock = threading.RLock()
         self.producers: dict[int, ProducerStateEntry] = {}
+        # False only when no producer has an open transaction: the LSO query (every fetch) then
+        # costs nothing; set by whatever can open one, cleared when a scan finds none
+        self._maybe_open_txn = True
         self.map_end_offset = 0
         self.last_snap_offset = 0
         self._snapshots: dict[int, Path] = {}
@@ -357,6 +360,7 @@ class ProducerStateManager:
                 entry = ProducerStateEntry.from_snapshot_entry(se)
                 if not self._is_expired(entry, now_ms):
                     self.producers[entry.producer_id] = entry
+                    self._maybe_open_txn = True
             self.map_end_offset = self.last_snap_offset = off
             return warnings
         self.map_end_offset = self.last_snap_offset = log_start_offset
@@ -517,6 +521,7 @@ class ProducerStateManager:
         entry.add_batch(h.producer_epoch, h.last_sequence, h.last_offset, h.last_offset_delta, h.max_timestamp)
         if h.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = h.base_offset
+            self._maybe_open_txn = True
         return None
 
     def update(self, header: BatchHeader, buf=None, pos: int = 0) -> CompletedTxn | None:
@@ -557,8 +562,13 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction (the LSO bound), or None."""
-        offs = self.ongoing_txn_first_offsets().values()
-        return min(offs) if offs else None
+        if not self._maybe_open_txn:
+            return None
+        with self._lock:
+            offs = self.ongoing_txn_first_offsets().values()
+            if not offs:
+                self._maybe_open_txn = False
+            return min(offs) if offs else None
 
     def snapshot_entries(self) -> list[SnapshotEntry]:
         """Every producer as snapshot rows, by producer id."""

@@ -302,3 +302,37 @@ def test_state_is_replayed_after_restart(broker_factory):
         again = call(s, 22, 4, {"transactional_id": "tx-replay", "transaction_timeout_ms": 60000,
                                 "producer_id": -1, "producer_epoch": -1})
     assert (again["producer_id"], again["producer_epoch"]) == (first["producer_id"], first["producer_epoch"] + 1)
+
+
+def test_open_transaction_survives_a_clean_restart_in_the_snapshot(broker_factory):
+    """A clean shutdown writes producer snapshots; the open transaction in them still holds the LSO."""
+    from pylog.core.records import BatchBuilder
+    from pylog.storage.producer_state import read_snapshot
+
+    b = broker_factory(None)
+    create(b, "tx-snap")
+    tid = "tx-snap-id"
+    with connect(b) as s:
+        init = call(s, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": 600000,
+                               "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        call(s, 24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                        "v3_and_below_producer_epoch": epoch,
+                        "v3_and_below_topics": [{"name": "tx-snap", "partitions": [0]}]})
+        bb = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True)
+        bb.append(int(time.time() * 1000), None, b"open")
+        r = call(s, 0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": "tx-snap", "partition_data": [{"index": 0, "records": bytearray(bb.build())}]}]})
+        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
+    plain = Producer({"bootstrap.servers": b.bootstrap})
+    plain.produce("tx-snap", b"after")
+    plain.flush(10)
+    b.stop()
+    snaps = sorted((b.log_dir / "tx-snap-0").glob("*.snapshot"))
+    assert snaps and [e.current_txn_first_offset for e in read_snapshot(snaps[-1]) if e.producer_id == pid] == [0]
+    b.restart()
+    assert list_offset(b, "tx-snap", 0, 1) == 0 and list_offset(b, "tx-snap", 0, 0) == 2
+    with connect(b) as s:
+        assert call(s, 26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                               "committed": True})["error_code"] == 0
+    assert read(b, "tx-snap", [0], READ_COMMITTED) == {0: ["open", "after"]}
