@@ -39,11 +39,14 @@ from pylog.core.errors import DataError
 from pylog.core.records.header import LOG_OVERHEAD, parse_header
 from pylog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, atomic_write, read_offset_checkpoint_or_empty, \
     write_offset_checkpoint
+from pylog.storage.aborted_ranges import AbortedRanges
 from pylog.storage.compaction_rules import (
     CleanableSection,
+    FilteredBatch,
     SegmentStat,
     batch_records_data,
     cleanable_section,
+    empty_batch,
     filter_batch_many,
     filter_batch_survivors,
     group_segments,
@@ -285,6 +288,7 @@ class Cleaner:
         (or `upper`); returns where the map ends. Every batch from the one at
         self._mapped_from up to that end went into the map."""
         self._mapped_from = None
+        aborted = AbortedRanges.of_log(lg, start, upper)
         with lg.lock:
             segs = list(lg.segments)
         for i, seg in enumerate(segs):
@@ -309,6 +313,8 @@ class Cleaner:
                 stats.map_bytes_read += h.batch_length + LOG_OVERHEAD
                 if h.attributes & 0x20 or h.record_count == 0:  # control or empty batches hold no keys
                     continue
+                if aborted and aborted.is_aborted(h):
+                    continue  # an aborted value must not shadow the committed one before it
                 raw = memoryview(buf)[off:off + h.batch_length + LOG_OVERHEAD]
                 keys, offsets = record_keys(batch_records_data(raw, h), h.base_offset)
                 if None in keys:
@@ -354,6 +360,7 @@ class Cleaner:
         latest_many = m.get_many
         mapped_from, mapped_to, survivors = mapped if mapped is not None else (0, -1, None)
         base = group[0].base_offset
+        aborted = AbortedRanges.of_log(lg, base, group[-1].next_offset)
         new = None
         if not dry_run:
             remove_segment_files(lg.dir, base, CLEANED_SUFFIX)
@@ -372,7 +379,10 @@ class Cleaner:
                     raw = memoryview(buf)[off:off + size]
                     pid = h.producer_id
                     retain_empty = pid >= 0 and producers.get(pid, -2) == h.last_offset
-                    if mapped_from <= h.base_offset and h.base_offset + h.last_offset_delta < mapped_to:
+                    if aborted and aborted.is_aborted(h):
+                        r = FilteredBatch(empty_batch(h) if retain_empty else None, 0, h.record_count, 0,
+                                          retain_empty)
+                    elif mapped_from <= h.base_offset and h.base_offset + h.last_offset_delta < mapped_to:
                         r = filter_batch_survivors(raw, h, survivors, now, retention, retain_empty)
                     else:
                         r = filter_batch_many(raw, h, latest_many, now, retention, retain_empty)
@@ -402,6 +412,8 @@ class Cleaner:
                     new.append(out, pending, len(out))
             if new is None:
                 return
+            for t in aborted.within(base, group[-1].next_offset):
+                new.txn_index.append(t)  # what is left of an aborted transaction stays marked
             new.on_become_inactive()
             if self._fsync:
                 new.flush()
