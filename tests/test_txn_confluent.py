@@ -336,3 +336,31 @@ def test_open_transaction_survives_a_clean_restart_in_the_snapshot(broker_factor
         assert call(s, 26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
                                "committed": True})["error_code"] == 0
     assert read(b, "tx-snap", [0], READ_COMMITTED) == {0: ["open", "after"]}
+
+
+def test_idle_transactional_id_expires(broker_factory):
+    """transactional.id.expiration.ms: an id with no transaction for that long is removed (a
+    tombstone in __transaction_state, so it stays removed after a restart); a later
+    InitProducerId starts it afresh with a new producer id."""
+    b = broker_factory(None, "--set", "transactional.id.expiration.ms=1500",
+                       "--set", "transaction.remove.expired.transaction.cleanup.interval.ms=200")
+    with connect(b) as s:
+        first = call(s, 22, 4, {"transactional_id": "tx-expire", "transaction_timeout_ms": 1000,
+                                "producer_id": -1, "producer_epoch": -1})
+    assert describe_txn(b, "tx-expire")["error_code"] == 0
+    wait_until(lambda: describe_txn(b, "tx-expire")["error_code"] == 105, 30, "TRANSACTIONAL_ID_NOT_FOUND")
+    b.stop()
+    b.restart()
+    assert describe_txn(b, "tx-expire")["error_code"] == 105
+    with connect(b) as s:
+        again = call(s, 22, 4, {"transactional_id": "tx-expire", "transaction_timeout_ms": 1000,
+                                "producer_id": -1, "producer_epoch": -1})
+    assert again["error_code"] == 0 and again["producer_id"] != first["producer_id"]
+    assert again["producer_epoch"] == 0
+
+
+def test_transaction_timeout_above_the_broker_maximum_is_refused(broker):
+    with connect(broker) as s:
+        r = call(s, 22, 4, {"transactional_id": "tx-too-long", "transaction_timeout_ms": 900001,
+                            "producer_id": -1, "producer_epoch": -1})
+    assert r["error_code"] == 50  # INVALID_TRANSACTION_TIMEOUT (transaction.max.timeout.ms=900000)
