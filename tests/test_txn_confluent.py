@@ -83,6 +83,27 @@ def describe_txn(b, tid) -> dict:
         return call(s, 65, 0, {"transactional_ids": [tid]})["transaction_states"][0]
 
 
+def open_raw_txn(b, tid, topic, value, timeout_ms=60000) -> tuple[int, int]:
+    """InitProducerId, AddPartitionsToTxn (partition 0) and one transactional record, over the raw
+    protocol: (producer id, epoch) of the transaction left open."""
+    from pylog.core.records import BatchBuilder
+
+    with connect(b) as s:
+        init = call(s, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": timeout_ms,
+                               "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        r = call(s, 24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                            "v3_and_below_producer_epoch": epoch,
+                            "v3_and_below_topics": [{"name": topic, "partitions": [0]}]})
+        assert r["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
+        bb = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True)
+        bb.append(int(time.time() * 1000), None, value)
+        r = call(s, 0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": bytearray(bb.build())}]}]})
+        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
+    return pid, epoch
+
+
 def test_commit_and_abort_views_are_exact(broker):
     create(broker, "tx-views", 2)
     p = txn_producer(broker, "tx-views-id")
@@ -264,18 +285,7 @@ def test_prepare_commit_is_completed_on_restart(broker_factory, tmp_path):
     b = broker_factory(None)
     create(b, "tx-prep")
     tid = "tx-prep-id"
-    with connect(b) as s:
-        init = call(s, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": 60000,
-                               "producer_id": -1, "producer_epoch": -1})
-        pid, epoch = init["producer_id"], init["producer_epoch"]
-        call(s, 24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
-                        "v3_and_below_producer_epoch": epoch,
-                        "v3_and_below_topics": [{"name": "tx-prep", "partitions": [0]}]})
-        bb = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True)
-        bb.append(int(time.time() * 1000), None, b"prepared")
-        r = call(s, 0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
-            {"name": "tx-prep", "partition_data": [{"index": 0, "records": bytearray(bb.build())}]}]})
-        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
+    pid, epoch = open_raw_txn(b, tid, "tx-prep", b"prepared")
     b.kill9()
     # what the coordinator writes first when EndTxn(commit) arrives, then "crash"
     tdir = b.log_dir / f"{TOPIC}-{partition_for(tid, 50)}"
@@ -306,24 +316,12 @@ def test_state_is_replayed_after_restart(broker_factory):
 
 def test_open_transaction_survives_a_clean_restart_in_the_snapshot(broker_factory):
     """A clean shutdown writes producer snapshots; the open transaction in them still holds the LSO."""
-    from pylog.core.records import BatchBuilder
     from pylog.storage.producer_state import read_snapshot
 
     b = broker_factory(None)
     create(b, "tx-snap")
     tid = "tx-snap-id"
-    with connect(b) as s:
-        init = call(s, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": 600000,
-                               "producer_id": -1, "producer_epoch": -1})
-        pid, epoch = init["producer_id"], init["producer_epoch"]
-        call(s, 24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
-                        "v3_and_below_producer_epoch": epoch,
-                        "v3_and_below_topics": [{"name": "tx-snap", "partitions": [0]}]})
-        bb = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True)
-        bb.append(int(time.time() * 1000), None, b"open")
-        r = call(s, 0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
-            {"name": "tx-snap", "partition_data": [{"index": 0, "records": bytearray(bb.build())}]}]})
-        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
+    pid, epoch = open_raw_txn(b, tid, "tx-snap", b"open", timeout_ms=600000)
     plain = Producer({"bootstrap.servers": b.bootstrap})
     plain.produce("tx-snap", b"after")
     plain.flush(10)

@@ -523,13 +523,7 @@ class GroupCoordinator:
         if code != ErrorCode.NONE:
             return [code] * len(offsets)
         g = self.groups.get(group_id)
-        now = now_ms()
-        written, errors = [], {}
-        for tp, offset, epoch, md in offsets:
-            if md is not None and len(md.encode()) > self.metadata_max:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            written.append((tp, OffsetEntry(offset, epoch, md or "", now)))
+        written, errors = self._entries(offsets)
         wcode = self.store.store_offsets(group_id, written) if written else ErrorCode.NONE
         if wcode == ErrorCode.NONE:
             if g is None:
@@ -540,6 +534,17 @@ class GroupCoordinator:
                 m.touch()  # a commit counts as a heartbeat
         return [errors.get(tp, wcode) for tp, *_ in offsets]
 
+    def _entries(self, offsets: list) -> tuple[list, dict]:
+        """([((topic, p), OffsetEntry)] to write, {(topic, p): error}) of a commit's offsets."""
+        now = now_ms()
+        written, errors = [], {}
+        for tp, offset, epoch, md in offsets:
+            if md is not None and len(md.encode()) > self.metadata_max:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            written.append((tp, OffsetEntry(offset, epoch, md or "", now)))
+        return written, errors
+
     def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
                            member_id: str, instance_id: str | None, offsets: list) -> list[int]:
         """TxnOffsetCommit: write [((topic, partition), offset, leader_epoch, metadata)] in the
@@ -548,13 +553,7 @@ class GroupCoordinator:
             if generation >= 0 or member_id else (ErrorCode.NONE if group_id else ErrorCode.INVALID_GROUP_ID)
         if code != ErrorCode.NONE:
             return [code] * len(offsets)
-        now = now_ms()
-        written, errors = [], {}
-        for tp, offset, epoch, md in offsets:
-            if md is not None and len(md.encode()) > self.metadata_max:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            written.append((tp, OffsetEntry(offset, epoch, md or "", now)))
+        written, errors = self._entries(offsets)
         wcode = self.store.store_offsets(group_id, written, (producer_id, producer_epoch)) if written \
             else ErrorCode.NONE
         if wcode == ErrorCode.NONE and written:
