@@ -28,7 +28,7 @@ import time
 
 from pylog.commands.broker import offsets_topic as ot
 from pylog.commands.broker.group_store import iter_log_batches
-from pylog.commands.broker.txn_state import MAX_EPOCH, NO_EPOCH, NO_PRODUCER_ID, TOPIC, TxnMetadata
+from pylog.commands.broker.txn_state import MAX_EPOCH, NO_EPOCH, TOPIC, TxnMetadata
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import txn_log as tl
 from pylog.core.protocol.txn_log import TxnState
