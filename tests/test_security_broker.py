@@ -542,3 +542,39 @@ def test_pylog_users_and_acls_commands(secure, pki, tmp_path):
     # usage errors are one line and exit 2
     r = _pylog("acls", "add", *b, "--allow-principal", "carol", "--operation", "Read", "--topic", "x", props=props)
     assert r.returncode == 2 and "Could not parse principal" in r.stderr
+
+
+def test_transactions_need_transactional_id_acls(secure, pki):
+    """A transactional producer needs WRITE on its transactional id (Kafka's
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise); DescribeTransactions answers only for ids
+    the principal may describe, ListTransactions lists only those."""
+    from confluent_kafka import Producer
+
+    a = admin(secure, pki)
+    for f in a.create_topics([NewTopic("acl-txn", 1, 1)]).values():
+        f.result(15)
+    _create(a, _allow(ResourceType.TOPIC, "acl-txn", AclOperation.WRITE),
+            _allow(ResourceType.TOPIC, "acl-txn", AclOperation.READ))
+    alice = rdkafka_conf(secure, pki, user=ALICE, password=ALICE_PW)
+    p = Producer({**alice, "transactional.id": "alice-tx"})
+    with pytest.raises(KafkaException) as e:
+        p.init_transactions(30)
+    assert e.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    _create(a, _allow(ResourceType.TRANSACTIONAL_ID, "alice-tx", AclOperation.WRITE))
+    p = Producer({**alice, "transactional.id": "alice-tx"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("acl-txn", b"t1")
+    p.commit_transaction(30)
+    # the admin's transaction is invisible to alice
+    q = Producer({**rdkafka_conf(secure, pki), "transactional.id": "admin-tx"})
+    q.init_transactions(30)
+    s = socket.create_connection(("127.0.0.1", ports(secure)["SASL_PLAINTEXT"]), timeout=10)
+    assert call(s, 17, 1, {"mechanism": "PLAIN"})["error_code"] == 0
+    assert call(s, 36, 2, {"auth_bytes": f"\0{ALICE}\0{ALICE_PW}".encode()})["error_code"] == 0
+    r = call(s, 65, 0, {"transactional_ids": ["alice-tx", "admin-tx"]})
+    codes = {t["transactional_id"]: t["error_code"] for t in r["transaction_states"]}
+    assert codes == {"alice-tx": 0, "admin-tx": KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    r = call(s, 66, 0, {"state_filters": [], "producer_id_filters": []})
+    assert [t["transactional_id"] for t in r["transaction_states"]] == ["alice-tx"]
+    s.close()

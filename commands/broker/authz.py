@@ -307,17 +307,26 @@ def _find_coordinator(az: Authorizer, ctx, api, body):
                                                         MESSAGES.get(code))
 
 
-def _group_list(list_key: str, op: Op):
-    """DescribeGroups / DeleteGroups: a list of group ids, each checked."""
+def _group_list(list_key: str, op: Op, rtype: Res = Res.GROUP, code: int = GROUP_DENIED):
+    """DescribeGroups / DeleteGroups (DescribeTransactions): a list of ids, each checked."""
     def rule(az: Authorizer, ctx, api, body):
         groups = body.get(list_key) or []
-        keep = [g for g in groups if az.allowed(ctx, op, Res.GROUP, g)]
+        keep = [g for g in groups if az.allowed(ctx, op, rtype, g)]
         drop = [g for g in groups if g not in keep]
         if not drop:
             return None
         return dict(body, **{list_key: keep}), api.error(dict(body, **{list_key: drop}), ctx.api_version,
-                                                         GROUP_DENIED, MESSAGES[GROUP_DENIED])
+                                                         code, MESSAGES[code])
     return rule
+
+
+def _list_transactions(az: Authorizer, ctx, api, body):
+    """ListTransactions: only the transactional ids the principal may describe."""
+    def filt(result):
+        result["transaction_states"] = [t for t in result.get("transaction_states") or []
+                                        if az.allowed(ctx, Op.DESCRIBE, Res.TRANSACTIONAL_ID, t["transactional_id"])]
+        return result
+    return body, filt
 
 
 def _list_groups(az: Authorizer, ctx, api, body):
@@ -384,4 +393,6 @@ _RULES = {
     50: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
     51: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
     61: _split_topics(Op.READ, "topics", "name"),
+    65: _group_list("transactional_ids", Op.DESCRIBE, Res.TRANSACTIONAL_ID, TXN_DENIED),
+    66: _list_transactions,
 }
