@@ -273,8 +273,11 @@ def test_open_transaction_across_kill9_is_aborted_after_its_timeout(broker_facto
     del p  # its next request would be fenced; librdkafka's destructor does not block on it
 
 
-def test_prepare_commit_is_completed_on_restart(broker_factory, tmp_path):
-    """A kill -9 after the PrepareCommit record but before the markers: the restart completes it."""
+@pytest.mark.parametrize("prepared, done, visible", [("PREPARE_COMMIT", "CompleteCommit", ["prepared"]),
+                                                      ("PREPARE_ABORT", "CompleteAbort", [])])
+def test_prepared_transaction_is_completed_on_restart(broker_factory, prepared, done, visible):
+    """A kill -9 after the PrepareCommit/PrepareAbort record but before the markers: the restart
+    writes the markers and the Complete state."""
     from pylog.commands.broker.txn_state import TOPIC, TxnMetadata
     from pylog.core.config import TOPIC_CONFIGS
     from pylog.core.protocol.txn_log import TxnState
@@ -286,19 +289,21 @@ def test_prepare_commit_is_completed_on_restart(broker_factory, tmp_path):
     create(b, "tx-prep")
     tid = "tx-prep-id"
     pid, epoch = open_raw_txn(b, tid, "tx-prep", b"prepared")
+    assert read(b, "tx-prep", [0], READ_UNCOMMITTED) == {0: ["prepared"]}
     b.kill9()
     # what the coordinator writes first when EndTxn(commit) arrives, then "crash"
     tdir = b.log_dir / f"{TOPIC}-{partition_for(tid, 50)}"
     lg = Log(tdir, TOPIC_CONFIGS.resolve({"cleanup.policy": "compact"}), fsync=False, had_clean_shutdown=False)
     now = int(time.time() * 1000)
-    m = TxnMetadata(tid, pid, epoch, 60000, TxnState.PREPARE_COMMIT, pid, -1, -1, {("tx-prep", 0)}, now, now)
+    m = TxnMetadata(tid, pid, epoch, 60000, TxnState[prepared], pid, -1, -1, {("tx-prep", 0)}, now, now)
     rec = BatchBuilder()
     rec.append(now, m.key(), m.to_value())
     lg.append_internal(bytearray(rec.build()), 0)
     lg.close()
     b.restart()
-    assert describe_txn(b, tid)["transaction_state"] == "CompleteCommit"
-    assert read(b, "tx-prep", [0], READ_COMMITTED) == {0: ["prepared"]}
+    assert describe_txn(b, tid)["transaction_state"] == done
+    assert read(b, "tx-prep", [0], READ_COMMITTED) == {0: visible}
+    assert list_offset(b, "tx-prep", 0, 1) == 2  # the marker is there: nothing is left open
 
 
 def test_state_is_replayed_after_restart(broker_factory):
