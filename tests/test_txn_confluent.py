@@ -367,3 +367,46 @@ def test_transaction_timeout_above_the_broker_maximum_is_refused(broker):
         r = call(s, 22, 4, {"transactional_id": "tx-too-long", "transaction_timeout_ms": 900001,
                             "producer_id": -1, "producer_epoch": -1})
     assert r["error_code"] == 50  # INVALID_TRANSACTION_TIMEOUT (transaction.max.timeout.ms=900000)
+
+
+def test_transactional_offsets_are_replayed_by_their_markers(broker_factory):
+    """__consumer_offsets replay: a committed transaction's offsets apply, an aborted one's do
+    not, an open one's stay pending (require_stable: UNSTABLE_OFFSET_COMMIT) until its COMMIT."""
+    b = broker_factory(None)
+    create(b, "tx-off")
+    tid, group = "tx-off-id", "tx-off-group"
+    with connect(b) as s:
+        init = call(s, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": 600000,
+                               "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def txn(offset, end):
+            ids = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch}
+            assert call(s, 25, 3, {**ids, "group_id": group})["error_code"] == 0
+            r = call(s, 28, 3, {**ids, "group_id": group, "generation_id": -1, "member_id": "",
+                                "group_instance_id": None, "topics": [{"name": "tx-off", "partitions": [
+                                    {"partition_index": 0, "committed_offset": offset,
+                                     "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+            assert r["topics"][0]["partitions"][0]["error_code"] == 0
+            if end is not None:
+                assert call(s, 26, 3, {**ids, "committed": end})["error_code"] == 0
+
+        txn(5, True)
+        txn(9, False)
+        txn(11, None)
+    b.stop()
+    b.restart()
+
+    def fetch(stable):
+        with connect(b) as s:
+            r = call(s, 9, 8, {"groups": [{"group_id": group, "topics": [{"name": "tx-off", "partition_indexes": [0]}]}],
+                               "require_stable": stable})
+        p = r["groups"][0]["topics"][0]["partitions"][0]
+        return p["error_code"], p["committed_offset"]
+
+    assert fetch(False) == (0, 5)
+    assert fetch(True) == (88, -1)  # UNSTABLE_OFFSET_COMMIT: the open transaction holds an offset
+    with connect(b) as s:
+        assert call(s, 26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                               "committed": True})["error_code"] == 0
+    assert fetch(True) == (0, 11)

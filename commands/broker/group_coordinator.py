@@ -116,7 +116,11 @@ class GroupCoordinator:
         self.store.load(self.groups, open_txns)
         for pid, records in open_txns.items():
             for k, v in records:
-                rec = ot.parse_record(bytes(k), None if v is None else bytes(v))
+                try:
+                    rec = ot.parse_record(bytes(k), None if v is None else bytes(v))
+                except Exception as e:  # noqa: BLE001 - one bad record must not stop the load
+                    log.warning("skipping unreadable transactional offset record: %s", e)
+                    continue
                 if isinstance(rec, ot.OffsetRecord) and rec.value is not None:
                     self.txn_offsets.setdefault(pid, {}).setdefault(rec.group, {})[
                         (rec.topic, rec.partition)] = OffsetEntry(*rec.value)

@@ -109,11 +109,6 @@ class GroupStore:
             for k, v in records:
                 self._apply(groups, k, v)
 
-    def apply_records(self, groups: dict[str, Group], records) -> None:
-        """Apply [(key, value)] read back from the topic (a committed transaction's offsets)."""
-        for k, v in records:
-            self._apply(groups, k, v)
-
     def _apply(self, groups: dict[str, Group], key, value) -> None:
         if key is None:
             return
