@@ -246,7 +246,7 @@ def export_to_kafka(sources, kafka_config, topics, move, dry_run, as_json):
     files (pylog-topics.json, pylog-producer-ids, .lock) stay behind.
     Exit status 0 on success, 1 when a dir is unusable, 2 on usage errors.
     """
-    from pylog.commands.console import emit_json, out
+    from pylog.commands.console import emit_json, out, plural
     from pylog.storage.checkpoint import write_offset_checkpoint
     from pylog.storage.kraft_bootstrap import BOOTSTRAP_CHECKPOINT, read_bootstrap_checkpoint
     from pylog.storage.lock import DirLock
@@ -306,11 +306,11 @@ def export_to_kafka(sources, kafka_config, topics, move, dry_run, as_json):
         return
     verb = "would export" if dry_run else "exported"
     for t in exported:
-        out.print(f"{t.name} (topic id {_b64(t.topic_id)}, {len(t.partitions)} partition(s)"
+        out.print(f"{t.name} (topic id {_b64(t.topic_id)}, {plural(len(t.partitions), 'partition')}"
                   + (", " + ", ".join(f"{k}={v}" for k, v in sorted(t.overrides.items())) if t.overrides else "") + ")")
         for p in t.partitions:
             out.print(f"  {p.partition}: offsets up to {p.end_offset}, {p.size:,} bytes -> {p.target}")
-    out.print(f"{verb} {len(exported)} topic(s), {len(parts)} partition(s) in {seconds:.2f} s; "
+    out.print(f"{verb} {plural(len(exported), 'topic')}, {plural(len(parts), 'partition')} in {seconds:.2f} s; "
               f"bootstrap records in {metadata_dir / BOOTSTRAP_CHECKPOINT}"
               + ("" if dry_run else "; start the Kafka node to serve them"))
 

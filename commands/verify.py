@@ -205,7 +205,7 @@ def _repair(reports: list[PartitionReport], yes: bool, salvage: bool, max_messag
             show: bool) -> tuple[list[str], list]:
     """Recover the damaged partitions (salvaging them first when asked); returns the repaired dirs and
     the salvage plans applied."""
-    from pylog.commands.console import err
+    from pylog.commands.console import err, plural
     from pylog.storage.salvage import apply_salvage, plan_salvage
 
     say = err.print if show else (lambda *a, **k: None)
@@ -219,7 +219,7 @@ def _repair(reports: list[PartitionReport], yes: bool, salvage: bool, max_messag
             plan = plan_salvage(Path(r.path), max_message_size=max_message_size)
             plans[r.path] = plan
             say(f"will salvage {r.path}: remove {plan.removed_bytes} unreadable bytes from "
-                f"{len(plan.damaged_files)} segment(s), keep every other batch at its offset, then rebuild indexes, "
+                f"{plural(len(plan.damaged_files), 'segment')}, keep every other batch at its offset, then rebuild indexes, "
                 f"leader-epoch cache and producer snapshots")
             for lost in plan.lost:
                 say(f"  [bold]lost: {lost.describe()}[/bold] ("
@@ -233,7 +233,7 @@ def _repair(reports: list[PartitionReport], yes: bool, salvage: bool, max_messag
             later = sorted(p for p in Path(r.path).glob("*.log") if p.name > Path(file).name)
             lost += sum(p.stat().st_size for p in later)
             say(f"  [bold]the log is cut at {Path(file).name} position {pos}: {lost} bytes after the first "
-                f"damage are dropped[/bold]" + (f" (including {len(later)} later segment(s))" if later else ""))
+                f"damage are dropped[/bold]" + (f" (including {plural(len(later), 'later segment')})" if later else ""))
     if not yes and not click.confirm("Proceed with the repair?", default=False, err=True):
         raise click.exceptions.Abort()
     done = []
