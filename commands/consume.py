@@ -165,6 +165,10 @@ def kcat_json(key_decoder, value_decoder, leader_of):
 @click.option("--filter", "filters", multiple=True, metavar="EXPR",
               help="Print only records matching EXPR (repeatable, all must match): key=TEXT, key~REGEX, "
                    "header.NAME=TEXT, header.NAME~REGEX, header.NAME.")
+@click.option("--formatter-property", "formatter_props", multiple=True, metavar="KEY=VALUE",
+              help="kafka-console-consumer's formatter settings (repeatable): print.key, print.timestamp, "
+                   "print.partition, print.offset, print.headers, print.value (true|false), key.separator, "
+                   "line.separator, headers.separator, null.literal. --property takes them too.")
 @click.option("--key-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
               help="How keys are shown.")
 @click.option("--value-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
@@ -175,7 +179,7 @@ def kcat_json(key_decoder, value_decoder, leader_of):
 @properties_options
 @json_option
 def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages, exit_at_end, timeout_ms, group,
-            group_protocol, fmt, kcat_envelope, filters, key_decoder, value_decoder, isolation, properties, as_json):
+            group_protocol, fmt, kcat_envelope, filters, formatter_props, key_decoder, value_decoder, isolation, properties, as_json):
     """Consume records from TOPIC and print them on stdout.
 
     By default each record's value is printed on its own line; --format
@@ -210,6 +214,12 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     if sum([fmt is not None, as_json, kcat_envelope]) > 1:
         raise UsageError("use one of --format, -J and --json")
     formatter = {k: properties.pop(k) for k in list(properties) if k in FORMATTER_PROPS}
+    for item in formatter_props:
+        k, sep, v = item.partition("=")
+        if not sep or k not in FORMATTER_PROPS:
+            raise UsageError(f"--formatter-property {item!r}: expected KEY=VALUE with KEY one of "
+                             f"{', '.join(sorted(FORMATTER_PROPS))}")
+        formatter[k] = v
     if formatter and (fmt is not None or as_json or kcat_envelope):
         raise UsageError(f"--property {next(iter(formatter))}: a formatter setting; it cannot be combined "
                          "with --format, -J or --json")

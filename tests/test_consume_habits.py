@@ -45,8 +45,13 @@ RECS = [(b"k0", b"v0", [("h1", b"one"), ("h2", b"two")], T0), (None, b"v1", [], 
         (b"k2", None, [("h1", None)], T0 + 2000), (b"k3", b'{"a": 1}', [("h3", b"x")], T0 + 3000)]
 
 
-def test_kcat_json_envelope_matches_kcat(bs):
+@pytest.fixture(scope="module")
+def habits_j(bs):
     send(bs, "habits-j", RECS)
+    return "habits-j"
+
+
+def test_kcat_json_envelope_matches_kcat(bs, habits_j):
     ours = [json.loads(x) for x in consume(bs, "habits-j", "-o", "beginning", "-J").splitlines()]
     r = subprocess.run([KCAT, "-b", bs, "-C", "-t", "habits-j", "-o", "beginning", "-e", "-J", "-q"],
                        capture_output=True, text=True, timeout=60)
@@ -56,7 +61,7 @@ def test_kcat_json_envelope_matches_kcat(bs):
     assert ours == theirs
 
 
-def test_kafka_console_consumer_properties(bs):
+def test_kafka_console_consumer_properties(bs, habits_j):
     out = consume(bs, "habits-j", "--from-beginning", "--property", "print.key=true",
                   "--property", "print.offset=true", "--property", "print.headers=true",
                   "--property", "print.timestamp=true", "--property", "key.separator= | ")
@@ -70,7 +75,24 @@ def test_kafka_console_consumer_properties(bs):
     assert r.returncode == 2 and "print.key=yes: expected true or false" in r.stderr
 
 
-def test_start_and_end_times(bs):
+def test_console_consumer_properties_print_what_kafkas_tool_prints(bs, habits_j):
+    # the same topic and --property settings through Kafka 4.3.1's ConsoleConsumer: identical text
+    from kafka_peer import run_main
+
+    props = ["print.key=true", "print.offset=true", "print.partition=true", "print.headers=true",
+             "print.timestamp=true", "key.separator=|", "headers.separator=;", "null.literal=<nil>"]
+    flags = [x for p in props for x in ("--formatter-property", p)]  # Kafka 4's name; --property is deprecated
+    theirs = run_main("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", bs, "--topic",
+                      "habits-j", "--from-beginning", "--max-messages", "4", *flags, check=True)
+    ours = consume(bs, "habits-j", "--from-beginning", *flags)
+    assert ours == theirs.stdout
+    assert ours.count("\n") == 4
+    assert consume(bs, "habits-j", "--from-beginning", *[x for p in props for x in ("--property", p)]) == ours
+    r = pylog_cli("consume", "habits-j", "-b", bs, "-e", "--formatter-property", "print.nothing=true")
+    assert r.returncode == 2 and "--formatter-property 'print.nothing=true'" in r.stderr
+
+
+def test_start_and_end_times(bs, habits_j):
     assert consume(bs, "habits-j", "-o", f"s@{T0 + 1000}", "-f", "%o\\n").split() == ["1", "2", "3"]
     assert consume(bs, "habits-j", "-o", f"s@{T0 + 1000}", "-o", f"e@{T0 + 3000}", "-f", "%o\\n").split() == \
         ["1", "2"]
@@ -82,7 +104,7 @@ def test_start_and_end_times(bs):
     assert consume(bs, "habits-j", "-o", "s@-5000d", "-f", "%o\\n").split() == ["0", "1", "2", "3"]
 
 
-def test_filters_on_key_and_headers(bs):
+def test_filters_on_key_and_headers(bs, habits_j):
     def offsets(*f):
         return consume(bs, "habits-j", "-o", "beginning", "-f", "%o\\n", *[x for e in f for x in ("--filter", e)]).split()
     assert offsets("key=k0") == ["0"]
