@@ -277,7 +277,9 @@ SERVED = ["Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "Offset
           "CreateTopics", "DeleteTopics", "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch",
           "DescribeConfigs", "AlterConfigs", "DescribeLogDirs", "CreatePartitions", "DeleteGroups",
           "IncrementalAlterConfigs", "OffsetDelete", "DescribeCluster", "ConsumerGroupHeartbeat",
-          "ConsumerGroupDescribe"]
+          "ConsumerGroupDescribe", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
+          "WriteTxnMarkers", "DescribeTransactions", "ListTransactions", "DescribeProducers",
+          "DescribeClientQuotas", "AlterClientQuotas"]
 
 
 def test_kafka_broker_api_versions(tool, broker):
@@ -289,8 +291,7 @@ def test_kafka_broker_api_versions(tool, broker):
         assert m, f"{name}: {apis[name]}"
         # the client uses the broker's newest version: pylog claims nothing newer than Kafka 4.3.1 knows
         assert m.group(3) == (m.group(2) or m.group(1)), f"{name}: {apis[name]}"
-    # not served (README): transactions, the share/streams group protocols, replica moves
-    for name in ["AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
-                 "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "DescribeTopicPartitions",
+    # not served (README): the share/streams group protocols, replica moves
+    for name in ["ShareGroupHeartbeat", "StreamsGroupHeartbeat", "DescribeTopicPartitions",
                  "AlterPartitionReassignments", "ElectLeaders", "AlterReplicaLogDirs"]:
         assert apis[name] == "UNSUPPORTED", name
