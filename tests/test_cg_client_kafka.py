@@ -304,7 +304,9 @@ def test_classic_only_settings_are_refused_with_the_consumer_protocol(peer):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "t", "-b", peer.bootstrap, "--group", "g",
+    topic = name("cgc-refuse")
+    create_topic(peer.bootstrap, topic, 1)
+    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", topic, "-b", peer.bootstrap, "--group", "g",
                         "--group-protocol", "consumer", "-X", "session.timeout.ms=10000"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "session.timeout.ms is not supported when group.protocol=consumer" in r.stderr
@@ -396,4 +398,5 @@ def test_a_broker_without_kip_848_is_a_one_line_error(tansu):
                   "--timeout-ms", "3000")
     assert r.returncode == 1, r.stderr
     assert "ConsumerGroupHeartbeat" in r.stderr and "group.protocol=classic" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("pylog: error:")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
