@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from broker_fixtures import BrokerProcess
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -57,6 +59,10 @@ def kind(code: str) -> str | None:
     return None
 
 
+BLOCK_TIMEOUT = 120  # a block still running then is an example that waits forever
+
+
+@pytest.mark.timeout(900)
 def test_readme_examples_run_in_order(tmp_path):
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
@@ -93,7 +99,12 @@ def test_readme_examples_run_in_order(tmp_path):
             if broker is not None:
                 code = code.replace("127.0.0.1:9092", broker.bootstrap)
             cmd = ["bash", "-e", "-o", "pipefail", "-c", code] if how == "shell" else [sys.executable, "-c", code]
-            r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+            try:
+                r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+            except subprocess.TimeoutExpired as e:
+                raise AssertionError(f"README line {line} still running after {BLOCK_TIMEOUT} s (an example that "
+                                     f"waits for input or never exits?):\n{code}\n--- stderr\n"
+                                     f"{(e.stderr or b'')[-3000:]!r}") from None
             assert r.returncode == 0 and "Traceback" not in r.stderr, \
                 f"README line {line} failed ({r.returncode}):\n{code}\n--- stdout\n{r.stdout[-3000:]}\n" \
                 f"--- stderr\n{r.stderr[-3000:]}"
