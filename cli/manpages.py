@@ -127,8 +127,8 @@ _ROOT_SECTIONS = [
             "starting with 'pylog: error:'."),
         _tp("3", "pylog produce: nothing was delivered."),
         _tp("130", "Interrupted by Ctrl-C (SIGINT)."),
-        _tp("143", "Stopped by SIGTERM, handled as Ctrl-C: consumers leave their group and commit, producers "
-            "print their summary."),
+        _tp("143", "Stopped by SIGTERM, which is handled as Ctrl-C: pylog produce prints its summary marked "
+            "interrupted; pylog consume commits, leaves its group at once and exits 0, as after Ctrl-C."),
     ),
     _section(
         "SHELL COMPLETION",
