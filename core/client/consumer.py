@@ -186,9 +186,32 @@ class ConsumerEngine(Fetcher):
             await self._validate_positions()
 
     async def list_offsets(self, requests: dict, *, strict: bool = False) -> dict:
-        """{tp: timestamp (EARLIEST, LATEST or ms)} -> {tp: OffsetAndTimestamp}; sent to each leader."""
-        return await list_offsets(self.client, requests, read_committed=self.read_committed, strict=strict,
-                                  on_stale_metadata=self._refresh_soon)
+        """{tp: timestamp (EARLIEST, LATEST or ms)} -> {tp: OffsetAndTimestamp}; sent to each leader.
+
+        strict: every partition is answered or an error raised; like the Java consumer's
+        beginningOffsets/endOffsets, leader changes (NOT_LEADER, stale leader epochs, ...) are
+        retried after a metadata refresh until default.api.timeout.ms."""
+        if not strict:
+            return await list_offsets(self.client, requests, read_committed=self.read_committed,
+                                      on_stale_metadata=self._refresh_soon)
+        deadline = time.monotonic() + self.config["default.api.timeout.ms"] / 1000.0
+        out: dict = {}
+        pending = dict(requests)
+        while True:
+            got = await list_offsets(self.client, pending, read_committed=self.read_committed,
+                                     on_stale_metadata=self._refresh_soon)
+            out.update(got)
+            pending = {tp: ts for tp, ts in pending.items() if TopicPartition(*tp) not in got}
+            if not pending:
+                return out
+            md = self.client.metadata
+            unknown = any(md.topics.get(tp[0]) is None or md.topics[tp[0]].error_code for tp in pending)
+            if unknown or time.monotonic() >= deadline:  # the strict pass names the error
+                out.update(await list_offsets(self.client, pending, read_committed=self.read_committed,
+                                              strict=True))
+                return out
+            await self.client.refresh_metadata({tp[0] for tp in pending})
+            await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
 
     async def _validate_positions(self):
         """After a leader change: ask the leader where our epoch ends (OffsetForLeaderEpoch);
