@@ -48,15 +48,20 @@ def pylog_produce(bootstrap, topic, n, txn_size) -> float:
             p.init_transactions()
         step = txn_size or 10000
         values = [b"p" * SIZE] * step
+        batches = []
         t0 = time.perf_counter()
         for _ in range(n // step):
             if txn_size:
                 p.begin_transaction()
-            p.send_many(topic, values)
+            batches += p.send_many(topic, values)
             if txn_size:
                 p.commit_transaction()
         p.flush()
-        return time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        failed = [b.error for b in batches if b.error is not None]
+        if failed:
+            raise RuntimeError(f"{len(failed)} batches failed, first: {failed[0]!r}")
+        return took
     finally:
         p.close()
 
@@ -103,8 +108,11 @@ def committed_count(bootstrap, topic) -> int:
         c.assign(tps)
         ends = c.end_offsets(tps)
         n = 0
-        deadline = time.monotonic() + 120
-        while any(c.position(tp) < ends[tp] for tp in tps) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 600
+        while any(c.position(tp) < ends[tp] for tp in tps):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"read back {n} records in 600 s, positions "
+                                   f"{[c.position(tp) for tp in tps]} of {[ends[tp] for tp in tps]}")
             n += sum(len(r) for r in c.poll(200).values())
         return n
     finally:
@@ -138,8 +146,13 @@ def run(brokers, n, rounds) -> dict:
                               f"(cause: {getattr(e, 'cause', None)!r})", file=sys.stderr)
                         row[b.name] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
                         continue
-                    seen = committed_count(b.bootstrap, topic)
+                    try:
+                        seen = committed_count(b.bootstrap, topic)
+                    except RuntimeError as e:
+                        seen = str(e)
                     if seen != n:
+                        print(f"round {r + 1} {client} {mode} on {b.name}: read_committed saw {seen} of {n}",
+                              file=sys.stderr)
                         row[b.name] = f"read_committed saw {seen} of {n}"
                         continue
                     row[b.name] = max(row.get(b.name) or 0, n / took)

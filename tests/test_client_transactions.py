@@ -25,9 +25,15 @@ from waiting import wait_until
 _n = itertools.count()
 
 
-@pytest.fixture
-def peer(kafka_node):
-    return kafka_node.bootstrap
+# the brokers every test here runs against: Apache Kafka (the reference) and pylog's own
+PEERS = ["kafka"]
+
+
+@pytest.fixture(params=PEERS)
+def peer(request):
+    if request.param == "kafka":
+        return request.getfixturevalue("kafka_node").bootstrap
+    return request.getfixturevalue("broker").bootstrap
 
 
 def new_topic(bootstrap, partitions=2, configs=None) -> str:

@@ -10,7 +10,7 @@ import pytest
 from client_fixtures import pylog_cli
 from kafka_peer import ToolShell
 from pylog.core.client import Producer
-from test_client_transactions import new_topic
+from test_client_transactions import PEERS, new_topic
 from waiting import wait_until
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
@@ -23,9 +23,11 @@ def tools():
     shell.close()
 
 
-@pytest.fixture
-def bs(kafka_node):
-    return kafka_node.bootstrap
+@pytest.fixture(params=PEERS)
+def bs(request):
+    if request.param == "kafka":
+        return request.getfixturevalue("kafka_node").bootstrap
+    return request.getfixturevalue("broker").bootstrap
 
 
 def consume(bs, topic, isolation):
@@ -125,11 +127,12 @@ def test_transactions_bad_input(bs):
     assert r.returncode == 2 and "--producer-epoch" in r.stderr
 
 
-def test_dump_segment_transaction_log_decoder_like_kafka(bs, kafka_node):
+def test_dump_segment_transaction_log_decoder_like_kafka(kafka_node):
     """`pylog dump-segment --transaction-log-decoder` prints what Kafka's DumpLogSegments prints for the
     `__transaction_state` segments Kafka wrote for this module's transactions."""
     from test_kafka_files_dump import assert_same_dump
 
+    bs = kafka_node.bootstrap
     topic = new_topic(bs, 1)
     p = Producer({"bootstrap.servers": bs, "transactional.id": f"dump-{topic}"})
     try:

@@ -1,0 +1,54 @@
+// kafkajs transactions: one committed and one aborted transaction (the aborted one
+// with offsets sent to a group), then read back with readUncommitted false and true.
+// opts: {topic, group, count}
+'use strict';
+
+const { client, main } = require('./common');
+
+async function readAll(kafka, topic, groupId, readUncommitted, expect) {
+  const consumer = kafka.consumer({ groupId, readUncommitted, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const values = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(), 15000);  // the read_committed view may hold fewer
+    consumer.run({
+      eachMessage: async ({ message }) => {
+        values.push(message.value.toString());
+        if (values.length >= expect) { clearTimeout(timer); resolve(); }
+      },
+    }).catch(reject);
+  });
+  await consumer.disconnect();
+  return values;
+}
+
+main(async ({ bootstrap, opts }) => {
+  const kafka = client(bootstrap, 'pylog-js-txn');
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic: opts.topic, numPartitions: 1 }] });
+  const producer = kafka.producer({ transactionalId: `${opts.topic}-tx`, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const messages = (tag) => Array.from({ length: opts.count }, (_, i) => ({ value: `${tag}-${i}` }));
+
+  const t1 = await producer.transaction();
+  await t1.send({ topic: opts.topic, messages: messages('commit') });
+  await t1.commit();
+
+  const t2 = await producer.transaction();
+  await t2.send({ topic: opts.topic, messages: messages('abort') });
+  await t2.sendOffsets({ consumerGroupId: opts.group, topics: [{ topic: opts.topic, partitions: [{ partition: 0, offset: '7' }] }] });
+  await t2.abort();
+
+  const t3 = await producer.transaction();
+  await t3.sendOffsets({ consumerGroupId: opts.group, topics: [{ topic: opts.topic, partitions: [{ partition: 0, offset: '5' }] }] });
+  await t3.commit();
+  await producer.disconnect();
+
+  const offsets = await admin.fetchOffsets({ groupId: opts.group, topics: [opts.topic] });
+  await admin.disconnect();
+  const committed = await readAll(kafka, opts.topic, `${opts.topic}-rc`, false, opts.count);
+  const everything = await readAll(kafka, opts.topic, `${opts.topic}-ru`, true, 2 * opts.count);
+  return { committed, everything, groupOffset: offsets[0].partitions[0].offset };
+});
