@@ -162,7 +162,7 @@ def run(brokers, n, rounds) -> dict:
 
 def render(argv, n, results, load) -> str:
     lines = ["## txn: transactional produce throughput (issue 15)", "",
-             f"Command: `python -m bench txn {' '.join(argv)}`".rstrip() + f" — {time.strftime('%Y-%m-%d')}, "
+             f"Command: `{' '.join(['python -m bench txn', *argv])}` — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores shared by clients and brokers, Apache Kafka {KAFKA_VERSION} (KRaft, one "
              f"combined node, Java {_java_version()}) and pylog's broker (Python {sys.version.split()[0]}), "
              f"each with its defaults; {n:,} x {SIZE} B records per row to a topic of {PARTITIONS} "
