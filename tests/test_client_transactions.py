@@ -26,7 +26,7 @@ _n = itertools.count()
 
 
 # the brokers every test here runs against: Apache Kafka (the reference) and pylog's own
-PEERS = ["kafka"]
+PEERS = ["kafka", "pylog"]
 
 
 @pytest.fixture(params=PEERS)
