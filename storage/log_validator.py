@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from crc32c import crc32c
-
 from pylog.core.errors import (
     CorruptMessageError,
     InvalidRecordError,
@@ -49,7 +47,6 @@ from pylog.core.records.errors import (
 )
 from pylog.core.records.framing import InvalidRecordFraming, check_records
 from pylog.core.records.header import (
-    ATTRIBUTES_OFFSET,
     CODEC_IDS,
     CODEC_MASK,
     CODEC_NAMES,
@@ -58,7 +55,6 @@ from pylog.core.records.header import (
     HEADER_SIZE,
     HEADER_STRUCT,
     LOG_OVERHEAD,
-    MIN_BATCH_LENGTH,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
@@ -147,43 +143,34 @@ def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
     count = 0
     max_ts = -1
     has_pid = False
-    pos = 0
-    while pos < total:
-        if total - pos < HEADER_SIZE:
-            return None
-        t = _unpack_header(mv, pos)
-        length = t[1]
-        size = length + LOG_OVERHEAD
-        if length < MIN_BATCH_LENGTH or t[3] != 2 or pos + size > total or size > max_message:
-            return None
-        attrs = t[5]
-        n = t[12]
-        if n <= 0 or t[6] + 1 != n or attrs & CONTROL_MASK or attrs & CODEC_MASK > _MAX_CODEC:
-            return None
-        if t[9] >= 0:
-            if t[11] < 0:
+    try:
+        for pos, h in iter_headers(mv, 0, total, verify_crc=True, max_batch_size=max_message):
+            attrs = h[5]
+            n = h[12]
+            if n <= 0 or h[6] + 1 != n or attrs & CONTROL_MASK or attrs & CODEC_MASK > _MAX_CODEC:
                 return None
-            has_pid = True
-        elif attrs & TRANSACTIONAL_MASK:
-            return None
-        if create_time:
-            if t[8] > hi or (lo_bounded and not (
-                    (n == 1 or attrs & TIMESTAMP_TYPE_MASK) and (t[8] >= lo or t[8] == NO_TIMESTAMP))):
-                return None  # out of range, or only the records can tell (see check_timestamps)
-        elif attrs & TIMESTAMP_TYPE_MASK:
-            return None
-        if crc32c(mv[pos + ATTRIBUTES_OFFSET:pos + size]) != t[4]:
-            return None
-        h = _new_tuple(BatchHeader, t)
-        try:
-            check_batch_records(mv, pos, h, tp, False)
-        except (InvalidRecordError, CorruptMessageError):
-            return None
-        batches.append((pos, h))
-        count += n
-        if t[8] > max_ts:
-            max_ts = t[8]
-        pos += size
+            if h[9] >= 0:
+                if h[11] < 0:
+                    return None
+                has_pid = True
+            elif attrs & TRANSACTIONAL_MASK:
+                return None
+            if create_time:
+                if h[8] > hi or (lo_bounded and not (
+                        (n == 1 or attrs & TIMESTAMP_TYPE_MASK) and (h[8] >= lo or h[8] == NO_TIMESTAMP))):
+                    return None  # out of range, or only the records can tell (see check_timestamps)
+            elif attrs & TIMESTAMP_TYPE_MASK:
+                return None
+            try:
+                check_batch_records(mv, pos, h, tp, False)
+            except (InvalidRecordError, CorruptMessageError):
+                return None
+            batches.append((pos, h))
+            count += n
+            if h[8] > max_ts:
+                max_ts = h[8]
+    except RecordFormatError:
+        return None  # damage: validate() names it
     return Validated(batches, count, max_ts, has_pid)
 
 

@@ -62,6 +62,15 @@ class OffsetIndex(IndexFile):
         _ENTRY.pack_into(self._mm, self.entries * 8, rel, position)
         self.entries += 1
 
+    def append_in_order(self, offset: int, position: int) -> None:
+        """Append an entry the caller knows comes after the last one (the segment's append and
+        recovery add entries walking the log forward): only the capacity is checked."""
+        n = self.entries
+        if n >= self.max_entries:
+            raise IndexFullError(f"offset index {self.path} is full ({n} entries)")
+        _ENTRY.pack_into(self._mm, n * 8, offset - self.base_offset, position)
+        self.entries = n + 1
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries at or above `offset` (the log is being cut there)."""
         slot = self._largest_lower_bound_slot(offset - self.base_offset)

@@ -31,6 +31,7 @@ from pylog.core.records.header import (
     MIN_BATCH_LENGTH,
     PREFIX_STRUCT,
     BatchHeader,
+    iter_headers,
 )
 from pylog.core.records.legacy import LegacyHeader, read_legacy_header
 
@@ -140,25 +141,31 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
         hdr_unpack = _HEADER.unpack_from
         len_unpack = _I32.unpack_from
         new = tuple.__new__
+        fast = True
         try:
             while True:
                 if avail - pos < HEADER_SIZE and base + avail < limit:
                     refill(pos, HEADER_SIZE)
                 if pos >= avail:
                     return
+                if fast:
+                    # the common case: whole v2 batches, stepped through by the one batch walker
+                    try:
+                        for p, h in iter_headers(buf, pos, avail, verify_crc=False, max_batch_size=max_message_size):
+                            size = h[1] + LOG_OVERHEAD
+                            ok = (not check_crc) or crc32c(mv[p + ATTRIBUTES_OFFSET: p + size]) == h[4]
+                            yield new(Entry, (base + p, 2, h, buf, p, ok))
+                            pos = p + size
+                    except RecordFormatError as e:
+                        pos, fast = e.position, False  # the entry at pos: legacy, torn, damaged or past the buffer
+                    continue
+                fast = True
                 if avail - pos < LOG_OVERHEAD + 5:
                     yield Damage(base + pos, "truncated", f"{avail - pos} trailing bytes, less than a batch header", 0)
                     return
                 length = len_unpack(buf, pos + BATCH_LENGTH_OFFSET)[0]
                 magic = buf[pos + MAGIC_OFFSET]
                 size = length + LOG_OVERHEAD
-                if magic == 2 and length >= MIN_BATCH_LENGTH and size <= max_message_size and pos + size <= avail:
-                    # the common case, kept short: a whole v2 batch in the buffer
-                    t = hdr_unpack(buf, pos)
-                    ok = (not check_crc) or crc32c(mv[pos + ATTRIBUTES_OFFSET: pos + size]) == t[4]
-                    yield new(Entry, (base + pos, 2, new(BatchHeader, t), buf, pos, ok))
-                    pos += size
-                    continue
                 bad = None
                 if magic == 2:
                     if length < MIN_BATCH_LENGTH:
@@ -217,49 +224,75 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                     pass  # a caller still holds a view of it: the mapping goes with that view
 
 
+# a header walk reads just the header of a batch this big (a page of data per header costs more)
+_BIG_BATCH = 1024
+
+
+def file_batches(fd: int, start: int, end: int, name, *, verify_crc: bool = True, chunk: int = CHUNK,
+                 headers_only: bool = False, quiet: bool = False) -> Iterator[tuple[bytes, int, int, BatchHeader]]:
+    """(buffer, position in buffer, file position, header) of every v2 batch in bytes [start, end)
+    of the open file `fd`: the file form of the one batch walker (core.records.header.iter_headers),
+    read with pread in chunks of `chunk` bytes. A batch larger than a chunk is read whole, or,
+    with `headers_only` (no CRC), just its header (the buffer then holds only that): a header
+    walk reads small batches a chunk at a time and big ones header by header. Damage raises
+    DataError naming `name` and the file position, or with `quiet` ends the walk there (a
+    torn tail the segment has not cut yet)."""
+    pos = start
+    hsize = HEADER_SIZE
+    want = chunk
+    while pos < end:
+        buf = os.pread(fd, min(want, end - pos), pos)
+        n = len(buf)
+        if n < hsize:
+            if quiet:
+                return
+            raise DataError(f"{name}: torn batch at position {pos}")
+        size = _PREFIX.unpack_from(buf, 0)[1] + LOG_OVERHEAD
+        if size > n:  # the first batch is larger than this chunk (or torn): on its own
+            if pos + size > end or size < hsize or buf[MAGIC_OFFSET] != 2:
+                if quiet:
+                    return
+                raise DataError(f"{name}: torn or bad batch at position {pos}")
+            if headers_only and not verify_crc:
+                yield buf, 0, pos, tuple.__new__(BatchHeader, _HEADER.unpack_from(buf, 0))
+                want = hsize if size >= _BIG_BATCH else chunk
+            else:
+                buf = os.pread(fd, size, pos)
+                try:
+                    for _, h in iter_headers(buf, 0, len(buf), verify_crc=verify_crc):
+                        yield buf, 0, pos, h
+                except RecordFormatError as e:
+                    if quiet:
+                        return
+                    raise DataError(f"{name}: {_without_position(e)} at position {pos}") from None
+            pos += size
+            continue
+        nxt = 0  # where the next chunk starts: after the last whole batch of this one
+        try:
+            for off, h in iter_headers(buf, 0, n, verify_crc=verify_crc, partial_ok=True):
+                yield buf, off, pos + off, h
+                nxt = off + h[1] + LOG_OVERHEAD
+            if headers_only and not verify_crc and h[1] >= _BIG_BATCH:
+                want = hsize
+        except RecordFormatError as e:
+            if quiet:
+                return
+            raise DataError(f"{name}: {_without_position(e)} at position {pos + e.position}") from None
+        pos += nxt
+
+
+def _without_position(e: RecordFormatError) -> str:
+    msg, suffix = str(e.args[0]), f" at position {e.position}"
+    return msg[:-len(suffix)] if msg.endswith(suffix) else msg
+
+
 def read_batches(fd: int, start: int, end: int, name, chunk: int = CHUNK) -> Iterator[tuple[bytes, int, BatchHeader]]:
     """(buffer, position in buffer, header) of every v2 batch in bytes [start, end) of
-    the open file `fd`, read with pread in chunks of `chunk` bytes; each batch's CRC is
-    checked. A batch larger than a chunk is read whole. For readers of healthy logs
-    (the cleaner, the Spark analysis): any damage raises DataError naming `name`
-    and the file position; scan_log is the walker that reports damage and goes on."""
-    pos = start
-    while pos < end:
-        buf = os.pread(fd, min(chunk, end - pos), pos)
-        off = 0
-        n = len(buf)
-        while off + HEADER_SIZE <= n:
-            h = _check_at(buf, off, n, name, pos)
-            if h is None:
-                break
-            yield buf, off, h
-            off += h.batch_length + LOG_OVERHEAD
-        if off == 0:  # one batch larger than the chunk
-            if n < HEADER_SIZE:
-                raise DataError(f"{name}: torn batch at position {pos}")
-            size = _PREFIX.unpack_from(buf, 0)[1] + LOG_OVERHEAD
-            buf = os.pread(fd, size, pos)
-            h = _check_at(buf, 0, len(buf), name, pos)
-            if h is None:
-                raise DataError(f"{name}: torn batch at position {pos}")
-            yield buf, 0, h
-            off = size
-        pos += off
+    the open file `fd`, each batch's CRC checked. For readers of healthy logs (the cleaner,
+    the Spark analysis): any damage raises DataError naming `name` and the file position;
+    scan_log is the walker that reports damage and goes on."""
+    for buf, off, _, h in file_batches(fd, start, end, name, chunk=chunk):
+        yield buf, off, h
 
 
-def _check_at(buf, off: int, n: int, name, base: int) -> BatchHeader | None:
-    """The header of the whole v2 batch at buf[off:], None when it ends past n."""
-    t = _HEADER.unpack_from(buf, off)
-    if t[3] != 2:
-        raise DataError(f"{name}: batch at position {base + off} has magic {t[3]}; only record format v2 is read")
-    size = t[1] + LOG_OVERHEAD
-    if t[1] < MIN_BATCH_LENGTH:
-        raise DataError(f"{name}: batch length {t[1]} at position {base + off} is below the minimum")
-    if off + size > n:
-        return None
-    if crc32c(memoryview(buf)[off + ATTRIBUTES_OFFSET: off + size]) != t[4]:
-        raise DataError(f"{name}: CRC mismatch in the batch at position {base + off}")
-    return tuple.__new__(BatchHeader, t)
-
-
-__all__ = ["scan_log", "read_batches", "Entry", "Damage", "DEFAULT_MAX_MESSAGE_SIZE"]
+__all__ = ["scan_log", "read_batches", "file_batches", "Entry", "Damage", "DEFAULT_MAX_MESSAGE_SIZE"]

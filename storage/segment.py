@@ -19,23 +19,19 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from crc32c import crc32c
-
 from pylog.core.records.errors import RecordFormatError, TruncatedBatchError
 from pylog.core.records.header import (
-    ATTRIBUTES_OFFSET,
     BATCH_LENGTH_OFFSET,
     HEADER_SIZE,
-    HEADER_STRUCT,
     LOCATE_STRUCT,
     LOG_OVERHEAD,
-    MIN_BATCH_LENGTH,
     BatchHeader,
     iter_headers,
     parse_header,
 )
 from pylog.storage import faults
 from pylog.storage.index_file import CorruptIndexError
+from pylog.storage.scan import file_batches
 from pylog.storage.offset_index import OffsetIndex
 from pylog.storage.time_index import NO_TIMESTAMP, TimeIndex
 from pylog.storage.txn_index import TransactionIndex
@@ -52,15 +48,11 @@ SWAP_END_SUFFIX = ".swap.end"  # the cleaner's note of the offsets a swap replac
 INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 INT_MAX = 0x7FFFFFFF
+HEADER_WALK_CHUNK = 64 << 10
 _PREFIX = LOCATE_STRUCT
 _PREFIX_SIZE = _PREFIX.size  # 27
-_BATCH_HEADER = HEADER_STRUCT
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
-_new_tuple = tuple.__new__
-RECOVERY_CHUNK = 8 << 20
 
 
 def filename_prefix(offset: int) -> str:
@@ -165,16 +157,10 @@ class LogSegment:
             self.rolling_based_timestamp = None
 
     def _walk(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-        """Headers of the batches in [start, end) of the file, read one by one (no CRC)."""
-        end = self.size if end is None else end
-        pos = start
-        while pos + HEADER_SIZE <= end:
-            h = parse_header(os.pread(self.fd, HEADER_SIZE, pos))
-            size = h.batch_length + LOG_OVERHEAD
-            if size < HEADER_SIZE or pos + size > end:
-                return
+        """Headers of the batches in [start, end) of the file (no CRC); stops quietly at a torn or bad batch."""
+        for _, _, pos, h in file_batches(self.fd, start, self.size if end is None else end, self.log_path,
+                                         verify_crc=False, chunk=HEADER_WALK_CHUNK, headers_only=True, quiet=True):
             yield pos, h
-            pos += size
 
     @property
     def _path_str(self) -> str:
@@ -205,7 +191,6 @@ class LogSegment:
         interval = self.index_interval_bytes
         max_ts = self.max_timestamp_so_far
         oi = self.offset_index
-        base = self.base_offset
         # header fields by index (h[0] base offset, h[1] batch length, h[6] last offset
         # delta, h[8] max timestamp): the properties cost a Python call each
         for pos, h in batches:
@@ -213,14 +198,8 @@ class LogSegment:
                 max_ts = h[8]
                 self.offset_of_max_timestamp = h[0] + h[6]
             if since > interval:
-                n = oi.entries
-                if n < oi.max_entries:
-                    # offsets and positions only grow on append: the checks of
-                    # OffsetIndex.append cannot fail here, so pack the entry directly
-                    _OFFSET_ENTRY.pack_into(oi._mm, n * 8, h[0] + h[6] - base, start + pos)
-                    oi.entries = n + 1
-                else:
-                    oi.append(h[0] + h[6], start + pos)  # raises: the index is full
+                # offsets and positions only grow on append: OffsetIndex.append's order checks cannot fail
+                oi.append_in_order(h[0] + h[6], start + pos)
                 self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
                 since = 0
             since += h[1] + LOG_OVERHEAD
@@ -349,83 +328,54 @@ class LogSegment:
         interval = self.index_interval_bytes
         oi, ti = self.offset_index, self.time_index
         seg_base = self.base_offset
-        # One read-only mapping of the whole file: no copy into a buffer, CRC-32C
-        # straight over the page cache. Each batch costs one header unpack and one
-        # CRC call; index entries are packed straight into the (pre-sized) index maps.
-        unpack = _BATCH_HEADER.unpack_from
-        pack_oi, pack_ti = _OFFSET_ENTRY.pack_into, _TIME_ENTRY.pack_into
-        oi_mm, ti_mm = oi._mm, ti._mm
-        oi_n, ti_n = oi.entries, ti.entries
-        oi_max, ti_max = oi.max_entries, ti.max_entries - 1  # the time index keeps a slot for the roll entry
-        ti_last = _TIME_ENTRY.unpack_from(ti_mm, (ti_n - 1) * 12)[0] if ti_n else NO_TIMESTAMP
-        pos = 0
+        ti_last = ti.last_timestamp
+        # One read-only mapping of the whole file: no copy into a buffer, CRC-32C straight
+        # over the page cache; the batch walker checks each batch's structure and CRC.
         mm = mmap.mmap(self.fd, file_size, prot=mmap.PROT_READ) if file_size else None
-        mv = memoryview(mm) if mm is not None else memoryview(b"")
+        walker = iter_headers(mm if mm is not None else b"", 0, file_size, verify_crc=True,
+                              max_batch_size=max_batch_size)
+        pos = 0
         try:
             if mm is not None:
                 mm.madvise(mmap.MADV_SEQUENTIAL)
-            while pos < file_size:
-                t = None
-                if file_size - pos >= HEADER_SIZE:
-                    t = unpack(mv, pos)
-                    size = t[1] + LOG_OVERHEAD
-                    if (t[1] < MIN_BATCH_LENGTH or t[3] != 2 or pos + size > file_size
-                            or (max_batch_size is not None and size > max_batch_size)
-                            or crc32c(mv[pos + ATTRIBUTES_OFFSET:pos + size]) != t[4]):
-                        t = None
-                if t is None:
-                    # something is off here: the generic walker names the damage precisely
-                    try:
-                        _, h = next(iter_headers(mv, pos, file_size, verify_crc=True, max_batch_size=max_batch_size))
-                    except TruncatedBatchError as e:
-                        reason = f"torn batch: {e.args[0]}"
+            try:
+                for pos, h in walker:
+                    base = h[0]
+                    if (base != expected) if contiguous else (base < expected):
+                        reason = f"batch base offset {base} where {expected} was expected"
                         break
-                    except RecordFormatError as e:
-                        reason = str(e.args[0])
+                    delta = h[6]
+                    last = base + delta
+                    size = h[1] + LOG_OVERHEAD
+                    if delta < 0 or last - seg_base > INT_MAX:
+                        reason = f"batch offsets {base}..{last} out of range for the segment"
                         break
-                    t = tuple(h)
-                    size = t[1] + LOG_OVERHEAD
-                base = t[0]
-                if (base != expected) if contiguous else (base < expected):
-                    reason = f"batch base offset {base} where {expected} was expected"
-                    break
-                delta = t[6]
-                last = base + delta
-                if delta < 0 or last - seg_base > INT_MAX:
-                    reason = f"batch offsets {base}..{last} out of range for the segment"
-                    break
-                if base > expected or next_base is not None and last >= next_base:
-                    # an offset gap (legal: compaction, salvage) -- unless baseOffset, which the CRC
-                    # does not cover, is damaged: then the batch after it (or the next segment) goes back
-                    nxt = _I64.unpack_from(mv, pos + size)[0] if pos + size + 8 <= file_size else next_base
-                    if nxt is not None and nxt <= last:
-                        reason = f"batch offsets {base}..{last} overlap the next batch's base offset {nxt}"
-                        break
-                if t[8] > max_ts:
-                    max_ts, max_ts_off = t[8], last
-                if pos - last_index_entry > interval:
-                    if oi_n >= oi_max or ti_n >= ti_max:
-                        # full: the index classes decide (and raise) as they always have
-                        oi.entries, ti.entries = oi_n, ti_n
-                        oi.append(last, pos)
-                        if ti.maybe_append(max_ts, max_ts_off):
-                            ti_last = max_ts
-                        oi_n, ti_n = oi.entries, ti.entries
-                    else:
-                        pack_oi(oi_mm, oi_n * 8, last - seg_base, pos)
-                        oi_n += 1
+                    if base > expected or next_base is not None and last >= next_base:
+                        # an offset gap (legal: compaction, salvage) -- unless baseOffset, which the CRC
+                        # does not cover, is damaged: then the batch after it (or the next segment) goes back
+                        nxt = _I64.unpack_from(mm, pos + size)[0] if pos + size + 8 <= file_size else next_base
+                        if nxt is not None and nxt <= last:
+                            reason = f"batch offsets {base}..{last} overlap the next batch's base offset {nxt}"
+                            break
+                    if h[8] > max_ts:
+                        max_ts, max_ts_off = h[8], last
+                    if pos - last_index_entry > interval:
+                        oi.append_in_order(last, pos)
                         if max_ts > ti_last:
-                            pack_ti(ti_mm, ti_n * 12, max_ts, max_ts_off - seg_base)
-                            ti_n += 1
+                            ti.append_in_order(max_ts, max_ts_off)
                             ti_last = max_ts
-                    last_index_entry = pos
-                if on_batch is not None:
-                    on_batch(_new_tuple(BatchHeader, t))
-                expected = last + 1
-                pos += size
+                        last_index_entry = pos
+                    if on_batch is not None:
+                        on_batch(h)
+                    expected = last + 1
+                else:
+                    pos = file_size  # every batch read back whole
+            except TruncatedBatchError as e:
+                pos, reason = e.position, f"torn batch: {e.args[0]}"
+            except RecordFormatError as e:
+                pos, reason = e.position, str(e.args[0])
         finally:
-            oi.entries, ti.entries = oi_n, ti_n
-            mv.release()
+            walker.close()
             if mm is not None:
                 mm.close()
         valid = pos

@@ -76,6 +76,21 @@ class TimeIndex(IndexFile):
         self.entries += 1
         return True
 
+    @property
+    def last_timestamp(self) -> int:
+        """The newest entry's timestamp, -1 when empty."""
+        return _I64.unpack_from(self._mm, (self.entries - 1) * 12)[0] if self.entries else NO_TIMESTAMP
+
+    def append_in_order(self, timestamp: int, offset: int) -> None:
+        """Append an entry the caller knows has a larger timestamp and no smaller offset than the last
+        one (recovery walking the log forward): only the capacity is checked, keeping Kafka's slot
+        for the final entry of a roll."""
+        n = self.entries
+        if n >= self.max_entries - 1:
+            raise IndexFullError(f"time index {self.path} is full ({n} entries)")
+        _ENTRY.pack_into(self._mm, n * 12, timestamp, offset - self.base_offset)
+        self.entries = n + 1
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose offset is >= `offset` (offsets grow with timestamps)."""
         keep = self.entries

@@ -242,7 +242,7 @@ def pack_batch(
     return b"".join((header, payload))
 
 
-# ---- walking ----
+# ---- walking: the one batch walker ----
 
 def iter_headers(
     buf,
@@ -251,43 +251,73 @@ def iter_headers(
     *,
     verify_crc: bool = True,
     max_batch_size: int | None = None,
+    partial_ok: bool = False,
 ) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) for every v2 batch in buf[start:end].
 
+    The one batch walker over bytes (a bytes-like object or an mmap): the log's
+    append validation, recovery, verify and dump (storage.scan), the cleaner and
+    the Spark jobs (storage.scan.file_batches for files) all step through batches
+    with it. Only headers are read (and, with verify_crc, each batch's CRC-32C).
+
     Raises TruncatedBatchError when the buffer ends inside a batch (the bytes
     before it were good), and InvalidBatchSizeError / InvalidMagicError /
-    CrcMismatchError for real damage. Only headers are read.
+    CrcMismatchError for real damage, each with the batch's position: a caller
+    that cuts (recovery) or skips (dump, verify, salvage) goes on from there.
+    With `partial_ok` a buffer ending inside a batch just ends the walk: a reader
+    of a file in chunks reads on from the end of the last batch yielded.
     """
     if end is None:
         end = len(buf)
     pos = start
-    unpack_prefix = _PREFIX.unpack_from
-    while pos < end:
-        if end - pos < LOG_OVERHEAD:
-            raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
-        _, length = unpack_prefix(buf, pos)
-        if length < MIN_BATCH_LENGTH:
-            # v0/v1 entries are smaller, but a v2 walker must not accept them
-            if end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] in (0, 1) and length >= 14:
-                raise InvalidMagicError(buf[pos + MAGIC_OFFSET], pos)
-            raise InvalidBatchSizeError(f"batch length {length} below the minimum {MIN_BATCH_LENGTH}", pos)
-        size = length + LOG_OVERHEAD
-        if max_batch_size is not None and size > max_batch_size:
-            raise InvalidBatchSizeError(f"batch size {size} above the limit {max_batch_size}", pos)
-        if end - pos < HEADER_SIZE:
-            raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
-        magic = buf[pos + MAGIC_OFFSET]
-        if magic != 2:
-            raise InvalidMagicError(magic, pos)
-        if pos + size > end:
-            raise TruncatedBatchError(f"batch of {size} bytes but only {end - pos} remain", pos)
-        header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
-        if verify_crc:
-            found = crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
-            if found != header.crc:
-                raise CrcMismatchError(header.crc, found, pos)
-        yield pos, header
-        pos += size
+    unpack = _HEADER.unpack_from
+    new = tuple.__new__
+    limit = max_batch_size if max_batch_size is not None else 1 << 62
+    mv = memoryview(buf) if verify_crc else None
+    try:
+        while pos < end:
+            if end - pos >= HEADER_SIZE:
+                t = unpack(buf, pos)
+                size = t[1] + LOG_OVERHEAD
+                # the common case, kept short: a whole, sane v2 batch
+                if t[3] == 2 and t[1] >= MIN_BATCH_LENGTH and size <= limit:
+                    if pos + size <= end:
+                        if mv is not None:
+                            found = crc32c(mv[pos + ATTRIBUTES_OFFSET:pos + size])
+                            if found != t[4]:
+                                raise CrcMismatchError(t[4], found, pos)
+                        yield pos, new(BatchHeader, t)
+                        pos += size
+                        continue
+                    if partial_ok:
+                        return
+            elif partial_ok and (end - pos < LOG_OVERHEAD or _PREFIX.unpack_from(buf, pos)[1] >= MIN_BATCH_LENGTH):
+                return
+            raise _damage_at(buf, pos, end, max_batch_size)
+    finally:
+        if mv is not None:
+            mv.release()
+
+
+def _damage_at(buf, pos: int, end: int, max_batch_size: int | None):
+    """The precise error for the batch at pos that the walker's fast check refused."""
+    if end - pos < LOG_OVERHEAD:
+        return TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
+    length = _PREFIX.unpack_from(buf, pos)[1]
+    if length < MIN_BATCH_LENGTH:
+        # v0/v1 entries are smaller, but a v2 walker must not accept them
+        if end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] in (0, 1) and length >= 14:
+            return InvalidMagicError(buf[pos + MAGIC_OFFSET], pos)
+        return InvalidBatchSizeError(f"batch length {length} below the minimum {MIN_BATCH_LENGTH}", pos)
+    size = length + LOG_OVERHEAD
+    if max_batch_size is not None and size > max_batch_size:
+        return InvalidBatchSizeError(f"batch size {size} above the limit {max_batch_size}", pos)
+    if end - pos < HEADER_SIZE:
+        return TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
+    magic = buf[pos + MAGIC_OFFSET]
+    if magic != 2:
+        return InvalidMagicError(magic, pos)
+    return TruncatedBatchError(f"batch of {size} bytes but only {end - pos} remain", pos)
 
 
 def read_batch_header(
@@ -305,26 +335,20 @@ def read_batch_header(
     """
     if end is None:
         end = len(buf)
-    if end - pos < LOG_OVERHEAD:
-        raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
-    length = _I32.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)[0]
-    if end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != 2 and length >= 14:
-        raise InvalidMagicError(buf[pos + MAGIC_OFFSET], pos)
-    if length < MIN_BATCH_LENGTH:
-        raise InvalidBatchSizeError(f"batch length {length} below the minimum {MIN_BATCH_LENGTH}", pos)
-    size = length + LOG_OVERHEAD
-    if max_batch_size is not None and size > max_batch_size:
-        raise InvalidBatchSizeError(f"batch size {size} above the limit {max_batch_size}", pos)
-    if end - pos < HEADER_SIZE:
-        raise TruncatedBatchError(f"{end - pos} trailing bytes, less than a batch header", pos)
-    if pos + size > end:
-        raise TruncatedBatchError(f"batch of {size} bytes but only {end - pos} remain", pos)
-    header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
-    if verify_crc:
-        found = crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
-        if found != header.crc:
-            raise CrcMismatchError(header.crc, found, pos)
-    return header
+    if end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != 2 and \
+            _I32.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)[0] >= 14:
+        raise InvalidMagicError(buf[pos + MAGIC_OFFSET], pos)  # an old-format entry, whatever its size
+    if end - pos >= HEADER_SIZE:
+        header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+        size = header.batch_length + LOG_OVERHEAD
+        if header.batch_length >= MIN_BATCH_LENGTH and pos + size <= end and \
+                (max_batch_size is None or size <= max_batch_size):
+            if verify_crc:
+                found = crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
+                if found != header.crc:
+                    raise CrcMismatchError(header.crc, found, pos)
+            return header
+    raise _damage_at(buf, pos, end, max_batch_size)
 
 
 def attributes_for(
