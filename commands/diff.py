@@ -15,7 +15,6 @@ produced meanwhile do not count. The two topics can be on two clusters (`--boots
 """
 from __future__ import annotations
 
-import hashlib
 import time
 
 import click
@@ -23,6 +22,7 @@ import click
 from pylog.commands.client_common import client_props
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.options import bootstrap_option, json_option, properties_options
+from pylog.commands.spark.cli import spark_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import DataError
 
@@ -139,31 +139,41 @@ def diff_by_position(a: Side, b: Side, ignore: set) -> list[dict]:
     return results
 
 
-def _latest_by_key(side: Side, ignore: set) -> tuple[dict, int]:
-    latest: dict[bytes, bytes | None] = {}
+def _latest_by_key(side: Side, ignore: set) -> tuple[dict, dict, int]:
+    """({key: digest of its latest value}, {key: (offset, partition) of its first record}, keyless count).
+
+    The latest record of a key is the one with the highest offset in its partition and, when
+    the key is in several partitions, the newest timestamp (then the higher partition): an
+    order that does not depend on how the partitions' fetches interleave (the Spark diff
+    uses the same). Tombstoned keys are absent."""
+    from pylog.commands.spark.diff import value_digest
+
+    latest: dict[bytes, dict[int, tuple]] = {}  # key -> partition -> (timestamp, digest or None)
+    first: dict[bytes, tuple[int, int]] = {}
     keyless = 0
-    for _, r in side.records(side.partitions):
+    for p, r in side.records(side.partitions):
         if r.key is None:
             keyless += 1
             continue
-        if r.value is None:
-            latest[bytes(r.key)] = None
-            continue
-        h = hashlib.blake2b(digest_size=16)
-        h.update(bytes(r.value))
-        if "headers" not in ignore:
-            for k, v in r.headers or []:
-                h.update(b"\x00" + k.encode() + b"\x00" + (bytes(v) if v is not None else b"\xff"))
-        latest[bytes(r.key)] = h.digest()
-    return {k: v for k, v in latest.items() if v is not None}, keyless
+        k = bytes(r.key)
+        latest.setdefault(k, {})[p] = (r.timestamp, None if r.value is None else value_digest(r.value, r.headers,
+                                                                                           ignore))
+        if k not in first or (r.offset, p) < first[k]:
+            first[k] = (r.offset, p)
+    out = {}
+    for k, parts in latest.items():
+        _, _, digest = max((ts, p, d) for p, (ts, d) in parts.items())
+        if digest is not None:
+            out[k] = digest
+    return out, first, keyless
 
 
 def diff_by_key(a: Side, b: Side, ignore: set, examples: int = 5) -> dict:
-    ka, keyless_a = _latest_by_key(a, ignore)
-    kb, keyless_b = _latest_by_key(b, ignore)
-    only_a = [k for k in ka if k not in kb]
-    only_b = [k for k in kb if k not in ka]
-    changed = [k for k in ka if k in kb and ka[k] != kb[k]]
+    ka, first_a, keyless_a = _latest_by_key(a, ignore)
+    kb, first_b, keyless_b = _latest_by_key(b, ignore)
+    only_a = sorted((k for k in ka if k not in kb), key=first_a.__getitem__)
+    only_b = sorted((k for k in kb if k not in ka), key=first_b.__getitem__)
+    changed = sorted((k for k in ka if k in kb and ka[k] != kb[k]), key=first_a.__getitem__)
     return {"keys_a": len(ka), "keys_b": len(kb), "equal": not (only_a or only_b or changed),
             "only_in_a": len(only_a), "only_in_b": len(only_b), "different": len(changed),
             "keyless_records_a": keyless_a, "keyless_records_b": keyless_b,
@@ -182,9 +192,13 @@ def diff_by_key(a: Side, b: Side, ignore: set, examples: int = 5) -> dict:
               help="Compare the latest value of every key over the whole topic instead of record by record.")
 @click.option("--ignore", "ignore", multiple=True, type=click.Choice(["key", "value", "headers", "timestamp"]),
               help="Leave this field out of the comparison (repeatable), e.g. timestamps of a re-produced copy.")
+@click.option("--spark", is_flag=True,
+              help="Compare with a Spark job (one task per side and partition; for large topics). Runs where "
+                   "--master/--remote say, like the other Spark commands; the result is the same.")
+@spark_options(when="spark")
 @properties_options
 @json_option
-def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, properties, as_json):
+def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, spark, settings, properties, as_json):
     """Compare TOPIC_A with TOPIC_B, partition by partition or (--by-key) key by key.
 
     Per partition: equal, or the first position where key, value, headers or
@@ -194,10 +208,22 @@ def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, properties, a
     partitioning. Both sides are read up to the end offsets they had when the
     diff started.
 
+    --spark runs the comparison as a Spark job on the options of the other
+    Spark commands (--master local[*] by default, spark://HOST:PORT,
+    --remote sc://HOST:PORT, --ship-env, --conf): one task per side and
+    partition reads it with a pylog consumer and Spark joins the sides; the
+    output is the streaming diff's.
+
+    By key, the latest record of a key is the one with the highest offset in
+    its partition (for a key in several partitions, the newest timestamp);
+    examples are listed in the order of each key's first record.
+
+    \b
     Examples:
       pylog diff orders orders-mirror
       pylog diff users users -b old:9092 --bootstrap-b new:9092 --by-key
       pylog diff events events-copy --ignore timestamp --json
+      pylog diff clicks clicks-copy --spark --master spark://10.0.0.5:7077
 
     Exit status: 0 equal, 1 different (or an error), 2 usage error.
     """
@@ -207,11 +233,17 @@ def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, properties, a
     ignore = set(ignore)
     a = Side("A", topic_a, props_a)
     b = Side("B", topic_b, props_b)
+    spark_info = None
+    if spark:
+        from pylog.commands.spark.cli import run_spark_diff
+
+        result, spark_info = run_spark_diff(settings, a, b, ignore, by_key, say=err.print if not as_json else None)
     if by_key:
-        result = diff_by_key(a, b, ignore)
+        result = result if spark else diff_by_key(a, b, ignore)
         equal = result["equal"]
         if as_json:
-            emit_json({"topic_a": topic_a, "topic_b": topic_b, "mode": "by-key", **result})
+            emit_json({"topic_a": topic_a, "topic_b": topic_b, "mode": "by-key", **result,
+                       **({"spark": spark_info} if spark_info else {})})
         else:
             verdict = "equal" if equal else "different"
             out.print(f"{topic_a} vs {topic_b} by key: {verdict}: {result['keys_a']:,} keys in A, "
@@ -225,11 +257,11 @@ def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, properties, a
                 err.print(f"skipped records without a key: {result['keyless_records_a']:,} in A, "
                           f"{result['keyless_records_b']:,} in B", markup=False)
     else:
-        parts = diff_by_position(a, b, ignore)
+        parts = result if spark else diff_by_position(a, b, ignore)
         equal = all(p["equal"] for p in parts)
         if as_json:
             emit_json({"topic_a": topic_a, "topic_b": topic_b, "mode": "by-position", "equal": equal,
-                       "partitions": parts})
+                       "partitions": parts, **({"spark": spark_info} if spark_info else {})})
         else:
             for p in parts:
                 if p["equal"]:

@@ -11,8 +11,13 @@ from pylog.commands.options import bootstrap_option, json_option, merge_properti
 from pylog.core.errors import UsageError
 
 
-def spark_options(f):
-    """--master, --remote, --ship-env, --conf, --app-name and --spark-log, the same on both commands."""
+def spark_options(f=None, *, when: str | None = None):
+    """--master, --remote, --ship-env, --conf, --app-name and --spark-log, the same on every Spark command.
+
+    The command gets `settings` (a SessionSettings); with `when`, the name of a flag of the
+    command (diff's --spark), only when that flag is given, else None and Spark is not needed."""
+    if f is None:
+        return functools.partial(spark_options, when=when)
 
     @click.option("--master", default="local[*]", show_default=True, metavar="URL",
                   help="Spark master: local[N], local-cluster[W,C,MB], spark://HOST:PORT, yarn, k8s://...")
@@ -32,6 +37,10 @@ def spark_options(f):
     @functools.wraps(f)
     def wrapper(*args, master, remote, ship_env, spark_conf, app_name, spark_log, **kwargs):
         from pylog.commands.spark.session import SessionSettings, parse_conf, remote_url, require_spark
+
+        if when is not None and not kwargs.get(when):
+            kwargs["settings"] = None
+            return f(*args, **kwargs)
 
         settings = SessionSettings(master=master, app_name=app_name or f"pylog {f.__name__.replace('_', '-')}",
                                    conf=parse_conf(spark_conf), log_file=spark_log, ship_env=ship_env,
@@ -70,6 +79,28 @@ def _run_info(run) -> dict:
     return {"master": run.master, "spark_startup_seconds": round(run.startup_seconds, 3),
             "session_reused": run.reused, "spark_log": run.log_file,
             "executor_python": run.executor_python.as_dict() if run.executor_python else None}
+
+
+def run_spark_diff(settings, a, b, ignore: set, by_key: bool, say=None) -> tuple:
+    """`pylog diff --spark`: (the streaming diff's result, the Spark run's facts)."""
+    from pylog.commands.spark.diff import spark_diff_by_key, spark_diff_by_position
+    from pylog.commands.spark.session import open_session, preflight
+
+    preflight(settings)
+    t0 = time.monotonic()
+    run = open_session(settings, say=say or (lambda line: None))
+    try:
+        try:
+            result = (spark_diff_by_key if by_key else spark_diff_by_position)(run.spark, a, b, ignore)
+        except Exception as e:
+            if e.__class__.__module__.startswith(("pyspark", "py4j")):
+                from pylog.commands.spark.ingest import job_failed
+
+                raise job_failed(e) from None
+            raise
+    finally:
+        _finish_session(run)
+    return result, {**_run_info(run), "job_seconds": round(time.monotonic() - t0, 3)}
 
 
 def _finish_session(run) -> None:
