@@ -81,6 +81,18 @@ def _run_info(run) -> dict:
             "executor_python": run.executor_python.as_dict() if run.executor_python else None}
 
 
+def _spark_job(job):
+    """job(): Spark's own errors (a failed task, a lost executor) become pylog's one-line DataError."""
+    try:
+        return job()
+    except Exception as e:
+        if e.__class__.__module__.startswith(("pyspark", "py4j")):
+            from pylog.commands.spark.ingest import job_failed
+
+            raise job_failed(e) from None
+        raise
+
+
 def run_spark_diff(settings, a, b, ignore: set, by_key: bool, say=None) -> tuple:
     """`pylog diff --spark`: (the streaming diff's result, the Spark run's facts)."""
     from pylog.commands.spark.diff import spark_diff_by_key, spark_diff_by_position
@@ -90,14 +102,8 @@ def run_spark_diff(settings, a, b, ignore: set, by_key: bool, say=None) -> tuple
     t0 = time.monotonic()
     run = open_session(settings, say=say or (lambda line: None))
     try:
-        try:
-            result = (spark_diff_by_key if by_key else spark_diff_by_position)(run.spark, a, b, ignore)
-        except Exception as e:
-            if e.__class__.__module__.startswith(("pyspark", "py4j")):
-                from pylog.commands.spark.ingest import job_failed
-
-                raise job_failed(e) from None
-            raise
+        result = _spark_job(lambda: (spark_diff_by_key if by_key else spark_diff_by_position)(run.spark, a, b,
+                                                                                              ignore))
     finally:
         _finish_session(run)
     return result, {**_run_info(run), "job_seconds": round(time.monotonic() - t0, 3)}
@@ -327,16 +333,9 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
     t0 = time.monotonic()
     run = open_session(settings, say=_say)
     try:
-        try:
-            doc = run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys, now_ms=now_ms,
-                                        force=not if_dirty, overrides=overrides,
-                                        progress_factory=_progress_factory(run, not as_json))
-        except Exception as e:
-            if e.__class__.__module__.startswith(("pyspark", "py4j")):
-                from pylog.commands.spark.ingest import job_failed
-
-                raise job_failed(e) from None
-            raise
+        doc = _spark_job(lambda: run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys,
+                                                       now_ms=now_ms, force=not if_dirty, overrides=overrides,
+                                                       progress_factory=_progress_factory(run, not as_json)))
     finally:
         _finish_session(run)
     doc.update(_run_info(run))
