@@ -23,11 +23,31 @@ async function readAll(kafka, topic, groupId, readUncommitted, expect) {
   return values;
 }
 
+// kafkajs 2.2.4 gives up on a retriable answer to AddOffsetsToTxn / TxnOffsetCommit
+// (CONCURRENT_TRANSACTIONS while the previous transaction's markers are written,
+// NOT_COORDINATOR while a fresh group's coordinator loads): retried here
+async function sendOffsets(txn, args) {
+  for (let i = 0; ; i++) {
+    try { return await txn.sendOffsets(args); } catch (e) {
+      if (!e.retriable || i >= 50) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 main(async ({ bootstrap, opts }) => {
   const kafka = client(bootstrap, 'pylog-js-txn');
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({ waitForLeaders: true, topics: [{ topic: opts.topic, numPartitions: 1 }] });
+  // kafkajs does not retry TxnOffsetCommit on NOT_COORDINATOR: on a fresh cluster, wait until the
+  // group's coordinator answers (its __consumer_offsets partition loaded) before sending offsets
+  for (let i = 0; ; i++) {
+    try { await admin.fetchOffsets({ groupId: opts.group, topics: [opts.topic] }); break; } catch (e) {
+      if (i >= 60) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
   const producer = kafka.producer({ transactionalId: `${opts.topic}-tx`, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const messages = (tag) => Array.from({ length: opts.count }, (_, i) => ({ value: `${tag}-${i}` }));
@@ -38,11 +58,11 @@ main(async ({ bootstrap, opts }) => {
 
   const t2 = await producer.transaction();
   await t2.send({ topic: opts.topic, messages: messages('abort') });
-  await t2.sendOffsets({ consumerGroupId: opts.group, topics: [{ topic: opts.topic, partitions: [{ partition: 0, offset: '7' }] }] });
+  await sendOffsets(t2, { consumerGroupId: opts.group, topics: [{ topic: opts.topic, partitions: [{ partition: 0, offset: '7' }] }] });
   await t2.abort();
 
   const t3 = await producer.transaction();
-  await t3.sendOffsets({ consumerGroupId: opts.group, topics: [{ topic: opts.topic, partitions: [{ partition: 0, offset: '5' }] }] });
+  await sendOffsets(t3, { consumerGroupId: opts.group, topics: [{ topic: opts.topic, partitions: [{ partition: 0, offset: '5' }] }] });
   await t3.commit();
   await producer.disconnect();
 
