@@ -17,6 +17,7 @@ re-resolve subscriptions when topics appear or grow (regex subscriptions).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import time
@@ -51,6 +52,52 @@ class HeartbeatError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class _Undo:
+    """What one operation may change in a group, kept so that a failed `__consumer_offsets`
+    write leaves the group as it was (Kafka applies a change only once its records are
+    written). Members' sets are replaced, never changed in place, so a shallow copy of each
+    member touched is enough; an upgrade from classic empties the classic dicts and sets
+    `consumer`, both restored here."""
+
+    def __init__(self, groups: dict, gid: str):
+        self.groups, self.gid = groups, gid
+        g = self.g = groups.get(gid)
+        self.members: dict = {}
+        if g is None:
+            return
+        self.classic = (g.consumer, dict(g.members), dict(g.static), dict(g.pending), g.leader_id,
+                        g.protocol_name, g.state)
+        cg = g.consumer
+        if cg is not None:
+            self.cg = (cg.epoch, cg.assignment_epoch, cg.subscription_metadata, cg.metadata_hash,
+                       dict(cg.members), dict(cg.target))
+
+    def member(self, m) -> None:
+        """Keep `m` as it is now (before the operation changes it)."""
+        if m is not None and id(m) not in self.members:
+            self.members[id(m)] = (m, copy.copy(m))
+
+    def restore(self) -> None:
+        """Put the group back as it was when this was made."""
+        if self.g is None:
+            self.groups.pop(self.gid, None)
+            return
+        g = self.groups[self.gid] = self.g
+        (g.consumer, members, static, pending, g.leader_id, g.protocol_name, g.state) = self.classic
+        for d, saved in ((g.members, members), (g.static, static), (g.pending, pending)):
+            d.clear()
+            d.update(saved)
+        cg = g.consumer
+        if cg is not None:
+            (cg.epoch, cg.assignment_epoch, cg.subscription_metadata, cg.metadata_hash, members, target) = self.cg
+            cg.members.clear()
+            cg.members.update(members)
+            cg.target.clear()
+            cg.target.update(target)
+        for m, saved in self.members.values():
+            m.__dict__.update(saved.__dict__)
 
 
 def _regex(text: str):
@@ -225,10 +272,21 @@ class ConsumerGroupCoordinator:
         gid, mid, epoch, inst = req["group_id"], req["member_id"], req["member_epoch"], req["instance_id"]
         if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             return self._leave(gid, mid, epoch, inst)
+        undo = _Undo(self.gc.groups, gid)
+        try:
+            return self._join_or_beat(req, gid, mid, epoch, inst, assignor, client_id, client_host, undo)
+        except HeartbeatError:
+            undo.restore()
+            raise
+
+    def _join_or_beat(self, req: dict, gid: str, mid: str, epoch: int, inst, assignor, client_id: str,
+                      client_host: str, undo: _Undo) -> dict:
         now = time.monotonic()
         records: list = []
         g = self._group(gid, epoch == 0, records)
         cg = g.consumer
+        undo.member(cg.members.get(mid))
+        undo.member(cg.static_member(inst))
         owned = from_wire(req["topic_partitions"])
         is_new = False
         if not mid:
@@ -305,8 +363,7 @@ class ConsumerGroupCoordinator:
         elif m.state != M_UNREVOKED:
             m.rebalance_deadline = 0.0
         m.session_deadline = now + self.session_ms / 1000.0
-        code = self._write(gid, records)
-        if code != ErrorCode.NONE:
+        if self._write(gid, records) != ErrorCode.NONE:  # the caller puts the group back as it was
             raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "cannot write the group's records")
         full = epoch == 0 or (req["rebalance_timeout_ms"] != -1 and req["subscribed_topic_names"] is not None
                               and owned is not None)
@@ -337,6 +394,8 @@ class ConsumerGroupCoordinator:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
         cg = g.consumer
         records: list = []
+        undo = _Undo(self.gc.groups, gid)
+        undo.member(cg.static_member(inst))
         if inst is None:
             m = cg.members.get(mid)
             if m is None:
@@ -357,7 +416,10 @@ class ConsumerGroupCoordinator:
                 log.info("consumer group %s: static member %s (%s) left for now", gid, mid, inst)
             else:
                 self._fence(g, m, records, "left")
-        self._write(gid, records)
+        # a downgrade to classic has written its own records
+        if g.consumer is not None and self._write(gid, records) != ErrorCode.NONE:
+            undo.restore()
+            raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "cannot write the group's records")
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "member_id": mid,
                 "member_epoch": epoch, "heartbeat_interval_ms": 0, "assignment": None}
 
@@ -373,6 +435,7 @@ class ConsumerGroupCoordinator:
             if cg is None or not cg.members:
                 continue
             records: list = []
+            undo = _Undo(self.gc.groups, g.group_id)
             for m in list(cg.members.values()):
                 if g.consumer is None:
                     break  # downgraded to a classic group
@@ -383,7 +446,9 @@ class ConsumerGroupCoordinator:
             if topics_changed and g.consumer is not None and cg.members \
                     and self._subscription_metadata(cg) != cg.subscription_metadata:
                 self._bump(cg, records)  # e.g. a new topic matches a regex subscription
-            self._write(g.group_id, records)
+            if self._write(g.group_id, records) != ErrorCode.NONE and g.consumer is not None:
+                undo.restore()  # as it was: the next tick tries again
+                self._topics_sig = None
 
     def after_load(self, now: float) -> None:
         """Members replayed from `__consumer_offsets` get a full session to come back."""
