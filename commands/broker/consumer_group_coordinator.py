@@ -221,8 +221,10 @@ class ConsumerGroupCoordinator:
                 bad("RebalanceTimeoutMs must be provided in first request.")
             if req["topic_partitions"] is None or req["topic_partitions"]:
                 bad("TopicPartitions must be empty when (re-)joining.")
-            if not req["subscribed_topic_names"] and not req["subscribed_topic_regex"]:
-                bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+            # an empty list or regex is a member subscribed to nothing (yet): the Java client's
+            # subscribe(Pattern) joins so before its first metadata answer
+            if req["subscribed_topic_names"] is None and req["subscribed_topic_regex"] is None:
+                bad("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
         elif epoch == LEAVE_STATIC_EPOCH:
             if req["instance_id"] is None:
                 bad("InstanceId can't be null.")

@@ -54,14 +54,21 @@ class Migration:
 
     # ---------------------------------------------------------------- classic -> consumer
     def can_upgrade(self, g: Group) -> bool:
-        """A Stable classic group of consumers, and the policy allows it."""
-        return self.policy in UPGRADE and g.is_(STABLE) and g.protocol_type == "consumer"
+        """A classic group of consumers in any state (Kafka 4.3.1 upgrades one mid-rebalance
+        too), no larger than a consumer group may be, and the policy allows it."""
+        return self.policy in UPGRADE and g.protocol_type == "consumer" and len(g.members) <= self.cgc.max_size
 
     def upgrade(self, g: Group, records: list) -> None:
-        """Turn a Stable classic group into a consumer group; its members keep their partitions."""
+        """Turn a classic group into a consumer group; its members keep their partitions. A
+        rebalance under way is called off: parked JoinGroup and SyncGroup requests are answered
+        REBALANCE_IN_PROGRESS, so those members join again, into the consumer group (as Kafka)."""
+        for x in g.members.values():
+            self.cgc.gc._finish(x, "join_waiter", _join_error(x.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
+            self.cgc.gc._finish(x, "sync_waiter", _sync(ErrorCode.REBALANCE_IN_PROGRESS))
         cg = ConsumerGroup(g.group_id, epoch=g.generation, assignment_epoch=g.generation)
         for x in g.members.values():
-            sub = cp.decode_subscription(x.metadata(g.protocol_name))
+            # a first rebalance has no protocol yet: the member's first choice
+            sub = cp.decode_subscription(x.metadata(g.protocol_name) if g.protocol_name else x.protocols[0][1])
             asg = cp.decode_assignment(x.assignment)
             m = ConsumerMember(x.member_id, instance_id=x.group_instance_id, client_id=x.client_id,
                                client_host=x.client_host, subscribed_names=sorted(set(sub["topics"])),
