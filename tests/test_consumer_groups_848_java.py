@@ -53,7 +53,21 @@ public class Modes848 {
         for (KafkaConsumer<String, String> c : cs) {
             for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100)))
                 seen.get(c).add(r.topic() + ":" + r.partition() + ":" + r.offset());
-            c.commitSync();
+            commit(c);
+        }
+    }
+
+    /** commitSync, again while it raced an epoch bump (STALE_MEMBER_EPOCH, as from Kafka): the
+     *  client's heartbeat thread takes up the new epoch and the same offsets go with it. */
+    static void commit(KafkaConsumer<String, String> c) {
+        for (int i = 0; ; i++) {
+            try {
+                c.commitSync();
+                return;
+            } catch (CommitFailedException | org.apache.kafka.common.errors.RetriableException e) {
+                if (i >= 100) throw e;
+                try { Thread.sleep(100); } catch (InterruptedException x) { throw new RuntimeException(x); }
+            }
         }
     }
 
