@@ -100,7 +100,8 @@ class Migration:
         cg = g.consumer
         if self.policy not in DOWNGRADE or not cg.members or any(m.classic is None for m in cg.members.values()):
             return False
-        self.cgc._write(g.group_id, records + cgs.group_tombstones(cg))
+        if self.cgc._write(g.group_id, records + cgs.group_tombstones(cg)) != ErrorCode.NONE:
+            return False  # still a consumer group; the caller's own write of `records` decides
         records.clear()
         names = {self.cgc._name_of(t) for m in cg.members.values() for t, _ in m.assigned}
         g.consumer = None
