@@ -178,7 +178,7 @@ def list_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         try:
             regex = re.compile(pattern)
         except re.error:
-            return list_transactions_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, None)
+            return list_transactions_error(body, ctx.api_version, ErrorCode.INVALID_REGULAR_EXPRESSION, None)
     else:
         regex = None
     now = int(time.time() * 1000)

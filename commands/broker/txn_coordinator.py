@@ -213,11 +213,14 @@ class TransactionCoordinator:
             else:
                 return ErrorCode.PRODUCER_FENCED, -1, -1
         if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-            self._complete(m, m.state == TxnState.PREPARE_COMMIT)
+            # Kafka answers CONCURRENT_TRANSACTIONS while markers are pending; the client retries
+            code = self._complete(m, m.state == TxnState.PREPARE_COMMIT)
+            return (code if code != ErrorCode.NONE else ErrorCode.CONCURRENT_TRANSACTIONS), -1, -1
         if m.state in (TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE):
-            code = self._abort(m, fence=True)  # the older producer's transaction goes
-            if code != ErrorCode.NONE:
-                return code, -1, -1
+            # As Kafka: fence (epoch + 1) and abort the older producer's transaction, then answer
+            # CONCURRENT_TRANSACTIONS; the client's retry bumps the epoch a second time.
+            code = self._abort(m, fence=True)
+            return (code if code != ErrorCode.NONE else ErrorCode.CONCURRENT_TRANSACTIONS), -1, -1
         code = self._bump(m, timeout_ms)
         return code, (m.producer_id if code == ErrorCode.NONE else -1), (
             m.producer_epoch if code == ErrorCode.NONE else -1)
@@ -313,9 +316,9 @@ class TransactionCoordinator:
         """Abort the open transaction; fence=True bumps the epoch first (timeouts, a new producer),
         so the producer that opened it can no longer write."""
         if fence and m.producer_epoch + 1 < MAX_EPOCH:
-            last = m.producer_epoch
             code = self._set(m, producer_epoch=m.producer_epoch + 1, state=TxnState.PREPARE_ABORT)
-            m.last_producer_epoch = last
+            # Kafka forgets the fenced epoch: the fenced producer's KIP-360 re-init is PRODUCER_FENCED
+            m.last_producer_epoch = NO_EPOCH
         else:
             code = self._set(m, state=TxnState.PREPARE_ABORT)
         return code if code != ErrorCode.NONE else self._complete(m, False)
