@@ -51,3 +51,58 @@ class AbortedRanges:
     def within(self, start: int, end: int) -> list:
         """Entries whose transaction began in [start, end) (for a cleaned segment's .txnindex)."""
         return [t for t in self.entries if start <= t.first_offset < end]
+
+
+class MarkerTracker:
+    """Kafka's CleanedTransactionMetadata for one cleaned segment group, fed its batches in
+    offset order: which transactional data batches are aborted (dropped) and which COMMIT/ABORT
+    markers no longer guard any data below them (then removable once their delete horizon has
+    passed, as tombstones are). An ABORT marker kept because its transaction's data was still
+    seen puts the transaction in `kept_aborts`, for the cleaned segment's `.txnindex`."""
+
+    def __init__(self, entries):
+        self._queue = sorted(entries, key=lambda t: t.first_offset)
+        self._next = 0
+        self._aborted: dict[int, list] = {}  # producer id -> [entry, data seen]
+        self._committed: set[int] = set()
+        self.kept_aborts: list = []
+
+    def _consume(self, offset: int) -> None:
+        q = self._queue
+        while self._next < len(q) and q[self._next].first_offset <= offset:
+            t = q[self._next]
+            self._next += 1
+            self._aborted.setdefault(t.producer_id, [t, False])
+
+    def on_data(self, h) -> bool:
+        """True when this data batch belongs to an aborted transaction (it goes)."""
+        self._consume(h.last_offset)
+        if not h.attributes & TRANSACTIONAL_MASK:
+            return False
+        open_abort = self._aborted.get(h.producer_id)
+        if open_abort is not None:
+            open_abort[1] = True
+            return True
+        self._committed.add(h.producer_id)
+        return False
+
+    def on_marker(self, h, marker_type: int | None) -> bool:
+        """True when this control batch (`marker_type` ABORT/COMMIT, None for an empty batch)
+        guards no data left below it."""
+        from pylog.core.records.control import ABORT, COMMIT
+
+        self._consume(h.last_offset)
+        if marker_type is None:
+            return True  # already emptied by an earlier cleaning
+        if marker_type == ABORT:
+            open_abort = self._aborted.pop(h.producer_id, None)
+            if open_abort is not None and open_abort[1]:
+                self.kept_aborts.append(open_abort[0])
+                return False
+            return True
+        if marker_type == COMMIT:
+            if h.producer_id in self._committed:
+                self._committed.discard(h.producer_id)
+                return False
+            return True
+        return False

@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from pylog.core.errors import DataError
-from pylog.core.records.header import LOG_OVERHEAD, parse_header
+from pylog.core.records.header import CONTROL_MASK, LOG_OVERHEAD, parse_header
 from pylog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, atomic_write, read_offset_checkpoint_or_empty, \
     write_offset_checkpoint
-from pylog.storage.aborted_ranges import AbortedRanges
+from pylog.storage.aborted_ranges import AbortedRanges, MarkerTracker
 from pylog.storage.compaction_rules import (
     CleanableSection,
     FilteredBatch,
@@ -49,7 +49,9 @@ from pylog.storage.compaction_rules import (
     empty_batch,
     filter_batch_many,
     filter_batch_survivors,
+    filter_marker,
     group_segments,
+    marker_type,
     record_keys,
     should_clean,
 )
@@ -343,7 +345,7 @@ class Cleaner:
         cfg = lg.config
         with lg.lock:
             segs = [s for s in lg.segments[:-1] if s.base_offset < end]
-            producers = {e.producer_id: e.last_data_offset for e in lg.producer_state}
+            producers = {e.producer_id: (e.last_data_offset, e.producer_epoch) for e in lg.producer_state}
         sizes = [(s.base_offset, s.size, max(s.offset_index.entries * 8, s.time_index.entries * 12)) for s in segs]
         groups = group_segments(sizes, cfg["segment.bytes"], cfg["segment.index.bytes"])
         # Batches wholly inside the mapped range are decided by the map's offsets
@@ -360,7 +362,7 @@ class Cleaner:
         latest_many = m.get_many
         mapped_from, mapped_to, survivors = mapped if mapped is not None else (0, -1, None)
         base = group[0].base_offset
-        aborted = AbortedRanges.of_log(lg, base, group[-1].next_offset)
+        txns = MarkerTracker(lg.aborted_transactions(base, group[-1].next_offset))
         new = None
         if not dry_run:
             remove_segment_files(lg.dir, base, CLEANED_SUFFIX)
@@ -377,15 +379,21 @@ class Cleaner:
                     stats.bytes_read += size
                     stats.records_read += h.record_count
                     raw = memoryview(buf)[off:off + size]
-                    pid = h.producer_id
-                    retain_empty = pid >= 0 and producers.get(pid, -2) == h.last_offset
-                    if aborted and aborted.is_aborted(h):
-                        r = FilteredBatch(empty_batch(h) if retain_empty else None, 0, h.record_count, 0,
-                                          retain_empty)
-                    elif mapped_from <= h.base_offset and h.base_offset + h.last_offset_delta < mapped_to:
-                        r = filter_batch_survivors(raw, h, survivors, now, retention, retain_empty)
+                    # Kafka keeps (emptied) a live producer's last data batch, or its last marker
+                    # when its state holds no data batch (the epoch it fences with)
+                    last, epoch = producers.get(h.producer_id, (-2, -2)) if h.producer_id >= 0 else (-2, -2)
+                    if h.attributes & CONTROL_MASK:
+                        r = filter_marker(raw, h, txns.on_marker(h, marker_type(raw, h)), now, retention,
+                                          last == -1 and epoch == h.producer_epoch)
                     else:
-                        r = filter_batch_many(raw, h, latest_many, now, retention, retain_empty)
+                        retain_empty = last == h.last_offset
+                        if txns.on_data(h):
+                            r = FilteredBatch(empty_batch(h) if retain_empty else None, 0, h.record_count, 0,
+                                              retain_empty)
+                        elif mapped_from <= h.base_offset and h.base_offset + h.last_offset_delta < mapped_to:
+                            r = filter_batch_survivors(raw, h, survivors, now, retention, retain_empty)
+                        else:
+                            r = filter_batch_many(raw, h, latest_many, now, retention, retain_empty)
                     stats.tombstones_removed += r.tombstones_removed
                     stats.records_written += r.kept
                     if r.data is None:
@@ -412,7 +420,7 @@ class Cleaner:
                     new.append(out, pending, len(out))
             if new is None:
                 return
-            for t in aborted.within(base, group[-1].next_offset):
+            for t in txns.kept_aborts:
                 new.txn_index.append(t)  # what is left of an aborted transaction stays marked
             new.on_become_inactive()
             if self._fsync:

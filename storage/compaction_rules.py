@@ -32,7 +32,7 @@ And batch by batch:
 - a batch with nothing left goes, unless it is the last batch of a live
   idempotent producer: then an empty batch (header only, record count 0,
   same offsets and sequences) stays, so the producer's sequence survives;
-- control batches (transaction markers) are kept as they are.
+- control batches (transaction markers): filter_marker (Kafka's delete horizon for markers).
 """
 from __future__ import annotations
 
@@ -377,6 +377,37 @@ def filter_batch_many(raw, h: BatchHeader, latest_many: Callable[[list], list], 
     else:
         keep = list(map(_ge, offsets, latest_many(keys)))
     return _filtered(raw, h, data, starts, keep, vpos, now_ms, delete_retention_ms, retain_empty)
+
+
+def filter_marker(raw, h: BatchHeader, removable: bool, now_ms: int, delete_retention_ms: int,
+                  retain_empty: bool = False) -> FilteredBatch:
+    """Kafka's rule for a transaction marker (control batch): kept while it guards data of its
+    transaction; once it does not (`removable`), it gets a delete horizon (now +
+    delete.retention.ms) and goes in a cleaning after that horizon, as a tombstone does (an empty
+    batch stays where its producer's state needs it)."""
+    n = h.record_count
+    if not removable or not n:
+        return FilteredBatch(raw, n, 0, 0, False)
+    if h.attributes & DELETE_HORIZON_MASK:
+        if h.base_timestamp > now_ms:
+            return FilteredBatch(raw, n, 0, 0, False)
+        if retain_empty:
+            return FilteredBatch(empty_batch(h), 0, n, 0, True)
+        return FilteredBatch(None, 0, n, 0, False)
+    data = batch_records_data(raw, h)
+    starts, _ = _scan_offsets(data, h.base_offset)
+    ends = starts[1:] + [len(data)]
+    spans = [_span_of(data, s, e) for s, e in zip(starts, ends)]
+    return FilteredBatch(rebuild_batch(h, data, spans, now_ms + delete_retention_ms), n, 0, 0, True)
+
+
+def marker_type(raw, h: BatchHeader) -> int | None:
+    """The control type (ABORT 0, COMMIT 1, ...) of a control batch's first record, None when empty."""
+    if not h.record_count:
+        return None
+    keys, _ = record_keys(batch_records_data(raw, h), h.base_offset)
+    key = keys[0]
+    return int.from_bytes(key[2:4], "big") if key is not None and len(key) >= 4 else -1
 
 
 def filter_batch_survivors(raw, h: BatchHeader, survivors: Sequence[int], now_ms: int, delete_retention_ms: int,
