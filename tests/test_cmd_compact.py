@@ -134,3 +134,40 @@ def test_compact_dry_run_says_why_per_partition(tmp_path):
     assert "below min.cleanable.dirty.ratio 0.99" in u["why_text"]
     u = _why(tmp_path, f"min.cleanable.dirty.ratio={u['dirty_ratio'] / 2:.4f}")["users-0"]
     assert (u["would_clean_now"], u["why"]) == (True, "dirty-ratio")
+
+
+def test_compact_dry_run_predicts_transactional_cleaning(tmp_path):
+    """Aborted records and transaction markers (issue 15): the dry run's figures are the cleaning's."""
+    from pylog.core.records import BatchBuilder
+    from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch
+
+    lm = LogManager([str(tmp_path)], BROKER_CONFIGS.resolve({"log.dirs": str(tmp_path), "log.cleaner.enable": "false"}))
+    lm.startup()
+    lm.create_topic("tx", 1, {"cleanup.policy": "compact", "segment.bytes": "700", "delete.retention.ms": "0"})
+    lg = lm.get_log("tx", 0)
+    now = int(time.time() * 1000)
+    for i in range(24):
+        pid = 100 + i % 3
+        b = BatchBuilder(producer_id=pid, producer_epoch=0, base_sequence=i // 3, is_transactional=True)
+        b.append(now, b"k%d" % (i % 5), b"v%d" % i)
+        lg.append_internal(bytearray(b.build()), 0, now_ms=now)
+        kind = ABORT if i % 4 == 1 else COMMIT
+        lg.append_internal(bytearray(build_end_txn_batch(kind, pid, 0, 0, timestamp=now)), 0, now_ms=now)
+    append(lg, [(b"tail", b"t")], ts=now)
+    lm.shutdown()
+    before = records(tmp_path, "tx-0")
+    aborted = {b"v%d" % i for i in range(24) if i % 4 == 1}
+    assert aborted <= {v for _, _, v in before}
+
+    r = pylog("compact", str(tmp_path), "--dry-run", "--json")
+    assert r.returncode == 0, r.stderr
+    dry = {p["topic"]: p for p in json.loads(r.stdout)["partitions"]}["tx"]
+    r = pylog("compact", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    real = {p["topic"]: p for p in json.loads(r.stdout)["partitions"]}["tx"]
+    for k in ("records_read", "records_written", "records_removed", "bytes_read", "bytes_written"):
+        assert real[k] == dry[k], k
+    after = records(tmp_path, "tx-0")
+    assert not aborted & {v for _, _, v in after}  # no aborted value survives
+    assert len(after) == len(before) - real["records_removed"]
+    assert pylog("verify", str(tmp_path)).returncode == 0
