@@ -45,9 +45,10 @@ def test_serve_starts_and_stops_every_component(tmp_path):
     seen = {}
 
     def ready(port):
-        gc = b.group_coordinator
-        seen.update(port=port, coordinators=b.coordinators == [gc],
-                    ticking=gc._ticker is not None and not gc._ticker.cancelled(),
+        gc, tc = b.group_coordinator, b.txn_coordinator
+        seen.update(port=port, coordinators=b.coordinators == [gc, tc],
+                    ticking=gc._ticker is not None and not gc._ticker.cancelled()
+                    and tc._timers and not any(t.cancelled() for t in tc._timers),
                     cleaning=b.logs.cleaner is not None and b.logs.cleaner.running)
         b.request_stop()
 
@@ -56,6 +57,7 @@ def test_serve_starts_and_stops_every_component(tmp_path):
     assert seen["coordinators"] and seen["ticking"] and seen["cleaning"]
     gc = b.group_coordinator
     assert gc._ticker.cancelled() and gc._retention_timer.cancelled()
+    assert all(t.cancelled() for t in b.txn_coordinator._timers)
     assert b.logs.cleaner is None and not b.logs.started
     assert (tmp_path / "data" / CLEAN_SHUTDOWN_FILE).exists()
 
