@@ -5,9 +5,9 @@ when it builds the offset map (an aborted value must not shadow an older
 committed one) and drops them when it rewrites segments, keeping an empty
 batch only where a live producer's sequence needs it, as for any batch. The
 ranges come from the `.txnindex` files (written on abort), and the entries of
-a cleaned segment group are copied into the cleaned segment's `.txnindex` so
-READ_COMMITTED fetches of what remains still see them. Transaction markers are
-kept (compaction_rules keeps control batches).
+a cleaned segment group whose ABORT marker still guards data are copied into the
+cleaned segment's `.txnindex` so READ_COMMITTED fetches of what remains still see
+them (MarkerTracker; markers go as Kafka's do, compaction_rules.filter_marker).
 """
 from __future__ import annotations
 
@@ -47,10 +47,6 @@ class AbortedRanges:
             return False
         i = bisect_right(firsts, h.base_offset) - 1
         return i >= 0 and h.base_offset <= self._ranges[h.producer_id][i][1]
-
-    def within(self, start: int, end: int) -> list:
-        """Entries whose transaction began in [start, end) (for a cleaned segment's .txnindex)."""
-        return [t for t in self.entries if start <= t.first_offset < end]
 
 
 class MarkerTracker:
