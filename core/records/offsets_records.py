@@ -19,44 +19,32 @@ from pylog.core.protocol import consumer_group_records as cgr
 from pylog.core.protocol import consumer_protocol as cp
 from pylog.core.protocol import internal_records as ir
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.schema_json import to_kafka_json
+from pylog.core.records.schema_json import decode_versioned, to_kafka_json
 
 OFFSET_COMMIT_KEY_VERSIONS = (0, 1)
 GROUP_METADATA_KEY_VERSION = 2
-
-
-def _decode(schema, data) -> tuple[int, dict]:
-    """int16 version + struct; bytes after the struct are ignored, as Kafka's reader does."""
-    version = int.from_bytes(bytes(data[:2]), "big", signed=True) if len(data) >= 2 else None
-    if version is None or not schema.min_version <= version <= schema.max_version:
-        raise CorruptRecordError(f"unknown {schema.name} version {version}")
-    try:
-        body = schema.decode_body(data, version, 2, strict=False)
-    except ir.MalformedDataError as e:
-        raise CorruptRecordError(str(e)) from None
-    return version, to_kafka_json(schema.fields, version, body)
 
 
 def decode_offsets_key(key: bytes) -> tuple[int, dict]:
     """(record type version, data) of a `__consumer_offsets` key."""
     version = int.from_bytes(bytes(key[:2]), "big", signed=True) if len(key) >= 2 else None
     if version in OFFSET_COMMIT_KEY_VERSIONS:
-        return _decode(ir.OFFSET_COMMIT_KEY, key)
+        return decode_versioned(ir.OFFSET_COMMIT_KEY, key)
     if version == GROUP_METADATA_KEY_VERSION:
-        return _decode(ir.GROUP_METADATA_KEY, key)
+        return decode_versioned(ir.GROUP_METADATA_KEY, key)
     if version in cgr.RECORD_TYPES:
-        return _decode(cgr.RECORD_TYPES[version][0], key)
+        return decode_versioned(cgr.RECORD_TYPES[version][0], key)
     raise CorruptRecordError(f"unknown __consumer_offsets key type {version}")
 
 
 def decode_offset_commit_value(value: bytes) -> tuple[int, dict]:
-    return _decode(ir.OFFSET_COMMIT_VALUE, value)
+    return decode_versioned(ir.OFFSET_COMMIT_VALUE, value)
 
 
 def decode_group_metadata_value(value: bytes) -> tuple[int, dict]:
     """GroupMetadataValue as Kafka's JSON; for protocolType "consumer" each member's subscription and
     assignment are decoded too (Kafka 4's offsets decoder does; bytes it cannot read stay base64)."""
-    version, data = _decode(ir.GROUP_METADATA_VALUE, value)
+    version, data = decode_versioned(ir.GROUP_METADATA_VALUE, value)
     if data.get("protocolType") == "consumer":
         for member in data.get("members") or ():
             for field, schema in (("subscription", cp.SUBSCRIPTION), ("assignment", cp.ASSIGNMENT)):
@@ -90,7 +78,7 @@ def format_offsets_record(key: bytes | None, value: bytes | None, offset: int) -
         if ktype == GROUP_METADATA_KEY_VERSION:
             vver, vdata = decode_group_metadata_value(value)
         elif ktype in cgr.RECORD_TYPES:
-            vver, vdata = _decode(cgr.RECORD_TYPES[ktype][1], value)
+            vver, vdata = decode_versioned(cgr.RECORD_TYPES[ktype][1], value)
         else:
             vver, vdata = decode_offset_commit_value(value)
         return key_text, json.dumps({"version": str(vver), "data": vdata}, separators=(",", ":"))

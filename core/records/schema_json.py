@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import uuid
 
+from pylog.core.protocol.embedded import MalformedDataError
 from pylog.core.protocol.schema import default_of
 from pylog.core.protocol.types import BYTES, UUID, Array, Prim, Struct
+from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.kafka_types import b64, uuid_text
 
 
@@ -55,3 +57,19 @@ def _value(t, value, version: int):
 
 
 __all__ = ["camel", "to_kafka_json"]
+
+
+def decode_versioned(schema, data) -> tuple[int, dict]:
+    """(version, Kafka JSON) of an int16 version + struct record of an internal topic.
+
+    Bytes after the struct are ignored, as Kafka's reader does; an unknown
+    version or a short struct is a CorruptRecordError.
+    """
+    version = int.from_bytes(bytes(data[:2]), "big", signed=True) if len(data) >= 2 else None
+    if version is None or not schema.min_version <= version <= schema.max_version:
+        raise CorruptRecordError(f"unknown {schema.name} version {version}")
+    try:
+        body = schema.decode_body(data, version, 2, strict=False)
+    except MalformedDataError as e:
+        raise CorruptRecordError(str(e)) from None
+    return version, to_kafka_json(schema.fields, version, body)

@@ -12,31 +12,19 @@ import json
 
 from pylog.core.protocol import txn_log as tl
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.schema_json import to_kafka_json
+from pylog.core.records.schema_json import decode_versioned
 
 __all__ = ["decode_transaction_log_key", "decode_transaction_log_value", "format_transaction_log_record"]
 
 
-def _decode(schema, data) -> tuple[int, dict]:
-    """int16 version + struct as Kafka's JSON; bytes after the struct are ignored, as Kafka's reader does."""
-    version = int.from_bytes(bytes(data[:2]), "big", signed=True) if len(data) >= 2 else None
-    if version is None or not schema.min_version <= version <= schema.max_version:
-        raise CorruptRecordError(f"unknown {schema.name} version {version}")
-    try:
-        body = schema.decode_body(data, version, 2, strict=False)
-    except tl.MalformedDataError as e:
-        raise CorruptRecordError(str(e)) from None
-    return version, to_kafka_json(schema.fields, version, body)
-
-
 def decode_transaction_log_key(key: bytes) -> tuple[int, dict]:
     """(key version, Kafka JSON data) of a TransactionLogKey."""
-    return _decode(tl.TRANSACTION_LOG_KEY, key)
+    return decode_versioned(tl.TRANSACTION_LOG_KEY, key)
 
 
 def decode_transaction_log_value(value: bytes) -> tuple[int, dict]:
     """(value version, Kafka JSON data) of a TransactionLogValue."""
-    return _decode(tl.TRANSACTION_LOG_VALUE, value)
+    return decode_versioned(tl.TRANSACTION_LOG_VALUE, value)
 
 
 def format_transaction_log_record(key: bytes | None, value: bytes | None,
