@@ -21,14 +21,10 @@ the time spent handling the client's requests, as a percentage of one thread.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
-import threading
-from pathlib import Path
 
-from pylog.core.errors import DataError
-from pylog.storage.checkpoint import atomic_write
+from pylog.commands.broker.json_state import JsonStateFile
 
 log = logging.getLogger("pylog.broker")
 
@@ -87,33 +83,29 @@ def check_value(key: str, value: float) -> float:
     return value
 
 
-class QuotaStore:
+class QuotaStore(JsonStateFile):
     """Quota configs per entity, persisted as JSON."""
 
+    FILE_NAME = FILE_NAME
+    WHAT = "client quotas"
+
     def __init__(self, log_dir: str):
-        self.path = Path(log_dir) / FILE_NAME
+        super().__init__(log_dir)
         self.configs: dict[Entity, dict[str, float]] = {}
-        self._lock = threading.Lock()
         self.load()
 
-    def load(self) -> None:
-        if not self.path.exists():
-            return
-        try:
-            doc = json.loads(self.path.read_text("utf-8"))
-            configs = {}
-            for e in doc.get("client_quotas", []):
-                ent = entity_key([(c["entity_type"], c["entity_name"]) for c in e["entity"]])
-                configs[ent] = {k: float(v) for k, v in e["values"].items()}
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise DataError(f"{self.path}: unreadable client quotas ({e.__class__.__name__}: {e})") from None
+    def _apply(self, doc: dict) -> None:
+        configs = {}
+        for e in doc.get("client_quotas", []):
+            ent = entity_key([(c["entity_type"], c["entity_name"]) for c in e["entity"]])
+            configs[ent] = {k: float(v) for k, v in e["values"].items()}
         self.configs = configs
 
     def _save(self, configs) -> None:
         doc = {"version": FORMAT_VERSION, "client_quotas": [
             {"entity": [{"entity_type": t, "entity_name": n} for t, n in ent], "values": vals}
             for ent, vals in sorted(configs.items(), key=lambda kv: repr(kv[0]))]}
-        atomic_write(self.path, json.dumps(doc, indent=1) + "\n")
+        self._write(doc)
 
     def alter(self, changes: list[tuple[Entity, list[tuple[str, float, bool]]]]) -> None:
         """Apply [(entity, [(key, value, remove)])] in one durable step."""

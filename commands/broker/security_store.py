@@ -9,16 +9,12 @@ leaves the old or the new state. Bytes are base64.
 from __future__ import annotations
 
 import base64
-import json
-import threading
 import uuid
 from dataclasses import replace
-from pathlib import Path
 
-from pylog.core.errors import DataError
 from pylog.core.security import scram
 from pylog.core.security.acl import AclBinding, binding_from_wire, binding_to_wire
-from pylog.storage.checkpoint import atomic_write
+from pylog.commands.broker.json_state import JsonStateFile
 
 FILE_NAME = "security.json"
 FORMAT_VERSION = 1
@@ -28,31 +24,27 @@ def _b64(b: bytes) -> str:
     return base64.b64encode(b).decode("ascii")
 
 
-class SecurityStore:
+class SecurityStore(JsonStateFile):
     """SCRAM credentials keyed by (user, mechanism name) and the ACL bindings, persisted together."""
 
+    FILE_NAME = FILE_NAME
+    WHAT = "security state"
+
     def __init__(self, log_dir: str):
-        self.path = Path(log_dir) / FILE_NAME
+        super().__init__(log_dir)
         self.credentials: dict[tuple[str, str], scram.ScramCredential] = {}
         self.acls: list[AclBinding] = []
-        self._lock = threading.Lock()
         self.load()
 
     # ---- persistence -----------------------------------------------------
-    def load(self) -> None:
-        if not self.path.exists():
-            return
-        try:
-            doc = json.loads(self.path.read_text("utf-8"))
-            creds = {}
-            for r in doc.get("user_scram_credentials", []):
-                mech = scram.MECHANISMS_BY_TYPE[r["mechanism"]]
-                creds[(r["name"], mech.name)] = scram.ScramCredential(
-                    base64.b64decode(r["salt"]), base64.b64decode(r["stored_key"]),
-                    base64.b64decode(r["server_key"]), int(r["iterations"]))
-            acls = [replace(binding_from_wire(r), id=uuid.UUID(r["id"])) for r in doc.get("access_control_entries", [])]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise DataError(f"{self.path}: unreadable security state ({e.__class__.__name__}: {e})") from None
+    def _apply(self, doc: dict) -> None:
+        creds = {}
+        for r in doc.get("user_scram_credentials", []):
+            mech = scram.MECHANISMS_BY_TYPE[r["mechanism"]]
+            creds[(r["name"], mech.name)] = scram.ScramCredential(
+                base64.b64decode(r["salt"]), base64.b64decode(r["stored_key"]),
+                base64.b64decode(r["server_key"]), int(r["iterations"]))
+        acls = [replace(binding_from_wire(r), id=uuid.UUID(r["id"])) for r in doc.get("access_control_entries", [])]
         self.credentials, self.acls = creds, acls
 
     def _save(self) -> None:
@@ -67,7 +59,7 @@ class SecurityStore:
                 {"id": str(b.id), **binding_to_wire(b)} for b in self.acls
             ],
         }
-        atomic_write(self.path, json.dumps(doc, indent=1) + "\n")
+        self._write(doc)
 
     # ---- SCRAM -----------------------------------------------------------
     def credential(self, user: str, mechanism: str) -> scram.ScramCredential | None:
