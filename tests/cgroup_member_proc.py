@@ -13,16 +13,10 @@ commit ends the process with a non-zero exit. SIGTERM closes the consumer
 """
 from __future__ import annotations
 
-import json
-import signal
 import sys
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
-
-
-def emit(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+from confluent_kafka import Consumer
+from group_member_proc import confluent_commit, run_member, stop_on_sigterm
 
 
 def main():
@@ -32,28 +26,16 @@ def main():
             "topic.metadata.refresh.interval.ms": 1000}
     if len(sys.argv) > 4:
         conf["group.instance.id"] = sys.argv[4]
-    stop = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("now", True))
+    stop = stop_on_sigterm()
     c = Consumer(conf)
     c.subscribe(topics.split(",") if not topics.startswith("^") else [topics])
-    last = None
-    while not stop["now"]:
+
+    def poll():
         msgs = c.consume(500, 0.2)
         recs = [(m.topic(), m.partition(), m.offset()) for m in msgs if not m.error()]
-        for r in recs:
-            emit({"rec": list(r)})
-        if recs:
-            try:
-                c.commit(asynchronous=False)
-            except KafkaException as e:
-                if e.args[0].code() != KafkaError._NO_OFFSET:
-                    raise
-        assignment = sorted([tp.topic, tp.partition] for tp in c.assignment())
-        if assignment != last:
-            last = assignment
-            emit({"assign": assignment})
-    c.close()
-    emit({"closed": True})
+        return recs, sorted([tp.topic, tp.partition] for tp in c.assignment())
+
+    run_member(c, poll, lambda: confluent_commit(c), stop)
 
 
 if __name__ == "__main__":

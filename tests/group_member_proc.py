@@ -22,12 +22,44 @@ def emit(obj):
     sys.stdout.flush()
 
 
+def stop_on_sigterm() -> dict:
+    """A flag that SIGTERM sets (installed before the client exists, so an early SIGTERM is clean too)."""
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("now", True))
+    return stop
+
+
+def run_member(c, poll, commit, stop):
+    """Poll, emit and commit until `stop` is set, then close `c`; `poll()` gives (records, assignment)."""
+    last = None
+    while not stop["now"]:
+        recs, assignment = poll()
+        for r in recs:
+            emit({"rec": list(r)})
+        if recs:
+            commit()
+        if assignment != last:
+            last = assignment
+            emit({"assign": assignment})
+    c.close()
+    emit({"closed": True})
+
+
+def confluent_commit(c):
+    """Commit synchronously; only librdkafka's "nothing to commit" is expected to fail."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        c.commit(asynchronous=False)
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError._NO_OFFSET:
+            raise
+
+
 def main():
     lib, bootstrap, group, topic = sys.argv[1:5]
     session = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
-    stop = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("now", True))
-    last = None
+    stop = stop_on_sigterm()
     if lib == "kafka-python":
         from kafka import KafkaConsumer
 
@@ -48,13 +80,7 @@ def main():
             return out, sorted(tp.partition for tp in c.assignment())
 
         def commit():
-            from confluent_kafka import KafkaError, KafkaException
-
-            try:
-                c.commit(asynchronous=False)
-            except KafkaException as e:
-                if e.args[0].code() != KafkaError._NO_OFFSET:  # only "nothing to commit" is expected
-                    raise
+            confluent_commit(c)
     else:
         from pylog.core.client import Consumer
         from pylog.core.client.group import attach_group
@@ -74,17 +100,7 @@ def main():
 
         def commit():
             c.commit()
-    while not stop["now"]:
-        recs, assignment = poll()
-        for p, o in recs:
-            emit({"rec": [p, o]})
-        if recs:
-            commit()
-        if assignment != last:
-            last = assignment
-            emit({"assign": assignment})
-    c.close()
-    emit({"closed": True})
+    run_member(c, poll, commit, stop)
 
 
 if __name__ == "__main__":

@@ -14,17 +14,9 @@ import pytest
 from hypothesis import strategies as st
 
 from protocol_support import api_cases, draw_body, for_each_case, from_kp, kp_classes, normalize, plain, to_kp
-from pylog.core.protocol import (
-    SCHEMAS,
-    decode_request,
-    decode_request_body,
-    decode_response,
-    decode_response_body,
-    encode_request,
-    encode_request_body,
-    encode_response,
-    encode_response_body,
-)
+from pylog.core.protocol import (SCHEMAS, decode_request, decode_request_body, decode_response,
+                                 decode_response_body, encode_request, encode_request_body, encode_response,
+                                 encode_response_body)
 
 KP = kp_classes()
 

@@ -16,16 +16,9 @@ from pylog.core.records import (
     iter_headers,
     read_batch_header,
 )
-from pylog.core.records.errors import (
-    CorruptCompressedError,
-    CorruptRecordError,
-    CrcMismatchError,
-    InvalidBatchSizeError,
-    InvalidMagicError,
-    RecordCountMismatchError,
-    TruncatedBatchError,
-    UnknownCodecError,
-)
+from pylog.core.records.errors import (CorruptCompressedError, CorruptRecordError, CrcMismatchError,
+                                       InvalidBatchSizeError, InvalidMagicError, RecordCountMismatchError,
+                                       TruncatedBatchError, UnknownCodecError)
 from pylog.core.records.header import write_crc
 
 
