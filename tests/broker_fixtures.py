@@ -141,6 +141,19 @@ def broker(tmp_path_factory):
     b.stop_clean()
 
 
+def module_broker(name: str, *extra: str):
+    """A module-scoped fixture of one broker started with `extra` options (e.g. `--set k=v`),
+    stopped cleanly after the module: `gbroker = module_broker("groups", "--set", ...)`."""
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory):
+        b = BrokerProcess(tmp_path_factory.mktemp(name) / "data", *extra).start()
+        yield b
+        b.stop_clean()
+
+    return fixture
+
+
 @pytest.fixture
 def broker_factory(tmp_path):
     """Start brokers on demand (own dirs or shared); at the end each must still be running
@@ -155,6 +168,39 @@ def broker_factory(tmp_path):
     yield make
     for b in started:
         b.stop_clean()
+
+
+def read_to_end(b, topic: str, partitions, isolation: str, timeout: float = 20.0, strict: bool = True) -> list:
+    """confluent-kafka messages of `partitions` from offset 0 up to their end (for read_committed:
+    the LSO), in arrival order. strict: fail on a consumer error or on no EOF within `timeout`;
+    otherwise skip errors and return what arrived by then (for polling while a broker restarts)."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    partitions = set(partitions)
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+                  "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in sorted(partitions)])
+    out, eof = [], set()
+    deadline = time.monotonic() + timeout
+    try:
+        while eof != partitions:
+            if time.monotonic() >= deadline:
+                assert not strict, f"no EOF on {partitions - eof} of {topic} in {timeout}s"
+                break
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                elif strict:
+                    raise KafkaException(m.error())
+                continue
+            eof.discard(m.partition())
+            out.append(m)
+    finally:
+        c.close()
+    return out
 
 
 # ---- raw wire helpers (pylog's codec over a plain socket) ----------------

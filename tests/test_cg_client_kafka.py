@@ -12,18 +12,14 @@ import time
 
 import pytest
 
-from broker_fixtures import BrokerProcess
+from broker_fixtures import module_broker
 from kafka_fixtures import kafka_node  # noqa: F401
 
 # a heartbeat interval below Kafka's 5 s default keeps the pylog-broker runs short
 PYLOG_BROKER = ("--set", "group.consumer.heartbeat.interval.ms=1000")
 
 
-@pytest.fixture(scope="module")
-def pylog_broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("cgclient") / "data", *PYLOG_BROKER).start()
-    yield b
-    b.stop_clean()
+pylog_broker = module_broker("cgclient", *PYLOG_BROKER)
 
 
 @pytest.fixture(params=["kafka", "pylog"])

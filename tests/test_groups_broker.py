@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from broker_fixtures import BrokerProcess, call, connect
+from broker_fixtures import BrokerProcess, call, connect, module_broker
 from waiting import wait_until
 
 SESSION_MS = 6000
@@ -20,11 +20,7 @@ HERE = Path(__file__).resolve().parent
 FAST = ("--set", "group.initial.rebalance.delay.ms=100")
 
 
-@pytest.fixture(scope="module")
-def gbroker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("groups") / "data", *FAST).start()
-    yield b
-    b.stop_clean()
+gbroker = module_broker("groups", *FAST)
 
 
 def create_topic(b, name, partitions):

@@ -12,21 +12,17 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import BrokerProcess, call, connect
+from broker_fixtures import call, connect, module_broker, read_to_end
 from waiting import wait_until
 
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 FAST_ABORT = ("--set", "transaction.abort.timed.out.transaction.cleanup.interval.ms=300")
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("txn") / "data", *FAST_ABORT).start()
-    yield b
-    b.stop_clean()
+broker = module_broker("txn", *FAST_ABORT)
 
 
 def create(b, topic, partitions=1):
@@ -43,27 +39,9 @@ def txn_producer(b, tid, **extra) -> Producer:
 
 def read(b, topic, partitions, isolation, timeout=20.0) -> dict[int, list[str]]:
     """Every value of the partitions up to their end (for read_committed: the LSO), per partition."""
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
-                  "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, 0) for p in partitions])
     out: dict[int, list[str]] = {p: [] for p in partitions}
-    eof: set[int] = set()
-    deadline = time.monotonic() + timeout
-    try:
-        while eof != set(partitions):
-            assert time.monotonic() < deadline, f"no EOF on {set(partitions) - eof} of {topic} in {timeout}s"
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-                    continue
-                raise KafkaException(m.error())
-            eof.discard(m.partition())
-            out[m.partition()].append(m.value().decode())
-    finally:
-        c.close()
+    for m in read_to_end(b, topic, partitions, isolation, timeout):
+        out[m.partition()].append(m.value().decode())
     return out
 
 

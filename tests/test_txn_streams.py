@@ -8,14 +8,13 @@ would show a transaction that was not exactly once) and the last one the true co
 from __future__ import annotations
 
 import subprocess
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import BrokerProcess
+from broker_fixtures import BrokerProcess, read_to_end
 from kafka_peer import compile_java, java_command
 from waiting import wait_until
 
@@ -35,25 +34,10 @@ def produce(b, topic, texts):
 
 
 def updates(b, topic, partitions) -> dict[str, list[int]]:
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"wc-check-{time.monotonic_ns()}",
-                  "isolation.level": "read_committed", "enable.partition.eof": True, "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    """Each word's count updates, read_committed; what arrived in 30 s while the broker may be restarting."""
     out: dict[str, list[int]] = defaultdict(list)
-    eof: set[int] = set()
-    deadline = time.monotonic() + 30
-    try:
-        while eof != set(range(partitions)) and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            out[m.key().decode()].append(int(m.value().decode()))
-    finally:
-        c.close()
+    for m in read_to_end(b, topic, range(partitions), "read_committed", 30, strict=False):
+        out[m.key().decode()].append(int(m.value().decode()))
     return out
 
 
