@@ -6,7 +6,7 @@ import click
 from pylog.commands.client_common import client_props
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.options import bootstrap_option, json_option, properties_options
-from pylog.core.config import CONSUMER_CONFIGS
+from pylog.core.config import CONSUMER_CONFIGS, split_list
 from pylog.core.errors import UsageError
 
 KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
@@ -46,10 +46,7 @@ def _show(entity) -> str:
 
 def _parse_add(text: str | None) -> dict[str, float]:
     out = {}
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
+    for item in split_list(text):
         key, sep, value = item.partition("=")
         if not sep:
             raise UsageError(f"--add-config: {item!r} is not KEY=VALUE")
@@ -137,7 +134,7 @@ def alter(bootstrap, user, user_default, client_id, client_default, add, delete,
     if not ent:
         raise UsageError("name an entity: --user/--user-default and/or --client-id/--client-default")
     values = _parse_add(add)
-    removed = [k.strip() for k in (delete or "").split(",") if k.strip()]
+    removed = split_list(delete)
     for k in removed:
         if k not in KEYS:
             raise UsageError(f"--delete-config: unknown quota {k!r} (one of {', '.join(KEYS)})")

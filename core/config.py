@@ -86,8 +86,13 @@ def _double(raw: str, d: ConfigDef) -> float:
         raise ConfigError(f"invalid value {raw!r} for {d.name}: expected a number") from None
 
 
+def split_list(raw: str | None) -> list[str]:
+    """Kafka's LIST syntax: comma-separated items, blanks around them and empty items ignored."""
+    return [p.strip() for p in (raw or "").split(",") if p.strip()]
+
+
 def _list(raw: str, d: ConfigDef) -> list[str]:
-    return [p.strip() for p in raw.split(",") if p.strip()]
+    return split_list(raw)
 
 
 def _string(raw: str, d: ConfigDef):

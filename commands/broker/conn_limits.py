@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+from pylog.core.config import split_list
 from pylog.core.errors import UsageError
 
 log = logging.getLogger("pylog.broker")
@@ -32,10 +33,7 @@ log = logging.getLogger("pylog.broker")
 def parse_overrides(text: str) -> dict[str, int]:
     """`host:count,host:count` (max.connections.per.ip.overrides)."""
     out = {}
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
+    for item in split_list(text):
         host, sep, count = item.rpartition(":")
         if not sep or not host or not count.strip().isdigit():
             raise UsageError(f"max.connections.per.ip.overrides: {item!r} is not host:count")

@@ -601,12 +601,16 @@ class GroupMembership(GroupHooks):
                 await asyncio.wait([self._commit_task], timeout=5)
             await self._leave("the consumer is being closed")
         finally:
-            self.closed = True
-            if self._hb_task is not None:
-                self._hb_task.cancel()
-            if self.coordinator is not None:
-                await self.coordinator.close()
-                self.coordinator = None
+            await self._shut_down()
+
+    async def _shut_down(self) -> None:
+        """Mark closed, stop heartbeating and drop the coordinator connection (the end of every close)."""
+        self.closed = True
+        if self._hb_task is not None:
+            self._hb_task.cancel()
+        if self.coordinator is not None:
+            await self.coordinator.close()
+            self.coordinator = None
 
 
 def attach_group(consumer, *, on_assign=None, on_revoke=None, on_lost=None) -> GroupMembership:

@@ -378,10 +378,5 @@ class ConsumerGroupMember(GroupMembership):
                 self._hb_task.cancel()
             await self._send_leave()
         finally:
-            self.closed = True
-            if self._hb_task is not None:
-                self._hb_task.cancel()
-            if self.coordinator is not None:
-                await self.coordinator.close()
-                self.coordinator = None
+            await self._shut_down()
 
