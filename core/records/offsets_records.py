@@ -13,13 +13,12 @@ offsets decoder.
 from __future__ import annotations
 
 import base64
-import json
 
 from pylog.core.protocol import consumer_group_records as cgr
 from pylog.core.protocol import consumer_protocol as cp
 from pylog.core.protocol import internal_records as ir
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.schema_json import decode_versioned, to_kafka_json
+from pylog.core.records.schema_json import decode_versioned, format_dump_record, to_kafka_json
 
 OFFSET_COMMIT_KEY_VERSIONS = (0, 1)
 GROUP_METADATA_KEY_VERSION = 2
@@ -68,19 +67,12 @@ def _consumer_protocol_json(schema, text):
 def format_offsets_record(key: bytes | None, value: bytes | None, offset: int) -> tuple[str | None, str | None]:
     """Kafka's OffsetsMessageParser text: key `{"type":"1","data":{...}}`, value
     `{"version":"3","data":{...}}` or `<DELETE>` for a tombstone."""
-    if key is None:
-        return f"Error at offset {offset}, skipping. Missing key", None
-    try:
-        ktype, kdata = decode_offsets_key(key)
-        key_text = json.dumps({"type": str(ktype), "data": kdata}, separators=(",", ":"))
-        if value is None:
-            return key_text, "<DELETE>"
-        if ktype == GROUP_METADATA_KEY_VERSION:
-            vver, vdata = decode_group_metadata_value(value)
-        elif ktype in cgr.RECORD_TYPES:
-            vver, vdata = decode_versioned(cgr.RECORD_TYPES[ktype][1], value)
-        else:
-            vver, vdata = decode_offset_commit_value(value)
-        return key_text, json.dumps({"version": str(vver), "data": vdata}, separators=(",", ":"))
-    except CorruptRecordError as e:
-        return f"Error at offset {offset}, skipping. {e}", None
+    return format_dump_record(key, value, offset, decode_offsets_key, _decode_offsets_value)
+
+
+def _decode_offsets_value(ktype: int, value: bytes) -> tuple[int, dict]:
+    if ktype == GROUP_METADATA_KEY_VERSION:
+        return decode_group_metadata_value(value)
+    if ktype in cgr.RECORD_TYPES:
+        return decode_versioned(cgr.RECORD_TYPES[ktype][1], value)
+    return decode_offset_commit_value(value)

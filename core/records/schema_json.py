@@ -10,6 +10,7 @@ URL-safe base64 text, bytes in standard base64.
 """
 from __future__ import annotations
 
+import json
 import uuid
 
 from pylog.core.protocol.embedded import MalformedDataError
@@ -73,3 +74,20 @@ def decode_versioned(schema, data) -> tuple[int, dict]:
     except MalformedDataError as e:
         raise CorruptRecordError(str(e)) from None
     return version, to_kafka_json(schema.fields, version, body)
+
+
+def format_dump_record(key, value, offset: int, decode_key, decode_value) -> tuple[str | None, str | None]:
+    """(key text, payload text) of one internal-topic record as kafka-dump-log's decoders print it:
+    key `{"type":"1","data":{...}}`, value `{"version":"3","data":{...}}`, `<DELETE>` for a
+    tombstone, an "Error at offset" line for a bad one. `decode_value(key_type, value)`."""
+    if key is None:
+        return f"Error at offset {offset}, skipping. Missing key", None
+    try:
+        ktype, kdata = decode_key(key)
+        key_text = json.dumps({"type": str(ktype), "data": kdata}, separators=(",", ":"))
+        if value is None:
+            return key_text, "<DELETE>"
+        vver, vdata = decode_value(ktype, value)
+        return key_text, json.dumps({"version": str(vver), "data": vdata}, separators=(",", ":"))
+    except CorruptRecordError as e:
+        return f"Error at offset {offset}, skipping. {e}", None

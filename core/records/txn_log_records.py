@@ -8,11 +8,8 @@ key `{"type":"0","data":{"transactionalId":...}}`, value
 """
 from __future__ import annotations
 
-import json
-
 from pylog.core.protocol import txn_log as tl
-from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.schema_json import decode_versioned
+from pylog.core.records.schema_json import decode_versioned, format_dump_record
 
 __all__ = ["decode_transaction_log_key", "decode_transaction_log_value", "format_transaction_log_record"]
 
@@ -30,14 +27,5 @@ def decode_transaction_log_value(value: bytes) -> tuple[int, dict]:
 def format_transaction_log_record(key: bytes | None, value: bytes | None,
                                   offset: int) -> tuple[str | None, str | None]:
     """(key text, payload text) of one record, as DumpLogSegments' transaction-log decoder prints them."""
-    if key is None:
-        return f"Error at offset {offset}, skipping. Missing key", None
-    try:
-        kver, kdata = decode_transaction_log_key(key)
-        key_text = json.dumps({"type": str(kver), "data": kdata}, separators=(",", ":"))
-        if value is None:
-            return key_text, "<DELETE>"
-        vver, vdata = decode_transaction_log_value(value)
-        return key_text, json.dumps({"version": str(vver), "data": vdata}, separators=(",", ":"))
-    except CorruptRecordError as e:
-        return f"Error at offset {offset}, skipping. {e}", None
+    return format_dump_record(key, value, offset, decode_transaction_log_key,
+                              lambda _ktype, v: decode_transaction_log_value(v))
