@@ -117,11 +117,17 @@ def members():
         m.close()
 
 
+def filled_topic(b, prefix: str, partitions: int, per_partition: int, **kw) -> tuple[str, str]:
+    """(topic, group): a fresh topic of `partitions` with `per_partition` records each, and a fresh group name."""
+    topic = name(prefix)
+    create_topic(b, topic, partitions)
+    produce(b, topic, partitions, per_partition, **kw)
+    return topic, name("cgc-g")
+
+
 def test_three_members_share_six_partitions(peer, members):
     b = peer.bootstrap
-    topic, group = name("cgc-six"), name("cgc-g")
-    create_topic(b, topic, 6)
-    produce(b, topic, 6, 20)
+    topic, group = filled_topic(b, "cgc-six", 6, 20)
     members += [Member(b, group, [topic]) for _ in range(3)]
     poll_until(members, lambda: balanced(members, 6) and len({r for m in members for r in m.records}) == 120,
                what="three members with two partitions each and every record read")
@@ -146,9 +152,7 @@ def test_three_members_share_six_partitions(peer, members):
 
 def test_leave_and_join_hand_over_with_no_duplicates(peer, members):
     b = peer.bootstrap
-    topic, group = name("cgc-hand"), name("cgc-g")
-    create_topic(b, topic, 4)
-    produce(b, topic, 4, 30, tag="a")
+    topic, group = filled_topic(b, "cgc-hand", 4, 30, tag="a")
     first, second = Member(b, group, [topic]), Member(b, group, [topic])
     members += [first, second]
     poll_until(members, lambda: balanced(members, 4) and len({r for m in members for r in m.records}) == 120,
@@ -171,9 +175,7 @@ def test_leave_and_join_hand_over_with_no_duplicates(peer, members):
 
 def test_static_member_restart_keeps_its_partitions(peer, members):
     b = peer.bootstrap
-    topic, group = name("cgc-static"), name("cgc-g")
-    create_topic(b, topic, 4)
-    produce(b, topic, 4, 10)
+    topic, group = filled_topic(b, "cgc-static", 4, 10)
     s1, s2 = Member(b, group, [topic], instance_id="s1"), Member(b, group, [topic], instance_id="s2")
     members += [s1, s2]
     poll_until(members, lambda: balanced(members, 4), what="two static members with two partitions each")
@@ -284,9 +286,7 @@ def test_pylog_consume_joins_a_consumer_group(peer, how):
     import json
 
     b = peer.bootstrap
-    topic, group = name("cgc-cli"), name("cgc-g")
-    create_topic(b, topic, 3)
-    produce(b, topic, 3, 4)
+    topic, group = filled_topic(b, "cgc-cli", 3, 4)
     out = _pylog("consume", topic, "-b", b, "--group", group, *how, "--from-beginning", "-c", "12", "--json")
     got = sorted((r["partition"], r["offset"]) for r in map(json.loads, out.splitlines()))
     assert got == [(p, o) for p in range(3) for o in range(4)]
@@ -311,9 +311,7 @@ def test_classic_only_settings_are_refused_with_the_consumer_protocol(peer):
 
 def test_a_fenced_member_loses_its_partitions_and_rejoins(peer, members):
     b = peer.bootstrap
-    topic, group = name("cgc-fence"), name("cgc-g")
-    create_topic(b, topic, 2)
-    produce(b, topic, 2, 5)
+    topic, group = filled_topic(b, "cgc-fence", 2, 5)
     m = Member(b, group, [topic])
     members.append(m)
     poll_until(members, lambda: len(m.assignment()) == 2 and len(m.records) == 10, what="the member's partitions")
@@ -362,9 +360,7 @@ def test_pylog_and_librdkafka_members_share_a_group(peer, members):
     from test_consumer_groups_848 import Member as RdkMember, end_members
 
     b = peer.bootstrap
-    topic, group = name("cgc-mixed"), name("cgc-g")
-    create_topic(b, topic, 4)
-    produce(b, topic, 4, 20)
+    topic, group = filled_topic(b, "cgc-mixed", 4, 20)
     mine = Member(b, group, [topic])
     members.append(mine)
     rdk = RdkMember(peer, group, topic)
