@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pylog.commands.options import json_option
+from pylog.commands.options import assignments_option, json_option
 from pylog.core.errors import UsageError
 from pylog.storage.layout import user_partition_dir
 
@@ -74,9 +74,9 @@ def _print_decisions(results: list[dict]) -> None:
 @click.option("--dry-run", "-n", is_flag=True,
               help="Report what compaction would remove, and per partition whether the broker's cleaner would "
                    "clean it now and why; write nothing to the segments.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Topic config override for this run (repeatable), e.g. --set delete.retention.ms=0 or "
-                   "--set cleanup.policy=compact for a topic not configured as compacted.")
+@assignments_option("--set", "sets",
+                    help="Topic config override for this run (repeatable), e.g. --set delete.retention.ms=0 or "
+                         "--set cleanup.policy=compact for a topic not configured as compacted.")
 @click.option("--buffer-size", default="128M", show_default=True, metavar="BYTES",
               help="Memory for the key map (Kafka's log.cleaner.dedupe.buffer.size); larger logs than it "
                    "can index are cleaned in several passes.")

@@ -33,6 +33,11 @@ def bootstrap_option(f):
     )(f)
 
 
+def assignments_option(*decls: str, help: str):
+    """A repeatable KEY=VALUE option (`--set`, `-X`); click hands the values over as a tuple of strings."""
+    return click.option(*decls, multiple=True, metavar="KEY=VALUE", help=help)
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")(f)
 

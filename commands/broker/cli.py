@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from pylog.commands.options import merge_properties
+from pylog.commands.options import assignments_option, merge_properties
 from pylog.commands.broker.settings import DEFAULT_LISTENER, DEFAULT_LOG_DIR, build_settings
 
 LEVELS = ("debug", "info", "warning", "error")
@@ -42,9 +42,9 @@ def broker():
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Kafka server.properties file (Kafka's broker property names; unknown ones are "
                    "ignored with a warning).")
-@click.option("--set", "set_props", multiple=True, metavar="KEY=VALUE",
-              help="Set one broker property, overriding --config (repeatable), e.g. "
-                   "--set num.partitions=3 --set log.segment.bytes=1048576.")
+@assignments_option("--set", "set_props",
+                    help="Set one broker property, overriding --config (repeatable), e.g. "
+                         "--set num.partitions=3 --set log.segment.bytes=1048576.")
 @click.option("--add-scram", "add_scram", multiple=True, metavar="MECHANISM=[name=USER,password=PASSWORD]",
               help="Create or replace a SCRAM credential before serving, like kafka-storage format --add-scram "
                    "(repeatable), e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]'; "
