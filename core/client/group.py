@@ -184,8 +184,7 @@ class GroupMembership(GroupHooks):
 
     # ================================================================ GroupHooks
     async def poll(self, consumer) -> None:
-        self.last_poll = time.monotonic()
-        if self.closed or self.engine.subscription is None:
+        if not self._begin_poll():
             return
         if self._join_lock is None:
             self._join_lock = asyncio.Lock()
@@ -602,6 +601,11 @@ class GroupMembership(GroupHooks):
             await self._leave("the consumer is being closed")
         finally:
             await self._shut_down()
+
+    def _begin_poll(self) -> bool:
+        """Note the application's poll (max.poll.interval.ms); False when closed or not subscribed."""
+        self.last_poll = time.monotonic()
+        return not (self.closed or self.engine.subscription is None)
 
     async def _shut_down(self) -> None:
         """Mark closed, stop heartbeating and drop the coordinator connection (the end of every close)."""

@@ -96,8 +96,7 @@ class ConsumerGroupMember(GroupMembership):
 
     # ================================================================ GroupHooks
     async def poll(self, consumer) -> None:
-        self.last_poll = time.monotonic()
-        if self.closed or self.engine.subscription is None:
+        if not self._begin_poll():
             return
         if self._wake is None:
             self._wake = asyncio.Event()
