@@ -44,6 +44,8 @@ def workload(bootstrap: str) -> int:
             p.abort_transaction(30)
         else:
             p.commit_transaction(30)
+    # Kafka writes the last markers after EndTxn has answered: wait for all 12 of them
+    wait_until(lambda: high_watermark(bootstrap) >= 12 * 3, what="the last transaction marker")
     return high_watermark(bootstrap)
 
 
