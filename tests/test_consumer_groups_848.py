@@ -7,16 +7,12 @@ ListGroups and OffsetFetch over the wire.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
 from broker_fixtures import BrokerProcess, call, connect
+from member_procs import MemberProcess, end_members
 from waiting import wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -71,7 +67,7 @@ def committed(b, group, topic, partitions) -> dict:
     return {p["partition_index"]: p["committed_offset"] for t in g["topics"] for p in t["partitions"]}
 
 
-class Member:
+class Member(MemberProcess):
     """A librdkafka KIP-848 member subprocess and what it reported."""
 
     def __init__(self, b, group, topics, instance_id=None):
@@ -79,51 +75,13 @@ class Member:
                     + ([instance_id] if instance_id else []))
 
     def _spawn(self, args):
-        self.stderr_file = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=self.stderr_file,
-                                     text=True)
-        self.assignment: list = []
-        self.records: list = []
-        self.closed = False
-        self.ended_by_test = False
-        threading.Thread(target=self._pump, daemon=True).start()
+        MemberProcess.__init__(self, args)
 
-    def _pump(self):
-        for line in self.proc.stdout:
-            ev = json.loads(line)
-            if "assign" in ev:
-                self.assignment = [tuple(x) if isinstance(x, list) else (None, x) for x in ev["assign"]]
-            elif "rec" in ev:
-                self.records.append(tuple(ev["rec"]))
-            elif "closed" in ev:
-                self.closed = True
+    def assigned(self, reported):
+        return [tuple(x) if isinstance(x, list) else (None, x) for x in reported]
 
     def partitions(self, topic=None):
         return sorted(p for t, p in self.assignment if topic is None or t == topic)
-
-    def stderr(self) -> str:
-        self.stderr_file.seek(0)
-        return self.stderr_file.read()[-3000:]
-
-    def stop(self):
-        """SIGTERM: close() leaves the group (a static member with epoch -2) and exits 0."""
-        self.ended_by_test = True
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(30)
-        assert rc == 0, f"member exit code {rc}: {self.stderr()}"
-
-    def kill(self):
-        self.ended_by_test = True
-        self.proc.kill()
-        self.proc.wait(10)
-
-
-def end_members(members):
-    died = [(m.proc.returncode, m.stderr()) for m in members if not m.ended_by_test and m.proc.poll() is not None]
-    for m in members:
-        if m.proc.poll() is None:
-            m.kill()
-    assert not died, f"member(s) exited on their own: {died}"
 
 
 def covers_once(members, partitions, topic=None):

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
 from broker_fixtures import BrokerProcess, call, connect, module_broker
+from member_procs import MemberProcess, end_members
 from waiting import wait_until
 
 SESSION_MS = 6000
@@ -60,54 +58,11 @@ def committed(b, group):
     return {o["partition"]: o["current_offset"] for o in describe_json(b, group)["offsets"]}
 
 
-class Member:
+class Member(MemberProcess):
     """A group member subprocess (tests/group_member_proc.py) and what it reported."""
 
     def __init__(self, b, lib, group, topic):
-        self.stderr_file = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "group_member_proc.py"), lib, b.bootstrap, group,
-                                      topic, str(SESSION_MS)], stdout=subprocess.PIPE, stderr=self.stderr_file,
-                                     text=True)
-        self.assignment: list = []
-        self.records: list = []
-        self.closed = False
-        self.ended_by_test = False
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            ev = json.loads(line)
-            if "assign" in ev:
-                self.assignment = ev["assign"]
-            elif "rec" in ev:
-                self.records.append(tuple(ev["rec"]))
-            elif "closed" in ev:
-                self.closed = True
-
-    def stderr(self) -> str:
-        self.stderr_file.seek(0)
-        return self.stderr_file.read()[-3000:]
-
-    def stop(self):
-        """SIGTERM: the member commits, leaves the group and exits 0."""
-        self.ended_by_test = True
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(30)
-        assert rc == 0, f"group member exit code {rc}: {self.stderr()}"
-
-    def kill(self):
-        self.ended_by_test = True
-        self.proc.kill()
-        self.proc.wait(10)
-
-
-def end_members(members):
-    """Kill the members still running; fail if one died on its own (a client error in the member)."""
-    died = [(m.proc.returncode, m.stderr()) for m in members if not m.ended_by_test and m.proc.poll() is not None]
-    for m in members:
-        if m.proc.poll() is None:
-            m.kill()
-    assert not died, f"group member(s) exited on their own: {died}"
+        super().__init__([str(HERE / "group_member_proc.py"), lib, b.bootstrap, group, topic, str(SESSION_MS)])
 
 
 def owners(members):
