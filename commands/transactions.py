@@ -15,6 +15,8 @@ LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionStat
 DESCRIBE_HEADERS = ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
                     "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
                     "TopicPartitions"]
+HANGING_HEADERS = ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+                   "LastTimestamp", "Duration(min)"]
 PRODUCERS_HEADERS = ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
                      "CurrentTransactionStartOffset"]
 
@@ -44,8 +46,9 @@ def transactions():
     Works against any Kafka-protocol broker: `list` asks every broker for the
     transactions it coordinates, `describe` asks the coordinator of one
     transactional id, `describe-producers` shows a partition's producer state
-    (with the start offset of an open transaction), and `abort` writes an ABORT
-    marker for a hanging transaction on one partition.
+    (with the start offset of an open transaction), `find-hanging` finds open
+    transactions no coordinator will finish, and `abort` writes an ABORT marker
+    for a hanging transaction on one partition.
     """
 
 
@@ -178,3 +181,42 @@ def abort(bootstrap, topic, partition, start_offset, producer_id, producer_epoch
         emit_json({"topic": topic, "partition": partition, "producer_id": producer_id,
                    "producer_epoch": producer_epoch, "coordinator_epoch": max(0, coordinator_epoch),
                    "aborted": True})
+
+
+@transactions.command("find-hanging")
+@bootstrap_option
+@click.option("--broker-id", type=int, default=None,
+              help="Search every partition with a replica on this broker (asked directly).")
+@click.option("--topic", default=None, help="Search only this topic's partitions.")
+@click.option("--partition", type=click.IntRange(min=0), default=None, help="Only this partition (with --topic).")
+@click.option("--max-transaction-timeout", type=click.IntRange(min=0), default=15, show_default=True,
+              metavar="MINUTES",
+              help="The largest transaction.timeout.ms in use, in minutes: only producers silent for longer are "
+                   "candidates.")
+@properties_options
+@json_option
+def find_hanging(bootstrap, broker_id, topic, partition, max_transaction_timeout, properties, as_json):
+    """Find hanging transactions: open on a partition, silent for longer than
+    --max-transaction-timeout, and not part of any transaction a coordinator
+    is still going to finish. Each row can be ended with `pylog transactions
+    abort --topic T --partition P --start-offset O`.
+    """
+    if topic is None and broker_id is None:
+        raise UsageError("The `find-hanging` command requires either --topic or --broker-id to limit the scope "
+                         "of the search")
+    if partition is not None and topic is None:
+        raise UsageError("The --partition argument requires --topic to be provided")
+    with _admin(bootstrap, properties) as admin:
+        try:
+            found = admin.find_hanging(topic, partition, broker_id, max_transaction_timeout * 60_000)
+        except PylogError as e:
+            raise _fail("Failed to find hanging transactions", e) from None
+    now = int(time.time() * 1000)
+    rows = [(h.topic, h.partition, h.producer.producer_id, h.producer.producer_epoch, h.producer.coordinator_epoch,
+             h.producer.current_txn_start_offset, h.producer.last_timestamp,
+             (now - h.producer.last_timestamp) // 60_000) for h in found]
+    if as_json:
+        emit_json([dict(zip(("topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch",
+                             "start_offset", "last_timestamp", "duration_minutes"), r)) for r in rows])
+        return
+    print_table(HANGING_HEADERS, rows)
