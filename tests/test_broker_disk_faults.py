@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from broker_fixtures import BrokerProcess, build_batch, call, connect, stored_batches
+from pylog.core.errors import ErrorCode
 from waiting import wait_until
 
 STORAGE_ERROR = 56
@@ -200,6 +201,12 @@ def test_failed_fsync_takes_the_dir_offline_then_the_broker(tmp_path, monkeypatc
     assert fetch(s, "x", 0)["error_code"] == STORAGE_ERROR
     assert produce(s, "x", 1, build_batch([(None, b"yes", None)]))["error_code"] == 0
     assert len(whole_batches(fetch(s, "x", 1)["records"])) == 2
+    # Metadata: as Kafka's controller leaves a partition whose only replica's dir failed, a's partition
+    # has no leader and lists the broker as an offline replica; c's is led as before
+    parts = {p["partition_index"]: p for p in call(s, 3, 9, {"topics": [{"name": "x"}]})["topics"][0]["partitions"]}
+    assert (parts[0]["error_code"], parts[0]["leader_id"], parts[0]["offline_replicas"]) == \
+        (ErrorCode.LEADER_NOT_AVAILABLE, -1, [1])
+    assert (parts[1]["error_code"], parts[1]["leader_id"], parts[1]["offline_replicas"]) == (0, 1, [])
     url = next(x for x in b.stdout_lines if x.strip().startswith("metrics: ")).split()[1].rsplit("/", 1)[0]
     text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
     assert "kafka_log_logmanager_offlinelogdirectorycount 1.0" in text
