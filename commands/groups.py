@@ -166,12 +166,12 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
             out.print()
         coord = f"{d.coordinator[1]}:{d.coordinator[2]} (id: {d.coordinator[0]})" if d.coordinator else "-"
         out.print(f"GROUP {d.group_id}  state: {d.state}  protocol: {d.protocol_type or '-'}"
-                  f"/{d.protocol or '-'}  members: {len(d.members)}  coordinator: {coord}")
+                  f"/{d.protocol or '-'}  members: {len(d.members)}  coordinator: {coord}", markup=False)
         if d.type == "consumer":
             out.print(f"type: consumer  group epoch: {d.group_epoch}  assignment epoch: {d.assignment_epoch}  "
                       f"assignor: {d.protocol or '-'}", markup=False, highlight=False)
         if d.state == "Dead":
-            err.print(f"consumer group '{d.group_id}' does not exist", style="red")
+            err.print(f"consumer group '{d.group_id}' does not exist", style="red", markup=False)
             continue
         if show_members and d.type == "consumer":
             # kafka-consumer-groups --describe --members --verbose's columns for a consumer group
@@ -187,7 +187,8 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
                            ",".join(map(str, m.assignment)) or "-") for m in d.members])
             continue
         if not rows:
-            err.print(f"consumer group '{d.group_id}' has no committed offsets and no assignment", style="dim")
+            err.print(f"consumer group '{d.group_id}' has no committed offsets and no assignment", style="dim",
+                      markup=False)
             continue
         from pylog.commands.group_lag import human_duration, summary_line
 
@@ -354,12 +355,13 @@ def delete(group_ids, bootstrap, properties, as_json):
     if not as_json:
         for g, c in res.items():
             if c == ErrorCode.NONE:
-                out.print(f"deleted group {g}")
+                out.print(f"deleted group {g}", markup=False)
             elif c == ErrorCode.NON_EMPTY_GROUP:
-                err.print(f"group {g} is not empty: stop its consumers first (NON_EMPTY_GROUP)", style="red")
+                err.print(f"group {g} is not empty: stop its consumers first (NON_EMPTY_GROUP)", style="red",
+                          markup=False)
             elif c == ErrorCode.GROUP_ID_NOT_FOUND:
-                err.print(f"group {g} does not exist (GROUP_ID_NOT_FOUND)", style="red")
+                err.print(f"group {g} does not exist (GROUP_ID_NOT_FOUND)", style="red", markup=False)
             else:
-                err.print(f"group {g}: {error_name(c)}", style="red")
+                err.print(f"group {g}: {error_name(c)}", style="red", markup=False)
     if failed:
         raise click.exceptions.Exit(1)

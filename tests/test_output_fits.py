@@ -75,3 +75,25 @@ def test_compact_dry_run_reads_as_english(tmp_path):
     assert re.match(r"dry run: would compact 1 partition, removing [1-9]\d* records, [\d,]+ bytes", last), last
     assert "nothing was changed" in last
     assert "partition(s)" not in r.stdout and "1 records" not in r.stdout
+
+
+
+def test_group_and_client_ids_are_printed_as_given_never_as_markup(broker):
+    group, client = "g[/x]-[bold]y", "c[/b]"
+    r = pylog("topics", "create", "markup", "-b", broker.bootstrap)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "pylog.cli", "produce", "markup", "-b", broker.bootstrap],
+                       input="a\n", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = pylog("consume", "markup", "-b", broker.bootstrap, "--group", group, "-e", "-X", f"client.id={client}")
+    assert r.returncode == 0, r.stderr
+    piped = pylog("groups", "describe", group, "-b", broker.bootstrap)
+    assert piped.returncode == 0 and piped.stdout.startswith(f"GROUP {group}  state: Empty"), piped.stderr
+    assert ["markup", "0", "1", "1", "0"] == next(x.split() for x in piped.stdout.splitlines()
+                                                  if x.startswith("markup"))[:5]
+    status, shown = pylog_on_terminal("groups", "describe", group, "-b", broker.bootstrap)
+    assert status == 0 and f"GROUP {group}" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode())
+    absent = pylog("groups", "describe", "[/absent]", "-b", broker.bootstrap)
+    assert "consumer group '[/absent]' does not exist" in absent.stderr and "Traceback" not in absent.stderr
+    deleted = pylog("groups", "delete", group, "-b", broker.bootstrap)
+    assert deleted.returncode == 0 and f"deleted group {group}" in deleted.stdout, deleted.stderr
