@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from broker_fixtures import call, connect
+from security_fixtures import pki  # noqa: F401 - fixture
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -110,3 +111,43 @@ def test_completion_of_topic_and_group_names(broker):
     env = dict(__import__("os").environ, _PYLOG_COMPLETE="bash_source")
     r = subprocess.run([sys.executable, "-m", "pylog.cli"], env=env, capture_output=True, text=True, timeout=60)
     assert "_PYLOG_COMPLETE=bash_complete" in r.stdout
+
+
+def test_tls_clients_that_disconnect_normally_are_not_warnings(tmp_path, pki):  # noqa: F811
+    import ssl
+
+    from broker_fixtures import BrokerProcess
+    from security_fixtures import listener_line
+
+    cfg = tmp_path / "tls.properties"
+    cfg.write_text("\n".join(["listeners=SSL://127.0.0.1:0", "ssl.keystore.type=PEM",
+                              f"ssl.keystore.location={pki.server_keystore}"]) + "\n")
+    b = BrokerProcess(tmp_path / "data", "--config", cfg).start()
+    try:
+        port = listener_line(b, "SSL")
+        ctx = ssl.create_default_context(cafile=str(pki.ca))
+        ctx.check_hostname = False
+
+        def session():
+            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10))
+            call(s, 18, 3, {"client_software_name": "t", "client_software_version": "1"})
+            return s
+
+        s = session()  # close_notify, then FIN (the broker closes without answering close_notify)
+        try:
+            s.unwrap()
+        except ssl.SSLEOFError:
+            pass
+        s.close()
+        session().close()  # FIN without close_notify
+        s = session()  # reset
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        r = subprocess.run([KCAT, "-b", f"127.0.0.1:{port}", "-L", "-X", "security.protocol=ssl",
+                            "-X", f"ssl.ca.location={pki.ca}", "-X", "ssl.endpoint.identification.algorithm=none"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        session().close()  # by this answer the broker has handled the disconnects above
+        assert "WARNING" not in b.stderr(None), b.stderr()
+    finally:
+        b.stop_clean()
