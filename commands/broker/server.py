@@ -450,6 +450,13 @@ class Connection:
             if isinstance(item, _FileRange):
                 item.release()
         self._out.clear()
+        if self.tls and not self.handshaking:
+            # end the TLS session as Kafka does: our close_notify (answering the client's, or first);
+            # the socket is non-blocking, so this never waits for the client's
+            try:
+                self.sock.unwrap()
+            except (ssl.SSLError, OSError, ValueError):
+                pass
         try:
             self.sock.close()
         except OSError:
