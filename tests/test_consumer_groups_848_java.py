@@ -1,6 +1,7 @@
 """The Java client 4.3.1 (`group.protocol=consumer`) against a real `pylog broker` in issue 21's
 scenarios: a handover without duplicates, static members restarting, regex subscriptions
-picking up a new topic, the broker killed -9 and restarted under the group.
+picking up a new topic, a mixed group moving from classic to the new protocol and back (also
+run against Apache Kafka 4.3.1 for comparison), the broker killed -9 and restarted under the group.
 
 One Java program with modes (tests/kafka_peer.py java_program); each mode runs its members
 in one JVM, polling them in turn (KIP-848 heartbeats run on the client's background thread),
@@ -33,18 +34,25 @@ public class Modes848 {
     static final Map<KafkaConsumer<String, String>, List<String>> seen = new LinkedHashMap<>();
 
     static KafkaConsumer<String, String> member(String group, String instance) {
+        return member(group, instance, "consumer");
+    }
+
+    static KafkaConsumer<String, String> member(String group, String instance, String protocol) {
         Properties p = new Properties();
         p.put("bootstrap.servers", boot);
         p.put("group.id", group);
-        p.put("group.protocol", "consumer");
+        p.put("group.protocol", protocol);
         p.put("auto.offset.reset", "earliest");
         p.put("enable.auto.commit", "false");
         p.put("metadata.max.age.ms", "1000");  // subscribe(Pattern) resolves on the client
         if (instance != null) p.put("group.instance.id", instance);
+        // a classic member keeps the partitions it is not asked to give up (no eager revoke-all)
+        if (protocol.equals("classic")) p.put("partition.assignment.strategy", CooperativeStickyAssignor.class.getName());
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
         KafkaConsumer<String, String> c = new KafkaConsumer<>(p);
         seen.put(c, new ArrayList<>());
+        if (protocol.equals("classic")) classic.add(c);
         return c;
     }
 
@@ -64,11 +72,22 @@ public class Modes848 {
             try {
                 c.commitSync();
                 return;
-            } catch (CommitFailedException | org.apache.kafka.common.errors.RetriableException e) {
+            } catch (CommitFailedException | org.apache.kafka.common.errors.RebalanceInProgressException e) {
+                // a classic member's generation moved on: its next poll rejoins, then it commits again
+                if (isClassic(c)) return;
+                if (i >= 100) throw e;
+                try { Thread.sleep(100); } catch (InterruptedException x) { throw new RuntimeException(x); }
+            } catch (org.apache.kafka.common.errors.RetriableException e) {
                 if (i >= 100) throw e;
                 try { Thread.sleep(100); } catch (InterruptedException x) { throw new RuntimeException(x); }
             }
         }
+    }
+
+    static final Set<KafkaConsumer<String, String>> classic = new HashSet<>();
+
+    static boolean isClassic(KafkaConsumer<String, String> c) {
+        return classic.contains(c);
     }
 
     static List<String> parts(KafkaConsumer<String, String> c) {
@@ -103,6 +122,35 @@ public class Modes848 {
             total += c.assignment().size();
         }
         return all.size() == n && total == n;
+    }
+
+    /** Every member owns something and the members own the n partitions exactly once between them. */
+    static boolean coversOnce(List<KafkaConsumer<String, String>> cs, int n) {
+        Set<String> all = new TreeSet<>();
+        int total = 0;
+        for (KafkaConsumer<String, String> c : cs) {
+            if (c.assignment().isEmpty()) return false;
+            all.addAll(parts(c));
+            total += c.assignment().size();
+        }
+        return all.size() == n && total == n;
+    }
+
+    /** The group's type and its members' kinds (KIP-1099 upgraded(): true for a consumer-protocol member). */
+    static String groupType(Admin admin, String group) {
+        try {
+            return admin.describeConsumerGroups(List.of(group)).all().get().get(group).type().name();
+        } catch (Exception e) {
+            return "unknown";
+        }
+    }
+
+    static String memberKinds(Admin admin, String group) throws Exception {
+        List<String> kinds = new ArrayList<>();
+        for (MemberDescription m : admin.describeConsumerGroups(List.of(group)).all().get().get(group).members())
+            kinds.add(m.upgraded().map(u -> u ? "consumer" : "classic").orElse("?"));
+        Collections.sort(kinds);
+        return kinds.toString();
     }
 
     static int distinct() {
@@ -190,6 +238,42 @@ public class Modes848 {
             System.out.println("regex then " + parts(byPattern) + " " + parts(onBroker));
             System.out.println("regex records " + seen.get(byPattern).size() + " " + seen.get(onBroker).size());
             for (KafkaConsumer<String, String> c : cs) c.close();
+        } else if (mode.equals("mixed")) {
+            // four partitions with 10 records each already in. Two classic members; a consumer-protocol
+            // member joins (online upgrade) and leaves (downgrade); then the classic members leave and
+            // two consumer-protocol members take the group over from its committed offsets.
+            Properties ap = new Properties();
+            ap.put("bootstrap.servers", boot);
+            try (Admin admin = Admin.create(ap)) {
+                KafkaConsumer<String, String> c1 = member(group, null, "classic"), c2 = member(group, null, "classic");
+                List<KafkaConsumer<String, String>> cs = new ArrayList<>(List.of(c1, c2));
+                for (KafkaConsumer<String, String> c : cs) c.subscribe(List.of(topic));
+                until(cs, "2 each", () -> covers(cs, 4, 2) && distinct() >= 40);
+                System.out.println("mixed first " + groupType(admin, group));
+                KafkaConsumer<String, String> n = member(group, null, "consumer");
+                n.subscribe(List.of(topic));
+                cs.add(n);
+                until(cs, "three owners", () -> groupType(admin, group).equals("CONSUMER") && coversOnce(cs, 4));
+                System.out.println("mixed upgraded " + groupType(admin, group) + " " + memberKinds(admin, group));
+                produce(topic, 4, 10);
+                until(cs, "80 records", () -> distinct() >= 80);
+                n.close();
+                cs.remove(n);
+                until(cs, "the classic two", () -> groupType(admin, group).equals("CLASSIC") && covers(cs, 4, 2));
+                System.out.println("mixed downgraded " + groupType(admin, group));
+                produce(topic, 4, 10);
+                until(cs, "120 records", () -> distinct() >= 120);
+                for (KafkaConsumer<String, String> c : cs) c.close();
+                cs.clear();
+                KafkaConsumer<String, String> m1 = member(group, null, "consumer"), m2 = member(group, null, "consumer");
+                cs.addAll(List.of(m1, m2));
+                for (KafkaConsumer<String, String> c : cs) c.subscribe(List.of(topic));
+                produce(topic, 4, 10);
+                until(cs, "160 records", () -> covers(cs, 4, 2) && distinct() >= 160);
+                System.out.println("mixed offline " + groupType(admin, group) + " " + memberKinds(admin, group));
+                System.out.println("mixed distinct " + distinct() + " total " + total());
+                for (KafkaConsumer<String, String> c : cs) c.close();
+            }
         } else if (mode.equals("durable")) {
             // a[4]: a directory; "ready" is written once settled, "go" appears after the broker's restart
             Path dir = Paths.get(a[4]);
@@ -260,6 +344,28 @@ def test_java_regex_subscription_picks_up_a_new_topic(jbroker):
     assert got["records"] == "12 12", got
     d = describe(jbroker, group + "-broker")
     assert d["error_code"] == 0
+
+
+def mixed_group_outcome(bootstrap: str, topic: str, group: str) -> dict:
+    got = run("mixed", bootstrap, group, topic)
+    assert got["first"] == "CLASSIC", got
+    assert got["upgraded"] == "CONSUMER [classic, classic, consumer]", got
+    assert got["downgraded"] == "CLASSIC", got
+    assert got["offline"] == "CONSUMER [consumer, consumer]", got
+    return got
+
+
+def test_java_mixed_group_upgrades_downgrades_and_upgrades_offline(jbroker, kafka_node):
+    """Classic Java members; a consumer-protocol member joins (the group converts online) and leaves
+    (back to classic); then consumer-protocol members take over the emptied group. Kafka 4.3.1 goes
+    through the same group types and member kinds; on both, no record is delivered twice."""
+    outcomes = {}
+    for name, b in (("pylog", jbroker), ("kafka", kafka_node)):
+        create_topic(b, "jmix4", 4)
+        produce(b, "jmix4", 4, 10)
+        outcomes[name] = mixed_group_outcome(b.bootstrap, "jmix4", f"java-mixed-{name}")
+    assert outcomes["pylog"]["distinct"] == outcomes["kafka"]["distinct"] == "160 total 160", outcomes
+    assert committed(jbroker, "java-mixed-pylog", "jmix4", 4) == {p: 40 for p in range(4)}
 
 
 def test_java_group_survives_broker_kill9(jbroker, tmp_path):
