@@ -65,7 +65,7 @@ def quotas():
 
     Quotas are producer_byte_rate and consumer_byte_rate (bytes per second),
     request_percentage (percent of one request-handler thread) and
-    controller_mutation_rate (stored, not enforced by pylog's broker), set on a
+    controller_mutation_rate (partitions created, added or deleted per second), set on a
     user, a client-id, or both, or on their default entities. The broker
     applies the most specific configured entity, as Kafka does, and answers a
     client over its quota with throttle_time_ms. Needs ALTER_CONFIGS (alter)

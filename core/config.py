@@ -370,6 +370,11 @@ _BROKER_OWN = [
        "Per-address limits overriding max.connections.per.ip: host:count,host:count."),
     _d("quota.window.num", INT, 11, "Samples kept in memory for client quotas.", at_least(1)),
     _d("quota.window.size.seconds", INT, 1, "Time span of each client quota sample.", at_least(1)),
+    _d("controller.quota.window.num", INT, 11,
+       "Samples of the controller mutation quota: its token bucket holds this many windows of the rate.",
+       at_least(1)),
+    _d("controller.quota.window.size.seconds", INT, 1, "Time span of each controller mutation quota sample.",
+       at_least(1)),
     _d("metrics.listener", STRING, None,
        "http://HOST:PORT serving Prometheus metrics on /metrics and health on /health and /ready "
        "(pylog's; unset: no metrics listener)."),

@@ -165,3 +165,108 @@ def test_confluent_kafka_producer_observes_the_throttle(broker_factory):
     assert events[0][1] > 0
     p.purge()
     p.flush(5)
+
+
+MUTATIONS = r"""
+import java.util.*;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
+import org.apache.kafka.common.quota.*;
+
+public class Mutations {
+    static Admin admin(String boot, String clientId) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", boot);
+        p.put("client.id", clientId);
+        return Admin.create(p);
+    }
+
+    static void report(String step, org.apache.kafka.common.KafkaFuture<?> f) throws Exception {
+        try {
+            f.get();
+            System.out.println(step + " OK");
+        } catch (ExecutionException e) {
+            if (!(e.getCause() instanceof ThrottlingQuotaExceededException)) throw e;
+            System.out.println(step + " THROTTLED " + ((ThrottlingQuotaExceededException) e.getCause()).throttleTimeMs());
+        }
+    }
+
+    public static void main(String[] a) throws Exception {
+        String boot = a[0], prefix = a[1];
+        ClientQuotaEntity limited = new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, prefix + "-limited"));
+        try (Admin root = admin(boot, prefix + "-root")) {
+            root.alterClientQuotas(List.of(new ClientQuotaAlteration(limited,
+                List.of(new ClientQuotaAlteration.Op("controller_mutation_rate", 1.0))))).all().get();
+            // the quota reaches the controller through the metadata log: wait until it is described
+            for (int i = 0; root.describeClientQuotas(ClientQuotaFilter.containsOnly(List.of(
+                    ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.CLIENT_ID, prefix + "-limited"))))
+                    .entities().get().isEmpty(); i++) {
+                if (i > 100) throw new RuntimeException("quota not visible");
+                Thread.sleep(100);
+            }
+        }
+        CreateTopicsOptions strict = new CreateTopicsOptions().retryOnQuotaViolation(false);
+        try (Admin lim = admin(boot, prefix + "-limited"); Admin free = admin(boot, prefix + "-free")) {
+            // a bucket of 11 windows x 1 s x 1 partition/s: 5 + 5 fit, the 8 are done while the bucket
+            // is still above zero (taking it to about -7), the next ask is refused
+            int[] sizes = {5, 5, 8, 1};
+            for (int i = 1; i <= 4; i++)
+                report("create" + i, lim.createTopics(List.of(new NewTopic(prefix + "-t" + i, sizes[i - 1], (short) 1)),
+                                                       strict).all());
+            report("free", free.createTopics(List.of(new NewTopic(prefix + "-t5", 20, (short) 1)), strict).all());
+        }
+        // new connections of the same client id (the refused one waits out its throttle time, by which
+        // the bucket is back at zero): the debt is the client id's, so these are refused at once too
+        try (Admin lim = admin(boot, prefix + "-limited")) {
+            report("partitions", lim.createPartitions(Map.of(prefix + "-t1", NewPartitions.increaseTo(6)),
+                                                      new CreatePartitionsOptions().retryOnQuotaViolation(false)).all());
+        }
+        try (Admin lim = admin(boot, prefix + "-limited")) {
+            report("delete", lim.deleteTopics(List.of(prefix + "-t2"),
+                                              new DeleteTopicsOptions().retryOnQuotaViolation(false)).all());
+        }
+    }
+}
+"""
+
+
+def mutation_steps(bootstrap: str, prefix: str) -> dict:
+    from kafka_peer import java_program
+
+    out = java_program(MUTATIONS, bootstrap, prefix, timeout=180).stdout
+    return {w[0]: w[1:] for w in (line.split() for line in out.splitlines()) if w}
+
+
+def test_controller_mutation_rate_refuses_like_kafka(broker_factory, kafka_node):
+    """controller_mutation_rate (KIP-599) with the Java Admin's strict request versions: the same steps
+    are done or refused on pylog as on Apache Kafka 4.3.1, with a throttle time of about the bucket's
+    debt; a client without the quota is not refused."""
+    b = broker_factory()
+    ours, theirs = mutation_steps(b.bootstrap, "cmr"), mutation_steps(kafka_node.bootstrap, "cmr")
+    want = {"create1": "OK", "create2": "OK", "create3": "OK", "create4": "THROTTLED", "partitions": "THROTTLED",
+            "delete": "THROTTLED", "free": "OK"}
+    for steps in (ours, theirs):
+        assert {k: v[0] for k, v in steps.items()} == want, (ours, theirs)
+        assert 3000 <= int(steps["create4"][1]) <= 7000, steps  # -(11 - 18 + refill) / 1 per s
+    r = pylog("topics", "describe", "cmr-t1", "-b", b.bootstrap, "--json")
+    assert r.returncode == 0 and '"partitions"' in r.stdout
+
+
+def test_old_request_versions_are_throttled_not_refused(broker_factory):
+    """CreateTopics v5 is permissive (Kafka's controller is strict from v6): every topic is created and
+    the answer carries the throttle time once the bucket is below zero."""
+    b = broker_factory()
+    r = pylog("quotas", "alter", "-b", b.bootstrap, "--client-id", "old-admin", "--add-config",
+              "controller_mutation_rate=2")
+    assert r.returncode == 0, r.stderr
+    s = connect(b)
+    throttles = []
+    for i in range(3):  # a bucket of 22: 10, 10, then 10 more takes it to about -8
+        resp = call(s, 19, 5, {"topics": [{"name": f"old-{i}", "num_partitions": 10, "replication_factor": 1,
+                                           "assignments": [], "configs": []}], "timeout_ms": 5000,
+                               "validate_only": False}, client_id="old-admin")
+        assert resp["topics"][0]["error_code"] == 0, resp
+        throttles.append(resp["throttle_time_ms"])
+    s.close()
+    assert throttles[:2] == [0, 0] and 3000 <= throttles[2] <= 4000, throttles

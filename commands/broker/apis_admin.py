@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pylog.commands.broker.apis_configs import DYNAMIC_TOPIC, default_source
 from pylog.commands.broker.apis_meta import MAX_TOPIC_NAME, invalid_name_code
+from pylog.commands.broker.apis_quotas import mutation_answer, mutation_quota, record_mutations
 from pylog.commands.broker.context import RequestContext, code_of, mirror_partitions
 from pylog.core.config import TOPIC_CONFIGS, topic_defaults_from_broker
 from pylog.core.errors import ErrorCode
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 # One request must not be able to make the broker create millions of
 # directories (a typo or a corrupted count would take the node down).
 MAX_PARTITIONS_PER_TOPIC = 10000
+# controller_mutation_rate refuses topics (THROTTLING_QUOTA_EXCEEDED) from these versions on (KIP-599)
+STRICT_CREATE_TOPICS, STRICT_DELETE_TOPICS, STRICT_CREATE_PARTITIONS = 6, 5, 3
+THROTTLED = "The throttling quota has been exceeded."
 
 
 def _check_assignment(node: int, assignments) -> tuple[int, str | None]:
@@ -38,6 +42,7 @@ def create_topics(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     topics = body["topics"]
     names = [t["name"] for t in topics]
     dupes = {n for n in names if names.count(n) > 1}
+    quota = mutation_quota(broker, ctx, STRICT_CREATE_TOPICS)
     out = []
     for t in topics:
         name = t["name"]
@@ -92,6 +97,9 @@ def create_topics(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         except Exception as e:  # noqa: BLE001 - ConfigError: unknown key or bad value
             fail(ErrorCode.INVALID_CONFIG, str(e))
             continue
+        if not record_mutations(quota, n):  # validate_only counts too, as in Kafka's controller
+            fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+            continue
         if validate_only:
             res.update(num_partitions=n, replication_factor=1, configs=_created_configs(broker, configs))
             continue
@@ -102,7 +110,7 @@ def create_topics(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             continue
         res.update(topic_id=info.topic_id, num_partitions=info.num_partitions, replication_factor=1,
                    configs=_created_configs(broker, info.overrides))
-    return {"throttle_time_ms": 0, "topics": out}
+    return mutation_answer(ctx, quota, {"throttle_time_ms": 0, "topics": out})
 
 
 def create_topics_error(body, version, code, msg):
@@ -121,6 +129,7 @@ def _deleted_topics(body: dict) -> list[tuple[str | None, uuid.UUID]]:
 
 def delete_topics(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Delete each topic named (by name, or v6+ by id) when delete.topic.enable allows."""
+    quota = mutation_quota(broker, ctx, STRICT_DELETE_TOPICS)
     out = []
     for name, tid in _deleted_topics(body):
         res = {"name": name, "topic_id": tid, "error_code": ErrorCode.NONE, "error_message": None}
@@ -141,13 +150,16 @@ def delete_topics(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         if not broker.config["delete.topic.enable"]:
             res["error_code"], res["error_message"] = ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false"
             continue
+        if not record_mutations(quota, info.num_partitions):
+            res["error_code"], res["error_message"] = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED
+            continue
         try:
             broker.logs.delete_topic(name)
         except Exception as e:  # noqa: BLE001
             res["error_code"], res["error_message"] = code_of(e)
             continue
         broker.wake_topic(name)
-    return {"throttle_time_ms": 0, "responses": out}
+    return mutation_answer(ctx, quota, {"throttle_time_ms": 0, "responses": out})
 
 
 def delete_topics_error(body, version, code, msg):
@@ -161,6 +173,7 @@ def delete_topics_error(body, version, code, msg):
 def create_partitions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Grow each topic to its new partition count (or only validate the change)."""
     validate_only = body["validate_only"]
+    quota = mutation_quota(broker, ctx, STRICT_CREATE_PARTITIONS)
     out = []
     for t in body["topics"]:
         name = t["name"]
@@ -191,13 +204,16 @@ def create_partitions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             if code:
                 res["error_code"], res["error_message"] = code, msg
                 continue
+        if not record_mutations(quota, count - info.num_partitions):
+            res["error_code"], res["error_message"] = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED
+            continue
         if validate_only:
             continue
         try:
             broker.logs.create_partitions(name, count)
         except Exception as e:  # noqa: BLE001
             res["error_code"], res["error_message"] = code_of(e)
-    return {"throttle_time_ms": 0, "results": out}
+    return mutation_answer(ctx, quota, {"throttle_time_ms": 0, "results": out})
 
 
 def create_partitions_error(body, version, code, msg):

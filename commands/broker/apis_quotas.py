@@ -6,7 +6,9 @@ against consumer_byte_rate, and every request its handling time against
 request_percentage. An answer over a quota carries throttle_time_ms and the
 connection is muted for that long (KIP-219); a throttled fetch answer drops
 its records (the partitions keep their watermarks), as Kafka sends an empty
-fetch response to a throttled consumer.
+fetch response to a throttled consumer. CreateTopics, CreatePartitions and
+DeleteTopics count partitions against controller_mutation_rate through
+`mutation_quota` and `mutation_answer` (quotas.MutationQuota).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pylog.commands.broker.quotas import (
     FETCH,
     PRODUCE,
     REQUEST,
+    MutationQuota,
     QuotaError,
     check_entity,
     check_value,
@@ -169,3 +172,26 @@ def throttle(broker: Broker, ctx: RequestContext, size: int, started: float, res
     if isinstance(result, dict):
         return _apply(broker, ctx, size, handled_s, result)
     return _apply_later(broker, ctx, size, handled_s, result)
+
+
+def mutation_quota(broker: Broker, ctx: RequestContext, strict_since: int) -> MutationQuota | None:
+    """The request's controller_mutation_rate quota (strict from `strict_since` on, as Kafka's
+    controller), or None when none applies."""
+    qm = broker.quotas
+    if qm is None or not qm.active:
+        return None
+    return qm.mutation_quota(_user(ctx.conn), ctx.client_id or "", ctx.api_version >= strict_since,
+                             time.monotonic())
+
+
+def record_mutations(quota: MutationQuota | None, partitions: int) -> bool:
+    """Count one topic's partition mutations; False when the strict quota refuses the topic."""
+    return quota is None or quota.record(partitions, time.monotonic())
+
+
+def mutation_answer(ctx: RequestContext, quota: MutationQuota | None, result: dict) -> dict:
+    """The answer with the quota's throttle time; the connection muted for as long."""
+    if quota is not None and quota.throttle_ms:
+        result["throttle_time_ms"] = max(result.get("throttle_time_ms") or 0, quota.throttle_ms)
+        ctx.conn.mute_for(quota.throttle_ms / 1000.0)
+    return result

@@ -18,6 +18,15 @@ num-1 windows). When it exceeds the quota, the throttle time is
 (rate - quota) / quota * that span, the answer carries it in throttle_time_ms
 and the connection is muted for as long (KIP-219). request_percentage counts
 the time spent handling the client's requests, as a percentage of one thread.
+
+controller_mutation_rate (KIP-599) counts partitions created, added or deleted
+per second in a token bucket holding controller.quota.window.num windows of
+controller.quota.window.size.seconds at the rate (full at first). New request
+versions are strict: a topic asked for while the bucket is below zero is
+refused with THROTTLING_QUOTA_EXCEEDED; a topic asked for while it is not is
+done, even when that takes the bucket below zero. Older versions are
+permissive: everything is done. Either way the answer carries the time the
+bucket needs to get back to zero, and the connection is muted for as long.
 """
 from __future__ import annotations
 
@@ -32,8 +41,9 @@ FILE_NAME = "client-quotas.json"
 FORMAT_VERSION = 1
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
-# every key Kafka accepts for user/client-id entities; controller_mutation_rate is stored, not enforced
-KEYS = {PRODUCE: int, FETCH: int, REQUEST: float, "controller_mutation_rate": float}
+MUTATION = "controller_mutation_rate"
+# every key Kafka accepts for user/client-id entities
+KEYS = {PRODUCE: int, FETCH: int, REQUEST: float, MUTATION: float}
 MAX_THROTTLE_MS = 30000  # no single answer asks a client to wait longer than this
 
 # the resolution order above: (which names the entity has, user part, client part)
@@ -150,14 +160,53 @@ class _Rate:
         return sum(self.values) / span, span
 
 
+class _TokenBucket:
+    """Kafka's TokenBucket stat: `burst` tokens at most, refilled at `rate` per second."""
+
+    __slots__ = ("tokens", "last")
+
+    def __init__(self, burst: float, now: float):
+        self.tokens, self.last = burst, now
+
+    def refill(self, rate: float, burst: float, now: float) -> float:
+        self.tokens = min(burst, self.tokens + rate * (now - self.last))
+        self.last = now
+        return self.tokens
+
+
+class MutationQuota:
+    """One request's view of its client's controller_mutation_rate bucket (KIP-599)."""
+
+    def __init__(self, bucket: _TokenBucket, rate: float, burst: float, strict: bool):
+        self.bucket, self.rate, self.burst, self.strict = bucket, rate, burst, strict
+        self.throttle_ms = 0
+
+    def record(self, permits: int, now: float) -> bool:
+        """Count `permits` partition mutations; False when a strict quota refuses them."""
+        tokens = self.bucket.refill(self.rate, self.burst, now)
+        if self.strict and tokens < 0:
+            self._throttle(tokens)
+            return False
+        self.bucket.tokens = min(self.burst, tokens - permits)
+        if self.bucket.tokens < 0 and not self.strict:
+            self._throttle(self.bucket.tokens)
+        return True
+
+    def _throttle(self, tokens: float) -> None:
+        # the time the bucket needs to climb back to zero
+        self.throttle_ms = min(round(-tokens / self.rate * 1000), MAX_THROTTLE_MS)
+
+
 class QuotaManager:
-    """Resolves and enforces the three quota kinds; `record_*` return a throttle time in ms."""
+    """Resolves and enforces the quota kinds; `record` returns a throttle time in ms."""
 
     def __init__(self, store: QuotaStore, config):
         self.store = store
         self.window_num = config["quota.window.num"]
         self.window_s = config["quota.window.size.seconds"]
+        self.mutation_burst_s = config["controller.quota.window.num"] * config["controller.quota.window.size.seconds"]
         self._rates: dict[tuple, _Rate] = {}
+        self._buckets: dict[tuple, _TokenBucket] = {}
         self.throttled: dict[str, int] = {}  # quota key -> responses that carried a throttle time
 
     @property
@@ -196,6 +245,20 @@ class QuotaManager:
         self.throttled[key] = self.throttled.get(key, 0) + 1
         return min(int((observed - quota) / quota * span * 1000), MAX_THROTTLE_MS)
 
+    def mutation_quota(self, user: str, client_id: str, strict: bool, now: float) -> MutationQuota | None:
+        """The client's controller_mutation_rate for one CreateTopics/CreatePartitions/DeleteTopics
+        request, or None when no quota applies."""
+        found = self.resolve(MUTATION, user, client_id)
+        if found is None:
+            return None
+        rate, key = found
+        burst = rate * self.mutation_burst_s
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _TokenBucket(burst, now)
+        return MutationQuota(bucket, rate, burst, strict)
+
     def forget_unused(self) -> None:
         """After a config change: drop the buckets no quota maps to any more."""
         self._rates.clear()
+        self._buckets.clear()
