@@ -64,8 +64,8 @@ def _frames() -> dict:
 
 
 async def _measure(repeats: int) -> dict:
-    from pylog.commands.broker.broker import Broker
-    from pylog.commands.broker.settings import build_settings
+    from pylog.commands.broker.node.broker import Broker
+    from pylog.commands.broker.node.settings import build_settings
     from pylog.core.protocol import encode_request
 
     b = Broker(build_settings({}, {}, (tempfile.mkdtemp(prefix="pylog-bench-dispatch-"),), "127.0.0.1:0"))

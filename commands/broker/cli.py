@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from pylog.commands.options import assignments_option, merge_properties
-from pylog.commands.broker.settings import DEFAULT_LISTENER, DEFAULT_LOG_DIR, build_settings
+from pylog.commands.broker.node.settings import DEFAULT_LISTENER, DEFAULT_LOG_DIR, build_settings
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -70,7 +70,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
       pylog broker start --config secure.properties \\
           --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
     """
-    from pylog.commands.broker.broker import Broker
+    from pylog.commands.broker.node.broker import Broker
 
     _setup_logging(log_level)
     file_props = merge_properties(config_file, (), "--set") if config_file else {}
@@ -156,7 +156,7 @@ def _remove_fresh(dirs) -> None:
 
 
 def _parse_add_scram(values) -> list:
-    from pylog.commands.broker.security_store import parse_add_scram
+    from pylog.commands.broker.security.store import parse_add_scram
     from pylog.core.errors import UsageError
 
     out = []

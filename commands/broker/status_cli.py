@@ -28,7 +28,7 @@ def _url_from(url: str | None, config_file: str | None) -> str:
 
 def fetch_status(url: str, timeout: float) -> dict:
     """GET URL/ready; the JSON body whether the broker is ready (200) or not (503)."""
-    from pylog.commands.broker.status_http import parse_metrics_listener
+    from pylog.commands.broker.ops.admin_http import parse_metrics_listener
 
     host, port = parse_metrics_listener(url)
     where = f"http://{host if ':' not in host else f'[{host}]'}:{port}/ready"

@@ -1,0 +1,1 @@
+"""Request handlers, one module per API family, and the dispatch table."""

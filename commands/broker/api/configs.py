@@ -1,0 +1,254 @@
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
+
+Topic configs are the storage engine's per-topic overrides over broker
+defaults. Broker configs are static (read from server.properties and --set at
+start); altering them is refused with INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from pylog.commands.broker.api.context import RequestContext, code_of
+from pylog.core.config import BROKER_CONFIGS, CONFIG_TYPE_IDS, LIST, TOPIC_CONFIGS, topic_defaults_from_broker
+from pylog.core.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from pylog.commands.broker.node.broker import Broker
+
+# resource types (Kafka's ConfigResource.Type)
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+# config sources (DescribeConfigsResponse ConfigSource)
+DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
+DYNAMIC_BROKER_LOGGER = 6
+STRING_TYPE = 2  # DescribeConfigsResponse ConfigType
+# IncrementalAlterConfigs operations (AlterConfigOp.OpType)
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# Broker properties that also set a topic config's default, most specific
+# first (Kafka folds log.retention.hours/minutes into retention.ms, etc.)
+EXTRA_SYNONYMS = {
+    "retention.ms": ["log.retention.minutes", "log.retention.hours"],
+    "segment.ms": ["log.roll.hours"],
+    "segment.jitter.ms": ["log.roll.jitter.hours"],
+    "flush.ms": ["log.flush.scheduler.interval.ms"],
+}
+
+
+def broker_synonyms(name: str) -> list[str]:
+    """Broker properties that set topic config `name`'s default, most specific first."""
+    d = TOPIC_CONFIGS.defs[name]
+    return ([d.synonym] if d.synonym else []) + EXTRA_SYNONYMS.get(name, [])
+
+
+def broker_synonym_entries(cfg, names: list[str]) -> list[dict]:
+    """The broker-level synonyms of a topic config as Kafka lists them: server.properties values,
+    then defaults that have a value, starting at the first entry for the primary synonym
+    (names[0]); so retention.ms shows no default while only log.retention.hours has one."""
+    found = [{"name": n, "value": BROKER_CONFIGS[n].render(cfg[n]), "source": STATIC_BROKER}
+             for n in names if n in cfg.overridden and n in BROKER_CONFIGS]
+    found += [{"name": n, "value": BROKER_CONFIGS[n].render(BROKER_CONFIGS[n].default), "source": DEFAULT}
+              for n in names if n in BROKER_CONFIGS and BROKER_CONFIGS[n].default is not None]
+    first = next((i for i, s in enumerate(found) if names and s["name"] == names[0]), len(found))
+    return found[first:]
+
+
+def default_source(config, name: str) -> int:
+    """A topic config's source when the topic does not set it: its first synonym's, as in Kafka
+    (so log.retention.hours=24 in server.properties still reads DEFAULT_CONFIG for retention.ms)."""
+    entries = broker_synonym_entries(config, broker_synonyms(name))
+    return entries[0]["source"] if entries else DEFAULT
+
+
+class _Refused(Exception):
+    """An alteration that is invalid as a whole (INVALID_CONFIG)."""
+
+
+# ---- DescribeConfigs -------------------------------------------------------
+
+def _entry(name, value, source, synonyms, d, include_docs, read_only=False) -> dict:
+    return {"name": name, "value": None if d.sensitive else value, "read_only": read_only,
+            "is_default": source == DEFAULT, "config_source": source, "is_sensitive": d.sensitive,
+            "synonyms": synonyms, "config_type": CONFIG_TYPE_IDS.get(d.type, 0),
+            "documentation": d.doc if include_docs else None}
+
+
+def _topic_configs(broker: Broker, info, keys, synonyms_on, docs) -> list:
+    cfg = broker.config
+    defaults = topic_defaults_from_broker(cfg)
+    out = []
+    for name, d in TOPIC_CONFIGS.defs.items():
+        if keys is not None and name not in keys:
+            continue
+        syn = []
+        if name in info.overrides:
+            value, source = info.overrides[name], DYNAMIC_TOPIC
+            syn.append({"name": name, "value": value, "source": DYNAMIC_TOPIC})
+        else:
+            value = d.render(defaults[name])
+            source = default_source(cfg, name)
+        syn += broker_synonym_entries(cfg, broker_synonyms(name))
+        out.append(_entry(name, value, source, syn if synonyms_on else [], d, docs))
+    return out
+
+
+def _broker_configs(broker: Broker, keys, synonyms_on, docs) -> list:
+    cfg = broker.config
+    st = broker.settings
+    # what the broker actually runs with, where the command line decided it
+    effective = {
+        "node.id": str(broker.node_id), "broker.id": str(broker.node_id), "cluster.id": broker.cluster_id,
+        "log.dirs": ",".join(st.log_dirs),
+        "listeners": ",".join(f"{ls.name}://{ls.host}:{ls.port}" for ls in st.listeners),
+        "advertised.listeners": ",".join(f"{ls.name}://{ls.advertised_host}:{ls.advertised_port}"
+                                         for ls in st.listeners),
+    }
+    out = []
+    for name, d in BROKER_CONFIGS.defs.items():
+        if keys is not None and name not in keys:
+            continue
+        source = STATIC_BROKER if name in cfg.overridden or name in effective else DEFAULT
+        value = effective[name] if name in effective else d.render(cfg.get(name))
+        syn = []
+        if synonyms_on and value is not None:
+            syn.append({"name": name, "value": value, "source": source})
+            if source == STATIC_BROKER and name in cfg.overridden and d.default is not None:
+                syn.append({"name": name, "value": d.render(d.default), "source": DEFAULT})
+        out.append(_entry(name, value, source, syn, d, docs, read_only=True))
+    return out
+
+
+def describe_configs(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Topic, broker and broker-logger configs with their sources (and synonyms, docs on request)."""
+    synonyms_on = body["include_synonyms"]
+    docs = body["include_documentation"]
+    results = []
+    for r in body["resources"]:
+        rtype, rname = r["resource_type"], r["resource_name"]
+        keys = r["configuration_keys"]
+        keys = set(keys) if keys is not None else None
+        res = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": rtype, "resource_name": rname,
+               "configs": []}
+        results.append(res)
+        if rtype == TOPIC:
+            info = broker.logs.topics.get(rname)
+            if info is None:
+                res["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                res["error_message"] = f"topic {rname!r} does not exist"
+                continue
+            res["configs"] = _topic_configs(broker, info, keys, synonyms_on, docs)
+        elif rtype == BROKER:
+            if rname not in ("", str(broker.node_id)):
+                res["error_code"] = ErrorCode.INVALID_REQUEST
+                res["error_message"] = f"unknown broker {rname!r}; this is broker {broker.node_id}"
+                continue
+            res["configs"] = _broker_configs(broker, keys, synonyms_on, docs)
+        elif rtype == BROKER_LOGGER:
+            level = logging.getLevelName(logging.getLogger("pylog").getEffectiveLevel())
+            res["configs"] = [{"name": "pylog", "value": level, "read_only": True, "is_default": False,
+                               "config_source": DYNAMIC_BROKER_LOGGER, "is_sensitive": False, "synonyms": [],
+                               "config_type": STRING_TYPE, "documentation": None}]
+        else:
+            res["error_code"], res["error_message"] = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def describe_configs_error(body, version, code, msg):
+    """Every requested resource with `code`."""
+    return {"throttle_time_ms": 0, "results": [
+        {"error_code": code, "error_message": msg, "resource_type": r["resource_type"],
+         "resource_name": r["resource_name"], "configs": []} for r in body["resources"]]}
+
+
+# ---- AlterConfigs, IncrementalAlterConfigs ---------------------------------
+
+def _apply(broker: Broker, rtype: int, rname: str, new_overrides: Callable[[dict], dict],
+           validate_only: bool) -> tuple[int, str | None]:
+    """Shared by both alter APIs: compute, validate, persist. Returns (code, message)."""
+    if rtype == BROKER:
+        return ErrorCode.INVALID_REQUEST, "broker configs are static in pylog; set them in server.properties or --set"
+    if rtype != TOPIC:
+        return ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
+    info = broker.logs.topics.get(rname)
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {rname!r} does not exist"
+    try:
+        new = new_overrides(dict(info.overrides))
+        TOPIC_CONFIGS.parse(dict(new))
+    except _Refused as e:
+        return ErrorCode.INVALID_CONFIG, str(e)
+    except Exception as e:  # noqa: BLE001 - ConfigError
+        code, msg = code_of(e)
+        return (ErrorCode.INVALID_CONFIG if code == ErrorCode.UNKNOWN_SERVER_ERROR else code), msg
+    if validate_only:
+        return ErrorCode.NONE, None
+    change: dict[str, str | None] = {k: None for k in info.overrides if k not in new}
+    change.update({k: v for k, v in new.items() if info.overrides.get(k) != v})
+    if change:
+        try:
+            broker.logs.alter_topic_config(rname, change)
+        except Exception as e:  # noqa: BLE001
+            return code_of(e)
+    return ErrorCode.NONE, None
+
+
+def _alter_result(r: dict, code: int, msg: str | None) -> dict:
+    return {"error_code": code, "error_message": msg, "resource_type": r["resource_type"],
+            "resource_name": r["resource_name"]}
+
+
+def alter_configs(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Replace each topic's overrides with the given set (AlterConfigs' all-or-nothing form)."""
+    out = []
+    for r in body["resources"]:
+        wanted = {c["name"]: c["value"] for c in r["configs"]}  # the last value given for a name counts
+        code, msg = _apply(broker, r["resource_type"], r["resource_name"],
+                           lambda _old, w=wanted: {k: v for k, v in w.items() if v is not None},
+                           body["validate_only"])
+        out.append(_alter_result(r, code, msg))
+    return {"throttle_time_ms": 0, "responses": out}
+
+
+def _incremental_change(old: dict, ops: list, defaults: dict) -> dict:
+    """Apply IncrementalAlterConfigs operations (SET, DELETE, APPEND, SUBTRACT) to overrides."""
+    new = dict(old)
+    for op in ops:
+        name, kind, value = op["name"], op["config_operation"], op["value"]
+        d = TOPIC_CONFIGS.defs.get(name)
+        if d is None:
+            raise _Refused(f"unknown topic config {name!r}")
+        if kind == SET:
+            if value is None:
+                raise _Refused(f"SET of {name} needs a value")
+            new[name] = value
+        elif kind == DELETE:
+            new.pop(name, None)
+        elif kind in (APPEND, SUBTRACT):
+            if d.type != LIST:
+                raise _Refused(f"{name} is not a list config; APPEND/SUBTRACT need a list")
+            current = (d.parse(new[name]) if name in new else list(defaults[name] or []))
+            items = [x.strip() for x in (value or "").split(",") if x.strip()]
+            if kind == APPEND:
+                current += [x for x in items if x not in current]
+            else:
+                current = [x for x in current if x not in items]
+            new[name] = ",".join(current)
+        else:
+            raise _Refused(f"unknown config operation {kind}")
+    return new
+
+
+def incremental_alter_configs(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Change single topic configs: set, delete, append to or subtract from list values."""
+    out = []
+    defaults = topic_defaults_from_broker(broker.config)
+    for r in body["resources"]:
+        code, msg = _apply(broker, r["resource_type"], r["resource_name"],
+                           lambda old, ops=r["configs"]: _incremental_change(old, ops, defaults),
+                           body["validate_only"])
+        out.append(_alter_result(r, code, msg))
+    return {"throttle_time_ms": 0, "responses": out}
+
+
+def alter_error(body, version, code, msg):
+    """Every resource with `code` (both alter APIs)."""
+    return {"throttle_time_ms": 0, "responses": [_alter_result(r, code, msg) for r in body["resources"]]}

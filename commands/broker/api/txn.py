@@ -1,0 +1,279 @@
+"""Transaction APIs: requests in, calls on the transaction coordinator, responses out.
+
+InitProducerId with a transactional id, AddPartitionsToTxn (v0-3, the
+client's), AddOffsetsToTxn, TxnOffsetCommit, EndTxn, and the admin's
+DescribeTransactions, ListTransactions and DescribeProducers. The state
+machine and its records live in txn/coordinator.py.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import TYPE_CHECKING
+
+from pylog.commands.broker.api.context import RequestContext, mirror_partitions
+from pylog.commands.broker.groups.offsets_topic import TOPIC as OFFSETS_TOPIC
+from pylog.core.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from pylog.commands.broker.node.broker import Broker
+
+log = logging.getLogger("pylog.broker.txn")
+
+
+def _err(code, **extra) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, **extra}
+
+
+# ---- InitProducerId (transactional) ------------------------------------------
+
+def init_transactional(broker: Broker, body: dict) -> dict:
+    """InitProducerId for a transactional id (apis_produce hands these over)."""
+    code, pid, epoch = broker.txn_coordinator.init_producer_id(
+        body["transactional_id"], body["transaction_timeout_ms"], body.get("producer_id", -1),
+        body.get("producer_epoch", -1))
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+
+# ---- AddPartitionsToTxn ------------------------------------------------------
+
+def add_partitions_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Add partitions to the producer's transaction (v0-3: one transaction per request)."""
+    topics = body["v3_and_below_topics"]
+    wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
+    unknown = {tp for tp in wanted if broker.logs.get_log(*tp) is None}
+    if unknown:
+        # Kafka: nothing is added; the unknown partitions say why, the others OPERATION_NOT_ATTEMPTED
+        def entry(t, p):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (t, p) in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+    else:
+        code = broker.txn_coordinator.add_partitions(
+            body["v3_and_below_transactional_id"], body["v3_and_below_producer_id"],
+            body["v3_and_below_producer_epoch"], wanted)
+        if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH  # older clients know only this one
+
+        def entry(t, p):
+            return code
+    return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+        {"name": t["name"], "results_by_partition": [
+            {"partition_index": p, "partition_error_code": entry(t["name"], p)} for p in t["partitions"]]}
+        for t in topics]}
+
+
+def add_partitions_to_txn_error(body, version, code, msg):
+    """Every partition with `code`."""
+    return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": [],
+            "results_by_topic_v3_and_below": [
+                {"name": t["name"], "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
+                for t in body.get("v3_and_below_topics") or ()]}
+
+
+# ---- AddOffsetsToTxn, TxnOffsetCommit ---------------------------------------
+
+def add_offsets_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Add the group's `__consumer_offsets` partition to the transaction."""
+    if not body["group_id"]:
+        return _err(ErrorCode.INVALID_GROUP_ID)
+    tc = broker.txn_coordinator
+    code = tc.add_partitions(body["transactional_id"], body["producer_id"], body["producer_epoch"],
+                             [(OFFSETS_TOPIC, tc.offsets_partition(body["group_id"]))])
+    if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    return _err(code)
+
+
+def add_offsets_to_txn_error(body, version, code, msg):
+    """`code`."""
+    return _err(code)
+
+
+def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Offsets committed inside the transaction: visible to the group at its COMMIT."""
+    topics = body["topics"]
+    gid = body["group_id"]
+    code = broker.txn_coordinator.check_offsets_commit(body["transactional_id"], body["producer_id"],
+                                                       body["producer_epoch"], gid)
+    if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
+                p["committed_metadata"]) for t in topics for p in t["partitions"]]
+    if code == ErrorCode.NONE:
+        codes = broker.group_coordinator.txn_commit_offsets(
+            gid, body["producer_id"], body["producer_epoch"], body["generation_id"], body["member_id"],
+            body["group_instance_id"], offsets)
+    else:
+        codes = [code] * len(offsets)
+    by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
+    return {"throttle_time_ms": 0, "topics": mirror_partitions(
+        topics, lambda t, p: {"partition_index": p["partition_index"],
+                              "error_code": by_tp[(t["name"], p["partition_index"])]})}
+
+
+def txn_offset_commit_error(body, version, code, msg):
+    """Every partition with `code`."""
+    return {"throttle_time_ms": 0, "topics": mirror_partitions(
+        body["topics"], lambda t, p: {"partition_index": p["partition_index"], "error_code": code})}
+
+
+# ---- EndTxn ------------------------------------------------------------------
+
+def end_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Commit or abort: markers on every partition of the transaction."""
+    code = broker.txn_coordinator.end_txn(body["transactional_id"], body["producer_id"], body["producer_epoch"],
+                                          body["committed"])
+    if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    return _err(code)
+
+
+def end_txn_error(body, version, code, msg):
+    """`code`."""
+    return _err(code)
+
+
+# ---- DescribeTransactions, ListTransactions ----------------------------------
+
+def describe_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """The coordinator's state of each transactional id (kafka-transactions.sh describe)."""
+    out = []
+    for tid in body["transactional_ids"]:
+        m = broker.txn_coordinator.describe(tid)
+        if m is None:
+            out.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": tid,
+                        "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
+                        "producer_id": -1, "producer_epoch": -1, "topics": []})
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(m.partitions):
+            by_topic.setdefault(t, []).append(p)
+        out.append({"error_code": ErrorCode.NONE, "transactional_id": tid, "transaction_state": m.state.kafka_name,
+                    "transaction_timeout_ms": m.timeout_ms, "transaction_start_time_ms": m.start_ms,
+                    "producer_id": m.producer_id, "producer_epoch": m.producer_epoch,
+                    "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]})
+    return {"throttle_time_ms": 0, "transaction_states": out}
+
+
+def describe_transactions_error(body, version, code, msg):
+    """Every id with `code`."""
+    return {"throttle_time_ms": 0, "transaction_states": [
+        {"error_code": code, "transactional_id": t, "transaction_state": "", "transaction_timeout_ms": 0,
+         "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1, "topics": []}
+        for t in body["transactional_ids"]]}
+
+
+def list_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Transactional ids filtered by state, producer id and (v1+) how long they have been open."""
+    from pylog.core.protocol.txn_log import TxnState
+
+    names = {s.kafka_name: s for s in TxnState}
+    states = [s for s in body["state_filters"]]
+    unknown = [s for s in states if s not in names]
+    pids = set(body["producer_id_filters"])
+    duration = body.get("duration_filter", -1)
+    pattern = body.get("transactional_id_pattern")
+    if pattern:
+        try:
+            regex = re.compile(pattern)
+        except re.error:
+            return list_transactions_error(body, ctx.api_version, ErrorCode.INVALID_REGULAR_EXPRESSION, None)
+    else:
+        regex = None
+    now = int(time.time() * 1000)
+    out = []
+    for m in sorted(broker.txn_coordinator.list(), key=lambda x: x.transactional_id):
+        if states and m.state.kafka_name not in states:
+            continue
+        if pids and m.producer_id not in pids:
+            continue
+        if regex is not None and not regex.fullmatch(m.transactional_id):
+            continue
+        if duration >= 0 and (m.start_ms < 0 or now - m.start_ms <= duration or not m.is_open):
+            continue
+        out.append({"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                    "transaction_state": m.state.kafka_name})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": unknown,
+            "transaction_states": out}
+
+
+def list_transactions_error(body, version, code, msg):
+    """`code`, no transactions."""
+    return {"throttle_time_ms": 0, "error_code": code, "unknown_state_filters": [], "transaction_states": []}
+
+
+# ---- DescribeProducers -------------------------------------------------------
+
+def describe_producers(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """The active producers of each partition, from its producer state (kafka-transactions.sh
+    describe-producers)."""
+    def entry(t, p):
+        plog = broker.logs.get_log(t["name"], p)
+        if plog is None:
+            return {"partition_index": p, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    "error_message": None, "active_producers": []}
+        producers = [{"producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
+                      "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
+                      "coordinator_epoch": e.coordinator_epoch,
+                      "current_txn_start_offset": -1 if e.current_txn_first_offset is None
+                      else e.current_txn_first_offset}
+                     for e in sorted(plog.producer_state, key=lambda e: e.producer_id)]
+        return {"partition_index": p, "error_code": ErrorCode.NONE, "error_message": None,
+                "active_producers": producers}
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [entry(t, p) for p in t["partition_indexes"]]} for t in body["topics"]]}
+
+
+def describe_producers_error(body, version, code, msg):
+    """Every partition with `code`."""
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [{"partition_index": p, "error_code": code, "error_message": msg,
+                                            "active_producers": []} for p in t["partition_indexes"]]}
+        for t in body["topics"]]}
+
+
+# ---- WriteTxnMarkers ---------------------------------------------------------
+
+def write_txn_markers(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Write COMMIT/ABORT markers as asked (kafka-transactions.sh abort of a hanging transaction):
+    a marker older than the partition's producer epoch or coordinator epoch is refused."""
+    from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch
+
+    out = []
+    for mk in body["markers"]:
+        pid, epoch, commit = mk["producer_id"], mk["producer_epoch"], mk["transaction_result"]
+
+        def entry(t, p, mk=mk, pid=pid, epoch=epoch, commit=commit):
+            plog = broker.logs.get_log(t["name"], p)
+            if plog is None:
+                return {"partition_index": p, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            last = plog.producer_state.last_entry(pid)
+            if last is not None and epoch < last.producer_epoch:
+                return {"partition_index": p, "error_code": ErrorCode.INVALID_PRODUCER_EPOCH}
+            if last is not None and mk["coordinator_epoch"] < last.coordinator_epoch:
+                return {"partition_index": p, "error_code": ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+            batch = build_end_txn_batch(COMMIT if commit else ABORT, pid, epoch, mk["coordinator_epoch"],
+                                        timestamp=int(time.time() * 1000))
+            try:
+                plog.append_internal(bytearray(batch), broker.leader_epoch(plog))
+            except Exception as e:  # noqa: BLE001 - per-partition storage error
+                log.error("WriteTxnMarkers to %s-%d failed: %s", t["name"], p, e)
+                return {"partition_index": p, "error_code": ErrorCode.KAFKA_STORAGE_ERROR}
+            if t["name"] == OFFSETS_TOPIC:
+                broker.group_coordinator.complete_txn(pid, p, commit)
+            broker.wake(t["name"], p)
+            return {"partition_index": p, "error_code": ErrorCode.NONE}
+        out.append({"producer_id": pid, "topics": mirror_partitions(mk["topics"], entry,
+                                                                     partitions="partition_indexes")})
+        for t in out[-1]["topics"]:
+            t["partitions"] = t.pop("partition_indexes")
+    return {"markers": out}
+
+
+def write_txn_markers_error(body, version, code, msg):
+    """Every partition of every marker with `code`."""
+    return {"markers": [{"producer_id": mk["producer_id"], "topics": [
+        {"name": t["name"], "partitions": [{"partition_index": p, "error_code": code}
+                                           for p in t["partition_indexes"]]} for t in mk["topics"]]}
+        for mk in body["markers"]]}

@@ -1,0 +1,1 @@
+"""Group coordination: the coordinator facade, offsets, classic groups and their store."""

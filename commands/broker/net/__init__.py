@@ -1,0 +1,1 @@
+"""Listeners, connections and framing, connection limits, SASL handshakes."""

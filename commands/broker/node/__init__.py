@@ -1,0 +1,1 @@
+"""The broker node: lifecycle of every component, settings, timers, producer-id allocation."""

@@ -1,0 +1,1 @@
+"""Operating the broker: metrics, the admin HTTP listener, quotas, log-dir health."""

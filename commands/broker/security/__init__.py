@@ -1,0 +1,1 @@
+"""The ACL authorizer and the credential/ACL store."""

@@ -1,0 +1,1 @@
+"""The transaction coordinator and its state in __transaction_state."""
