@@ -17,7 +17,6 @@ re-resolve subscriptions when topics appear or grow (regex subscriptions).
 """
 from __future__ import annotations
 
-import copy
 import logging
 import re
 import time
@@ -37,77 +36,14 @@ from pylog.commands.broker.groups.consumer.group import (
     to_wire,
 )
 from pylog.commands.broker.groups.consumer.assignors import ASSIGNORS, MemberSpec
+from pylog.commands.broker.groups.consumer.checks import HeartbeatError, check_epoch, regex, validate
+from pylog.commands.broker.groups.consumer.undo import Undo
 from pylog.commands.broker.groups.state import Group
 from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
 
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
-
-class HeartbeatError(Exception):
-    """A heartbeat answered with an error code (and message)."""
-
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class _Undo:
-    """What one operation may change in a group, kept so that a failed `__consumer_offsets`
-    write leaves the group as it was (Kafka applies a change only once its records are
-    written). Members' sets are replaced, never changed in place, so a shallow copy of each
-    member touched is enough; an upgrade from classic empties the classic dicts and sets
-    `consumer`, both restored here."""
-
-    def __init__(self, groups: dict, gid: str):
-        self.groups, self.gid = groups, gid
-        g = self.g = groups.get(gid)
-        self.members: dict = {}
-        if g is None:
-            return
-        self.classic = (g.consumer, dict(g.members), dict(g.static), dict(g.pending), g.leader_id,
-                        g.protocol_name, g.state)
-        cg = g.consumer
-        if cg is not None:
-            self.cg = (cg.epoch, cg.assignment_epoch, cg.subscription_metadata, cg.metadata_hash,
-                       dict(cg.members), dict(cg.target))
-
-    def member(self, m) -> None:
-        """Keep `m` as it is now (before the operation changes it)."""
-        if m is not None and id(m) not in self.members:
-            self.members[id(m)] = (m, copy.copy(m))
-
-    def restore(self) -> None:
-        """Put the group back as it was when this was made."""
-        if self.g is None:
-            self.groups.pop(self.gid, None)
-            return
-        g = self.groups[self.gid] = self.g
-        (g.consumer, members, static, pending, g.leader_id, g.protocol_name, g.state) = self.classic
-        for d, saved in ((g.members, members), (g.static, static), (g.pending, pending)):
-            d.clear()
-            d.update(saved)
-        cg = g.consumer
-        if cg is not None:
-            (cg.epoch, cg.assignment_epoch, cg.subscription_metadata, cg.metadata_hash, members, target) = self.cg
-            cg.members.clear()
-            cg.members.update(members)
-            cg.target.clear()
-            cg.target.update(target)
-        for m, saved in self.members.values():
-            m.__dict__.update(saved.__dict__)
-
-
-def _regex(text: str):
-    """Kafka matches the whole topic name with RE2/J; Python's re.fullmatch agrees on the
-    common syntax (RE2 has no backreferences or lookaround, which re accepts)."""
-    try:
-        return re.compile(text)
-    except re.error as e:
-        raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                             f"SubscribedTopicRegex {text!r} is invalid: {e}") from None
 
 
 class ProtocolChanges(Protocol):
@@ -157,7 +93,7 @@ class ConsumerGroupCoordinator:
         if m.subscribed_regex:
             pat = self._regexes.get(m.subscribed_regex)
             if pat is None:
-                pat = self._regexes[m.subscribed_regex] = _regex(m.subscribed_regex)
+                pat = self._regexes[m.subscribed_regex] = regex(m.subscribed_regex)
             names.update(n for n in topics if n not in INTERNAL_TOPICS and pat.fullmatch(n))
         return names
 
@@ -226,38 +162,6 @@ class ConsumerGroupCoordinator:
         except HeartbeatError as e:
             return heartbeat_error(e.code, e.message)
 
-    @staticmethod
-    def _validate(req: dict, version: int) -> None:
-        def bad(msg):
-            raise HeartbeatError(ErrorCode.INVALID_REQUEST, msg)
-
-        if not req["group_id"]:
-            bad("GroupId can't be empty.")
-        if req["instance_id"] == "":
-            bad("InstanceId can't be empty.")
-        if req["rack_id"] == "":
-            bad("RackId can't be empty.")
-        epoch = req["member_epoch"]
-        if version >= 1 and not req["member_id"]:
-            bad("MemberId can't be empty.")  # KIP-1082: the member makes up its own id
-        if epoch > 0 or epoch == LEAVE_EPOCH:
-            if not req["member_id"]:
-                bad("MemberId can't be empty.")
-        elif epoch == 0:
-            if req["rebalance_timeout_ms"] == -1:
-                bad("RebalanceTimeoutMs must be provided in first request.")
-            if req["topic_partitions"] is None or req["topic_partitions"]:
-                bad("TopicPartitions must be empty when (re-)joining.")
-            # an empty list or regex is a member subscribed to nothing (yet): the Java client's
-            # subscribe(Pattern) joins so before its first metadata answer
-            if req["subscribed_topic_names"] is None and req["subscribed_topic_regex"] is None:
-                bad("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
-        elif epoch == LEAVE_STATIC_EPOCH:
-            if req["instance_id"] is None:
-                bad("InstanceId can't be null.")
-        else:
-            bad("MemberEpoch is invalid.")
-
     def _group(self, gid: str, create: bool, records: list) -> Group:
         g = self.groups.get(gid)
         if g is None:
@@ -275,33 +179,21 @@ class ConsumerGroupCoordinator:
             g.consumer = ConsumerGroup(gid)  # an empty classic group (offsets only) becomes a consumer group
         return g
 
-    @staticmethod
-    def _check_epoch(m: ConsumerMember, epoch: int, owned: set | None) -> None:
-        if epoch > m.epoch:
-            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                 f"The member epoch {epoch} is newer than the coordinator's {m.epoch}.")
-        if epoch < m.epoch:
-            # the answer that bumped the epoch may have been lost: accept the previous epoch
-            # from a member that owns nothing beyond its current assignment
-            if epoch != m.previous_epoch or owned is None or not owned <= m.assigned:
-                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                     f"The member epoch {epoch} is older than the coordinator's {m.epoch}.")
-
     def _heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
         if not self.enabled:
             raise HeartbeatError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is disabled")
-        self._validate(req, version)
+        validate(req, version)
         assignor = req["server_assignor"]
         if assignor is not None and assignor not in self.assignors:
             raise HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR,
                                  f"ServerAssignor {assignor} is not supported. Supported assignors: "
                                  f"{', '.join(self.assignors)}.")
         if req["subscribed_topic_regex"]:
-            _regex(req["subscribed_topic_regex"])
+            regex(req["subscribed_topic_regex"])
         gid, mid, epoch, inst = req["group_id"], req["member_id"], req["member_epoch"], req["instance_id"]
         if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             return self._leave(gid, mid, epoch, inst)
-        undo = _Undo(self.groups, gid)
+        undo = Undo(self.groups, gid)
         try:
             return self._join_or_beat(req, gid, mid, epoch, inst, assignor, client_id, client_host, undo)
         except HeartbeatError:
@@ -309,7 +201,7 @@ class ConsumerGroupCoordinator:
             raise
 
     def _join_or_beat(self, req: dict, gid: str, mid: str, epoch: int, inst, assignor, client_id: str,
-                      client_host: str, undo: _Undo) -> dict:
+                      client_host: str, undo: Undo) -> dict:
         now = time.monotonic()
         records: list = []
         g = self._group(gid, epoch == 0, records)
@@ -331,7 +223,7 @@ class ConsumerGroupCoordinator:
             elif m is None:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
             else:
-                self._check_epoch(m, epoch, owned)
+                check_epoch(m, epoch, owned)
         else:
             sm = cg.static_member(inst)
             if epoch == 0:
@@ -355,7 +247,7 @@ class ConsumerGroupCoordinator:
                                          f"Static member {mid} with instance id {inst} was fenced by member "
                                          f"{sm.member_id}.")
                 m = sm
-                self._check_epoch(m, epoch, owned)
+                check_epoch(m, epoch, owned)
         if is_new and len(cg.members) >= self.max_size:
             raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                  f"The consumer group has reached its maximum capacity of {self.max_size} members.")
@@ -423,7 +315,7 @@ class ConsumerGroupCoordinator:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
         cg = g.consumer
         records: list = []
-        undo = _Undo(self.groups, gid)
+        undo = Undo(self.groups, gid)
         undo.member(cg.static_member(inst))
         if inst is None:
             m = cg.members.get(mid)
@@ -464,7 +356,7 @@ class ConsumerGroupCoordinator:
             if cg is None or not cg.members:
                 continue
             records: list = []
-            undo = _Undo(self.groups, g.group_id)
+            undo = Undo(self.groups, g.group_id)
             for m in list(cg.members.values()):
                 if g.consumer is None:
                     break  # downgraded to a classic group
