@@ -188,7 +188,7 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     groups = gc.groups
 
     def unstable(gid):
-        if not body.get("require_stable") or not gc.txn_offsets:
+        if not body["require_stable"] or not gc.txn_offsets:
             return None
         return lambda tp: gc.has_pending_txn_offset(gid, tp)
     if ctx.api_version >= 8:
