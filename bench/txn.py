@@ -1,5 +1,5 @@
 """`python -m bench txn`: transactional produce throughput against non-transactional, pylog's broker
-against Apache Kafka in the same run (issue 15).
+against Apache Kafka in the same run.
 
 Both brokers with their defaults on loopback (bench.kafka's Kafka and Pylog), one topic of three
 partitions per row, 100-byte records. Each client sends the same records three ways: without
@@ -161,7 +161,7 @@ def run(brokers, n, rounds) -> dict:
 
 
 def render(argv, n, results, load) -> str:
-    lines = ["## txn: transactional produce throughput (issue 15)", "",
+    lines = ["## txn: transactional produce throughput", "",
              f"Command: `{' '.join(['python -m bench txn', *argv])}` — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores shared by clients and brokers, Apache Kafka {KAFKA_VERSION} (KRaft, one "
              f"combined node, Java {_java_version()}) and pylog's broker (Python {sys.version.split()[0]}), "

@@ -222,7 +222,7 @@ def check_version(sock, advertised, api_key, version):
         raise AssertionError(f"{API_NAMES.get(api_key)} is advertised but this test has no case for it")
 
 
-# ---- group APIs (issue 7): a real exchange at every served version ----------
+# ---- group APIs: a real exchange at every served version ----------
 
 SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x02vt\xff\xff\xff\xff"  # ConsumerProtocol v0: ["vt"]
 
@@ -495,7 +495,7 @@ def test_acks_all_with_min_insync_replicas_above_one_is_refused(sock):
     assert p["error_code"] == 0 and p["base_offset"] == 0
 
 
-# ---- transaction APIs (issue 15): a whole transaction at every served version --
+# ---- transaction APIs: a whole transaction at every served version --
 
 TXN_KEYS = {24, 25, 26, 27, 28, 61, 65, 66}
 
