@@ -218,8 +218,15 @@ def rule_from_dict(d: dict) -> FaultRule:
         error=error_code_of(d["error"]) if d.get("error") not in (None, "") else None,
         after_handling=bool(d.get("after_handling", False)), ms=opt_int("ms") or 0,
         count=opt_int("count"), fraction=fraction, start_in_ms=opt_int("start_in_ms") or 0,
-        for_ms=opt_int("for_ms"),
+        for_ms=opt_int("for_ms"), id=_rule_id(d.get("id")),
     )
+
+
+def _rule_id(value) -> str:
+    text = "" if value is None else str(value)
+    if text and not all(c.isalnum() or c in "-_." for c in text):
+        raise FaultRuleError(f"id {text!r}: use letters, digits, '-', '_' and '.'")
+    return text
 
 
 def load_rules_file(path: str | Path) -> list[FaultRule]:
