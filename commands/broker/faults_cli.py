@@ -61,10 +61,12 @@ def _call(url: str | None, config_file: str | None, method: str, path: str, time
 
 @click.group()
 def faults():
-    """Inject faults into a running broker: error codes, delays, no answer, closed connections,
-    throttling, offline partitions, unavailable coordinators, for testing clients' error handling.
+    """Inject faults into a running broker, to test clients' error handling.
 
-    The broker must run with --allow-faults (faults.enable=true) and a metrics.listener; these
+    Rules answer matching requests with an error code (with or without performing
+    them), a delay, no answer, a closed connection or a throttle, or take a
+    partition offline or a coordinator away, for the next N requests, a fraction
+    of them, a time window or until cleared. The broker must run with --allow-faults (faults.enable=true) and a metrics.listener; these
     commands use its /faults endpoints (403 otherwise). Each injected fault is logged at INFO
     with the rule that fired and counted in pylog_broker_faults_injected_total. A broker can
     also load rules at start-up with `pylog broker start --faults FILE` (a JSON list of the
