@@ -5,8 +5,6 @@ nothing for real clients."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,7 +14,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import BrokerProcess
+from support.broker_fixtures import BrokerProcess
+from support.cli import pylog
 
 NEVER = Path(__file__).parent / "faults_never_match.json"
 
@@ -27,8 +26,7 @@ def metrics_url(b) -> str:
 
 
 def cli(*args, check=True):
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "broker", "faults", *args], capture_output=True,
-                       text=True, timeout=60)
+    r = pylog("broker", "faults", *args, timeout=60)
     if check:
         assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
@@ -92,9 +90,7 @@ def test_bad_rules_are_one_line_errors(fbroker, tmp_path):
     assert r.returncode != 0 and "r999" in r.stderr
     bad = tmp_path / "bad.json"
     bad.write_text('[{"kind": "delay"}]')
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", "127.0.0.1:0",
-                        "--log-dir", str(tmp_path / "d"), "--faults", str(bad)], capture_output=True, text=True,
-                       timeout=60)
+    r = pylog("broker", "start", "--listen", "127.0.0.1:0", "--log-dir", tmp_path / "d", "--faults", bad, timeout=60)
     assert r.returncode != 0 and "bad.json, rule 1" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_peer import java_program
+from support.kafka_peer import java_program
 from pylog.testing import EmbeddedBroker
 
 JAVA = Path(__file__).parent / "kafka" / "java" / "FaultsJava.java"
