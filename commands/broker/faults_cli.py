@@ -72,6 +72,13 @@ def faults():
     also load rules at start-up with `pylog broker start --faults FILE` (a JSON list of the
     rules `add --json` prints), and Python tests use `EmbeddedBroker.faults.add(...)`.
 
+    A rules file (and the JSON these commands send and print) holds a list of
+    objects with the fields: kind (error, delay, no_answer, close, throttle,
+    offline, coordinator), id, api, versions, topic, partition, group,
+    transactional_id, client_id, principal, error, after_handling, ms, count,
+    fraction, for_ms and start_in_ms; for example
+    [{"api": "Produce", "topic": "orders", "error": "NOT_LEADER_OR_FOLLOWER", "count": 3}].
+
     \b
     Examples:
       pylog broker start --set metrics.listener=http://127.0.0.1:9404 --allow-faults &

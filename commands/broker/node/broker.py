@@ -155,7 +155,8 @@ class Broker:
         if not self.faults.enabled:
             return
         log.warning("fault injection is enabled (faults.enable): this broker misbehaves on request; "
-                    "never run it for real data")
+                    "never run it for real data%s", "" if self.config.get("metrics.listener") else
+                    " (no metrics.listener: /faults is not served, only --faults FILE rules apply)")
         path = self.config.get("faults.file")
         if path:
             from pylog.commands.broker.ops.request_faults import load_rules_file

@@ -152,8 +152,11 @@ class MetricsListener:
         for h in head.split(b"\r\n")[1:]:
             name, _, value = h.partition(b":")
             if name.strip().lower() == b"content-length":
-                length = int(value.strip() or 0)
-        if length > _MAX_HEAD * 8:
+                try:
+                    length = int(value.strip() or 0)
+                except ValueError:
+                    return 400, "text/plain", b"bad Content-Length\n"
+        if length < 0 or length > _MAX_HEAD * 8:
             return 413, "text/plain", b"rule too large\n"
         body = await asyncio.wait_for(reader.readexactly(length), _READ_TIMEOUT_S) if length else b""
         return answer(self.broker.faults, method, path, body)
