@@ -18,8 +18,8 @@ import time
 
 from pylog.commands.broker.ops.request_faults.rules import FaultRule, rule_from_dict, rule_from_options
 from pylog.commands.broker.ops.request_faults.shapes import (
-    COORDINATOR_APIS, FIND_COORDINATOR, METADATA, OFFLINE_APIS, SHAPES, RequestView, coordinator_keys,
-    error_topics, merge, overwrite, split,
+    COORDINATOR_APIS, FIND_COORDINATOR, METADATA, OFFLINE_APIS, SHAPES, RequestView, carries,
+    coordinator_keys, error_topics, merge, overwrite, split,
 )
 from pylog.core.errors import ERROR_DESCRIPTIONS, ErrorCode
 from pylog.core.protocol import API_NAMES, API_KEYS
@@ -129,6 +129,9 @@ class FaultEngine:
                 keys = served
             if r.api is not None:
                 keys = [k for k in keys if k == r.api]
+            if r.kind != "coordinator":  # a filter the API's requests cannot carry never matches
+                need = {k for k in ("topic", "group", "transactional_id") if getattr(r, k) is not None}
+                keys = [k for k in keys if need <= _carries(k)]
             for k in keys:
                 table.setdefault(k, []).append(r)
         self.table = {k: tuple(v) for k, v in table.items()}
@@ -256,6 +259,16 @@ class FaultEngine:
                 if rule.exhausted:
                     self._drop_exhausted()
         return res
+
+
+_CARRIES: dict[int, set] = {}
+
+
+def _carries(api_key: int) -> set:
+    c = _CARRIES.get(api_key)
+    if c is None:
+        c = _CARRIES[api_key] = carries(api_key)
+    return c
 
 
 def _match(rule: FaultRule, view: RequestView):

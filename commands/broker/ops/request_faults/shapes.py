@@ -71,6 +71,37 @@ COORDINATOR_APIS = tuple(K[n] for n in (
     "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit") if n in K)
 
 
+def _field_names(fields) -> set:
+    from pylog.core.protocol.types import Array, Struct
+
+    out = set()
+    for f in fields:
+        out.add(f.name)
+        t = f.type
+        if isinstance(t, Array) and isinstance(t.elem, list):
+            out |= _field_names(t.elem)
+        elif isinstance(t, Struct):
+            out |= _field_names(t.fields)
+    return out
+
+
+def carries(api_key: int) -> set:
+    """What an API's requests can name: a subset of {"topic", "group", "transactional_id"}
+    (a rule filtering on anything else is never listed for it)."""
+    from pylog.core.protocol import SCHEMAS
+
+    schema = SCHEMAS.get(api_key)
+    names = _field_names(schema.request) if schema is not None else set()
+    out = set()
+    if names & {"topics", "topic_data", "v3_and_below_topics"}:
+        out.add("topic")
+    if names & {"group_id", "groups"} or api_key == FIND_COORDINATOR:
+        out.add("group")
+    if names & {"transactional_id", "v3_and_below_transactional_id"} or api_key == FIND_COORDINATOR:
+        out.add("transactional_id")
+    return out
+
+
 class RequestView:
     """What a rule can match on in one request, extracted on first use."""
 
