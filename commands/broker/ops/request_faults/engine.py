@@ -249,6 +249,8 @@ class FaultEngine:
                 continue
             if rule.start_in_ms and time.monotonic() < rule.added_at + rule.start_in_ms / 1000:
                 continue
+            if rule.fraction is not None and rule.fraction < 1.0 and random.random() >= rule.fraction:
+                continue
             changed = _offline_metadata(rule, res) if rule.kind == "offline" else \
                 _coordinator_answer(rule, view, ctx, res)
             if changed:
