@@ -101,7 +101,7 @@ def test_delayed_answer_arrives_late(kafka):
     assert stored(kafka, "py-delay") == ["late"]
 
 
-def test_throttled_connection_waits_before_its_next_request(kafka):
+def test_throttled_client_waits_before_its_next_request(kafka):
     kafka.create_topic("py-throttle")
     rule = kafka.faults.add(api="Produce", topic="py-throttle", throttle_ms=1500, count=1)
     took = produce(kafka, "py-throttle", ["a"])
@@ -111,8 +111,9 @@ def test_throttled_connection_waits_before_its_next_request(kafka):
         kafka.faults.add(api="Produce", topic="py-throttle", throttle_ms=1500, count=1)
         p.send("py-throttle", b"c", partition=0).get(DEADLINE)
         t0 = time.monotonic()
-        p.send("py-throttle", b"d", partition=0).get(DEADLINE)  # the muted connection reads it late
+        p.send("py-throttle", b"d", partition=0).get(DEADLINE)  # held back for throttle_time_ms (KIP-219)
         assert time.monotonic() - t0 >= 1.2
+        assert max(c.throttle_ms_max for c in p.client._conns.values()) == 1500  # the client read it
     assert stored(kafka, "py-throttle") == ["a", "b", "c", "d"]
 
 
