@@ -16,7 +16,9 @@ import random
 import threading
 import time
 
-from pylog.commands.broker.ops.request_faults.rules import FaultRule, rule_from_dict, rule_from_options
+from pylog.commands.broker.ops.request_faults.rules import (
+    FaultRule, FaultRuleError, rule_from_dict, rule_from_options,
+)
 from pylog.commands.broker.ops.request_faults.shapes import (
     COORDINATOR_APIS, FIND_COORDINATOR, METADATA, OFFLINE_APIS, SHAPES, RequestView, carries,
     coordinator_keys, error_topics, merge, overwrite, split,
@@ -61,8 +63,6 @@ class FaultEngine:
             rule.id = rule.id or f"r{self._next_id}"
             self._next_id += 1
             if any(r.id == rule.id for r in self._rules):
-                from pylog.commands.broker.ops.request_faults.rules import FaultRuleError
-
                 raise FaultRuleError(f"a rule with id {rule.id!r} exists already")
             rule.added_at = time.monotonic()
             rule.hits = 0
