@@ -200,13 +200,16 @@ def _run(b, ready) -> None:
         raise DataError(f"cannot listen on {b.settings.host}:{b.settings.port}: {e.strerror or e}") from None
 
 
+class _BrokerLogHandler(logging.StreamHandler):
+    """The broker command's stderr handler (added once, however often logging is set up)."""
+
+
 def _setup_logging(level: str) -> None:
     logger = logging.getLogger("pylog")
     logger.setLevel(getattr(logging, level.upper()))
-    if not any(getattr(h, "_pylog_broker", False) for h in logger.handlers):
-        h = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _BrokerLogHandler) for h in logger.handlers):
+        h = _BrokerLogHandler(sys.stderr)
         h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        h._pylog_broker = True
         logger.addHandler(h)
         logger.propagate = False
 
