@@ -35,7 +35,7 @@ def schema_text(reg, sv, fmt: str | None) -> str:
         if fmt == "serialized":
             return p.serialized()
         if fmt in ("default", "ignore_extensions"):
-            from pylog.commands.schema_registry.proto_print import to_proto_text
+            from pylog.core.schemas.proto_print import to_proto_text
 
             return to_proto_text(p.fdp)
     return sv.schema

@@ -39,7 +39,7 @@ class SchemaRegistryService:
     def __init__(self, client_props: dict, listeners: list[str], topic: str = DEFAULT_TOPIC,
                  ssl_context=None, users: dict | None = None, read_only: bool = False,
                  replication_factor: int = -1, timeout_s: float = 30.0):
-        from pylog.commands.schema_registry.proto_text import install
+        from pylog.core.schemas.protoc import install
 
         install()
         self.store = KafkaStore(client_props, topic, timeout_s=timeout_s, replication_factor=replication_factor)

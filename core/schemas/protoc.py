@@ -1,5 +1,7 @@
 """.proto source to a FileDescriptorProto with protoc's Python module (grpcio-tools).
 
+The one module of core.schemas that touches files: protoc reads .proto files from disk.
+
 protobuf's Python runtime has no .proto parser; protoc has, and grpcio-tools ships
 it as a module. The files (the schema and its references under their import
 names) go to a temporary directory, protoc writes a descriptor set, and the
@@ -63,7 +65,7 @@ def compile_text(name: str, text: str, deps: dict[str, str]):
 
 def _describe_only(fdp) -> str:
     """.proto source for a descriptor: enough for protoc to resolve the types another file imports."""
-    from pylog.commands.schema_registry.proto_print import to_proto_text
+    from pylog.core.schemas.proto_print import to_proto_text
 
     return to_proto_text(fdp)
 
