@@ -62,6 +62,17 @@ def _raw_schema(sv):
     return sv.schema
 
 
+def _page(items: list, q: dict) -> list:
+    """Confluent's offset and limit (-1: all) on list answers."""
+    try:
+        offset = max(0, int(q.get("offset", 0)))
+        limit = int(q.get("limit", -1))
+    except ValueError:
+        raise E.RestError(422, 42209, "offset and limit must be integers") from None
+    items = items[offset:]
+    return items if limit < 0 else items[:limit]
+
+
 def _id(text: str) -> int:
     try:
         return int(text)
@@ -86,7 +97,7 @@ def route(reg, method: str, parts: list[str], q: dict, body):
                     continue
                 vs = st.versions(s, deleted)
                 out += [version_json(reg, v) for v in (vs[-1:] if latest_only else vs)]
-            return 200, out
+            return 200, _page(out, q)
         if n == 2 and parts[1] == "types" and method == "GET":
             return 200, ["JSON", "PROTOBUF", "AVRO"]
         if n >= 3 and parts[1] == "ids" and method == "GET":
@@ -147,7 +158,11 @@ def _subjects(reg, method, parts, q, body):
         if method != "GET":
             raise _not_allowed()
         prefix = q.get("subjectPrefix", "")
-        return 200, [s for s in st.subject_names(deleted) if s.startswith(prefix)]
+        names = [s for s in st.subject_names(deleted or _flag(q, "deletedOnly")) if s.startswith(prefix)]
+        if _flag(q, "deletedOnly"):
+            live = set(st.subject_names())
+            names = [s for s in names if s not in live]
+        return 200, _page(names, q)
     subject = parts[1]
     if n == 2:
         if method == "POST":
@@ -160,10 +175,12 @@ def _subjects(reg, method, parts, q, body):
         raise E.RestError(404, 404, "HTTP 404 Not Found")
     if n == 3:
         if method == "GET":
-            vs = st.versions(subject, deleted)
+            vs = st.versions(subject, deleted or _flag(q, "deletedOnly"))
             if not vs:
                 raise E.subject_not_found(subject)
-            return 200, [v.version for v in vs]
+            if _flag(q, "deletedOnly"):
+                vs = [v for v in vs if v.deleted]
+            return 200, _page([v.version for v in vs], q)
         if method == "POST":
             schema_id = reg.register(subject, body, _flag(q, "normalize"))
             return 200, {"id": schema_id}
@@ -181,7 +198,7 @@ def _subjects(reg, method, parts, q, body):
             return 200, _raw_schema(reg.version(subject, version, deleted))
         if parts[4] == "referencedby":
             sv = reg.version(subject, version, True)
-            return 200, st.referenced_by(subject, sv.version)
+            return 200, _page(st.referenced_by(subject, sv.version), q)
     raise E.RestError(404, 404, "HTTP 404 Not Found")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from decimal import Decimal
 
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
@@ -68,6 +69,7 @@ class AvroSchema:
 
         self.text = text
         self.obj = _load_json(text, "the Avro schema")
+        _avro_structure(self.obj, "")
         named: dict = {}
         self.ref_objs = []
         try:
@@ -104,6 +106,55 @@ class AvroSchema:
 
         return schemaless_reader(io.BytesIO(bytes(payload)), self.parsed,
                                  reader.parsed if reader is not None else None)
+
+
+_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_UNNAMED = {"null", "boolean", "int", "long", "float", "double", "bytes", "string", "array", "map"}
+
+
+def _avro_structure(node, path: str) -> None:
+    """What the Avro specification requires and fastavro lets pass: records have a fields
+    list of uniquely named fields, names are Avro names, unions hold no union and at most
+    one of each unnamed type."""
+    if isinstance(node, list):
+        kinds = []
+        for i, b in enumerate(node):
+            if isinstance(b, list):
+                raise SchemaError(f"invalid Avro schema at {path or '/'}: a union may not hold a union")
+            _avro_structure(b, f"{path}/{i}")
+            k = b if isinstance(b, str) else (b.get("type") if isinstance(b, dict) else None)
+            if k in _UNNAMED:
+                if k in kinds:
+                    raise SchemaError(f"invalid Avro schema at {path or '/'}: duplicate {k} in union")
+                kinds.append(k)
+        return
+    if not isinstance(node, dict):
+        return
+    t = node.get("type")
+    if t in ("record", "error", "enum", "fixed"):
+        name = node.get("name")
+        if not isinstance(name, str) or not all(_AVRO_NAME.fullmatch(p) for p in name.split(".")):
+            raise SchemaError(f"invalid Avro schema at {path or '/'}: {t} name {name!r} is not an Avro name")
+    if t in ("record", "error"):
+        fields = node.get("fields")
+        if not isinstance(fields, list):
+            raise SchemaError(f"invalid Avro schema at {path or '/'}: record {node.get('name')!r} has no fields list")
+        seen = set()
+        for i, f in enumerate(fields):
+            if not isinstance(f, dict) or not isinstance(f.get("name"), str) or "type" not in f:
+                raise SchemaError(f"invalid Avro schema at {path}/fields/{i}: a field needs a name and a type")
+            if not _AVRO_NAME.fullmatch(f["name"]):
+                raise SchemaError(f"invalid Avro schema at {path}/fields/{i}: {f['name']!r} is not an Avro name")
+            if f["name"] in seen:
+                raise SchemaError(f"invalid Avro schema at {path}/fields/{i}: duplicate field {f['name']!r}")
+            seen.add(f["name"])
+            _avro_structure(f["type"], f"{path}/fields/{i}/type")
+    elif t == "array":
+        _avro_structure(node.get("items"), f"{path}/items")
+    elif t == "map":
+        _avro_structure(node.get("values"), f"{path}/values")
+    elif isinstance(t, (dict, list)):
+        _avro_structure(t, f"{path}/type")
 
 
 def _avro_validation_message(e) -> str:
