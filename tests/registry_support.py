@@ -67,3 +67,30 @@ def protoc_module(tmp: Path, files: dict[str, str], main: str):
 def pylog_cmd(*args, env=None, input=None):
     return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True,
                           env=env, input=input, timeout=120)
+
+
+def roundtrip(broker, topic, ser, deser, values):
+    """Produce `values` with confluent-kafka through `ser`, consume them back through `deser`:
+    [(raw bytes, decoded value)]."""
+    import uuid
+
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for v in values:
+        p.produce(topic, value=ser(v, SerializationContext(topic, MessageField.VALUE)))
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-" + uuid.uuid4().hex[:8], "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = []
+    import time
+
+    deadline = time.monotonic() + 60
+    while len(got) < len(values) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        got.append((m.value(), deser(m.value(), SerializationContext(topic, MessageField.VALUE))))
+    c.close()
+    return got

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from broker_fixtures import BrokerProcess
-from registry_support import free_port, protoc_module, registry_url_of
+from registry_support import free_port, protoc_module, registry_url_of, roundtrip as _roundtrip
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer  # noqa: E402
@@ -40,26 +40,6 @@ def sr(reg_broker):
 
 def _subject(prefix="t"):
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _roundtrip(broker, topic, ser, deser, values):
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for v in values:
-        p.produce(topic, value=ser(v, SerializationContext(topic, MessageField.VALUE)))
-    assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _subject("g"), "auto.offset.reset": "earliest"})
-    c.subscribe([topic])
-    got = []
-    import time
-
-    deadline = time.monotonic() + 60
-    while len(got) < len(values) and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is None or m.error():
-            continue
-        got.append((m.value(), deser(m.value(), SerializationContext(topic, MessageField.VALUE))))
-    c.close()
-    return got
 
 
 def test_client_endpoints(sr):
