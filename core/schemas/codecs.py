@@ -77,7 +77,9 @@ class AvroSchema:
                 robj = _load_json(rtext, f"the referenced schema {name!r}")
                 self.ref_objs.append(robj)
                 fastavro.parse_schema(robj, named_schemas=named, _write_hint=False)
-            self.parsed = fastavro.parse_schema(self.obj, named_schemas=named, _write_hint=False)
+            self.parsed = fastavro.parse_schema(self.obj, named_schemas=dict(named), _write_hint=False)
+            # references inlined: fastavro's writer, reader and validator then need no name table
+            self.expanded = fastavro.parse_schema(self.obj, named_schemas=named, expand=True)
         except SchemaError:
             raise
         except Exception as e:  # noqa: BLE001 - fastavro raises several kinds for a bad schema
@@ -89,14 +91,14 @@ class AvroSchema:
         from fastavro import schemaless_writer
         from fastavro.validation import ValidationError, validate
 
-        value = _avro_bytes_in(self.parsed, value, self.named)
+        value = _avro_bytes_in(self.expanded, value, self.named)
         try:
-            validate(value, self.parsed, named_schemas=self.named, raise_errors=True)
+            validate(value, self.expanded, raise_errors=True)
         except ValidationError as e:
             raise ValueMismatch(_avro_validation_message(e), _avro_field(e)) from None
         out = io.BytesIO()
         try:
-            schemaless_writer(out, self.parsed, value)
+            schemaless_writer(out, self.expanded, value)
         except Exception as e:  # noqa: BLE001 - a value validate() let through
             raise ValueMismatch(f"does not match the schema: {e}") from None
         return out.getvalue()
@@ -104,8 +106,8 @@ class AvroSchema:
     def decode(self, payload, reader: "AvroSchema | None" = None):
         from fastavro import schemaless_reader
 
-        return schemaless_reader(io.BytesIO(bytes(payload)), self.parsed,
-                                 reader.parsed if reader is not None else None)
+        return schemaless_reader(io.BytesIO(bytes(payload)), self.expanded,
+                                 reader.expanded if reader is not None else None)
 
 
 _AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -195,6 +197,8 @@ def _avro_bytes_in(schema, value, named):
     if t == "record" and isinstance(value, dict):
         out = dict(value)
         for f in schema.get("fields", ()):
+            if f["name"] not in out and "default" in f:  # Avro's JSON defaults, bytes included
+                out[f["name"]] = f["default"]
             if f["name"] in out:
                 out[f["name"]] = _avro_bytes_in(f["type"], out[f["name"]], named)
         return out
