@@ -10,7 +10,8 @@ import uuid
 import pytest
 
 from pylog.testing import EmbeddedBroker
-from registry_support import protoc_module, pylog_cmd, rest, roundtrip
+from support.cli import pylog as pylog_cmd
+from support.registry import protoc_module, rest, roundtrip
 
 pytest.importorskip("confluent_kafka")
 from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402

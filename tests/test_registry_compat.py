@@ -73,7 +73,7 @@ def registry():
 
 def test_verdicts_through_rest(registry):
     """Every 5th case through POST /compatibility with the subject's level set by PUT /config."""
-    from registry_support import rest
+    from support.registry import rest
 
     for c in CASES[::5]:
         schema_type, olds, new, level, compatible = c.values

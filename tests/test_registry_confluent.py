@@ -7,17 +7,15 @@ import uuid
 
 import pytest
 
-from broker_fixtures import BrokerProcess
-from registry_support import free_port, protoc_module, registry_url_of, roundtrip as _roundtrip
+from support.broker_fixtures import BrokerProcess
+from support.registry import free_port, protoc_module, registry_url_of, roundtrip as _roundtrip
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer  # noqa: E402
 from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer  # noqa: E402
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer  # noqa: E402
-from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
 USER = {"type": "record", "name": "User", "namespace": "com.example",
         "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from registry_support import free_port, rest, roundtrip
+from support.registry import free_port, rest, roundtrip
 
 pytest.importorskip("confluent_kafka")
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient  # noqa: E402

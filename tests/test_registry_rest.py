@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from pylog.testing import EmbeddedBroker
-from registry_support import CT, rest
+from support.registry import CT, rest
 
 A1 = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
 A2 = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"},

@@ -8,10 +8,10 @@ import threading
 import time
 import uuid
 
-from broker_fixtures import BrokerProcess
+from support.broker_fixtures import BrokerProcess
 from pylog.commands.schema_registry.service import SchemaRegistryService
 from pylog.testing import EmbeddedBroker
-from registry_support import free_port, registry_url_of, rest
+from support.registry import free_port, registry_url_of, rest
 
 
 def _schema(tag: str, n: int) -> str:

@@ -1,11 +1,10 @@
-"""Helpers for the schema-registry tests: a free port, a pylog broker subprocess with
-`--schema-registry`, a tiny REST caller, and protoc-generated message classes."""
+"""Helpers for the schema-registry tests: a free port, the registry URL a `pylog broker start
+--schema-registry` printed, a small REST caller, protoc-generated message classes and a
+confluent-kafka produce/consume round trip."""
 from __future__ import annotations
 
-import importlib
 import json
 import socket
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -62,11 +61,6 @@ def protoc_module(tmp: Path, files: dict[str, str], main: str):
         return importlib.import_module(main[:-len(".proto")].replace("/", ".") + "_pb2")
     finally:
         sys.path.remove(str(out))
-
-
-def pylog_cmd(*args, env=None, input=None):
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True,
-                          env=env, input=input, timeout=120)
 
 
 def roundtrip(broker, topic, ser, deser, values):
