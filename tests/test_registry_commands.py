@@ -206,3 +206,9 @@ def test_basic_auth(tmp_path):
         assert r.returncode == 0 and "auth-value" in r.stdout
         r = pylog_cmd("schemas", "--schema-registry", url, "list")
         assert r.returncode == 1 and "401" in r.stderr
+        schema = tmp_path / "o.avsc"
+        schema.write_text(json.dumps(ORDER))
+        r = pylog_cmd("produce", "authed", "-b", b.bootstrap, "--value-format", "avro", "--value-schema", str(schema),
+                      "-X", f"schema.registry.url={url}", "-X", "basic.auth.user.info=alice:secret",
+                      input='{"id": 1, "item": "x"}\n')
+        assert r.returncode == 0, r.stderr
