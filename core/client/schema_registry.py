@@ -147,6 +147,7 @@ class Serializer:
         if schema_text is not None:
             self.parsed = client.parsed(self.schema_type, schema_text, references)
             self.schema_id = client.register(subject, schema_text, self.schema_type, references)
+            self.spec = {"type": self.schema_type, "text": schema_text, "refs": client.resolve_refs(references)}
         else:
             v = client.version(subject, "latest")
             if v.get("schemaType", "AVRO") != self.schema_type:
@@ -154,12 +155,35 @@ class Serializer:
                                  f"not {self.schema_type}")
             self.schema_id = v["id"]
             self.parsed = client.parsed(self.schema_type, v["schema"], v.get("references"))
+            self.spec = {"type": self.schema_type, "text": v["schema"], "refs": client.resolve_refs(v.get("references"))}
+        # what a process without the registry needs to encode the same way (Spark executors)
+        self.spec.update(id=self.schema_id, message=message)
 
     def encode(self, value) -> bytes:
         """Framed bytes; ValueMismatch names what does not match."""
         if self.schema_type == "PROTOBUF":
             return frame(self.schema_id, self.parsed.encode(value, self.message))
         return frame(self.schema_id, self.parsed.encode(value))
+
+
+def encoder_from_spec(spec: dict):
+    """A function JSON-text bytes -> framed bytes from Serializer.spec, with no registry round trip."""
+    import json as _json
+
+    from pylog.core.schemas.protoc import install
+
+    install()
+    parsed = parse(spec["type"], spec["text"], [tuple(r) for r in spec["refs"]])
+    schema_id, message = spec["id"], spec.get("message")
+
+    def encode(raw):
+        if raw is None:
+            return None
+        value = _json.loads(bytes(raw))
+        if spec["type"] == "PROTOBUF":
+            return frame(schema_id, parsed.encode(value, message))
+        return frame(schema_id, parsed.encode(value))
+    return encode
 
 
 class Deserializer:

@@ -86,12 +86,16 @@ class AvroSchema:
             raise SchemaError(f"invalid Avro schema: {e}") from None
         self.named = named
         self.canonical = json.dumps(self.obj, separators=(",", ":"))
+        # JSON strings become bytes only where the schema has bytes or fixed: skip the walk otherwise
+        flat = json.dumps(self.expanded)
+        self._bytes_in = '"bytes"' in flat or '"fixed"' in flat
 
     def encode(self, value) -> bytes:
         from fastavro import schemaless_writer
         from fastavro.validation import ValidationError, validate
 
-        value = _avro_bytes_in(self.expanded, value, self.named)
+        if self._bytes_in:
+            value = _avro_bytes_in(self.expanded, value, self.named)
         try:
             validate(value, self.expanded, raise_errors=True)
         except ValidationError as e:
