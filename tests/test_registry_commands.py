@@ -212,3 +212,19 @@ def test_basic_auth(tmp_path):
                       "-X", f"schema.registry.url={url}", "-X", "basic.auth.user.info=alice:secret",
                       input='{"id": 1, "item": "x"}\n')
         assert r.returncode == 0, r.stderr
+
+
+def test_diff_compares_decoded_values(broker):
+    """The same records under two schema ids differ as bytes and are equal decoded."""
+    sr = SchemaRegistryClient({"url": broker.schema_registry_url})
+    values = [{"id": i, "item": f"i{i}", "qty": 1, "note": None} for i in range(5)]
+    a, b = _topic(), _topic()
+    roundtrip(broker, a, AvroSerializer(sr, json.dumps(ORDER)), AvroDeserializer(sr), values)
+    roundtrip(broker, b, AvroSerializer(sr, json.dumps(dict(ORDER, doc="v2"))), AvroDeserializer(sr), values)
+    assert broker.consume(a)[0].value[1:5] != broker.consume(b)[0].value[1:5]
+    r = pylog_cmd("diff", a, b, "-b", broker.bootstrap, "--ignore", "timestamp")
+    assert r.returncode == 1 and "different" in r.stdout
+    r = pylog_cmd("diff", a, b, "-b", broker.bootstrap, "--ignore", "timestamp", "--value-format", "auto",
+                  "--schema-registry", broker.schema_registry_url, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["equal"] is True

@@ -54,3 +54,20 @@ def test_ingest_avro_produce_and_segments(spark_master, kafka, tmp_path):
                     "--value-format", "avro", "--value-subject", f"{topic}-value",
                     "--schema-registry", kafka.schema_registry_url, expect=1)
     assert "does not match the value schema" in res.output + res.stderr
+
+
+def test_spark_diff_decodes(spark_master, kafka, tmp_path):
+    """diff --spark --value-format: the same rows under two schema ids are equal decoded."""
+    src = tmp_path / "events.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:50]))
+    tag = spark_master[:7].replace("[", "")
+    for name, schema in ((f"da-{tag}", SCHEMA), (f"db-{tag}", dict(SCHEMA, doc="another id"))):
+        (tmp_path / f"{name}.avsc").write_text(json.dumps(schema))
+        run_pylog("spark-ingest", src, "-t", name, "-b", kafka.bootstrap, "--partitions", 1, "--tasks", 1,
+                  "--master", spark_master, "--value-format", "avro", "--value-schema", tmp_path / f"{name}.avsc",
+                  "--schema-registry", kafka.schema_registry_url)
+    args = ["diff", f"da-{tag}", f"db-{tag}", "-b", kafka.bootstrap, "--ignore", "timestamp", "--spark",
+            "--master", spark_master, "--json"]
+    assert json.loads(run_pylog(*args, expect=1).stdout)["equal"] is False
+    doc = json.loads(run_pylog(*args, "--value-format", "auto", "--schema-registry", kafka.schema_registry_url).stdout)
+    assert doc["equal"] is True
