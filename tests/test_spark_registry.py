@@ -26,6 +26,7 @@ def kafka(tmp_path_factory):
         yield b
 
 
+@pytest.mark.timeout(1800)  # three Spark jobs on a shared 2-core machine
 def test_ingest_avro_produce_and_segments(spark_master, kafka, tmp_path):
     src = tmp_path / "events.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
@@ -56,6 +57,7 @@ def test_ingest_avro_produce_and_segments(spark_master, kafka, tmp_path):
     assert "does not match the value schema" in res.output + res.stderr
 
 
+@pytest.mark.timeout(1800)  # four Spark jobs on a shared 2-core machine
 def test_spark_diff_decodes(spark_master, kafka, tmp_path):
     """diff --spark --value-format: the same rows under two schema ids are equal decoded."""
     src = tmp_path / "events.jsonl"

@@ -68,7 +68,7 @@ def _page(items: list, q: dict) -> list:
         offset = max(0, int(q.get("offset", 0)))
         limit = int(q.get("limit", -1))
     except ValueError:
-        raise E.RestError(422, 42209, "offset and limit must be integers") from None
+        raise E.RestError(422, E.INVALID_PAGINATION, "offset and limit must be integers") from None
     items = items[offset:]
     return items if limit < 0 else items[:limit]
 
