@@ -258,3 +258,22 @@ def test_protobuf_text_and_serialized(url):
     assert ok(rest(f"{url}/subjects/{s}/versions", "POST", {"schema": ser, "schemaType": "PROTOBUF"}))["id"] == sid
     err(rest(f"{url}/subjects/{s}/versions", "POST",
              {"schema": text.replace("int32 a", "string a"), "schemaType": "PROTOBUF"}), 409, 409)
+
+
+@pytest.mark.parametrize("path,method", [
+    ("/subjects/x/versions", "POST"), ("/subjects/x", "POST"), ("/compatibility/subjects/x/versions", "POST"),
+    ("/compatibility/subjects/x/versions/latest", "POST"), ("/config", "PUT"), ("/config/x", "PUT"),
+    ("/mode", "PUT"), ("/mode/x", "PUT"),
+])
+def test_odd_bodies_never_500(url, path, method):
+    bodies = [b"null", b"1", b'"s"', b"[]", b"{}", b'{"schema": null}', b'{"schema": {}}', b'{"schema": []}',
+              b'{"schema": "\\u0000"}', b'{"schema": "{}", "schemaType": null}', b'{"schema": "1", "schemaType": 5}',
+              b'{"schema": "\\"int\\"", "references": [{}]}', b'{"schema": "\\"int\\"", "references": [1]}',
+              b'{"schema": "\\"int\\"", "references": [{"name": "a", "subject": "b", "version": "x"}]}',
+              b'{"compatibility": 5}', b'{"mode": null}', b'{"schema": "' + b"[" * 5000 + b'"}',
+              json.dumps({"schema": json.dumps({"type": "record", "name": "R", "fields": [
+                  {"name": "a", "type": {"type": "array", "items": "R"}}]})}).encode()]
+    for raw in bodies:
+        st, body, ctype = rest(url + path, method, raw=raw)
+        assert st < 500, (raw, st, body)
+        assert isinstance(body, dict) or isinstance(body, list) or st == 200
