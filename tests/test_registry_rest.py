@@ -277,3 +277,27 @@ def test_odd_bodies_never_500(url, path, method):
         st, body, ctype = rest(url + path, method, raw=raw)
         assert st < 500, (raw, st, body)
         assert isinstance(body, dict) or isinstance(body, list) or st == 200
+
+
+def test_protobuf_registered_serialized_is_served_as_source(url, tmp_path):
+    """A descriptor registered in base64 (as confluent-kafka sends it) is served as .proto source
+    that compiles back to the same schema: registering the source finds the same id."""
+    import base64
+
+    from support.registry import protoc_module
+
+    proto = ('syntax = "proto3";\npackage shop.v1;\nimport "google/protobuf/timestamp.proto";\n'
+             'message Order {\n  int64 id = 1;\n  map<string, int32> counts = 2;\n'
+             '  oneof pay { string card = 3; bool cash = 4; }\n  Status status = 5;\n'
+             '  message Line { string sku = 1; repeated double prices = 2; }\n  repeated Line lines = 6;\n'
+             '  google.protobuf.Timestamp at = 7;\n  optional string note = 8;\n  reserved 9, 10;\n}\n'
+             'enum Status { NEW = 0; PAID = 1; }\n')
+    mod = protoc_module(tmp_path, {"shop/v1/order.proto": proto}, "shop/v1/order.proto")
+    b64 = base64.b64encode(mod.DESCRIPTOR.serialized_pb).decode()
+    s = _s()
+    sid = ok(rest(f"{url}/subjects/{s}/versions", "POST", {"schema": b64, "schemaType": "PROTOBUF"}))["id"]
+    text = ok(rest(f"{url}/schemas/ids/{sid}"))["schema"]
+    assert "message Order {" in text and "map<string, int32> counts = 2;" in text and "oneof pay {" in text
+    assert ok(rest(f"{url}/schemas/ids/{sid}?format=serialized"))["schema"]
+    s2 = _s()
+    assert ok(rest(f"{url}/subjects/{s2}/versions", "POST", {"schema": text, "schemaType": "PROTOBUF"}))["id"] == sid

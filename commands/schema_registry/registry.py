@@ -162,6 +162,9 @@ class Registry:
                               f"Schema being registered is incompatible with an earlier schema for subject "
                               f"\"{subject}\", details: [{'; '.join(problems[:20])}]")
         schema_id = self._id_for(schema_type, p, refs)
+        holder = self.state.by_id.get(schema_id)
+        if holder is not None:
+            text = holder.schema  # one id, one stored text (a Protobuf schema may come as source or base64)
         sv = SchemaVersion(subject, self.state.next_version(subject), schema_id, schema_type, text, refs)
         return sv.id if self._write_version(sv) else None
 

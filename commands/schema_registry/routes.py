@@ -30,14 +30,17 @@ def version_json(reg, sv, fmt: str | None = None) -> dict:
 
 
 def schema_text(reg, sv, fmt: str | None) -> str:
-    if sv.schema_type == "PROTOBUF" and fmt:
-        p = reg.parsed_version(sv)
+    """The schema as stored, but Protobuf as Confluent answers it: `format=serialized` is base64 of
+    the FileDescriptorProto, otherwise .proto source (printed when it was registered serialized)."""
+    if sv.schema_type == "PROTOBUF":
+        from pylog.core.schemas.codecs import proto_from_text_or_base64
+
         if fmt == "serialized":
-            return p.serialized()
-        if fmt in ("default", "ignore_extensions"):
+            return reg.parsed_version(sv).serialized()
+        if fmt in (None, "", "default", "ignore_extensions") and proto_from_text_or_base64(sv.schema) is not None:
             from pylog.core.schemas.proto_print import to_proto_text
 
-            return to_proto_text(p.fdp)
+            return to_proto_text(reg.parsed_version(sv).fdp)
     return sv.schema
 
 

@@ -282,6 +282,7 @@ def canonical_proto(fdp) -> bytes:
     c = descriptor_pb2.FileDescriptorProto()
     c.CopyFrom(fdp)
     c.ClearField("source_code_info")
+    c.ClearField("name")  # the file's name is where a client kept it, not part of the schema
 
     def strip(msgs):
         for m in msgs:
@@ -310,7 +311,9 @@ class ProtobufSchema:
         self.text = text
         dep_fdps = []
         for rname, _, rtext in refs:
-            dep_fdps.append(self._to_fdp(rtext, rname, {}))
+            d = self._to_fdp(rtext, rname, {})
+            d.name = rname  # a reference's name is the path the schema imports it by
+            dep_fdps.append(d)
         self.fdp = self._to_fdp(text, name, {rname: rtext for rname, _, rtext in refs})
         pool = descriptor_pool.DescriptorPool()
         added = set()

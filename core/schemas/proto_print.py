@@ -50,47 +50,68 @@ def _message(m, out, ind, syntax):
     out.append(f"{ind}message {m.name} {{")
     inner = ind + "  "
     maps = {n.name: n for n in m.nested_type if n.options.map_entry}
-    for n in m.nested_type:
-        if not n.options.map_entry:
-            _message(n, out, inner, syntax)
     for e in m.enum_type:
         _enum(e, out, inner)
-    real_oneofs = {}
-    for f in m.field:
-        if f.HasField("oneof_index") and not f.proto3_optional:
-            real_oneofs.setdefault(f.oneof_index, []).append(f)
-    done_oneofs = set()
-    for f in m.field:
-        if f.HasField("oneof_index") and not f.proto3_optional:
-            if f.oneof_index in done_oneofs:
-                continue
-            done_oneofs.add(f.oneof_index)
-            out.append(f"{inner}oneof {m.oneof_decl[f.oneof_index].name} {{")
-            for g in real_oneofs[f.oneof_index]:
-                out.append(f"{inner}  {_type_name(g)} {g.name} = {g.number};")
-            out.append(f"{inner}}}")
-            continue
-        entry = maps.get(f.type_name.rsplit(".", 1)[-1]) if f.type == _MESSAGE and f.label == 3 else None
-        if entry is not None:
-            k, v = entry.field[0], entry.field[1]
-            out.append(f"{inner}map<{_type_name(k)}, {_type_name(v)}> {f.name} = {f.number};")
-            continue
-        label = _LABEL[f.label]
-        if syntax == "proto3" and label == "optional" and not f.proto3_optional:
-            label = ""
-        opts = []
-        if f.HasField("default_value"):
-            dv = f.default_value
-            opts.append(f"default = {_quote(dv) if f.type in (9, 12) else dv}")
-        if f.options.HasField("packed"):
-            opts.append(f"packed = {str(f.options.packed).lower()}")
-        suffix = f" [{', '.join(opts)}]" if opts else ""
-        out.append(f"{inner}{label + ' ' if label else ''}{_type_name(f)} {f.name} = {f.number}{suffix};")
+    fields = list(m.field)
+    map_field_of = {}
+    for f in fields:
+        if f.type == _MESSAGE and f.label == 3:
+            entry = f.type_name.rsplit(".", 1)[-1]
+            if entry in maps:
+                map_field_of[entry] = f
+    # protoc lists nested types in declaration order, a map field's entry where the field is
+    # declared: messages are printed between the fields so that the order (and with it the
+    # message indexes of the wire format) comes out the same
+    pos = 0
+    done_oneofs: set = set()
+    for n in m.nested_type:
+        if n.options.map_entry:
+            f = map_field_of.get(n.name)
+            if f is not None:
+                while pos < len(fields):
+                    pos += 1
+                    _field(m, fields[pos - 1], maps, out, inner, syntax, done_oneofs)
+                    if fields[pos - 1] is f:
+                        break
+        else:
+            _message(n, out, inner, syntax)
+    while pos < len(fields):
+        _field(m, fields[pos], maps, out, inner, syntax, done_oneofs)
+        pos += 1
     for r in m.reserved_range:
         out.append(f"{inner}reserved {r.start}" + (f" to {r.end - 1};" if r.end - 1 > r.start else ";"))
     for n in m.reserved_name:
         out.append(f"{inner}reserved {_quote(n)};")
     out.append(f"{ind}}}")
+
+
+def _field(m, f, maps, out, inner, syntax, done_oneofs):
+    if f.HasField("oneof_index") and not f.proto3_optional:
+        if f.oneof_index in done_oneofs:
+            return
+        done_oneofs.add(f.oneof_index)
+        out.append(f"{inner}oneof {m.oneof_decl[f.oneof_index].name} {{")
+        for g in m.field:
+            if g.HasField("oneof_index") and not g.proto3_optional and g.oneof_index == f.oneof_index:
+                out.append(f"{inner}  {_type_name(g)} {g.name} = {g.number};")
+        out.append(f"{inner}}}")
+        return
+    entry = maps.get(f.type_name.rsplit(".", 1)[-1]) if f.type == _MESSAGE and f.label == 3 else None
+    if entry is not None:
+        k, v = entry.field[0], entry.field[1]
+        out.append(f"{inner}map<{_type_name(k)}, {_type_name(v)}> {f.name} = {f.number};")
+        return
+    label = _LABEL[f.label]
+    if syntax == "proto3" and label == "optional" and not f.proto3_optional:
+        label = ""
+    opts = []
+    if f.HasField("default_value"):
+        dv = f.default_value
+        opts.append(f"default = {_quote(dv) if f.type in (9, 12) else dv}")
+    if f.options.HasField("packed"):
+        opts.append(f"packed = {str(f.options.packed).lower()}")
+    suffix = f" [{', '.join(opts)}]" if opts else ""
+    out.append(f"{inner}{label + ' ' if label else ''}{_type_name(f)} {f.name} = {f.number}{suffix};")
 
 
 def _enum(e, out, ind):
