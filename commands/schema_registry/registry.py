@@ -27,6 +27,8 @@ class Registry:
         self.lock = threading.Lock()
         self.forced_read_only = read_only
         self._parsed: dict = {}
+        self._indexed: dict = {}  # id -> the SchemaVersion its canonical form was indexed from
+        self._by_canonical: dict = {}  # (type, canonical, references) -> id
 
     # ---------------------------------------------------------------- parsing
     def resolve_refs(self, refs, seen=None) -> list[tuple[str, str, str]]:
@@ -184,13 +186,19 @@ class Registry:
         return schema_id
 
     def _id_for(self, schema_type, p, refs) -> int:
-        for sid, holder in self.state.by_id.items():
-            if holder.schema_type == schema_type and _refs_eq(holder.references, refs):
-                try:
-                    if self.parsed_version(holder).canonical == p.canonical:
-                        return sid
-                except E.RestError:
-                    continue
+        """The id of this schema when any subject has it (ids are per schema), else the next one."""
+        for sid, holder in list(self.state.by_id.items()):
+            if self._indexed.get(sid) is holder:
+                continue
+            self._indexed[sid] = holder
+            try:
+                canon = self.parsed_version(holder).canonical
+            except E.RestError:
+                continue
+            self._by_canonical[(holder.schema_type, canon, _refs_key(holder.references))] = sid
+        sid = self._by_canonical.get((schema_type, p.canonical, _refs_key(refs)))
+        if sid is not None and self._indexed.get(sid) is self.state.by_id.get(sid):
+            return sid
         return self.state.max_id + 1
 
     def _write_version(self, sv: SchemaVersion) -> bool:
@@ -325,6 +333,10 @@ def parse_version(version) -> int:
     if isinstance(version, bool) or not 1 <= v <= 2 ** 31 - 1:
         raise E.invalid_version(version)
     return v
+
+
+def _refs_key(refs) -> tuple:
+    return tuple(sorted((r.get("name"), r.get("subject"), int(r.get("version", -1))) for r in refs or []))
 
 
 def _refs_eq(a, b) -> bool:
