@@ -10,6 +10,9 @@ Installing pylog makes them available to every test suite:
     def test_fresh(pylog_broker_function):             # a new, empty broker for this test
         ...
 
+    def test_retries(pylog_broker, pylog_faults):      # the session broker's fault rules,
+        pylog_faults.add(api="Produce", error="NOT_ENOUGH_REPLICAS", count=2)   # cleared after the test
+
     def test_avro(pylog_schema_registry):              # a broker with a schema registry
         conf = {"url": pylog_schema_registry.schema_registry_url}   # confluent-kafka's
         ...
@@ -72,3 +75,10 @@ def pylog_schema_registry(request, tmp_path_factory):
     with EmbeddedBroker(tmp_path_factory.mktemp("pylog-registry"), settings=_settings(request.config),
                         schema_registry=True) as broker:
         yield broker
+
+
+@pytest.fixture
+def pylog_faults(pylog_broker):
+    """The session broker's fault rules (`pylog_broker.faults`), every rule cleared after the test."""
+    yield pylog_broker.faults
+    pylog_broker.faults.clear()

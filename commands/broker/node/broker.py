@@ -30,6 +30,7 @@ from pylog.commands.broker.api.fetch_waiters import FetchWaiters
 from pylog.commands.broker.groups.coordinator import GroupCoordinator
 from pylog.commands.broker.api.handlers import HANDLERS, Handler
 from pylog.commands.broker.ops.metrics import BrokerStats
+from pylog.commands.broker.ops.request_faults import FaultEngine
 from pylog.commands.broker.node.producer_ids import ProducerIdManager
 from pylog.commands.broker.net.sasl import ALLOWED_BEFORE_AUTH, raw_token
 from pylog.commands.broker.node.scheduler import Scheduler
@@ -84,6 +85,9 @@ class Broker:
         self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
                           for k, h in sorted(self.handlers.items())]
         self.fetch_waiters = FetchWaiters()
+        # fault rules: an empty table (one dict lookup per request) until a rule is added
+        cfg = self.config
+        self.faults = FaultEngine(self, enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
         self._ids: dict[uuid.UUID, str] = {}
         self._stop_event: asyncio.Event | None = None
         self._stopping = False
@@ -123,6 +127,7 @@ class Broker:
         if self._stopping:  # a signal arrived while starting
             self._stop_event.set()
         try:
+            self._start_faults()
             self._start_services()
             port = self._listen()
             await self._start_metrics()
@@ -148,6 +153,19 @@ class Broker:
         self.logs.start_cleaner()
         self.scheduler = Scheduler()
         self.scheduler.start(self.loop, self._periodic_jobs())
+
+    def _start_faults(self) -> None:
+        if not self.faults.enabled:
+            return
+        log.warning("fault injection is enabled (faults.enable): this broker misbehaves on request; "
+                    "never run it for real data%s", "" if self.config.get("metrics.listener") else
+                    " (no metrics.listener: /faults is not served, only --faults FILE rules apply)")
+        path = self.config.get("faults.file")
+        if path:
+            from pylog.commands.broker.ops.request_faults import load_rules_file
+
+            for rule in load_rules_file(path):
+                self.faults.add(rule)
 
     def _listen(self) -> int:
         """One Server per listener (its TLS context and SASL settings); returns the first one's port."""
@@ -352,7 +370,9 @@ class Broker:
                 self.stats.request_done(ctx.api_key, ctx.api_version, started, denied)
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
         try:
-            result = handler.handle(self, ctx, body)
+            rules = self.faults.table.get(req.api_key)
+            result = handler.handle(self, ctx, body) if rules is None else \
+                self.faults.run(rules, self, handler, ctx, body)
         except Exception as e:  # noqa: BLE001
             result = self._handler_error(handler, ctx, body, e)
         if denied is not None and result is not None:
