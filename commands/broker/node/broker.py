@@ -10,6 +10,7 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
   6. listeners, one server each: from here on clients can connect
   7. the metrics listener (metrics.listener): /metrics, /health, /ready
+  8. the schema registry (schema.registry.listeners), a client of step 6's listener
 Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
 coordinators' timers, stop accepting, answer what is in flight (long polls at
 once), wait for a running job, stop the cleaner, then flush the logs and write
@@ -22,6 +23,7 @@ import logging
 import time
 import uuid
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.quotas import throttle
 from pylog.commands.broker.api.context import RequestContext, code_of
@@ -53,6 +55,9 @@ DELETE_FILES_EVERY_MS = 10000  # Kafka's file.delete.delay.ms check: deleted seg
 FLUSH_CHECK_MAX_MS = 1000
 
 
+if TYPE_CHECKING:  # the registry (and its schema libraries) loads only when it is configured
+    from pylog.commands.schema_registry.service import SchemaRegistryService
+
 class Broker:
     """A single-node Kafka broker on pylog's storage engine.
 
@@ -81,6 +86,7 @@ class Broker:
         self.authorizer: Authorizer | None = None  # when authorizer.class.name is set
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
         self.metrics: MetricsListener | None = None  # when metrics.listener is set
+        self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
         self.quotas: QuotaManager | None = None  # client quota configs and their rates
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
@@ -128,6 +134,7 @@ class Broker:
             self._start_services()
             port = self._listen()
             await self._start_metrics()
+            await self._start_schema_registry()
             if ready_callback:
                 ready_callback(port)
             await self._stop_event.wait()
@@ -192,6 +199,15 @@ class Broker:
             self.metrics = MetricsListener(self, url)
             await self.metrics.start()
 
+    async def _start_schema_registry(self) -> None:
+        if self.config.get("schema.registry.listeners"):
+            from pylog.commands.schema_registry.in_broker import make_service
+
+            svc = make_service(self)
+            # the registry reads _schemas through this broker: start it off the event loop
+            await self.loop.run_in_executor(None, svc.start)
+            self.schema_registry = svc
+
     def advertised_for(self, conn) -> tuple[str, int]:
         """The address published to a client: that of the listener it connected to."""
         spec = getattr(getattr(conn, "listener", None), "spec", None)
@@ -245,6 +261,8 @@ class Broker:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
             c.stop()
+        if self.schema_registry is not None:
+            await self.loop.run_in_executor(None, self.schema_registry.stop)
         if self.metrics is not None:
             await self.metrics.stop()
         if self.servers:
