@@ -320,7 +320,7 @@ class ProtobufSchema:
         try:
             for d in [*dep_fdps, self.fdp]:
                 for dep in d.dependency:
-                    self._add_well_known(pool, dep, added)
+                    self.add_well_known(pool, dep, added)
                 if d.name not in added:
                     pool.Add(d)
                     added.add(d.name)
@@ -345,7 +345,7 @@ class ProtobufSchema:
         return ProtobufSchema.compile_text(name, text, deps)
 
     @staticmethod
-    def _add_well_known(pool, dep, added):
+    def add_well_known(pool, dep, added):
         from google.protobuf import descriptor_pb2, descriptor_pool as dp
 
         if dep in added or not dep.startswith("google/protobuf/"):
@@ -361,7 +361,7 @@ class ProtobufSchema:
         fdp = descriptor_pb2.FileDescriptorProto()
         f.CopyToProto(fdp)
         for d in fdp.dependency:
-            ProtobufSchema._add_well_known(pool, d, added)
+            ProtobufSchema.add_well_known(pool, d, added)
         pool.Add(fdp)
         added.add(dep)
 

@@ -23,7 +23,6 @@ import logging
 import time
 import uuid
 from time import perf_counter
-from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.quotas import throttle
 from pylog.commands.broker.api.context import RequestContext, code_of
@@ -43,6 +42,7 @@ from pylog.commands.broker.node.scheduler import Scheduler
 from pylog.commands.broker.net.server import Connection, Server
 from pylog.commands.broker.node.settings import BrokerSettings
 from pylog.commands.broker.txn.coordinator import TransactionCoordinator
+from pylog.commands.schema_registry.service import SchemaRegistryService
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol.apis.meta import API_VERSIONS
@@ -54,9 +54,6 @@ log = logging.getLogger("pylog.broker")
 DELETE_FILES_EVERY_MS = 10000  # Kafka's file.delete.delay.ms check: deleted segments go this often
 FLUSH_CHECK_MAX_MS = 1000
 
-
-if TYPE_CHECKING:  # the registry (and its schema libraries) loads only when it is configured
-    from pylog.commands.schema_registry.service import SchemaRegistryService
 
 class Broker:
     """A single-node Kafka broker on pylog's storage engine.
