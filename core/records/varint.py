@@ -6,12 +6,12 @@ the flexible protocol versions use for compact lengths and tagged fields.
 
 Decoders take (buffer, position) and return (value, next_position); they
 index the buffer directly so bytes, bytearray and memoryview all work.
-The record decoder in batch.py inlines the one- and two-byte cases itself;
-these functions are the general path and the public API.
+This is the one varint codec of the pure-Python implementation; the compiled
+fast path (pylog.core.fastpath) has its own, tested against this one.
 """
 from __future__ import annotations
 
-from pylog.core.records.errors import CorruptRecordError
+from pylog.core.records.errors import MalformedVarintError
 
 __all__ = [
     "zigzag",
@@ -107,9 +107,9 @@ def decode_uvarint(buf, pos: int = 0, max_bytes: int = _MAX_VARLONG_BYTES) -> tu
                 return result, pos
             shift += 7
             if pos - start >= max_bytes:
-                raise CorruptRecordError(f"varint longer than {max_bytes} bytes", start)
+                raise MalformedVarintError(f"varint longer than {max_bytes} bytes", start)
     except IndexError:
-        raise CorruptRecordError("varint runs past the end of the buffer", pos) from None
+        raise MalformedVarintError("varint runs past the end of the buffer", pos) from None
 
 
 def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
