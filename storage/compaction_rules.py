@@ -56,7 +56,7 @@ from pylog.core.records.header import (
     pack_batch,
 )
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.varint import decode_varint, decode_varlong, encode_varint
+from pylog.core.records.varint import decode_varint_py as decode_varint, decode_varlong_py as decode_varlong, encode_varint
 
 LONG_MAX = (1 << 63) - 1
 

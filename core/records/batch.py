@@ -49,7 +49,10 @@ from pylog.core.records.header import (
     read_batch_header,
 )
 from pylog.core.records.framing import SEQ1, SEQ2_HI, SEQ2_LO, ZIGZAG_1, ZIGZAG_2, run_shape
-from pylog.core.records.varint import _ZZ_TABLE, decode_varint, decode_varlong, encode_varint
+from pylog.core import fastpath
+from pylog.core.records.varint import decode_varint_py as decode_varint
+from pylog.core.records.varint import decode_varlong_py as decode_varlong
+from pylog.core.records.varint import encode_varint_py as encode_varint
 
 __all__ = ["Record", "RecordBatch", "BatchBuilder", "build_batch", "decode_records", "encode_headers", "encode_record",
            "record_size", "record_sequence"]
@@ -416,6 +419,10 @@ def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers=(
     return encode_varint(len(body)) + body
 
 
+encode_record_py = encode_record
+encode_record = _encode_record = fastpath.choose("encode_record", encode_record_py)
+
+
 def record_size(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> int:
     """Encoded size of one record (length prefix included), for size estimates."""
     return len(encode_record(offset_delta, timestamp_delta, key, value, headers))
@@ -461,7 +468,7 @@ class BatchBuilder:
         self.delete_horizon = delete_horizon
         self._parts: list = []
         self._size = 0  # bytes of encoded records so far
-        # record count = len(_parts) // 2 and last offset delta = _next_delta - 1:
+        # record count = len(_parts) and last offset delta = _next_delta - 1:
         # derived instead of stored, two attribute stores fewer per append
         self._next_delta = 0
         self._base_ts = delete_horizon
@@ -470,7 +477,7 @@ class BatchBuilder:
     @property
     def record_count(self) -> int:
         """Records appended so far."""
-        return len(self._parts) >> 1
+        return len(self._parts)
 
     @property
     def next_offset(self) -> int:
@@ -484,8 +491,7 @@ class BatchBuilder:
     def append(self, timestamp: Optional[int], key, value, headers: Iterable = (), offset: Optional[int] = None) -> int:
         """Add a record; returns its offset. `offset` allows gaps (compaction), never going back.
 
-        The producer's hot path: the record encoding is inlined, small varints
-        come from a table and the record body is joined once.
+        The record is encoded by encode_record (compiled when the fast path is active).
         """
         if offset is None:
             od = self._next_delta
@@ -498,31 +504,11 @@ class BatchBuilder:
         base_ts = self._base_ts
         if base_ts is None:
             base_ts = self._base_ts = timestamp
-        zz = _ZZ_TABLE
-        tsd = timestamp - base_ts
-        tsd_b = zz[tsd + 0x2000] if -0x2000 <= tsd < 0x2000 else encode_varint(tsd)
-        od_b = zz[od + 0x2000] if od < 0x2000 else encode_varint(od)
-        if key is None:
-            kl_b = b"\x01"
-            key = b""
-        else:
-            kl = len(key)
-            kl_b = zz[kl + 0x2000] if kl < 0x2000 else encode_varint(kl)
-        if value is None:
-            vl_b = b"\x01"
-            value = b""
-        else:
-            vl = len(value)
-            vl_b = zz[vl + 0x2000] if vl < 0x2000 else encode_varint(vl)
-        body = b"".join((b"\x00", tsd_b, od_b, kl_b, key, vl_b, value, encode_headers(headers) if headers else b"\x00"))
-        n = len(body)
-        n_b = zz[n + 0x2000] if n < 0x2000 else encode_varint(n)
+        record = _encode_record(od, timestamp - base_ts, key, value, headers)
         # Parts are joined once in build(): a growing bytearray reallocates
         # (and may copy everything so far) every few kilobytes.
-        parts = self._parts
-        parts.append(n_b)
-        parts.append(body)
-        self._size += n + len(n_b)
+        self._parts.append(record)
+        self._size += len(record)
         if timestamp > self._max_ts:
             self._max_ts = timestamp
         self._next_delta = od + 1
@@ -533,7 +519,7 @@ class BatchBuilder:
         codec = self.codec
         records = b"".join(self._parts)
         payload = records if codec == CODEC_NONE else compression.compress(codec, records)
-        count = len(self._parts) >> 1
+        count = len(self._parts)
         base_ts = self._base_ts if self._base_ts is not None else NO_TIMESTAMP
         attrs = attributes_for(
             codec, self.timestamp_type, self.is_transactional, self.is_control, self.delete_horizon is not None
@@ -553,3 +539,7 @@ def build_batch(records: Iterable, **kwargs) -> bytes:
         b.append(*rec)
     return b.build()
 
+
+
+decode_records_py = decode_records
+decode_records = fastpath.choose("decode_records", decode_records_py)

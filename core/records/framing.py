@@ -18,7 +18,8 @@ import re
 from typing import NamedTuple
 
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.varint import decode_varint, decode_varlong
+from pylog.core import fastpath
+from pylog.core.records.varint import decode_varint_py as decode_varint, decode_varlong_py as decode_varlong
 
 
 def _tables():
@@ -325,3 +326,7 @@ def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: i
         raise
     except (IndexError, CorruptRecordError):
         raise InvalidRecordFraming(index, "runs past the end of the batch or holds a malformed varint") from None
+
+
+check_records_py = check_records
+check_records = fastpath.choose("check_records", check_records_py)

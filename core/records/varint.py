@@ -11,6 +11,7 @@ fast path (pylog.core.fastpath) has its own, tested against this one.
 """
 from __future__ import annotations
 
+from pylog.core import fastpath
 from pylog.core.records.errors import MalformedVarintError
 
 __all__ = [
@@ -113,15 +114,27 @@ def decode_uvarint(buf, pos: int = 0, max_bytes: int = _MAX_VARLONG_BYTES) -> tu
 
 
 def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
-    """Decode a zig-zag varint (32-bit) at `pos`."""
+    """Decode a zig-zag varint (32-bit) at `pos`. Bits beyond 32 are dropped, as Java's
+    int arithmetic in Kafka's ByteUtils.readVarint drops them."""
     value, pos = decode_uvarint(buf, pos, _MAX_VARINT_BYTES)
+    value &= 0xFFFFFFFF
     return (value >> 1) ^ -(value & 1), pos
 
 
 def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
-    """Decode a zig-zag varlong (64-bit) at `pos`."""
+    """Decode a zig-zag varlong (64-bit) at `pos`; bits beyond 64 are dropped (Java's long)."""
     value, pos = decode_uvarint(buf, pos, _MAX_VARLONG_BYTES)
+    value &= 0xFFFFFFFFFFFFFFFF
     return (value >> 1) ^ -(value & 1), pos
+
+
+# The reference implementations (what the compiled twins are tested against), then the
+# public names bound to whichever implementation pylog.core.fastpath chose.
+encode_varint_py, decode_varint_py, decode_varlong_py = encode_varint, decode_varint, decode_varlong
+encode_varint = fastpath.choose("encode_varint", encode_varint_py)
+encode_varlong = encode_varint
+decode_varint = fastpath.choose("decode_varint", decode_varint_py)
+decode_varlong = fastpath.choose("decode_varlong", decode_varlong_py)
 
 
 def _build_tables():
