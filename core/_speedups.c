@@ -5,6 +5,7 @@
  * damaged ones included, and require the same bytes, records and errors.
  * pylog.core.fastpath decides which one runs. Nothing here does I/O.
  */
+#define _GNU_SOURCE /* memmem */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -958,6 +959,77 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ produce input (produce_input.split_key_value) */
+
+/* split_key_value(lines, sep) -> (keys, values, bad): each line split at the first sep;
+ * lines without it are left out of keys and values and their indexes listed in bad */
+static PyObject *
+sp_split_key_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "split_key_value(lines, sep)");
+        return NULL;
+    }
+    if (!PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "the separator must be bytes");
+        return NULL;
+    }
+    const char *sep = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t sl = PyBytes_GET_SIZE(args[1]);
+    if (sl == 0) {
+        PyErr_SetString(PyExc_ValueError, "empty separator");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(args[0], "lines must be a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *keys = PyList_New(n), *values = PyList_New(n), *bad = PyList_New(0), *result = NULL;
+    Py_ssize_t good = 0;
+    if (!keys || !values || !bad)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *line = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyBytes_Check(line)) {
+            PyErr_Format(PyExc_TypeError, "a line must be bytes, not %.100s", Py_TYPE(line)->tp_name);
+            goto done;
+        }
+        const char *d = PyBytes_AS_STRING(line);
+        Py_ssize_t len = PyBytes_GET_SIZE(line);
+        const char *hit = sl == 1 ? memchr(d, sep[0], len) : (len >= sl ? memmem(d, len, sep, sl) : NULL);
+        if (hit == NULL) {
+            if (append_ssize(bad, i) < 0)
+                goto done;
+            continue;
+        }
+        PyObject *k = PyBytes_FromStringAndSize(d, hit - d);
+        if (k == NULL)
+            goto done;
+        PyObject *v = PyBytes_FromStringAndSize(hit + sl, len - (hit - d) - sl);
+        if (v == NULL) {
+            Py_DECREF(k);
+            goto done;
+        }
+        PyList_SET_ITEM(keys, good, k);
+        PyList_SET_ITEM(values, good, v);
+        good++;
+    }
+    if (PyList_SetSlice(keys, good, n, NULL) < 0 || PyList_SetSlice(values, good, n, NULL) < 0)
+        goto done;
+    result = PyTuple_Pack(3, keys, values, bad);
+done:
+    if (result == NULL && keys && values) {
+        /* unfilled slots are NULL: shrink to what was filled before releasing */
+        Py_SET_SIZE(keys, good);
+        Py_SET_SIZE(values, good);
+    }
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    Py_XDECREF(bad);
+    Py_DECREF(seq);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -969,6 +1041,8 @@ static PyMethodDef methods[] = {
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
     {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},
     {"murmur2_many", (PyCFunction)sp_murmur2_many, METH_O, "partitioner.murmur2_many"},
+    {"split_key_value", (PyCFunction)(void (*)(void))sp_split_key_value, METH_FASTCALL,
+     "produce_input.split_key_value"},
     {NULL, NULL, 0, NULL},
 };
 
