@@ -247,15 +247,29 @@ def _decode_generic(data, pos: int, stop: int, end: int, base_offset: int, base_
             # attributes (pos) are unused by every Kafka version so far; timestampDelta follows
             tsd, pos = decode_varlong(data, pos + 1)
             od, pos = decode_varint(data, pos)
-            key, pos = _length_prefixed(data, pos, index, "key")
-            value, pos = _length_prefixed(data, pos, index, "value")
+            n, pos = decode_varint(data, pos)
+            if n >= 0:
+                key = data[pos:pos + n]
+                pos += n
+            elif n == -1:
+                key = None
+            else:
+                raise CorruptRecordError(f"record {index}: key length {n}")
+            n, pos = decode_varint(data, pos)
+            if n >= 0:
+                value = data[pos:pos + n]
+                pos += n
+            elif n == -1:
+                value = None
+            else:
+                raise CorruptRecordError(f"record {index}: value length {n}")
             n, pos = decode_varint(data, pos)
             if n == 0:
                 headers = no_headers
-            elif n < 0:
-                raise CorruptRecordError(f"record {index}: header count {n}")
-            else:
+            elif n > 0:
                 headers, pos = _decode_headers(data, pos, n, index)
+            else:
+                raise CorruptRecordError(f"record {index}: header count {n}")
         except MalformedVarintError:
             raise CorruptRecordError(f"record {index} runs past the end of the batch or holds a malformed varint") \
                 from None

@@ -116,6 +116,12 @@ def decode_uvarint(buf, pos: int = 0, max_bytes: int = _MAX_VARLONG_BYTES) -> tu
 def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
     """Decode a zig-zag varint (32-bit) at `pos`. Bits beyond 32 are dropped, as Java's
     int arithmetic in Kafka's ByteUtils.readVarint drops them."""
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise MalformedVarintError("varint runs past the end of the buffer", pos) from None
+    if b < 0x80:  # one byte: most lengths and deltas
+        return (b >> 1) ^ -(b & 1), pos + 1
     value, pos = decode_uvarint(buf, pos, _MAX_VARINT_BYTES)
     value &= 0xFFFFFFFF
     return (value >> 1) ^ -(value & 1), pos
@@ -123,6 +129,12 @@ def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
 
 def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
     """Decode a zig-zag varlong (64-bit) at `pos`; bits beyond 64 are dropped (Java's long)."""
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise MalformedVarintError("varint runs past the end of the buffer", pos) from None
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
     value, pos = decode_uvarint(buf, pos, _MAX_VARLONG_BYTES)
     value &= 0xFFFFFFFFFFFFFFFF
     return (value >> 1) ^ -(value & 1), pos
