@@ -176,7 +176,7 @@ def group_segments(sizes: Sequence[tuple[int, int, int]], max_size: int, max_ind
 # ---------------------------------------------------------------- records
 def record_keys(data, base_offset: int) -> tuple[list, list]:
     """(keys, offsets) of every record in an uncompressed records section (the map-building pass)."""
-    _, keys, offsets, _ = scan_records(data, base_offset, True)
+    _, keys, offsets, _ = _scan_records(data, base_offset, True)
     return keys, offsets
 
 
@@ -327,12 +327,12 @@ def filter_batch_survivors(raw, h: BatchHeader, survivors: Sequence[int], now_ms
             return FilteredBatch(empty_batch(h), 0, n, 0, True)
         return FilteredBatch(None, 0, n, 0, False)
     data = batch_records_data(raw, h)
-    starts, _, offsets, _ = _scan_records(data, h.base_offset, False)
+    starts, _, offsets, vpos = _scan_records(data, h.base_offset, True)
     keep = list(map(set(survivors[lo:hi]).__contains__, offsets))
-    return _filtered(raw, h, data, starts, keep, None, now_ms, delete_retention_ms, retain_empty)
+    return _filtered(raw, h, data, starts, keep, vpos, now_ms, delete_retention_ms, retain_empty)
 
 
-def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: list | None, now_ms: int,
+def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: list, now_ms: int,
               delete_retention_ms: int, retain_empty: bool) -> FilteredBatch:
     """The FilteredBatch of a batch once it is known which records are the latest
     of their key (`keep`): tombstones, verbatim copy, empty or rebuilt batch."""
@@ -341,10 +341,7 @@ def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: 
     new_horizon = horizon if horizon >= 0 else now_ms + delete_retention_ms
     kept = list(compress(range(n), keep))
     # the value length of a tombstone (-1) is the single byte 0x01
-    if vpos is not None:
-        kept_vlen = bytes(map(data.__getitem__, map(vpos.__getitem__, kept)))
-    else:
-        kept_vlen = bytes([data[_value_pos(data, starts[i])] for i in kept])
+    kept_vlen = bytes(map(data.__getitem__, map(vpos.__getitem__, kept)))
     tomb_gone = 0
     tomb_kept = False
     tombs = kept_vlen.count(1)
@@ -377,15 +374,6 @@ def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: 
             max_ts = h.base_timestamp + _max_timestamp_delta(data, kept_starts)
         out = _build(h, h.attributes, h.base_timestamp, max_ts, records, nk)
     return FilteredBatch(out, nk, n - nk, tomb_gone, True)
-
-
-def _value_pos(data, start: int) -> int:
-    """Position of the value length of the record at `start`."""
-    _, p = decode_varint(data, start)  # length
-    _, p = decode_varlong(data, p + 1)  # after the attributes: timestamp delta
-    _, p = decode_varint(data, p)  # offset delta
-    kl, p = decode_varint(data, p)
-    return p + kl if kl > 0 else p
 
 
 def _span_of(data, start: int, end: int) -> RecordSpan:
