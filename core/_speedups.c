@@ -734,6 +734,54 @@ done:
     return result;
 }
 
+/* max_timestamp_delta(data, starts) -> the largest timestamp delta of the records at these positions
+ * (compaction_rules.max_timestamp_delta; the positions come from scan_records) */
+static PyObject *
+sp_max_timestamp_delta(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "max_timestamp_delta(data, starts)");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(args[1], "starts must be a sequence of positions");
+    if (seq == NULL)
+        return NULL;
+    bytes_view v;
+    if (get_view(args[0], &v) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int64_t best = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i)), errpos;
+        if (p == -1 && PyErr_Occurred())
+            goto done;
+        int64_t len, tsd;
+        int rc = read_varint(v.d, v.n, &p, &len, &errpos), max_bytes = 5;
+        if (rc == V_OK) {
+            p += 1;
+            max_bytes = 10;
+            rc = read_varlong(v.d, v.n, &p, &tsd, &errpos);
+        }
+        if (rc != V_OK) {
+            raise_varint(rc, max_bytes, errpos);
+            goto done;
+        }
+        if (i == 0 || tsd > best)
+            best = tsd;
+    }
+    if (n == 0)
+        PyErr_SetString(PyExc_ValueError, "max() arg is an empty sequence");
+    else
+        result = PyLong_FromLongLong(best);
+done:
+    release_view(&v);
+    Py_DECREF(seq);
+    return result;
+}
+
 /* ------------------------------------------------------------------ encoding (batch.encode_record) */
 
 typedef struct {
@@ -1041,6 +1089,8 @@ static PyMethodDef methods[] = {
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
     {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},
     {"murmur2_many", (PyCFunction)sp_murmur2_many, METH_O, "partitioner.murmur2_many"},
+    {"max_timestamp_delta", (PyCFunction)(void (*)(void))sp_max_timestamp_delta, METH_FASTCALL,
+     "compaction_rules.max_timestamp_delta"},
     {"split_key_value", (PyCFunction)(void (*)(void))sp_split_key_value, METH_FASTCALL,
      "produce_input.split_key_value"},
     {NULL, NULL, 0, NULL},

@@ -383,8 +383,12 @@ def _span_of(data, start: int, end: int) -> RecordSpan:
     return RecordSpan(0, None, False, tsd, start, body, ts_end, end)
 
 
-def _max_timestamp_delta(data, starts) -> int:
+def max_timestamp_delta(data, starts) -> int:
+    """The largest timestamp delta of the records starting at `starts` (not empty)."""
     return max(decode_varlong(data, decode_varint(data, s)[1] + 1)[0] for s in starts)
+
+
+_max_timestamp_delta = fastpath.choose("max_timestamp_delta", max_timestamp_delta)
 
 
 def rebuild_batch(h: BatchHeader, data, kept: Sequence[RecordSpan], set_horizon: int | None) -> bytes:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pylog.core import fastpath
 from pylog.core.client import partitioner
 from pylog.core.records import batch, framing, varint
+from pylog.core.records.errors import CorruptRecordError
 from pylog.storage import compaction_rules
 
 native = fastpath.native
@@ -154,6 +155,17 @@ def test_check_records_agree(sec, count_shift, delta_shift):
 def test_scan_records_agree(sec, base_offset, with_keys):
     _, _, data = sec
     same(compaction_rules.scan_records, native.scan_records, data, base_offset, with_keys)
+
+
+@SETTINGS
+@given(sections(), st.lists(st.integers(0, 400), min_size=1, max_size=8))
+def test_max_timestamp_delta_agrees(sec, extra):
+    _, _, data = sec
+    try:
+        starts = compaction_rules.scan_records(data, 0, False)[0]
+    except CorruptRecordError:
+        starts = []  # damaged: arbitrary positions, the errors are compared
+    same(compaction_rules.max_timestamp_delta, native.max_timestamp_delta, data, starts or extra)
 
 
 @SETTINGS
