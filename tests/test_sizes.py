@@ -25,7 +25,6 @@ OVER_LIMIT = {
     "core/config.py": 508,
     "core/records/batch.py": 559,
     "storage/cleaner.py": 618,
-    "storage/producer_state.py": 582,
     "commands/compact.py:compact": 154,
     "commands/consume.py:consume": 138,
     "commands/produce.py:produce": 204,
