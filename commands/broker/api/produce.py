@@ -14,7 +14,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.meta import INTERNAL_TOPICS
-from pylog.commands.broker.api.context import RequestContext, code_of
+from pylog.commands.broker.api.context import NONE, RequestContext, code_of
 from pylog.core.errors import ErrorCode
 from pylog.core.records.header import (
     ATTRIBUTES_OFFSET,
@@ -99,7 +99,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
     logs = broker.logs
     failed = False
     out_topics = []
-    global_code = ErrorCode.NONE
+    global_code = NONE
     global_msg = None
     txn_id = body["transactional_id"]
     if acks not in (-1, 0, 1):
@@ -163,7 +163,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
             if not info.duplicate:
                 broker.stats.produced(name, info.record_count, info.bytes)
                 broker.wake(name, idx)
-            parts.append(_part_response(idx, ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset))
+            parts.append(_part_response(idx, NONE, info.first_offset, info.log_append_time, info.log_start_offset))
         entry = {"name": name if name is not None else "", "partition_responses": parts}
         if tid is not None:
             entry["topic_id"] = tid
