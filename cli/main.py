@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "export-to-kafka": "pylog.commands.export_kafka:export_to_kafka",
     "spark-ingest": "pylog.commands.spark.cli:spark_ingest",
     "spark-compaction": "pylog.commands.spark.cli:spark_compaction",
+    "spark-export": "pylog.commands.spark.export_cli:spark_export",
 }
 
 _state = {"debug": False}
