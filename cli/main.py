@@ -14,6 +14,7 @@ from importlib import metadata
 
 import click
 
+from pylog.core import fastpath
 from pylog.core.errors import PylogError
 
 # name -> "module:attribute". Commands load lazily so `pylog --help` and a
@@ -34,6 +35,8 @@ COMMANDS: dict[str, str] = {
     "compact": "pylog.commands.compact:compact",
     "diff": "pylog.commands.diff:diff",
     "export-to-kafka": "pylog.commands.export_kafka:export_to_kafka",
+    "schema-registry": "pylog.commands.schema_registry.cli:schema_registry",
+    "schemas": "pylog.commands.schemas:schemas",
     "spark-ingest": "pylog.commands.spark.cli:spark_ingest",
     "spark-compaction": "pylog.commands.spark.cli:spark_compaction",
     "spark-export": "pylog.commands.spark.export_cli:spark_export",
@@ -67,7 +70,8 @@ def version() -> str:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(version(), "--version", "-V", prog_name="pylog", message="%(prog)s %(version)s")
+@click.version_option(version(), "--version", "-V", prog_name="pylog",
+                      message="%(prog)s %(version)s\nimplementation: " + fastpath.implementation())
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
 def cli(ctx, debug):
@@ -83,6 +87,8 @@ def cli(ctx, debug):
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if debug:
+        logging.getLogger("pylog").debug("implementation: %s", fastpath.implementation())
 
 
 def _one_line(e: BaseException) -> str:

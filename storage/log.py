@@ -23,9 +23,9 @@ from pylog.core.records.header import (
     APPEND_PATCH_STRUCT,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
-    BatchHeader,
     iter_headers,
     set_log_append_time,
+    with_append_fields,
 )
 from pylog.storage import log_validator
 from pylog.storage.log_loader import LogLoader
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 
 # baseOffset, batchLength (unchanged) and partitionLeaderEpoch, written with one pack_into
 _PATCH = APPEND_PATCH_STRUCT
-_new_tuple = tuple.__new__
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -124,8 +123,18 @@ class Log(LogLoader, LogRetention):
         self._load(had_clean_shutdown)
 
     # ---- helpers ----
+    @property
+    def clock(self):
+        """The log's time source (seconds), shared with its segments and the cleaner."""
+        return self._clock
+
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
+
+    def replace_segments(self, idx: int, count: int, new: LogSegment) -> None:
+        """The cleaner's swap: segments idx..idx+count-1 become `new` (the caller holds the lock)."""
+        self.segments[idx:idx + count] = [new]
+        self._bases[idx:idx + count] = [new.base_offset]
 
     def _jitter(self) -> int:
         jitter = self.config["segment.jitter.ms"]
@@ -261,14 +270,13 @@ class Log(LogLoader, LogRetention):
         patched = []
         patch = _PATCH.pack_into
         for p, h in batches:
-            patch(mv, p, next_offset, h[1], leader_epoch)
+            patch(mv, p, next_offset, h.batch_length, leader_epoch)
             if log_append:
                 set_log_append_time(mv, p, h.batch_length + LOG_OVERHEAD, now)
                 h = h._replace(max_timestamp=now, attributes=h.attributes | TIMESTAMP_TYPE_MASK)
-            # the header as written: new base offset and epoch (a NamedTuple _replace costs ~10x this)
-            h = _new_tuple(BatchHeader, (next_offset, h[1], leader_epoch) + h[3:])
+            h = with_append_fields(h, next_offset, leader_epoch)  # the header as written
             patched.append((p, h))
-            next_offset += h[6] + 1
+            next_offset += h.last_offset_delta + 1
         seg.append(mv, patched, total)
         if has_pid:
             for p, h in patched:

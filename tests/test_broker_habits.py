@@ -8,8 +8,9 @@ import struct
 import subprocess
 import sys
 
-from broker_fixtures import call, connect
-from security_fixtures import pki  # noqa: F401 - fixture
+from support.broker_fixtures import call, connect
+from support.security_fixtures import pki  # noqa: F401 - fixture
+from support.cli import pylog
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -74,7 +75,7 @@ def test_normal_disconnects_are_not_warnings(broker):
     s.sendall(struct.pack(">i", -5))
     s.recv(10)
     s.close()
-    from waiting import wait_until
+    from support.waiting import wait_until
     wait_until(lambda: "WARNING" in broker.stderr(None), 20, "the bad frame logged")
 
 
@@ -87,13 +88,13 @@ def complete(words: str, env_bootstrap: str | None = None) -> list[str]:
     env.pop("PYLOG_BOOTSTRAP_SERVERS", None)
     if env_bootstrap:
         env["PYLOG_BOOTSTRAP_SERVERS"] = env_bootstrap
-    r = subprocess.run([sys.executable, "-m", "pylog.cli"], env=env, capture_output=True, text=True, timeout=60)
+    r = pylog(env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     return [line.split(",", 1)[1] for line in r.stdout.splitlines() if line]
 
 
 def test_completion_of_topic_and_group_names(broker):
-    from client_fixtures import pylog_cli
+    from support.client_fixtures import pylog_cli
 
     for t in ("compl-orders", "compl-other"):
         assert pylog_cli("topics", "create", t, "-b", broker.bootstrap).returncode == 0
@@ -109,15 +110,15 @@ def test_completion_of_topic_and_group_names(broker):
     assert complete("pylog consume compl-", "127.0.0.1:1") == []
     # the bash script Click generates names pylog
     env = dict(__import__("os").environ, _PYLOG_COMPLETE="bash_source")
-    r = subprocess.run([sys.executable, "-m", "pylog.cli"], env=env, capture_output=True, text=True, timeout=60)
+    r = pylog(env=env, timeout=60)
     assert "_PYLOG_COMPLETE=bash_complete" in r.stdout
 
 
 def test_tls_clients_that_disconnect_normally_are_not_warnings(tmp_path, pki):  # noqa: F811
     import ssl
 
-    from broker_fixtures import BrokerProcess
-    from security_fixtures import listener_line
+    from support.broker_fixtures import BrokerProcess
+    from support.security_fixtures import listener_line
 
     cfg = tmp_path / "tls.properties"
     cfg.write_text("\n".join(["listeners=SSL://127.0.0.1:0", "ssl.keystore.type=PEM",

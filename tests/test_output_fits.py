@@ -4,21 +4,15 @@ asked for, English plurals and dry-run wording."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 
-from cleaner_support import append
-from terminal import pylog_on_terminal
+from support.cleaner_support import append
+from support.terminal import pylog_on_terminal
 from pylog.core.config import BROKER_CONFIGS
 from pylog.storage.log_manager import LogManager
+from support.cli import pylog
 
 LONG = "orders-" + "very-long-topic-name-" * 6  # 133 characters: wider than 80 columns alone
-
-
-def pylog(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env)
 
 
 def on_a_terminal(*args, columns=80) -> str:
@@ -77,13 +71,11 @@ def test_compact_dry_run_reads_as_english(tmp_path):
     assert "partition(s)" not in r.stdout and "1 records" not in r.stdout
 
 
-
 def test_group_and_client_ids_are_printed_as_given_never_as_markup(broker):
     group, client = "g[/x]-[bold]y", "c[/b]"
     r = pylog("topics", "create", "markup", "-b", broker.bootstrap)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "produce", "markup", "-b", broker.bootstrap],
-                       input="a\n", capture_output=True, text=True, timeout=120)
+    r = pylog("produce", "markup", "-b", broker.bootstrap, input="a\n")
     assert r.returncode == 0, r.stderr
     r = pylog("consume", "markup", "-b", broker.bootstrap, "--group", group, "-e", "-X", f"client.id={client}")
     assert r.returncode == 0, r.stderr

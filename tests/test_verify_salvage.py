@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 from confluent_kafka import Consumer, TopicPartition
 
-from broker_fixtures import BrokerProcess
+from support.broker_fixtures import BrokerProcess
 from pylog.cli.main import cli
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records import RecordBatch
 from pylog.storage.log import Log
 from pylog.storage.scan import Entry, scan_log
-from test_dump_verify import engine_log, txn_dir  # noqa: F401 - txn_dir is a fixture
+from support.segments import engine_log, txn_dir  # noqa: F401 - txn_dir is a fixture
+from support.cli import pylog
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
 
@@ -146,13 +145,12 @@ def test_salvage_transactional_batch(txn_dir):  # noqa: F811 - the fixture
 def test_salvage_without_repair_is_a_usage_error(tmp_path):
     d = tmp_path / "logs" / "orders-0"
     engine_log(d, batches=2).close()
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "verify", "--salvage", str(d)], capture_output=True,
-                       text=True, timeout=60)
+    r = pylog("verify", "--salvage", d, timeout=60)
     assert r.returncode == 2 and "--salvage goes with --repair" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_salvaged_log_is_read_by_kafka_tools_and_a_consumer(tmp_path):
-    from kafka_peer import run_main
+    from support.kafka_peer import run_main
 
     d = tmp_path / "logs" / "orders-0"
     engine_log(d, batches=40, leader_epochs=(0, 2)).close()
