@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from export_support import BASE_TS, rows_of, write_export_dir
-from spark_fixtures import run_pylog
+from support.export_support import BASE_TS, rows_of, write_export_dir
+from support.spark_fixtures import run_pylog
 
 MASTER = "local[2]"
 
@@ -158,7 +158,7 @@ def test_failed_export_leaves_the_table_unchanged(export_dir, spark, tmp_path, m
 def test_compacted_equals_what_compaction_keeps(export_dir, spark, tmp_path):
     import pyarrow.dataset as pads
 
-    from cleaner_support import kv_map
+    from support.cleaner_support import kv_map
 
     copy = tmp_path / "copy"
     shutil.copytree(export_dir.path, copy)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from export_support import rows_of, write_export_dir
-from spark_fixtures import run_pylog
+from support.export_support import rows_of, write_export_dir
+from support.spark_fixtures import run_pylog
 from test_spark_cluster import cluster_args
 
 

@@ -42,6 +42,7 @@ MODULE_MARKS = {
     "support.broker_fixtures": "broker_process", "support.member_procs": "broker_process",
     "support.group_members": "broker_process", "support.cgroup_members": "broker_process",
     "support.client_fixtures": "broker_process", "support.txn_clients": "broker_process",
+    "support.export_support": "broker_process",
 }
 
 TOOLS = {"jvm": ("java", "javac"), "kcat": ("kcat",), "node": ("node",)}

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker_fixtures import BrokerProcess, read_to_end
+from support.broker_fixtures import BrokerProcess, read_to_end
 
 BASE_TS = 1_700_000_000_000
 
