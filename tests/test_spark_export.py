@@ -88,7 +88,7 @@ def test_export_every_format_read_back_independently(export_dir, spark, tmp_path
     readers = {
         "parquet": lambda p: pads.dataset(p, partitioning="hive").to_table(),
         "delta": lambda p: deltalake.DeltaTable(str(p)).to_pyarrow_table(),
-        "iceberg": lambda p: SqlCatalog("t", uri=f"sqlite:///{p}/catalog.db", warehouse=f"file://{p}")
+        "iceberg": lambda p: SqlCatalog("pylog", uri=f"sqlite:///{p}/catalog.db", warehouse=f"file://{p}")
         .load_table("pylog.export").scan().to_arrow(),
     }
     for fmt, read in readers.items():
