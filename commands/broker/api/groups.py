@@ -140,16 +140,30 @@ def leave_group_error(body, version, code, msg):
 
 # ---- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------
 
+def known_partitions(broker: Broker, topics: list) -> set:
+    """The (topic, partition)s of an offset commit that exist: Kafka answers the others
+    UNKNOWN_TOPIC_OR_PARTITION and stores nothing for them."""
+    logs = broker.logs
+    return {(t["name"], p["partition_index"]) for t in topics for p in t["partitions"]
+            if logs.get_log(t["name"], p["partition_index"]) is not None}
+
+
 def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Commit offsets for a member of the group's generation, or for an admin (generation -1)."""
     topics = body["topics"]
+    known = known_partitions(broker, topics)
     offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
-                p["committed_metadata"]) for t in topics for p in t["partitions"]]
-    codes = iter(broker.group_coordinator.commit_offsets(
-        body["group_id"], body["generation_id_or_member_epoch"], body["member_id"], body["group_instance_id"],
-        offsets))
+                p["committed_metadata"]) for t in topics for p in t["partitions"]
+               if (t["name"], p["partition_index"]) in known]
+    by_tp = {}
+    if offsets:
+        codes = broker.group_coordinator.commit_offsets(
+            body["group_id"], body["generation_id_or_member_epoch"], body["member_id"], body["group_instance_id"],
+            offsets)
+        by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
     return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": next(codes)})}
+        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": by_tp.get(
+            (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
 
 
 def offset_commit_error(body, version, code, msg):

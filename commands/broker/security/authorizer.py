@@ -151,14 +151,18 @@ def _fetch(az: Authorizer, ctx, api, body):
     new["topics"] = keep
     denied = [{"topic": t.get("topic"), "topic_id": t.get("topic_id"), "partitions": [
         {"partition_index": p.get("partition", 0), "error_code": TOPIC_DENIED, "high_watermark": -1,
-         "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+         "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": [],
          "preferred_read_replica": -1, "records": b""} for p in t.get("partitions") or []]} for t in drop]
     return new, {"responses": denied}
 
 
 def _produce_txn(az: Authorizer, ctx, api, body):
+    from pylog.commands.broker.api.produce import has_transactional_records
+
     tid = body.get("transactional_id")
-    if tid and not az.allowed(ctx, Op.WRITE, Res.TRANSACTIONAL_ID, tid):
+    if not has_transactional_records(body):
+        return None  # Kafka checks the transactional id only for transactional records
+    if tid is None or not az.allowed(ctx, Op.WRITE, Res.TRANSACTIONAL_ID, tid):
         return az.refuse(api, ctx, body, TXN_DENIED)
     return None
 
@@ -355,6 +359,33 @@ def _group_id(body):
     return body.get("group_id") or ""
 
 
+def _consumer_group_heartbeat(az: Authorizer, ctx, api, body):
+    """KIP-848: READ on the group, DESCRIBE on every subscribed topic (Kafka answers the whole
+    heartbeat TOPIC_AUTHORIZATION_FAILED when one is missing, with no message)."""
+    if not az.allowed(ctx, Op.READ, Res.GROUP, body.get("group_id") or ""):
+        return az.refuse(api, ctx, body, GROUP_DENIED)
+    names = body.get("subscribed_topic_names") or []
+    if any(not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, n) for n in set(names)):
+        return None, api.error(body, ctx.api_version, TOPIC_DENIED, None)
+    return None
+
+
+def _txn_offset_commit(az: Authorizer, ctx, api, body):
+    """WRITE on the transactional id, READ on the group (whole request), READ per topic."""
+    refused = _txn(extra_group=True)(az, ctx, api, body)
+    if refused is not None:
+        return refused
+    return _split_topics(Op.READ, "topics", "name")(az, ctx, api, body)
+
+
+def topic_filter(az: Authorizer | None, ctx, op: Op = Op.DESCRIBE):
+    """A predicate on topic names: may this request's principal do `op` on the topic
+    (always true without an authorizer)."""
+    if az is None:
+        return lambda name: True
+    return lambda name: az.allowed(ctx, op, Res.TOPIC, name)
+
+
 _RULES = {
     0: _split_topics(Op.WRITE, "topic_data", "name", extra=_produce_txn),
     1: _fetch,
@@ -377,7 +408,7 @@ _RULES = {
     24: _txn(),
     25: _txn(extra_group=True),
     26: _txn(),
-    28: _txn(extra_group=True),
+    28: _txn_offset_commit,
     29: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
     30: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
     31: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
@@ -395,4 +426,6 @@ _RULES = {
     61: _split_topics(Op.READ, "topics", "name"),
     65: _group_list("transactional_ids", Op.DESCRIBE, Res.TRANSACTIONAL_ID, TXN_DENIED),
     66: _list_transactions,
+    68: _consumer_group_heartbeat,
+    69: _group_list("group_ids", Op.DESCRIBE),
 }

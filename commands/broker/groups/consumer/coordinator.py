@@ -42,9 +42,6 @@ from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
 
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
-
 class HeartbeatError(Exception):
     """A heartbeat answered with an error code (and message)."""
 
@@ -138,7 +135,9 @@ class ConsumerGroupCoordinator:
             pat = self._regexes.get(m.subscribed_regex)
             if pat is None:
                 pat = self._regexes[m.subscribed_regex] = _regex(m.subscribed_regex)
-            names.update(n for n in topics if n not in INTERNAL_TOPICS and pat.fullmatch(n))
+            # Kafka matches every topic name (internal ones too), then keeps what the member may describe
+            allowed = m.may_describe
+            names.update(n for n in topics if pat.fullmatch(n) and (allowed is None or allowed(n)))
         return names
 
     def _subscription_metadata(self, cg: ConsumerGroup) -> dict:
@@ -192,12 +191,16 @@ class ConsumerGroupCoordinator:
             self.migration.maybe_downgrade(g, records)
 
     # ================================================================ ConsumerGroupHeartbeat
-    def heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
-        """Answer one ConsumerGroupHeartbeat request (the response body)."""
+    def heartbeat(self, req: dict, version: int, client_id: str, client_host: str, may_describe=None) -> dict:
+        """Answer one ConsumerGroupHeartbeat request (the response body). `may_describe(topic)`:
+        the caller's DESCRIBE permission (an authorizer), which a regex subscription is filtered by."""
+        self._caller_may_describe = may_describe
         try:
             return self._heartbeat(req, version, client_id, client_host)
         except HeartbeatError as e:
             return heartbeat_error(e.code, e.message)
+        finally:
+            self._caller_may_describe = None
 
     @staticmethod
     def _validate(req: dict, version: int) -> None:
@@ -347,6 +350,7 @@ class ConsumerGroupCoordinator:
         if req["subscribed_topic_regex"] is not None:
             m.subscribed_regex = req["subscribed_topic_regex"] or None
         m.client_id, m.client_host = client_id, client_host
+        m.may_describe = getattr(self, "_caller_may_describe", None)
         cg.members[mid] = m
         if is_new or cgs.member_description(m) != before_desc:
             records.append(cgs.member_record(gid, m))
