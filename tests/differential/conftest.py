@@ -10,7 +10,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from diff_peers import ACL_PRINCIPALS, Peer, acl_creation, grant_acls, start_kafka, start_pylog  # noqa: E402
-from diff_runner import create_topics  # noqa: E402
+from diff_runner import _batch as batch, create_topics  # noqa: E402
+from waiting import wait_until  # noqa: E402
+
+
+def ok(produce_answer: dict):
+    """The answer when its one partition was written, else None (a leader still being elected)."""
+    return produce_answer if produce_answer["responses"][0]["partition_responses"][0]["error_code"] == 0 else None
 
 SHARED_TOPIC = "dt"
 
@@ -27,11 +33,14 @@ def peers(tmp_path_factory):
         for peer in out.values():
             grant_acls(peer, creations)
             create_topics(peer, {SHARED_TOPIC: 1})
-            from diff_runner import _batch
-            r = peer.client("admin").call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
-                                                 "topic_data": [{"name": SHARED_TOPIC, "partition_data": [
-                                                     {"index": 0, "records": _batch({"values": ["a", "b", "c"]})}]}]})
-            assert r["responses"][0]["partition_responses"][0]["error_code"] == 0, r
+            r = wait_until(lambda: ok(peer.client("admin").call(0, 9, {
+                "transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
+                    {"name": SHARED_TOPIC, "partition_data": [
+                        {"index": 0, "records": batch({"values": ["a", "b", "c"]})}]}]})), 60)
+            # both coordinators loaded before the first scenario asks for them
+            for key_type, key in ((0, "warm-up"), (1, "warm-up")):
+                wait_until(lambda: peer.client("admin").call(10, 4, {"key_type": key_type, "coordinator_keys": [key]})[
+                    "coordinators"][0]["error_code"] == 0, 60)
         yield out
     finally:
         for peer in out.values():

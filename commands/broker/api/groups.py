@@ -228,6 +228,8 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
 def offset_fetch_error(body, version, code, msg):
     """Every requested partition (of every group) with `code`."""
     def topics(ts):
+        if version >= 2:  # Kafka's error answer lists no partitions from v2 on
+            return []
         return [{"name": t["name"], "partitions": [
             {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
              "error_code": code} for p in t["partition_indexes"]]} for t in ts or ()]

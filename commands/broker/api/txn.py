@@ -158,7 +158,7 @@ def describe_transactions(broker: Broker, ctx: RequestContext, body: dict) -> di
         if m is None:
             out.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": tid,
                         "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
-                        "producer_id": -1, "producer_epoch": -1, "topics": []})
+                        "producer_id": 0, "producer_epoch": 0, "topics": []})
             continue
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(m.partitions):
@@ -174,7 +174,7 @@ def describe_transactions_error(body, version, code, msg):
     """Every id with `code`."""
     return {"throttle_time_ms": 0, "transaction_states": [
         {"error_code": code, "transactional_id": t, "transaction_state": "", "transaction_timeout_ms": 0,
-         "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1, "topics": []}
+         "transaction_start_time_ms": -1, "producer_id": 0, "producer_epoch": 0, "topics": []}
         for t in body["transactional_ids"]]}
 
 

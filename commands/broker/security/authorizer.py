@@ -220,10 +220,20 @@ def _create_topics(az: Authorizer, ctx, api, body):
     return _split_topics(Op.CREATE, "topics", "name")(az, ctx, api, body)
 
 
+def _may_delete(az: Authorizer, ctx, name) -> bool:
+    """Kafka's DeleteTopics order: DESCRIBE, then existence (the handler answers a missing
+    topic UNKNOWN_TOPIC_OR_PARTITION), then DELETE."""
+    if name is not None and az.allowed(ctx, Op.DELETE, Res.CLUSTER, CLUSTER_NAME):
+        return True  # KRaft's controller: DELETE on the cluster covers every topic
+    if name is None or not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
+        return False
+    return name not in az.broker.logs.topics or az.allowed(ctx, Op.DELETE, Res.TOPIC, name)
+
+
 def _delete_topics(az: Authorizer, ctx, api, body):
     names = body.get("topic_names")
     if names:
-        keep = [n for n in names if az.allowed(ctx, Op.DELETE, Res.TOPIC, n)]
+        keep = [n for n in names if _may_delete(az, ctx, n)]
         drop = [n for n in names if n not in keep]
         if not drop:
             return None
@@ -231,7 +241,17 @@ def _delete_topics(az: Authorizer, ctx, api, body):
         new["topic_names"] = keep
         return new, api.error(dict(body, topic_names=drop), ctx.api_version, TOPIC_DENIED,
                               MESSAGES[TOPIC_DENIED])
-    return _split_topics(Op.DELETE, "topics", "name", by_id=True)(az, ctx, api, body)
+    keep, drop = [], []
+    for t in body.get("topics") or []:
+        name = t.get("name")
+        if not name and t.get("topic_id") is not None:
+            info = az.broker.topic_by_id(t["topic_id"])
+            name = info.name if info is not None else None
+        (keep if _may_delete(az, ctx, name) else drop).append(t)
+    if not drop:
+        return None
+    return dict(body, topics=keep), api.error(dict(body, topics=drop), ctx.api_version, TOPIC_DENIED,
+                                              MESSAGES[TOPIC_DENIED])
 
 
 def _configs(op: Op):
@@ -283,13 +303,27 @@ def _offset_fetch(az: Authorizer, ctx, api, body):
             return az.refuse(api, ctx, body, GROUP_DENIED)
         new, denied = body, {"groups": []}
 
+    def may(name):
+        return az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name or "")
+
+    def refused(requested):
+        # Kafka: a named topic the principal may not describe is answered TOPIC_AUTHORIZATION_FAILED
+        return [{"name": t["name"], "partitions": [
+            {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+             "error_code": TOPIC_DENIED} for p in t.get("partition_indexes") or ()]}
+            for t in requested or () if not may(t.get("name"))]
+
+    by_group = {g.get("group_id"): g.get("topics") for g in new.get("groups") or ()}
+
     def filt(result):
-        # committed offsets of topics the principal may not describe are left out
-        def topics(ts):
-            return [t for t in ts or [] if az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, t.get("name") or "")]
-        result["topics"] = topics(result.get("topics"))
+        # committed offsets of topics the principal may not describe are left out (all-topics
+        # requests) or refused (named ones)
+        def topics(ts, requested):
+            return [t for t in ts or [] if may(t.get("name"))] + refused(requested)
+        result["topics"] = topics(result.get("topics"), body.get("topics"))
         for g in result.get("groups") or []:
-            g["topics"] = topics(g.get("topics"))
+            if not g.get("error_code"):
+                g["topics"] = topics(g.get("topics"), by_group.get(g.get("group_id")))
         result["groups"] = list(result.get("groups") or []) + list(denied.get("groups") or [])
         return result
     return new, filt
@@ -355,6 +389,16 @@ def _txn(extra_group=False):
     return rule
 
 
+def _cluster_or(op: Op, rule):
+    """Everything allowed with `op` on the cluster, else `rule` (OffsetForLeaderEpoch: a replica's
+    CLUSTER_ACTION; WriteTxnMarkers: kafka-transactions' abort with ALTER, KIP-664)."""
+    def either(az: Authorizer, ctx, api, body):
+        if az.allowed(ctx, op, Res.CLUSTER, CLUSTER_NAME):
+            return None
+        return rule(az, ctx, api, body)
+    return either
+
+
 def _group_id(body):
     return body.get("group_id") or ""
 
@@ -404,11 +448,12 @@ _RULES = {
     20: _delete_topics,
     21: _split_topics(Op.DELETE, "topics", "name"),
     22: _init_producer_id,
-    23: _split_topics(Op.DESCRIBE, "topics", "topic"),
+    23: _cluster_or(Op.CLUSTER_ACTION, _split_topics(Op.DESCRIBE, "topics", "topic")),
     24: _txn(),
     25: _txn(extra_group=True),
     26: _txn(),
     28: _txn_offset_commit,
+    27: _cluster_or(Op.ALTER, _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)),
     29: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
     30: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
     31: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
