@@ -165,15 +165,18 @@ def grant_acls(peer: Peer, creations: list[dict], timeout: float = 60.0) -> None
     """CreateAcls as admin, then wait until DescribeAcls lists every one (Kafka's authorizer
     learns them from the metadata log, a moment after CreateAcls answers)."""
     admin = peer.client(ADMIN)
-    r = admin.call(30, 3, {"creations": creations})
-    assert all(x["error_code"] == 0 for x in r["results"]), r
-    want = len(creations)
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def count() -> int:
         d = admin.call(29, 3, {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
                                "principal_filter": None, "host_filter": None, "operation": 1,
                                "permission_type": 1})
-        have = sum(len(res["acls"]) for res in d["resources"])
+        return sum(len(res["acls"]) for res in d["resources"])
+    want = count() + len(creations)
+    r = admin.call(30, 3, {"creations": creations})
+    assert all(x["error_code"] == 0 for x in r["results"]), r
+    deadline = time.monotonic() + timeout
+    while True:
+        have = count()
         if have >= want:
             return
         assert time.monotonic() < deadline, f"{peer.name}: {have} of {want} ACLs after {timeout}s"

@@ -120,8 +120,8 @@ REQUESTS = [
                                                 "endpoint_type": 1}),
     ("describe-producers", "DescribeProducers", 0, {"topics": [{"name": T, "partition_indexes": [0]}]}),
     ("describe-transactions", "DescribeTransactions", 0, {"transactional_ids": ["tx-{u}"]}),
-    ("list-transactions", "ListTransactions", 1, {"state_filters": [], "producer_id_filters": [],
-                                                  "duration_filter": -1}),
+    ("list-transactions", "ListTransactions", 2, {"state_filters": [], "producer_id_filters": [],
+                                                  "duration_filter": -1, "transactional_id_pattern": "tx-authz.*"}),
     ("consumer-group-heartbeat", "ConsumerGroupHeartbeat", 1, {
         "group_id": "g-{u}", "member_id": "m-{u}", "member_epoch": 0, "instance_id": None, "rack_id": None,
         "rebalance_timeout_ms": 30000, "subscribed_topic_names": [T], "subscribed_topic_regex": None,
