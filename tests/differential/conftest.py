@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from diff_peers import ACL_PRINCIPALS, Peer, acl_creation, grant_acls, start_kafka, start_pylog  # noqa: E402
 from diff_runner import _batch as batch, create_topics  # noqa: E402
-from waiting import wait_until  # noqa: E402
+from support.waiting import wait_until  # noqa: E402
 
 
 def ok(produce_answer: dict):

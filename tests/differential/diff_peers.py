@@ -19,10 +19,10 @@ import struct
 import time
 from pathlib import Path
 
-from broker_fixtures import BrokerProcess, recv_exact
-from kafka_peer import KafkaNode, free_port
+from support.broker_fixtures import BrokerProcess, recv_exact
+from support.kafka_peer import KafkaNode, free_port
 from pylog.core.protocol import decode_response, encode_request
-from security_fixtures import listener_line
+from support.security_fixtures import listener_line
 
 ADMIN = "admin"
 PASSWORD = "pw-secret"

@@ -167,7 +167,18 @@ def _loading(ans: dict) -> bool:
 
 
 def _matches(ans: dict, want: dict) -> bool:
-    return all(_lookup([ans], "$0." + k) == v for k, v in want.items())
+    """Every path has the value wanted ("!text": a string value not starting with text)."""
+    for k, v in want.items():
+        try:
+            got = _lookup([ans], "$0." + k)
+        except (KeyError, IndexError, TypeError):
+            return False
+        if isinstance(v, str) and v.startswith("!"):
+            if not isinstance(got, str) or got.startswith(v[1:]):
+                return False
+        elif got != v:
+            return False
+    return True
 
 
 def normalise(value, ignore=frozenset(), symbols: dict | None = None, key: str | None = None):

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from support import broker_fixtures, kafka_peer  # noqa: F401 - tier marks: both brokers run here
+
 from diff_peers import ADMIN, OPERATIONS, RESOURCE_TYPES, grant_acls
 from diff_runner import _batch, create_topics
 from pylog.core.errors import ErrorCode as E
-from waiting import wait_until
+from support.waiting import wait_until
 
 BROKERS = ["kafka", "pylog"]
 

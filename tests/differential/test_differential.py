@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from support import broker_fixtures, kafka_peer  # noqa: F401 - tier marks: both brokers run here
+
 from diff_runner import compare, load_scenarios, run
 
 SCENARIOS = load_scenarios()

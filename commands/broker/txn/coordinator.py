@@ -328,8 +328,8 @@ class TransactionCoordinator:
             return ErrorCode.NONE
         if s == TxnState.PREPARE_COMMIT and commit or s == TxnState.PREPARE_ABORT and not commit:
             return self._complete(m, commit)
-        if s == TxnState.EMPTY and not commit:
-            return ErrorCode.NONE  # nothing was added: nothing to abort
+        # transaction.version 1: nothing was added (Empty), or the other outcome of a completed
+        # transaction, is not a transaction to end (Kafka's INVALID_TXN_STATE)
         return ErrorCode.INVALID_TXN_STATE
 
     # ================================================================ completion
@@ -337,9 +337,12 @@ class TransactionCoordinator:
         """Abort the open transaction; fence=True bumps the epoch first (timeouts, a new producer),
         so the producer that opened it can no longer write."""
         if fence and m.producer_epoch + 1 < MAX_EPOCH:
+            last = m.producer_epoch
             code = self._set(m, producer_epoch=m.producer_epoch + 1, state=TxnState.PREPARE_ABORT)
-            # Kafka forgets the fenced epoch: the fenced producer's KIP-360 re-init is PRODUCER_FENCED
-            m.last_producer_epoch = NO_EPOCH
+            # as Kafka: the fenced epoch is the last one, so the producer that held it recovers
+            # with KIP-360 (its retry gets the fenced epoch); a fresh init forgets it (_bump)
+            if code == ErrorCode.NONE:
+                m.last_producer_epoch = last
         else:
             code = self._set(m, state=TxnState.PREPARE_ABORT)
         return code if code != ErrorCode.NONE else self._complete(m, False)
