@@ -36,7 +36,7 @@ VOLATILE = {
     "leader_epoch", "current_leader", "node_endpoints", "brokers", "endpoints", "end_point",
     "cluster_authorized_operations", "topic_authorized_operations", "authorized_operations",
     "supported_features", "finalized_features", "finalized_features_epoch", "zk_migration_ready",
-    "heartbeat_interval_ms", "message", "configs", "results_by_transaction", "members", "member_assignment",
+    "heartbeat_interval_ms", "message", "configs", "results_by_transaction", "member_assignment",
     "assignor_name", "log_dirs_total_bytes", "total_bytes", "usable_bytes", "size", "offset_lag",
     "api_keys", "coordinators_error_message", "replica_nodes", "isr_nodes", "offline_replicas",
     "eligible_leader_replicas", "last_known_elr", "is_future_key", "log_dir", "epoch_end_offset_leader_epoch",
@@ -216,7 +216,7 @@ def compare(sc: dict, kafka_answers: list, pylog_answers: list) -> list[str]:
     problems = []
     ks, ps = {}, {}
     for i, (step, ka, pa) in enumerate(zip(sc["steps"], kafka_answers, pylog_answers)):
-        ignore = frozenset(step.get("ignore", ()))
+        ignore = frozenset(step.get("ignore", ())) | frozenset(sc.get("ignore", ()))
         kn, pn = normalise(ka, ignore, ks), normalise(pa, ignore, ps)
         if not step.get("compare", True):
             continue

@@ -148,6 +148,23 @@ def known_partitions(broker: Broker, topics: list) -> set:
             if logs.get_log(t["name"], p["partition_index"]) is not None}
 
 
+def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> int:
+    """Kafka's version rules for a member's commit: from v9 an unknown group is GROUP_ID_NOT_FOUND
+    (older versions keep ILLEGAL_GENERATION); a KIP-848 member must commit with v9 or above."""
+    gen = body["generation_id_or_member_epoch"]
+    if gen < 0:
+        return ErrorCode.NONE
+    g = broker.group_coordinator.groups.get(body["group_id"])
+    if g is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else ErrorCode.NONE
+    cg = getattr(g, "consumer", None)
+    if cg is not None and ctx.api_version < 9:
+        m = cg.members.get(body["member_id"] or "")
+        if m is not None and m.classic is None:
+            return ErrorCode.UNSUPPORTED_VERSION
+    return ErrorCode.NONE
+
+
 def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Commit offsets for a member of the group's generation, or for an admin (generation -1)."""
     topics = body["topics"]
@@ -156,6 +173,10 @@ def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
                 p["committed_metadata"]) for t in topics for p in t["partitions"]
                if (t["name"], p["partition_index"]) in known]
     by_tp = {}
+    refused = _member_commit_refused(broker, ctx, body)
+    if refused:
+        offsets, by_tp = [], {(t["name"], p["partition_index"]): refused for t in topics for p in t["partitions"]
+                              if (t["name"], p["partition_index"]) in known}
     if offsets:
         codes = broker.group_coordinator.commit_offsets(
             body["group_id"], body["generation_id_or_member_epoch"], body["member_id"], body["group_instance_id"],

@@ -314,10 +314,8 @@ class ConsumerGroupCoordinator:
                 if sm is None:
                     is_new = True
                     m = cg.members.get(mid) or ConsumerMember(mid)
-                elif sm.member_id == mid:
-                    m = sm
-                    m.assigned, m.pending_revocation, m.state, m.epoch, m.previous_epoch = set(), set(), 0, 0, 0
                 elif sm.epoch != LEAVE_STATIC_EPOCH:
+                    # Kafka: an instance id held by an active member (even under this member id)
                     raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                          f"Static member {mid} with instance id {inst} cannot join the group "
                                          f"because the instance id is owned by {sm.member_id} member.")
@@ -520,7 +518,9 @@ class ConsumerGroupCoordinator:
     def _described_member(self, cg: ConsumerGroup, m: ConsumerMember) -> dict:
         return {"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                 "member_epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
-                "subscribed_topic_names": list(m.subscribed_names), "subscribed_topic_regex": m.subscribed_regex,
+                "subscribed_topic_names": list(m.subscribed_names),
+                # Kafka describes a member without a regex with an empty one
+                "subscribed_topic_regex": m.subscribed_regex or "",
                 "assignment": self._described(m.assigned),
                 "target_assignment": self._described(cg.target.get(m.member_id, ())),
                 "member_type": 0 if m.classic is not None else 1}  # KIP-1099: 0 classic, 1 consumer
