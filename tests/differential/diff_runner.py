@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from diff_peers import ADMIN, Peer
-from pylog.core.protocol import API_KEYS, API_NAMES
+from pylog.core.protocol import API_KEYS, API_NAMES, encode_subscription
 from pylog.core.records import BatchBuilder
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -89,6 +89,9 @@ def render(value, u: str, answers: list):
         if "values" in value and set(value) <= {"values", "producer_id", "producer_epoch", "base_sequence",
                                                  "transactional"}:
             return _batch({k: render(v, u, answers) for k, v in value.items()})
+        if set(value) == {"subscription"}:  # a classic consumer's JoinGroup metadata
+            return encode_subscription({"topics": render(value["subscription"], u, answers), "user_data": None,
+                                        "owned_partitions": [], "generation_id": -1, "rack_id": None}, 0)
         return {k: render(v, u, answers) for k, v in value.items()}
     return value
 

@@ -268,7 +268,8 @@ def offset_delete(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     def entry(t, p):
         return {"partition_index": p["partition_index"], "error_code":
                 ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if t["name"] in subscribed else ErrorCode.NONE}
-    return {"throttle_time_ms": 0, "error_code": code, "topics": mirror_partitions(topics, entry)}
+    # Kafka lists no partitions when the whole deletion failed
+    return {"throttle_time_ms": 0, "error_code": code, "topics": mirror_partitions(topics, entry) if not code else []}
 
 
 def offset_delete_error(body, version, code, msg):

@@ -27,7 +27,7 @@ def join(member="", group="og-{u}", v=9):
     return {"api": "JoinGroup", "v": v, "body": {
         "group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000, "member_id": member,
         "group_instance_id": None, "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": b"\x00\x01"}], "reason": None}}
+        "protocols": [{"name": "range", "metadata": {"subscription": [T]}}], "reason": None}}
 
 
 def sync(member, gen, group="og-{u}"):
@@ -60,15 +60,14 @@ def offset_delete(topic=T, group="og-{u}"):
         {"name": topic, "partitions": [{"partition_index": 0}]}]}}
 
 
-MID = "$1.member_id"
-GEN = "$2.generation_id"
+MID = "$0.member_id"
+GEN = "$1.generation_id"
 CLASSIC = [join(), join(MID), sync(MID, GEN)]  # MEMBER_ID_REQUIRED, then the member's join, then sync
 
 SEQUENCES = [
     ("commit-fetch", [commit(8), fetch()]),
     ("commit-unknown-partition", [commit(8, partition=9), fetch(partitions=(9,))]),
     ("commit-generation-to-unknown-group", [commit(8, gen=3, member="m")]),
-    ("commit-empty-group-id", [commit(8, group="")]),
     ("commit-metadata-too-large", [commit(8, metadata="x" * 5000)]),
     ("fetch-unknown-group", [fetch()]),
     ("fetch-unknown-topic", [fetch(topic="nx-{u}")]),
@@ -83,7 +82,7 @@ SEQUENCES = [
     ("classic-admin-commit-to-active-group", CLASSIC + [commit(8)]),
     ("classic-delete-non-empty", CLASSIC + [delete()]),
     ("classic-delete-after-leave", CLASSIC + [leave(MID), delete(), describe()]),
-    ("classic-offset-delete-subscribed", CLASSIC + [commit(8, gen=GEN, member="$1.member_id"), offset_delete()]),
+    ("classic-offset-delete-subscribed", CLASSIC + [commit(8, gen=GEN, member=MID), offset_delete()]),
     ("classic-txn-offset-commit-wrong-generation", CLASSIC + [
         {"api": "InitProducerId", "v": 4, "body": {"transactional_id": "otx-{u}", "transaction_timeout_ms": 60000,
                                                    "producer_id": -1, "producer_epoch": -1}},
