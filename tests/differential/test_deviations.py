@@ -5,6 +5,8 @@ from __future__ import annotations
 
 
 
+import time
+
 import pytest
 
 from support import broker_fixtures, kafka_peer  # noqa: F401 - tier marks: both brokers run here
@@ -30,6 +32,17 @@ def topic_id(peer, name: str):
 
 
 def heartbeat(c, group, member, epoch=0, topics=None, regex=None, owned=(), instance=None):
+    """One ConsumerGroupHeartbeat (retried while the coordinator is still loading)."""
+    deadline = time.monotonic() + 30
+    while True:
+        r = _heartbeat(c, group, member, epoch, topics, regex, owned, instance)
+        if r["error_code"] not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE) \
+                or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
+
+
+def _heartbeat(c, group, member, epoch, topics, regex, owned, instance):
     return c.call(68, 1, {"group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": instance,
                           "rack_id": None, "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
                           "subscribed_topic_names": topics, "subscribed_topic_regex": regex,
@@ -212,3 +225,71 @@ def test_transactional_batch_without_transactional_id_is_refused(peers, broker):
         {"name": "d6-t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
     assert lo["topics"][0]["partitions"][0]["offset"] == 0  # nothing stored, the LSO is not stuck
 
+
+
+# ---- 10: a KIP-848 regex matches internal topics too ------------------------------------------
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_kip848_regex_matches_internal_topics(peers, broker):
+    peer = peers[broker]
+    admin = peer.client(ADMIN)
+    offsets_id = topic_id(peer, "__consumer_offsets")
+    r = heartbeat(admin, "d10-g", "d10-m", regex=".*(?:__consumer_offsets).*")
+    assert r["error_code"] == E.NONE, r
+    epoch, last = r["member_epoch"], r["assignment"] and r["assignment"]["topic_partitions"]
+
+    def assigned():
+        nonlocal epoch, last
+        a = heartbeat(admin, "d10-g", "d10-m", epoch=epoch, owned=None)
+        assert a["error_code"] == E.NONE, a
+        epoch = a["member_epoch"]
+        if a["assignment"] is not None:
+            last = a["assignment"]["topic_partitions"]
+        return last
+    tps = wait_until(assigned, 60, "the regex resolved to __consumer_offsets", step=0.5)
+    assert [t["topic_id"] for t in tps] == [offsets_id]
+    heartbeat(admin, "d10-g", "d10-m", epoch=-1)
+
+
+# ---- 11: offsets of topics that do not exist are not stored -----------------------------------
+
+@pytest.mark.parametrize("broker", BROKERS)
+@pytest.mark.parametrize("version", [2, 8])
+def test_offset_commit_unknown_topic(peers, broker, version):
+    peer = peers[broker]
+    create_topics(peer, {"d11-t": 1})
+    admin = peer.client(ADMIN)
+    r = admin.call(8, version, {"group_id": f"d11-g{version}", "generation_id_or_member_epoch": -1, "member_id": "",
+                                "group_instance_id": None, "retention_time_ms": -1, "topics": [
+                                    {"name": n, "partitions": [{"partition_index": p, "committed_offset": 3,
+                                                                "committed_leader_epoch": -1, "committed_metadata": "",
+                                                                "commit_timestamp": -1}]}
+                                    for n, p in (("d11-missing", 0), ("d11-t", 4), ("d11-t", 0))]})
+    codes = [(t["name"], p["partition_index"], p["error_code"]) for t in r["topics"] for p in t["partitions"]]
+    assert codes == [("d11-missing", 0, E.UNKNOWN_TOPIC_OR_PARTITION), ("d11-t", 4, E.UNKNOWN_TOPIC_OR_PARTITION),
+                     ("d11-t", 0, E.NONE)]
+    f = admin.call(9, 8, {"groups": [{"group_id": f"d11-g{version}", "topics": None}], "require_stable": False})
+    assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in f["groups"][0]["topics"]] == [
+        ("d11-t", [0])]
+
+
+# ---- 12: EndTxn abort of an empty transaction; a static member rejoining while active ----------
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_end_txn_abort_with_nothing_added(peers, broker):
+    admin = peers[broker].client(ADMIN)
+    r = init_pid(admin, "d12-tx")
+    end = admin.call(26, 3, {"transactional_id": "d12-tx", "producer_id": r["producer_id"],
+                             "producer_epoch": r["producer_epoch"], "committed": False})
+    assert end["error_code"] == E.INVALID_TXN_STATE, end
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_static_member_rejoining_while_active(peers, broker):
+    peer = peers[broker]
+    create_topics(peer, {"d12-t": 1})
+    admin = peer.client(ADMIN)
+    assert heartbeat(admin, "d12-g", "d12-m", topics=["d12-t"], instance="i")["error_code"] == E.NONE
+    for member in ("d12-m", "d12-other"):
+        r = heartbeat(admin, "d12-g", member, topics=["d12-t"], instance="i")
+        assert r["error_code"] == E.UNRELEASED_INSTANCE_ID, r
