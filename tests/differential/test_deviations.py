@@ -3,8 +3,6 @@ requests against Apache Kafka and pylog (parametrized over both brokers): the as
 Kafka's behaviour, so they hold on Kafka and must hold on pylog."""
 from __future__ import annotations
 
-
-
 import time
 
 import pytest
