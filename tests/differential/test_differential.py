@@ -13,7 +13,13 @@ from diff_runner import compare, load_scenarios, run
 SCENARIOS = load_scenarios()
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
+def _param(s: dict):
+    """A scenario with a difference found and not yet fixed is an expected failure, named."""
+    marks = [pytest.mark.xfail(reason=s["known"], strict=True)] if s.get("known") else []
+    return pytest.param(s, id=s["name"], marks=marks)
+
+
+@pytest.mark.parametrize("scenario", [_param(s) for s in SCENARIOS])
 def test_same_answers(peers, scenario):
     kafka = run(peers["kafka"], scenario)
     pylog = run(peers["pylog"], scenario)

@@ -132,10 +132,8 @@ def leave_group(broker: Broker, ctx: RequestContext, body: dict) -> dict:
 
 
 def leave_group_error(body, version, code, msg):
-    """Every leaving member with `code`."""
-    return {"throttle_time_ms": 0, "error_code": code,
-            "members": [{"member_id": mid, "group_instance_id": inst, "error_code": code}
-                        for mid, inst in _leaving(body, version)]}
+    """The whole request failed with `code` (Kafka lists no members then)."""
+    return {"throttle_time_ms": 0, "error_code": code, "members": []}
 
 
 # ---- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------

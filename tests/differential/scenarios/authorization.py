@@ -135,8 +135,13 @@ REQUESTS = [
 
 PRINCIPALS = ["nobody", *ACL_PRINCIPALS]
 
+# listings show every group of the run: their states depend on other scenarios' timing
+IGNORE = {"list-groups": ["group_state"],
+          # open: Kafka reported 0 bytes for `dt` in one run (README, Compatibility)
+          "describe-log-dirs": ["partition_size"]}
+
 SCENARIOS = [
     {"name": f"authz {label} as {who}",
-     "steps": [{"api": api, "v": v, "as": who, "body": body}]}
+     "steps": [{"api": api, "v": v, "as": who, "body": body, "ignore": IGNORE.get(label, [])}]}
     for label, api, v, body in REQUESTS for who in PRINCIPALS
 ]

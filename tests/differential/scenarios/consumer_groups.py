@@ -87,7 +87,7 @@ LIFECYCLES = [
 # Kafka 4.3 computes target assignments off the heartbeat path and bumps a new group's epoch
 # twice on the first join; pylog assigns within the heartbeat. Epochs and assignments are
 # compared by the tests that wait for them to settle (test_deviations), not step by step here.
-SETTLING = ["member_epoch", "group_epoch", "assignment_epoch", "assignment", "target_assignment"]
+SETTLING = ["member_epoch", "group_epoch", "assignment_epoch", "assignment", "target_assignment", "group_state"]
 
-SCENARIOS = [{"name": f"kip848 {label}", "topics": {TOPIC: 2}, "steps": steps, "ignore": SETTLING}
-             for label, steps in LIFECYCLES]
+SCENARIOS = [{"name": f"kip848 {label}", "topics": {TOPIC: 2}, "steps": steps, "ignore": SETTLING,
+              **({"known": rest[0]} if rest else {})} for label, steps, *rest in LIFECYCLES]
