@@ -88,6 +88,8 @@ def xdist_group(item, marks: set[str]) -> str:
         return "spark"
     if "kafka_cluster" in item.fixturenames:
         return "kafka_cluster"
+    if "peers" in item.fixturenames:  # the differential harness: one Kafka node and one pylog broker
+        return "differential"
     return item.path.stem
 
 
