@@ -20,7 +20,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m bench NAME [args...]")
         print("benchmarks: " + ", ".join(_available()))
         return 0 if argv else 2
-    name = argv[0]
+    name = argv[0].replace("-", "_")  # `spark-export` runs bench/spark_export.py
     if name not in _available():
         print(f"unknown benchmark {name!r}; available: {', '.join(_available())}", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "schemas": "pylog.commands.schemas:schemas",
     "spark-ingest": "pylog.commands.spark.cli:spark_ingest",
     "spark-compaction": "pylog.commands.spark.cli:spark_compaction",
+    "spark-export": "pylog.commands.spark.export_cli:spark_export",
 }
 
 _state = {"debug": False}

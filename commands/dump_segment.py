@@ -307,10 +307,34 @@ def _open_log(path: Path):
         return None
 
 
+def _require_segment(path: Path, entries, position_of=None) -> None:
+    """Kafka's tool refuses an index it cannot read against its segment: one DataError naming
+    the file and what is wrong (no .log beside it, offsets below the base offset or not
+    increasing, negative positions)."""
+    base = _base_offset(path)
+    log = path.with_name(path.name.split(".")[0] + ".log")
+    if not log.exists():
+        raise DataError(f"{path}: no log segment {log.name} beside it")
+    prev = None
+    for offset, position in entries:
+        if offset < base:
+            raise DataError(f"{path}: offset {offset} is below the base offset {base}")
+        if prev is not None and offset <= prev and not (offset == base and position in (0, None)):
+            raise DataError(f"{path}: offsets are not increasing ({offset} after {prev})")
+        if position is not None and position < 0:
+            raise DataError(f"{path}: negative position {position} for offset {offset}")
+        prev = offset
+
+
 def dump_index(path: Path, o: Options, w: Writer, problems: Problems) -> None:
     from pylog.storage.offset_index import OffsetIndex
 
     base = _base_offset(path)
+    probe = OffsetIndex(path, base, max(os.path.getsize(path), 8), writable=False)
+    try:
+        _require_segment(path, [probe.entry(i) for i in range(probe.entries)])
+    finally:
+        probe.close()
     index = OffsetIndex(path, base, max(os.path.getsize(path), 8), writable=False)
     fd = _open_log(path)
     try:
@@ -363,6 +387,11 @@ def dump_time_index(path: Path, o: Options, w: Writer, problems: Problems) -> No
 
     base = _base_offset(path)
     tindex = TimeIndex(path, base, max(os.path.getsize(path), 12), writable=False)
+    try:
+        _require_segment(path, [(off, None) for _, off in (tindex.entry(i) for i in range(tindex.entries))])
+    except DataError:
+        tindex.close()
+        raise
     ipath = path.with_name(path.name.split(".")[0] + ".index")
     oindex = OffsetIndex(ipath, base, max(os.path.getsize(ipath), 8), writable=False) if ipath.exists() else None
     fd = _open_log(path)

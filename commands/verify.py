@@ -119,6 +119,8 @@ def _verify_file(p: Path, max_message_size: int) -> PartitionReport:
             log = p.with_name(name.split(".")[0] + ".log")
             if log.exists():
                 return verify_partition(p.parent, max_message_size=max_message_size, only_log=log)
+            # an index whose segment is gone: the records it indexed are lost
+            rep.add("segment", p, f"no log segment {log.name} beside it")
             if name.endswith(".txnindex"):
                 from pylog.storage.txn_index import TransactionIndex
 

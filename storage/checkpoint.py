@@ -106,6 +106,8 @@ def parse_versioned_lines(path: str | os.PathLike, text: str, fields: int, expec
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if not text:
+        return []  # Kafka reads an empty checkpoint file (it leaves one behind) as no entries
     if not lines:
         raise DataError(f"{path}: empty checkpoint file (expected a version line)")
 

@@ -27,7 +27,9 @@ CLEAN, REPAIRABLE, DAMAGED = "clean", "repairable", "damaged"
 _VERDICT_RANK = {CLEAN: 0, REPAIRABLE: 1, DAMAGED: 2}
 # problem kinds about derived files: offset/time/transaction indexes, producer snapshots,
 # the leader-epoch checkpoint (a problem found in a .log itself is never derived)
-DERIVED_KINDS = frozenset({"index", "time-index", "txn-index", "snapshot", "leader-epoch"})
+DERIVED_KINDS = frozenset({"index", "time-index", "txn-index", "snapshot", "leader-epoch",
+                           # metadata and offset checkpoints hold no records: never "records lost"
+                           "metadata", "checkpoint"})
 
 
 def worst_verdict(verdicts) -> str:
@@ -337,6 +339,8 @@ def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: d
     newest = max(by_last) if by_last else -1
     prev = None
     for ts, off in read_index(tpath, base, 12):
+        if live and ts == 0 and off == base:
+            continue  # a slot of the active segment's preallocated index, not yet written
         if prev is not None and (ts <= prev[0] or off < prev[1]):
             rep.add("time-index", tpath, f"entry (timestamp {ts}, offset {off}) out of order after "
                     f"(timestamp {prev[0]}, offset {prev[1]})", offset=off)

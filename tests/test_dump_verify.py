@@ -368,8 +368,10 @@ PLANTS = [
 
 
 # problems only in files the broker derives from the log: REPAIRABLE, not DAMAGED
+# metadata and checkpoint files hold no records: a problem there is never "records lost"
 DERIVED_PLANTS = {plant_index, plant_missing_index, plant_time_index, plant_snapshot_corrupt,
-                  plant_snapshot_disagrees, plant_leader_epoch}
+                  plant_snapshot_disagrees, plant_leader_epoch, plant_partition_metadata, plant_meta_properties,
+                  plant_checkpoint}
 
 
 @pytest.mark.parametrize("plant, kind", PLANTS, ids=[p.__name__[6:] for p, _ in PLANTS])

@@ -42,6 +42,7 @@ MODULE_MARKS = {
     "support.broker_fixtures": "broker_process", "support.member_procs": "broker_process",
     "support.group_members": "broker_process", "support.cgroup_members": "broker_process",
     "support.client_fixtures": "broker_process", "support.txn_clients": "broker_process",
+    "support.export_support": "broker_process",
 }
 
 TOOLS = {"jvm": ("java", "javac"), "kcat": ("kcat",), "node": ("node",)}
@@ -87,6 +88,8 @@ def xdist_group(item, marks: set[str]) -> str:
         return "spark"
     if "kafka_cluster" in item.fixturenames:
         return "kafka_cluster"
+    if "peers" in item.fixturenames:  # the differential harness: one Kafka node and one pylog broker
+        return "differential"
     return item.path.stem
 
 

@@ -110,7 +110,23 @@ def create_topics(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             continue
         res.update(topic_id=info.topic_id, num_partitions=info.num_partitions, replication_factor=1,
                    configs=_created_configs(broker, info.overrides))
+    _hide_undescribable_configs(broker, ctx, out)
     return mutation_answer(ctx, quota, {"throttle_time_ms": 0, "topics": out})
+
+
+def _hide_undescribable_configs(broker: Broker, ctx: RequestContext, out: list) -> None:
+    """Kafka shows a created topic's partitions, replication and configs only to a principal
+    that may DESCRIBE_CONFIGS it; the others get TOPIC_AUTHORIZATION_FAILED as its config code."""
+    if broker.authorizer is None:
+        return
+    from pylog.commands.broker.security.authorizer import topic_filter
+    from pylog.core.security.acl import AclOperation
+
+    may = topic_filter(broker.authorizer, ctx, AclOperation.DESCRIBE_CONFIGS)
+    for res in out:
+        if res["error_code"] == ErrorCode.NONE and not may(res["name"]):
+            res.update(num_partitions=-1, replication_factor=-1, configs=None,
+                       topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def create_topics_error(body, version, code, msg):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pylog.commands.broker.groups.consumer.coordinator import describe_error, heartbeat_error
 from pylog.commands.broker.api.context import RequestContext
+from pylog.commands.broker.security.authorizer import topic_filter
 
 if TYPE_CHECKING:
     from pylog.commands.broker.node.broker import Broker
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Join, heartbeat, reconcile or leave a consumer group."""
     host = "/" + ctx.conn.peer.rsplit(":", 1)[0] if ctx.conn is not None else ""
-    return broker.group_coordinator.consumer_heartbeat(body, ctx.api_version, ctx.client_id or "", host)
+    may_describe = None if broker.authorizer is None else topic_filter(broker.authorizer, ctx)
+    return broker.group_coordinator.consumer_heartbeat(body, ctx.api_version, ctx.client_id or "", host,
+                                                       may_describe)
 
 
 def consumer_group_heartbeat_error(body, version, code, msg):

@@ -132,24 +132,57 @@ def leave_group(broker: Broker, ctx: RequestContext, body: dict) -> dict:
 
 
 def leave_group_error(body, version, code, msg):
-    """Every leaving member with `code`."""
-    return {"throttle_time_ms": 0, "error_code": code,
-            "members": [{"member_id": mid, "group_instance_id": inst, "error_code": code}
-                        for mid, inst in _leaving(body, version)]}
+    """The whole request failed with `code` (Kafka lists no members then)."""
+    return {"throttle_time_ms": 0, "error_code": code, "members": []}
 
 
 # ---- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------
 
+def known_partitions(broker: Broker, topics: list) -> set:
+    """The (topic, partition)s of an offset commit that exist: Kafka answers the others
+    UNKNOWN_TOPIC_OR_PARTITION and stores nothing for them."""
+    logs = broker.logs
+    return {(t["name"], p["partition_index"]) for t in topics for p in t["partitions"]
+            if logs.get_log(t["name"], p["partition_index"]) is not None}
+
+
+def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> int:
+    """Kafka's version rules for a member's commit: from v9 an unknown group is GROUP_ID_NOT_FOUND
+    (older versions keep ILLEGAL_GENERATION); a KIP-848 member must commit with v9 or above."""
+    gen = body["generation_id_or_member_epoch"]
+    if gen < 0:
+        return ErrorCode.NONE
+    g = broker.group_coordinator.groups.get(body["group_id"])
+    if g is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else ErrorCode.NONE
+    cg = getattr(g, "consumer", None)
+    if cg is not None and ctx.api_version < 9:
+        m = cg.members.get(body["member_id"] or "")
+        if m is not None and m.classic is None:
+            return ErrorCode.UNSUPPORTED_VERSION
+    return ErrorCode.NONE
+
+
 def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Commit offsets for a member of the group's generation, or for an admin (generation -1)."""
     topics = body["topics"]
+    known = known_partitions(broker, topics)
     offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
-                p["committed_metadata"]) for t in topics for p in t["partitions"]]
-    codes = iter(broker.group_coordinator.commit_offsets(
-        body["group_id"], body["generation_id_or_member_epoch"], body["member_id"], body["group_instance_id"],
-        offsets))
+                p["committed_metadata"]) for t in topics for p in t["partitions"]
+               if (t["name"], p["partition_index"]) in known]
+    by_tp = {}
+    refused = _member_commit_refused(broker, ctx, body)
+    if refused:
+        offsets, by_tp = [], {(t["name"], p["partition_index"]): refused for t in topics for p in t["partitions"]
+                              if (t["name"], p["partition_index"]) in known}
+    if offsets:
+        codes = broker.group_coordinator.commit_offsets(
+            body["group_id"], body["generation_id_or_member_epoch"], body["member_id"], body["group_instance_id"],
+            offsets)
+        by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
     return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": next(codes)})}
+        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": by_tp.get(
+            (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
 
 
 def offset_commit_error(body, version, code, msg):
@@ -213,6 +246,8 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
 def offset_fetch_error(body, version, code, msg):
     """Every requested partition (of every group) with `code`."""
     def topics(ts):
+        if version >= 2:  # Kafka's error answer lists no partitions from v2 on
+            return []
         return [{"name": t["name"], "partitions": [
             {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
              "error_code": code} for p in t["partition_indexes"]]} for t in ts or ()]
@@ -230,7 +265,8 @@ def offset_delete(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     def entry(t, p):
         return {"partition_index": p["partition_index"], "error_code":
                 ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if t["name"] in subscribed else ErrorCode.NONE}
-    return {"throttle_time_ms": 0, "error_code": code, "topics": mirror_partitions(topics, entry)}
+    # Kafka lists no partitions when the whole deletion failed
+    return {"throttle_time_ms": 0, "error_code": code, "topics": mirror_partitions(topics, entry) if not code else []}
 
 
 def offset_delete_error(body, version, code, msg):

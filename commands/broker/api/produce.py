@@ -92,8 +92,27 @@ def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, v
     return code, None
 
 
+def has_transactional_records(body: dict) -> bool:
+    """Any batch of the request has the transactional flag (one header read per partition)."""
+    for t in body.get("topic_data") or ():
+        for p in t.get("partition_data") or ():
+            records = p.get("records")
+            if records is not None and len(records) >= HEADER_SIZE and records[MAGIC_OFFSET] == 2:
+                (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
+                if attrs & TRANSACTIONAL_MASK:
+                    return True
+    return False
+
+
 def produce(broker: Broker, ctx: RequestContext, body: dict):
     """Append each partition's batch as leader; None for acks=0 (no response)."""
+    if body.get("transactional_id") is None and has_transactional_records(body):
+        # Kafka: a transactional batch needs a transactional id the producer may write
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if body.get("acks", 1) == 0:
+            ctx.conn.close("transactional records without a transactional id")
+            return None
+        return produce_error(body, ctx.api_version, code, None)
     v = ctx.api_version
     acks = body["acks"]
     logs = broker.logs

@@ -13,6 +13,10 @@ import time
 from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.context import RequestContext, mirror_partitions
+from pylog.commands.broker.api.groups import known_partitions
+from pylog.commands.broker.api.meta import INTERNAL_TOPICS
+from pylog.commands.broker.security.authorizer import topic_filter
+from pylog.core.security.acl import AclOperation as Op
 from pylog.commands.broker.groups.offsets_topic import TOPIC as OFFSETS_TOPIC
 from pylog.core.errors import ErrorCode
 
@@ -42,10 +46,15 @@ def add_partitions_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> di
     """Add partitions to the producer's transaction (v0-3: one transaction per request)."""
     topics = body["v3_and_below_topics"]
     wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
-    unknown = {tp for tp in wanted if broker.logs.get_log(*tp) is None}
-    if unknown:
-        # Kafka: nothing is added; the unknown partitions say why, the others OPERATION_NOT_ATTEMPTED
+    # Kafka: WRITE on each topic, and never an internal topic (with or without an authorizer)
+    may_write = topic_filter(broker.authorizer, ctx, Op.WRITE)
+    refused = {tp for tp in wanted if tp[0] in INTERNAL_TOPICS or not may_write(tp[0])}
+    unknown = {tp for tp in wanted if tp not in refused and broker.logs.get_log(*tp) is None}
+    if unknown or refused:
+        # Kafka: nothing is added; the failed partitions say why, the others OPERATION_NOT_ATTEMPTED
         def entry(t, p):
+            if (t, p) in refused:
+                return ErrorCode.TOPIC_AUTHORIZATION_FAILED
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (t, p) in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
     else:
         code = broker.txn_coordinator.add_partitions(
@@ -98,18 +107,23 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
                                                        body["producer_epoch"], gid)
     if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH
+    known = known_partitions(broker, topics)
     offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
-                p["committed_metadata"]) for t in topics for p in t["partitions"]]
-    if code == ErrorCode.NONE:
+                p["committed_metadata"]) for t in topics for p in t["partitions"]
+               if (t["name"], p["partition_index"]) in known]
+    if not offsets:
+        codes = []
+    elif code == ErrorCode.NONE:
         codes = broker.group_coordinator.txn_commit_offsets(
             gid, body["producer_id"], body["producer_epoch"], body["generation_id"], body["member_id"],
             body["group_instance_id"], offsets)
     else:
         codes = [code] * len(offsets)
+    # partitions that do not exist: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis answers them
     by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
     return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        topics, lambda t, p: {"partition_index": p["partition_index"],
-                              "error_code": by_tp[(t["name"], p["partition_index"])]})}
+        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": by_tp.get(
+            (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
 
 
 def txn_offset_commit_error(body, version, code, msg):
@@ -144,7 +158,7 @@ def describe_transactions(broker: Broker, ctx: RequestContext, body: dict) -> di
         if m is None:
             out.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": tid,
                         "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
-                        "producer_id": -1, "producer_epoch": -1, "topics": []})
+                        "producer_id": 0, "producer_epoch": 0, "topics": []})
             continue
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(m.partitions):
@@ -160,7 +174,7 @@ def describe_transactions_error(body, version, code, msg):
     """Every id with `code`."""
     return {"throttle_time_ms": 0, "transaction_states": [
         {"error_code": code, "transactional_id": t, "transaction_state": "", "transaction_timeout_ms": 0,
-         "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1, "topics": []}
+         "transaction_start_time_ms": -1, "producer_id": 0, "producer_epoch": 0, "topics": []}
         for t in body["transactional_ids"]]}
 
 

@@ -209,9 +209,11 @@ class GroupCoordinator:
             return self.migration.leave(g, member_id, instance_id)
         return self.classic.leave(g, member_id, instance_id)
 
-    def consumer_heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
-        """ConsumerGroupHeartbeat (KIP-848): the response body."""
-        return self.consumer.heartbeat(req, version, client_id, client_host)
+    def consumer_heartbeat(self, req: dict, version: int, client_id: str, client_host: str,
+                           may_describe=None) -> dict:
+        """ConsumerGroupHeartbeat (KIP-848): the response body; `may_describe(topic)` filters a
+        regex subscription (the caller's DESCRIBE permission under an authorizer)."""
+        return self.consumer.heartbeat(req, version, client_id, client_host, may_describe)
 
     def describe_consumer_groups(self, group_ids: list) -> list:
         """ConsumerGroupDescribe: one answer per group id."""

@@ -151,14 +151,18 @@ def _fetch(az: Authorizer, ctx, api, body):
     new["topics"] = keep
     denied = [{"topic": t.get("topic"), "topic_id": t.get("topic_id"), "partitions": [
         {"partition_index": p.get("partition", 0), "error_code": TOPIC_DENIED, "high_watermark": -1,
-         "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+         "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": [],
          "preferred_read_replica": -1, "records": b""} for p in t.get("partitions") or []]} for t in drop]
     return new, {"responses": denied}
 
 
 def _produce_txn(az: Authorizer, ctx, api, body):
+    from pylog.commands.broker.api.produce import has_transactional_records
+
     tid = body.get("transactional_id")
-    if tid and not az.allowed(ctx, Op.WRITE, Res.TRANSACTIONAL_ID, tid):
+    if not has_transactional_records(body):
+        return None  # Kafka checks the transactional id only for transactional records
+    if tid is None or not az.allowed(ctx, Op.WRITE, Res.TRANSACTIONAL_ID, tid):
         return az.refuse(api, ctx, body, TXN_DENIED)
     return None
 
@@ -216,10 +220,20 @@ def _create_topics(az: Authorizer, ctx, api, body):
     return _split_topics(Op.CREATE, "topics", "name")(az, ctx, api, body)
 
 
+def _may_delete(az: Authorizer, ctx, name) -> bool:
+    """Kafka's DeleteTopics order: DESCRIBE, then existence (the handler answers a missing
+    topic UNKNOWN_TOPIC_OR_PARTITION), then DELETE."""
+    if name is not None and az.allowed(ctx, Op.DELETE, Res.CLUSTER, CLUSTER_NAME):
+        return True  # KRaft's controller: DELETE on the cluster covers every topic
+    if name is None or not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
+        return False
+    return name not in az.broker.logs.topics or az.allowed(ctx, Op.DELETE, Res.TOPIC, name)
+
+
 def _delete_topics(az: Authorizer, ctx, api, body):
     names = body.get("topic_names")
     if names:
-        keep = [n for n in names if az.allowed(ctx, Op.DELETE, Res.TOPIC, n)]
+        keep = [n for n in names if _may_delete(az, ctx, n)]
         drop = [n for n in names if n not in keep]
         if not drop:
             return None
@@ -227,7 +241,17 @@ def _delete_topics(az: Authorizer, ctx, api, body):
         new["topic_names"] = keep
         return new, api.error(dict(body, topic_names=drop), ctx.api_version, TOPIC_DENIED,
                               MESSAGES[TOPIC_DENIED])
-    return _split_topics(Op.DELETE, "topics", "name", by_id=True)(az, ctx, api, body)
+    keep, drop = [], []
+    for t in body.get("topics") or []:
+        name = t.get("name")
+        if not name and t.get("topic_id") is not None:
+            info = az.broker.topic_by_id(t["topic_id"])
+            name = info.name if info is not None else None
+        (keep if _may_delete(az, ctx, name) else drop).append(t)
+    if not drop:
+        return None
+    return dict(body, topics=keep), api.error(dict(body, topics=drop), ctx.api_version, TOPIC_DENIED,
+                                              MESSAGES[TOPIC_DENIED])
 
 
 def _configs(op: Op):
@@ -279,13 +303,27 @@ def _offset_fetch(az: Authorizer, ctx, api, body):
             return az.refuse(api, ctx, body, GROUP_DENIED)
         new, denied = body, {"groups": []}
 
+    def may(name):
+        return az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name or "")
+
+    def refused(requested):
+        # Kafka: a named topic the principal may not describe is answered TOPIC_AUTHORIZATION_FAILED
+        return [{"name": t["name"], "partitions": [
+            {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+             "error_code": TOPIC_DENIED} for p in t.get("partition_indexes") or ()]}
+            for t in requested or () if not may(t.get("name"))]
+
+    by_group = {g.get("group_id"): g.get("topics") for g in new.get("groups") or ()}
+
     def filt(result):
-        # committed offsets of topics the principal may not describe are left out
-        def topics(ts):
-            return [t for t in ts or [] if az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, t.get("name") or "")]
-        result["topics"] = topics(result.get("topics"))
+        # committed offsets of topics the principal may not describe are left out (all-topics
+        # requests) or refused (named ones)
+        def topics(ts, requested):
+            return [t for t in ts or [] if may(t.get("name"))] + refused(requested)
+        result["topics"] = topics(result.get("topics"), body.get("topics"))
         for g in result.get("groups") or []:
-            g["topics"] = topics(g.get("topics"))
+            if not g.get("error_code"):
+                g["topics"] = topics(g.get("topics"), by_group.get(g.get("group_id")))
         result["groups"] = list(result.get("groups") or []) + list(denied.get("groups") or [])
         return result
     return new, filt
@@ -351,8 +389,45 @@ def _txn(extra_group=False):
     return rule
 
 
+def _cluster_or(op: Op, rule):
+    """Everything allowed with `op` on the cluster, else `rule` (OffsetForLeaderEpoch: a replica's
+    CLUSTER_ACTION; WriteTxnMarkers: kafka-transactions' abort with ALTER, KIP-664)."""
+    def either(az: Authorizer, ctx, api, body):
+        if az.allowed(ctx, op, Res.CLUSTER, CLUSTER_NAME):
+            return None
+        return rule(az, ctx, api, body)
+    return either
+
+
 def _group_id(body):
     return body.get("group_id") or ""
+
+
+def _consumer_group_heartbeat(az: Authorizer, ctx, api, body):
+    """KIP-848: READ on the group, DESCRIBE on every subscribed topic (Kafka answers the whole
+    heartbeat TOPIC_AUTHORIZATION_FAILED when one is missing, with no message)."""
+    if not az.allowed(ctx, Op.READ, Res.GROUP, body.get("group_id") or ""):
+        return az.refuse(api, ctx, body, GROUP_DENIED)
+    names = body.get("subscribed_topic_names") or []
+    if any(not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, n) for n in set(names)):
+        return None, api.error(body, ctx.api_version, TOPIC_DENIED, None)
+    return None
+
+
+def _txn_offset_commit(az: Authorizer, ctx, api, body):
+    """WRITE on the transactional id, READ on the group (whole request), READ per topic."""
+    refused = _txn(extra_group=True)(az, ctx, api, body)
+    if refused is not None:
+        return refused
+    return _split_topics(Op.READ, "topics", "name")(az, ctx, api, body)
+
+
+def topic_filter(az: Authorizer | None, ctx, op: Op = Op.DESCRIBE):
+    """A predicate on topic names: may this request's principal do `op` on the topic
+    (always true without an authorizer)."""
+    if az is None:
+        return lambda name: True
+    return lambda name: az.allowed(ctx, op, Res.TOPIC, name)
 
 
 _RULES = {
@@ -373,11 +448,12 @@ _RULES = {
     20: _delete_topics,
     21: _split_topics(Op.DELETE, "topics", "name"),
     22: _init_producer_id,
-    23: _split_topics(Op.DESCRIBE, "topics", "topic"),
+    23: _cluster_or(Op.CLUSTER_ACTION, _split_topics(Op.DESCRIBE, "topics", "topic")),
     24: _txn(),
     25: _txn(extra_group=True),
     26: _txn(),
-    28: _txn(extra_group=True),
+    28: _txn_offset_commit,
+    27: _cluster_or(Op.ALTER, _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)),
     29: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
     30: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
     31: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
@@ -395,4 +471,6 @@ _RULES = {
     61: _split_topics(Op.READ, "topics", "name"),
     65: _group_list("transactional_ids", Op.DESCRIBE, Res.TRANSACTIONAL_ID, TXN_DENIED),
     66: _list_transactions,
+    68: _consumer_group_heartbeat,
+    69: _group_list("group_ids", Op.DESCRIBE),
 }

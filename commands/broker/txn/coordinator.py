@@ -28,7 +28,7 @@ import time
 
 from pylog.commands.broker.groups import offsets_topic as ot
 from pylog.commands.broker.groups.store import iter_log_batches
-from pylog.commands.broker.txn.state import MAX_EPOCH, NO_EPOCH, TOPIC, TxnMetadata
+from pylog.commands.broker.txn.state import MAX_EPOCH, NO_EPOCH, NO_PRODUCER_ID, TOPIC, TxnMetadata
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import txn_log as tl
 from pylog.core.protocol.txn_log import TxnState
@@ -39,6 +39,11 @@ log = logging.getLogger("pylog.broker.txn")
 
 COORDINATOR_EPOCH = 0  # one node: the __transaction_state leader epoch never changes
 TRANSACTION_VERSION = 1  # the finalized transaction.version this broker advertises
+
+
+def _exhausted(epoch: int) -> bool:
+    """Kafka never hands out Short.MAX_VALUE: it stays free to fence the last producer."""
+    return epoch >= MAX_EPOCH - 1
 
 
 def now_ms() -> int:
@@ -203,15 +208,11 @@ class TransactionCoordinator:
                 self.txns[tid] = m
                 self.by_producer[m.producer_id] = m
             return code, m.producer_id, m.producer_epoch
-        if pid >= 0:
-            if (pid, epoch) == (m.producer_id, m.producer_epoch) or epoch == NO_EPOCH and pid == m.producer_id:
-                pass  # KIP-360 recovery of the current producer: bump below
-            elif pid == m.previous_producer_id and epoch == m.last_producer_epoch or \
-                    (pid == m.producer_id and epoch == m.last_producer_epoch and m.state != TxnState.ONGOING):
-                # a retry of an InitProducerId that already bumped: answer the same
-                return ErrorCode.NONE, m.producer_id, m.producer_epoch
-            else:
-                return ErrorCode.PRODUCER_FENCED, -1, -1
+        expected = (pid, epoch) if pid >= 0 else None
+        if expected is not None and not (
+                m.producer_epoch == NO_EPOCH or pid == m.producer_id
+                or (pid == m.previous_producer_id and _exhausted(epoch))):
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             # Kafka answers CONCURRENT_TRANSACTIONS while markers are pending; the client retries
             code = self._complete(m, m.state == TxnState.PREPARE_COMMIT)
@@ -221,23 +222,43 @@ class TransactionCoordinator:
             # CONCURRENT_TRANSACTIONS; the client's retry bumps the epoch a second time.
             code = self._abort(m, fence=True)
             return (code if code != ErrorCode.NONE else ErrorCode.CONCURRENT_TRANSACTIONS), -1, -1
-        code = self._bump(m, timeout_ms)
-        return code, (m.producer_id if code == ErrorCode.NONE else -1), (
-            m.producer_epoch if code == ErrorCode.NONE else -1)
+        if _exhausted(m.producer_epoch) and (expected is None or epoch == m.producer_epoch):
+            code = self._rotate(m, timeout_ms, record_last=expected is not None)
+        else:
+            code = self._bump(m, timeout_ms, None if expected is None else epoch)
+        if code != ErrorCode.NONE:
+            return code, -1, -1
+        return code, m.producer_id, m.producer_epoch
 
-    def _bump(self, m: TxnMetadata, timeout_ms: int, new: bool = False) -> int:
-        """Epoch + 1 (a new producer id at epoch 0 when the epoch is exhausted), state Empty."""
-        pid, epoch, prev = m.producer_id, m.producer_epoch + 1, m.previous_producer_id
-        if epoch >= MAX_EPOCH:
-            prev, pid, epoch = m.producer_id, self.broker.producer_ids.next_id(), 0
-        elif not new:
-            prev = m.producer_id
-        last = m.producer_epoch
-        code = self._set(m, producer_id=pid, producer_epoch=epoch, previous_producer_id=prev if not new else pid,
-                         timeout_ms=timeout_ms, state=TxnState.EMPTY, partitions=set(), start_ms=-1)
+    def _bump(self, m: TxnMetadata, timeout_ms: int, expected_epoch: int | None = None, new: bool = False) -> int:
+        """Kafka's prepareIncrementProducerEpoch: epoch + 1, state Empty. A fresh init (no
+        expected epoch) forgets the last epoch, so a fenced producer's KIP-360 re-init with its
+        old epoch is PRODUCER_FENCED; a producer naming the current epoch bumps it and keeps the
+        old one as the last; one naming the last epoch is a retry answered the current one."""
+        if expected_epoch is None or new:
+            epoch, last = m.producer_epoch + 1, NO_EPOCH
+        elif m.producer_epoch == NO_EPOCH or expected_epoch == m.producer_epoch:
+            epoch, last = m.producer_epoch + 1, m.producer_epoch
+        elif expected_epoch == m.last_producer_epoch:
+            epoch, last = m.producer_epoch, m.last_producer_epoch
+        else:
+            return ErrorCode.PRODUCER_FENCED
+        # __transaction_state carries a previous producer id only across a producer id rotation
+        code = self._set(m, producer_epoch=epoch, previous_producer_id=NO_PRODUCER_ID, timeout_ms=timeout_ms,
+                         state=TxnState.EMPTY, partitions=set(), start_ms=-1)
         if code == ErrorCode.NONE:
             m.last_producer_epoch = last
-            self.by_producer.pop(prev, None)
+        return code
+
+    def _rotate(self, m: TxnMetadata, timeout_ms: int, record_last: bool) -> int:
+        """The epoch is exhausted: a new producer id at epoch 0 (Kafka's prepareProducerIdRotation)."""
+        old_pid, old_epoch = m.producer_id, m.producer_epoch
+        pid = self.broker.producer_ids.next_id()
+        code = self._set(m, producer_id=pid, producer_epoch=0, previous_producer_id=old_pid, timeout_ms=timeout_ms,
+                         state=TxnState.EMPTY, partitions=set(), start_ms=-1)
+        if code == ErrorCode.NONE:
+            m.last_producer_epoch = old_epoch if record_last else NO_EPOCH
+            self.by_producer.pop(old_pid, None)
             self.by_producer[pid] = m
         return code
 
@@ -307,8 +328,8 @@ class TransactionCoordinator:
             return ErrorCode.NONE
         if s == TxnState.PREPARE_COMMIT and commit or s == TxnState.PREPARE_ABORT and not commit:
             return self._complete(m, commit)
-        if s == TxnState.EMPTY and not commit:
-            return ErrorCode.NONE  # nothing was added: nothing to abort
+        # transaction.version 1: nothing was added (Empty), or the other outcome of a completed
+        # transaction, is not a transaction to end (Kafka's INVALID_TXN_STATE)
         return ErrorCode.INVALID_TXN_STATE
 
     # ================================================================ completion
@@ -316,9 +337,12 @@ class TransactionCoordinator:
         """Abort the open transaction; fence=True bumps the epoch first (timeouts, a new producer),
         so the producer that opened it can no longer write."""
         if fence and m.producer_epoch + 1 < MAX_EPOCH:
+            last = m.producer_epoch
             code = self._set(m, producer_epoch=m.producer_epoch + 1, state=TxnState.PREPARE_ABORT)
-            # Kafka forgets the fenced epoch: the fenced producer's KIP-360 re-init is PRODUCER_FENCED
-            m.last_producer_epoch = NO_EPOCH
+            # as Kafka: the fenced epoch is the last one, so the producer that held it recovers
+            # with KIP-360 (its retry gets the fenced epoch); a fresh init forgets it (_bump)
+            if code == ErrorCode.NONE:
+                m.last_producer_epoch = last
         else:
             code = self._set(m, state=TxnState.PREPARE_ABORT)
         return code if code != ErrorCode.NONE else self._complete(m, False)

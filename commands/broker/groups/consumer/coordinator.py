@@ -43,9 +43,6 @@ from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
 
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
-
 class ProtocolChanges(Protocol):
     """Where a group changes protocol (groups/migration.py): a KIP-848 member joining a classic
     group upgrades it; the last KIP-848 member leaving may turn it classic again."""
@@ -94,7 +91,9 @@ class ConsumerGroupCoordinator:
             pat = self._regexes.get(m.subscribed_regex)
             if pat is None:
                 pat = self._regexes[m.subscribed_regex] = regex(m.subscribed_regex)
-            names.update(n for n in topics if n not in INTERNAL_TOPICS and pat.fullmatch(n))
+            # Kafka matches every topic name (internal ones too), then keeps what the member may describe
+            allowed = m.may_describe
+            names.update(n for n in topics if pat.fullmatch(n) and (allowed is None or allowed(n)))
         return names
 
     def subscription_metadata(self, cg: ConsumerGroup) -> dict:
@@ -155,12 +154,16 @@ class ConsumerGroupCoordinator:
             self.migration.maybe_downgrade(g, records)
 
     # ================================================================ ConsumerGroupHeartbeat
-    def heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
-        """Answer one ConsumerGroupHeartbeat request (the response body)."""
+    def heartbeat(self, req: dict, version: int, client_id: str, client_host: str, may_describe=None) -> dict:
+        """Answer one ConsumerGroupHeartbeat request (the response body). `may_describe(topic)`:
+        the caller's DESCRIBE permission (an authorizer), which a regex subscription is filtered by."""
+        self._caller_may_describe = may_describe
         try:
             return self._heartbeat(req, version, client_id, client_host)
         except HeartbeatError as e:
             return heartbeat_error(e.code, e.message)
+        finally:
+            self._caller_may_describe = None
 
     def _group(self, gid: str, create: bool, records: list) -> Group:
         g = self.groups.get(gid)
@@ -230,10 +233,8 @@ class ConsumerGroupCoordinator:
                 if sm is None:
                     is_new = True
                     m = cg.members.get(mid) or ConsumerMember(mid)
-                elif sm.member_id == mid:
-                    m = sm
-                    m.assigned, m.pending_revocation, m.state, m.epoch, m.previous_epoch = set(), set(), 0, 0, 0
                 elif sm.epoch != LEAVE_STATIC_EPOCH:
+                    # Kafka: an instance id held by an active member (even under this member id)
                     raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                          f"Static member {mid} with instance id {inst} cannot join the group "
                                          f"because the instance id is owned by {sm.member_id} member.")
@@ -266,6 +267,7 @@ class ConsumerGroupCoordinator:
         if req["subscribed_topic_regex"] is not None:
             m.subscribed_regex = req["subscribed_topic_regex"] or None
         m.client_id, m.client_host = client_id, client_host
+        m.may_describe = getattr(self, "_caller_may_describe", None)
         cg.members[mid] = m
         if is_new or cgs.member_description(m) != before_desc:
             records.append(cgs.member_record(gid, m))
@@ -435,7 +437,9 @@ class ConsumerGroupCoordinator:
     def _described_member(self, cg: ConsumerGroup, m: ConsumerMember) -> dict:
         return {"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                 "member_epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
-                "subscribed_topic_names": list(m.subscribed_names), "subscribed_topic_regex": m.subscribed_regex,
+                "subscribed_topic_names": list(m.subscribed_names),
+                # Kafka describes a member without a regex with an empty one
+                "subscribed_topic_regex": m.subscribed_regex or "",
                 "assignment": self._described(m.assigned),
                 "target_assignment": self._described(cg.target.get(m.member_id, ())),
                 "member_type": 0 if m.classic is not None else 1}  # KIP-1099: 0 classic, 1 consumer

@@ -50,6 +50,9 @@ class ConsumerMember:
     rebalance_deadline: float = 0.0  # set while UNREVOKED_PARTITIONS
     # a member speaking the classic protocol (a migrating group): {"session_timeout_ms", "protocols"}
     classic: dict | None = None
+    # in memory only: may the principal of the member's last heartbeat DESCRIBE a topic (a regex
+    # subscription resolves to those topics only, as Kafka's authorizer-filtered resolution)
+    may_describe: object = field(default=None, compare=False, repr=False)
 
     def subscription(self) -> tuple:
         """What a change of bumps the group epoch."""

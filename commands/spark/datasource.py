@@ -1,0 +1,198 @@
+"""`spark.read.format("pylog").load(DIR)`: Kafka log dirs as a Spark DataFrame (Spark 4's Python data source).
+
+    from pylog.commands.spark.datasource import register
+    register(spark)
+    df = (spark.read.format("pylog")
+          .option("topics", "orders,payments")          # default: every topic of the dir
+          .option("partitions", "0,1")                    # default: every partition
+          .option("startingOffsets", '{"orders": {"0": 100}}')  # or one number for all
+          .option("endingOffsets", 5000)                  # exclusive; a number or JSON as above
+          .option("startingTimestamp", 1700000000000)     # the first offset with timestamp >= (ListOffsets)
+          .option("endingTimestamp", 1700003600000)
+          .option("isolation", "read_committed")          # the default; or read_uncommitted
+          .load("/var/lib/kafka/data"))
+
+The columns are Spark's Kafka source's plus `leaderEpoch` (log_rows.py).
+Filters on topic, partition and offset are pushed down and applied exactly at
+planning (no segment outside them is opened); `timestamp >= T` moves the start
+to the first offset at or after T through the time index (Spark still applies
+the filter to later records whose timestamps run backwards). Pushdown needs
+`spark.sql.python.filterPushdown.enabled`, which `register` switches on. One
+read task per segment; the DIR must be at the same path on every executor.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
+
+from pylog.core.errors import UsageError
+
+NAME = "pylog"
+
+
+def _ints(text) -> tuple | None:
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        return tuple(int(x) for x in str(text).split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"partitions: expected numbers separated by commas, got {text!r}") from None
+
+
+def _int_option(options, name: str) -> int | None:
+    v = options.get(name)
+    if v is None or str(v).strip() == "":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise UsageError(f"option {name}: expected a number, got {v!r}") from None
+
+
+def parse_starting_offsets(text, name: str = "startingOffsets") -> tuple[int | None, dict]:
+    """A number (every partition) or Spark's Kafka JSON {"topic": {"0": offset}}."""
+    if text is None or str(text).strip() in ("", "earliest", "latest"):
+        return None, {}
+    text = str(text).strip()
+    if text.lstrip("-").isdigit():
+        return int(text), {}
+    try:
+        doc = json.loads(text)
+        return None, {(t, int(p)): int(o) for t, parts in doc.items() for p, o in parts.items()}
+    except (ValueError, AttributeError, TypeError):
+        raise UsageError(f"{name}: expected a number or JSON such as {{\"topic\": {{\"0\": 42}}}}, "
+                         f"got {text!r}") from None
+
+
+def read_options(options) -> "object":
+    """log_plan.ReadOptions from the data source's options (case-insensitive keys)."""
+    from pylog.commands.spark.log_plan import ReadOptions
+
+    o = {str(k).lower(): v for k, v in options.items()}
+    topics = tuple(t.strip() for t in (o.get("topics") or o.get("topic") or "").split(",") if t.strip())
+    start, per_partition = parse_starting_offsets(o.get("startingoffsets", o.get("startingoffset")))
+    end, end_per_partition = parse_starting_offsets(o.get("endingoffsets", o.get("endingoffset")), "endingOffsets")
+    ro = ReadOptions(topics=topics, partitions=_ints(o.get("partitions")), from_offsets=per_partition,
+                     from_offset=start, until_offset=end, until_offsets=end_per_partition,
+                     from_time=_int_option(o, "startingtimestamp"), until_time=_int_option(o, "endingtimestamp"),
+                     isolation=str(o.get("isolation", o.get("kafka.isolation.level", "read_committed"))).lower())
+    ro.check()
+    return ro
+
+
+def _ms(value) -> int | None:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, (int, float)):
+        return int(value)
+    return None
+
+
+class SegmentPartition(InputPartition):
+    def __init__(self, task):
+        super().__init__(task)
+        self.task = task
+
+
+class PylogReader(DataSourceReader):
+    def __init__(self, path: str, options):
+        self.path = path
+        self.opts = read_options(options)
+        self.topic_in: set | None = None
+        self.partition_in: set | None = None
+
+    def pushFilters(self, filters):
+        o = self.opts
+        for f in filters:
+            col = f.attribute[0] if len(getattr(f, "attribute", ())) == 1 else None
+            if not hasattr(f, "value"):
+                yield f
+                continue
+            if col == "topic" and isinstance(f, (EqualTo, In)):
+                vals = {f.value} if isinstance(f, EqualTo) else set(f.value)
+                self.topic_in = vals if self.topic_in is None else self.topic_in & vals
+            elif col == "partition" and isinstance(f, (EqualTo, In)) and all(
+                    isinstance(v, int) for v in ([f.value] if isinstance(f, EqualTo) else f.value)):
+                vals = {f.value} if isinstance(f, EqualTo) else set(f.value)
+                self.partition_in = vals if self.partition_in is None else self.partition_in & vals
+            elif col == "offset" and isinstance(f.value, int) and isinstance(
+                    f, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)):
+                lo = {EqualTo: f.value, GreaterThan: f.value + 1, GreaterThanOrEqual: f.value}.get(type(f))
+                hi = {EqualTo: f.value + 1, LessThan: f.value, LessThanOrEqual: f.value + 1}.get(type(f))
+                if lo is not None:
+                    o.from_offset = max(o.from_offset or 0, lo)
+                    o.from_offsets = {k: max(v, lo) for k, v in o.from_offsets.items()}
+                if hi is not None:
+                    o.until_offset = hi if o.until_offset is None else min(o.until_offset, hi)
+            elif col == "timestamp" and isinstance(f, (GreaterThan, GreaterThanOrEqual)) and _ms(f.value) is not None:
+                ms = _ms(f.value) + (1 if isinstance(f, GreaterThan) else 0)
+                o.from_time = ms if o.from_time is None else max(o.from_time, ms)
+                yield f  # records after the start may still be older: Spark filters those
+            else:
+                yield f
+
+    def plans(self):
+        from pylog.commands.spark.log_plan import plan_log_dir
+
+        o = self.opts
+        if self.topic_in is not None:
+            o.topics = tuple(sorted(self.topic_in & set(o.topics))) if o.topics else tuple(sorted(self.topic_in))
+            if not o.topics:
+                return []
+        if self.partition_in is not None:
+            o.partitions = tuple(sorted(self.partition_in & set(o.partitions))) if o.partitions else \
+                tuple(sorted(self.partition_in))
+            if not o.partitions:
+                return []
+        return plan_log_dir(self.path, o)
+
+    def partitions(self):
+        tasks = [SegmentPartition(t) for p in self.plans() for t in p.tasks]
+        return tasks or [InputPartition(None)]
+
+    def read(self, partition):
+        from pylog.commands.spark.log_rows import read_task
+
+        task = getattr(partition, "task", None)
+        if task is None:
+            return iter(())
+        return read_task(task)
+
+
+class PylogDataSource(DataSource):
+    """Kafka log dirs (pylog's or Apache Kafka's) as a DataFrame: see the module's docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self):
+        from pylog.commands.spark.log_rows import SPARK_SCHEMA
+
+        return SPARK_SCHEMA
+
+    def reader(self, schema):
+        path = self.options.get("path")
+        if not path:
+            raise UsageError('spark.read.format("pylog") needs a log dir: .load(DIR)')
+        return PylogReader(path, self.options)
+
+
+def register(spark) -> None:
+    """Make `spark.read.format("pylog")` available in `spark` (and let it push filters down)."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(PylogDataSource)

@@ -1,0 +1,192 @@
+"""`pylog spark-export`: topics of a Kafka log dir into a Parquet, Delta or Iceberg table, exactly once.
+
+1. The table's own metadata says which offsets earlier runs exported
+   (export_tables.py); a run killed between commits is rolled forward first.
+2. The driver plans the log dir (log_plan.py): per partition, from the
+   exported offset (or --from) up to the last stable offset (READ_COMMITTED)
+   or the log end, or --until; those exact end offsets are what this run
+   commits, so a rerun starts where this one stopped whatever was appended.
+3. The rows come from the `pylog` data source (datasource.py) with those
+   start and end offsets per partition; values decoded as asked (bytes, UTF-8,
+   JSON); --compacted keeps the latest record per key and drops tombstones.
+4. Each task writes Parquet files (export_tables.file_writer); the driver
+   commits them with the end offsets in one table commit.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from pylog.core.errors import DataError, UsageError
+
+VALUE_FORMATS = ("bytes", "utf8", "json")
+
+
+@dataclass
+class ExportOptions:
+    topics: tuple
+    from_dir: str
+    fmt: str
+    output: str | None
+    catalog: dict = field(default_factory=dict)
+    table: str | None = None
+    isolation: str = "read_committed"
+    compacted: bool = False
+    from_offset: int | None = None
+    until_offset: int | None = None
+    from_time: int | None = None
+    until_time: int | None = None
+    partition_by: tuple = ()
+    value_format: str = "bytes"
+    key_format: str = "bytes"
+    value_schema: str | None = None
+
+
+def _columns(df, opts: ExportOptions, spark):
+    """The exported columns: values decoded, the `date` column when partitioning by it."""
+    from pyspark.sql import functions as F
+
+    if opts.compacted:
+        from pyspark.sql import Window
+
+        w = Window.partitionBy("topic", "partition", "key").orderBy(F.col("offset").desc())
+        df = (df.where(F.col("key").isNotNull()).withColumn("_n", F.row_number().over(w))
+              .where((F.col("_n") == 1) & F.col("value").isNotNull()).drop("_n"))
+    if opts.key_format == "utf8":
+        df = df.withColumn("key", F.col("key").cast("string"))
+    if opts.value_format == "utf8":
+        df = df.withColumn("value", F.col("value").cast("string"))
+    elif opts.value_format == "json":
+        schema = opts.value_schema
+        if not schema:
+            sample = df.where(F.col("value").isNotNull()).select(F.col("value").cast("string")).limit(1).collect()
+            if not sample:
+                schema = "map<string,string>"
+            else:
+                schema = spark.range(1).select(F.schema_of_json(F.lit(sample[0][0]))).collect()[0][0]
+        df = df.withColumn("value", F.from_json(F.col("value").cast("string"), schema))
+    if "date" in opts.partition_by:
+        df = df.withColumn("date", F.to_date("timestamp"))
+    for c in opts.partition_by:
+        if c not in df.columns:
+            raise UsageError(f"--partition-by {c}: no such column (columns: {', '.join(df.columns)}, date)")
+    return df
+
+
+def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> dict:
+    """Export once; the summary document."""
+    from pylog.commands.spark.datasource import register
+    from pylog.commands.spark.export_tables import FILES_SCHEMA, file_writer, offsets_to_json, open_table
+    from pylog.commands.spark.log_plan import ReadOptions, plan_log_dir
+
+    say = say or (lambda line: None)
+    t0 = time.monotonic()
+    table = open_table(opts.fmt, opts.output, opts.catalog, opts.table)
+    recovered = table.recover()
+    prior = table.prior_offsets()
+    if opts.compacted and table.exists():
+        raise UsageError(f"--compacted writes a snapshot of the latest values: {table.where()} already holds "
+                         f"a table, give a new --output")
+    ro = ReadOptions(topics=tuple(opts.topics), from_offsets={}, from_offset=opts.from_offset,
+                     until_offset=opts.until_offset, from_time=opts.from_time, until_time=opts.until_time,
+                     isolation=opts.isolation)
+    for key, off in prior.items():
+        ro.from_offsets[key] = max(off, opts.from_offset or 0)
+    plans = plan_log_dir(opts.from_dir, ro)
+    missing = set(opts.topics) - {p.topic for p in plans}
+    if missing:
+        raise DataError(f"topic {', '.join(sorted(missing))} has no partition folder in {opts.from_dir}")
+    ends = {(p.topic, p.partition): p.end for p in plans}
+    starts = {(p.topic, p.partition): p.start for p in plans}
+    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    register(spark)
+    df = (spark.read.format("pylog").option("topics", ",".join(sorted({p.topic for p in plans})))
+          .option("isolation", opts.isolation)
+          .option("startingOffsets", offsets_to_json(starts)).option("endingOffsets", offsets_to_json(ends))
+          .load(opts.from_dir))
+    df = _columns(df, opts, spark)
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
+    if opts.fmt == "iceberg":
+        table.create(arrow_schema, list(opts.partition_by))
+    root, rel = table.data_dir(run_id)
+    writer = file_writer(root, rel, list(opts.partition_by), table.keep_partition_columns, run_id)
+    todo = sum(ends[k] - starts[k] for k in ends)
+    files: list[dict] = []
+    if todo > 0:
+        from contextlib import nullcontext
+
+        ctx = progress_factory("export", None, None) if progress_factory else nullcontext()
+        with ctx:
+            rows = df.mapInArrow(writer, FILES_SCHEMA).collect()
+        files = [r.asDict() for r in rows if r["path"]]
+    version = table.version()
+    committed = False
+    if files:
+        offsets = dict(prior)
+        offsets.update(ends)
+        version = table.commit(run_id, files, offsets, arrow_schema, list(opts.partition_by))
+        committed = True
+    per_part = []
+    for p in plans:
+        key = (p.topic, p.partition)
+        per_part.append({"topic": p.topic, "partition": p.partition, "start": starts[key], "end": ends[key],
+                         "offsets": ends[key] - starts[key], "log_start_offset": p.log_start,
+                         "log_end_offset": p.log_end, "last_stable_offset": p.stable_end,
+                         "segments_read": len(p.tasks)})
+    return {"format": opts.fmt, "output": table.where(), "from_dir": opts.from_dir, "topics": sorted({p.topic for p in plans}), "isolation": opts.isolation, "compacted": opts.compacted,
+            "partition_by": list(opts.partition_by), "value_format": opts.value_format,
+            "records": sum(f["rows"] for f in files), "files": len(files),
+            "bytes": sum(f["bytes"] for f in files), "committed": committed, "table_version": version,
+            "run_id": run_id, "rolled_forward_files": recovered, "resumed": bool(prior),
+            "partitions": per_part, "job_seconds": round(time.monotonic() - t0, 3)}
+
+
+def print_export(doc: dict) -> None:
+    from pylog.commands.spark.progress import grid, human_bytes, kv_table, print_tables
+
+    rate = doc["records"] / doc["job_seconds"] if doc["job_seconds"] else 0.0
+    rows = [("format", doc["format"]), ("table", doc["output"]), ("source", doc["from_dir"]),
+            ("topics", ", ".join(doc["topics"])), ("isolation", doc["isolation"]),
+            ("records", f"{doc['records']:,}"), ("files", f"{doc['files']:,} ({human_bytes(doc['bytes'])})"),
+            ("commit", f"version {doc['table_version']}" if doc["committed"] else "nothing new: table unchanged"),
+            ("job time", f"{doc['job_seconds']:.2f} s ({rate:,.0f} records/s)"),
+            ("spark start-up", f"{doc['spark_startup_seconds']:.2f} s" +
+             (" (session reused)" if doc["session_reused"] else "")),
+            ("master", doc["master"]), ("spark log", doc["spark_log"])]
+    if doc["partition_by"]:
+        rows.insert(5, ("partitioned by", ", ".join(doc["partition_by"])))
+    if doc["compacted"]:
+        rows.insert(5, ("compacted", "latest value per key, tombstones removed"))
+    cols = ["partition", "from", "until", "offsets", "log end", "stable end", "segments"]
+    body = [[f"{p['topic']}-{p['partition']}", p["start"], p["end"], f"{p['offsets']:,}", p["log_end_offset"],
+             p["last_stable_offset"], p["segments_read"]] for p in doc["partitions"]]
+    print_tables(kv_table("spark-export", rows), grid("per partition", cols, body))
+
+
+def parse_time_or_offset(text: str | None, what: str) -> tuple[int | None, int | None]:
+    """(offset, epoch ms) from --from/--until: a number is an offset; an ISO-8601 time or
+    @EPOCH_MS is a time."""
+    if text is None:
+        return None, None
+    t = text.strip()
+    if t.startswith("@") and t[1:].isdigit():
+        return None, int(t[1:])
+    if t.isdigit():
+        return int(t), None
+    from datetime import datetime, timezone
+
+    try:
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{what} expects an offset, @EPOCH_MS or an ISO-8601 time, got {text!r}") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return None, int(dt.timestamp() * 1000)
+
+
+def json_doc(doc: dict) -> str:
+    return json.dumps(doc, sort_keys=True)

@@ -1,0 +1,99 @@
+"""Rows of a Kafka log, read on the executors: one segment task in, Arrow record batches out.
+
+The columns are those of Spark's own Kafka source (topic, partition, offset,
+timestamp, timestampType, key, value, headers) plus each batch's leader epoch,
+so a table from a log dir and one from Spark's Kafka source line up column for
+column. What a consumer never sees is never a row: control batches (COMMIT and
+ABORT markers) are skipped and, under READ_COMMITTED, so are the data batches
+of aborted transactions (the `.txnindex` ranges the planner hands each task,
+looked up per batch as the consumer does with a fetch's aborted list). Batches
+are walked with the one batch walker (storage.scan.file_batches, CRC checked)
+and decoded whole (core.records.batch.RecordBatch).
+"""
+from __future__ import annotations
+
+import os
+
+from pylog.core.records.header import CONTROL_MASK, TIMESTAMP_TYPE_MASK
+
+ROWS_PER_BATCH = 1 << 16
+
+COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampType", "key", "value", "headers", "leaderEpoch")
+SPARK_SCHEMA = ("topic string, partition int, offset long, timestamp timestamp, timestampType int, key binary, "
+                "value binary, headers array<struct<key: string, value: binary>>, leaderEpoch int")
+
+
+def arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([
+        ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+        ("key", pa.binary()), ("value", pa.binary()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+        ("leaderEpoch", pa.int32()),
+    ])
+
+
+class _Columns:
+    def __init__(self):
+        self.offset, self.ts, self.ts_type, self.key, self.value, self.headers, self.epoch = [], [], [], [], [], [], []
+
+    def __len__(self):
+        return len(self.offset)
+
+    def to_arrow(self, topic: str, partition: int, schema):
+        import pyarrow as pa
+
+        n = len(self.offset)
+        hdr_type = schema.field("headers").type
+        headers = pa.array([[{"key": k, "value": v} for k, v in h] for h in self.headers], type=hdr_type) \
+            if any(self.headers) else pa.array([[]] * n, type=hdr_type)
+        cols = [pa.array([topic] * n, pa.string()),
+                pa.array([partition] * n, pa.int32()), pa.array(self.offset, pa.int64()),
+                pa.array([t * 1000 for t in self.ts], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+                pa.array(self.ts_type, pa.int32()), pa.array(self.key, pa.binary()), pa.array(self.value, pa.binary()),
+                headers, pa.array(self.epoch, pa.int32())]
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def read_task(task, rows_per_batch: int = ROWS_PER_BATCH):
+    """Arrow record batches of the records of `task` (a log_plan.SegmentTask) a consumer with the
+    task's isolation level would see, in offset order."""
+    from pylog.core.records.batch import RecordBatch
+    from pylog.storage.aborted_ranges import AbortedRanges
+    from pylog.storage.scan import file_batches
+    from pylog.storage.txn_index import AbortedTxn
+
+    schema = arrow_schema()
+    aborted = AbortedRanges([AbortedTxn(pid, first, last, 0) for pid, first, last in task.aborted]) \
+        if task.aborted and task.isolation == "read_committed" else None
+    start, end = task.start, task.end
+    cols = _Columns()
+    with open(task.path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        for buf, off, _, h in file_batches(f.fileno(), task.position, size, task.path, quiet=True):
+            if h.base_offset >= end:
+                break
+            if h.base_offset + h.last_offset_delta < start or h.attributes & CONTROL_MASK:
+                continue
+            if aborted is not None and aborted.is_aborted(h):
+                continue
+            recs = RecordBatch(buf, off).records()
+            if not recs:
+                continue  # an empty batch the cleaner kept for a producer's sequence
+            if recs[0].offset < start or recs[-1].offset >= end:
+                recs = [r for r in recs if start <= r.offset < end]
+            n = len(recs)
+            cols.offset.extend(r.offset for r in recs)
+            cols.ts.extend(r.timestamp for r in recs)
+            cols.key.extend(r.key for r in recs)
+            cols.value.extend(r.value for r in recs)
+            cols.headers.extend(r.headers for r in recs)
+            cols.ts_type.extend([(h.attributes & TIMESTAMP_TYPE_MASK) >> 3] * n)
+            cols.epoch.extend([h.partition_leader_epoch] * n)
+            if len(cols) >= rows_per_batch:
+                yield cols.to_arrow(task.topic, task.partition, schema)
+                cols = _Columns()
+    if len(cols):
+        yield cols.to_arrow(task.topic, task.partition, schema)

@@ -1,0 +1,49 @@
+"""One Apache Kafka node and one pylog broker for the whole differential run, with the same
+settings, users and single-ACL principals (diff_peers.py), plus the shared topic `dt`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from diff_peers import ACL_PRINCIPALS, Peer, acl_creation, grant_acls, start_kafka, start_pylog  # noqa: E402
+from diff_runner import _batch as batch, create_topics  # noqa: E402
+from support.waiting import wait_until  # noqa: E402
+
+
+def ok(produce_answer: dict):
+    """The answer when its one partition was written, else None (a leader still being elected)."""
+    return produce_answer if produce_answer["responses"][0]["partition_responses"][0]["error_code"] == 0 else None
+
+SHARED_TOPIC = "dt"
+
+
+@pytest.fixture(scope="session")
+def peers(tmp_path_factory):
+    """{"kafka": Peer, "pylog": Peer}, ready: ACLs granted, `dt` created with 3 records."""
+    root = tmp_path_factory.mktemp("differential")
+    node, kport = start_kafka(root / "kafka")
+    broker, pport = start_pylog(root / "pylog")
+    out = {"kafka": Peer("kafka", "127.0.0.1", kport), "pylog": Peer("pylog", "127.0.0.1", pport)}
+    creations = [acl_creation(p, r, o) for p, (r, o) in ACL_PRINCIPALS.items()]
+    try:
+        for peer in out.values():
+            grant_acls(peer, creations)
+            create_topics(peer, {SHARED_TOPIC: 1})
+            r = wait_until(lambda: ok(peer.client("admin").call(0, 9, {
+                "transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
+                    {"name": SHARED_TOPIC, "partition_data": [
+                        {"index": 0, "records": batch({"values": ["a", "b", "c"]})}]}]})), 60)
+            # both coordinators loaded before the first scenario asks for them
+            for key_type, key in ((0, "warm-up"), (1, "warm-up")):
+                wait_until(lambda: peer.client("admin").call(10, 4, {"key_type": key_type, "coordinator_keys": [key]})[
+                    "coordinators"][0]["error_code"] == 0, 60)
+        yield out
+    finally:
+        for peer in out.values():
+            peer.close()
+        broker.stop_clean()
+        node.stop()

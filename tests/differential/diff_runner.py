@@ -1,0 +1,233 @@
+"""Runs a scenario (data: a list of requests with principals) against a peer, normalises the
+answers and compares Kafka's with pylog's.
+
+A scenario is a dict:
+    name:     unique; `{u}` in any string of the scenario becomes a suffix unique to it
+    topics:   {name: partitions} created by admin before the steps (waited for)
+    steps:    [{"api": "Metadata" or 3, "v": version, "as": principal (default admin),
+                "body": {...}, "compare": True, "wait_ms": 0, "repeat_until": {...}}]
+A body value "$N.path.to.field" is the value at that path of step N's answer (on the same
+broker: producer ids, epochs and member ids differ between brokers). A "records" value that is
+a dict {"values": [...], "producer_id", "producer_epoch", "base_sequence", "transactional"}
+is built into a v2 batch with pylog's BatchBuilder (the same bytes for both brokers).
+`ignore`: extra field names left out of the comparison of that step, with the reason in
+`why` (README's Compatibility section lists them).
+"""
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import time
+from pathlib import Path
+
+from diff_peers import ADMIN, Peer
+from pylog.core.protocol import API_KEYS, API_NAMES, encode_subscription
+from pylog.core.records import BatchBuilder
+
+SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
+FIXED_TS = 1_700_000_000_000
+
+# fields that legitimately differ between two brokers: ids they hand out, addresses, clocks
+VOLATILE = {
+    "throttle_time_ms", "error_message", "node_id", "leader_id", "host", "port", "cluster_id", "controller_id",
+    "coordinator_id", "rack", "log_append_time_ms", "log_start_offset", "transaction_start_time_ms",
+    "last_timestamp", "session_lifetime_ms", "batch_index_error_message", "client_host", "client_id",
+    "leader_epoch", "current_leader", "node_endpoints", "brokers", "endpoints", "end_point",
+    "cluster_authorized_operations", "topic_authorized_operations", "authorized_operations",
+    "supported_features", "finalized_features", "finalized_features_epoch", "zk_migration_ready",
+    "heartbeat_interval_ms", "message", "configs", "results_by_transaction", "member_assignment",
+    "assignor_name", "log_dirs_total_bytes", "total_bytes", "usable_bytes", "size", "offset_lag",
+    "api_keys", "coordinators_error_message", "replica_nodes", "isr_nodes", "offline_replicas",
+    "eligible_leader_replicas", "last_known_elr", "is_future_key", "log_dir", "epoch_end_offset_leader_epoch",
+    "partition_leader_epoch", "committed_leader_epoch", "preferred_read_replica", "snapshot_id",
+    "diverging_epoch", "current_leader_epoch", "topic_id", "records",
+}
+# identifiers a broker makes up: replaced by their order of appearance (M1, P1, ...)
+SYMBOLIC = {"member_id": "M", "producer_id": "P", "leader": "M", "group_instance_id": None}
+
+
+def load_scenarios() -> list[dict]:
+    """Every scenario of scenarios/*.py (each file's SCENARIOS list), in file order."""
+    out = []
+    for path in sorted(SCENARIO_DIR.glob("*.py")):
+        data = runpy.run_path(str(path))
+        for sc in data["SCENARIOS"]:
+            sc.setdefault("file", path.stem)
+            out.append(sc)
+    names = [s["name"] for s in out]
+    dupes = {n for n in names if names.count(n) > 1}
+    assert not dupes, f"duplicate scenario names: {sorted(dupes)}"
+    return out
+
+
+def api_key(api) -> int:
+    return api if isinstance(api, int) else API_KEYS[api]
+
+
+def _suffix(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[-60:]
+
+
+def _lookup(answers: list, ref: str):
+    step, *path = ref[1:].split(".")
+    v = answers[int(step)]
+    for p in path:
+        v = v[int(p)] if isinstance(v, list) else v[p]
+    return v
+
+
+def render(value, u: str, answers: list):
+    """The request body of a step: `{u}` filled in, `$N.path` looked up, records built."""
+    if isinstance(value, str):
+        if value.startswith("$") and value[1:2].isdigit():
+            return _lookup(answers, value)
+        return value.replace("{u}", u)
+    if isinstance(value, list):
+        return [render(v, u, answers) for v in value]
+    if isinstance(value, dict):
+        if "values" in value and set(value) <= {"values", "producer_id", "producer_epoch", "base_sequence",
+                                                 "transactional"}:
+            return _batch({k: render(v, u, answers) for k, v in value.items()})
+        if set(value) == {"subscription"}:  # a classic consumer's JoinGroup metadata
+            return encode_subscription({"topics": render(value["subscription"], u, answers), "user_data": None,
+                                        "owned_partitions": [], "generation_id": -1, "rack_id": None}, 0)
+        return {k: render(v, u, answers) for k, v in value.items()}
+    return value
+
+
+def _batch(spec: dict) -> bytes:
+    b = BatchBuilder(producer_id=spec.get("producer_id", -1), producer_epoch=spec.get("producer_epoch", -1),
+                     base_sequence=spec.get("base_sequence", -1), is_transactional=spec.get("transactional", False))
+    for i, v in enumerate(spec["values"]):
+        b.append(FIXED_TS + i, None, v.encode() if isinstance(v, str) else v, [])
+    return bytes(b.build())
+
+
+def _wait_topics(peer: Peer, names: list[str], timeout: float = 60.0) -> None:
+    admin = peer.client(ADMIN)
+    deadline = time.monotonic() + timeout
+    while True:
+        md = admin.call(3, 12, {"topics": [{"name": n, "topic_id": None} for n in names],
+                                "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+        ok = all(t["error_code"] == 0 and t["partitions"] and all(p["error_code"] == 0 and p["leader_id"] >= 0
+                                                                   for p in t["partitions"]) for t in md["topics"])
+        if ok:
+            return
+        assert time.monotonic() < deadline, f"{peer.name}: topics {names} not ready: {md['topics']}"
+        time.sleep(0.1)
+
+
+def create_topics(peer: Peer, topics: dict, configs: dict | None = None) -> None:
+    if not topics:
+        return
+    body = {"topics": [{"name": n, "num_partitions": p, "replication_factor": 1, "assignments": [],
+                        "configs": [{"name": k, "value": str(v)} for k, v in (configs or {}).get(n, {}).items()]}
+                       for n, p in topics.items()], "timeout_ms": 30000, "validate_only": False}
+    r = peer.client(ADMIN).call(19, 7, body)
+    assert all(t["error_code"] in (0, 36) for t in r["topics"]), (peer.name, r)
+    _wait_topics(peer, list(topics))
+
+
+def run(peer: Peer, sc: dict) -> list[dict]:
+    """Every step's answer (or {"closed": True} when the broker closed the connection)."""
+    u = _suffix(sc["name"])
+    create_topics(peer, {render(k, u, []): v for k, v in (sc.get("topics") or {}).items()},
+                  {render(k, u, []): v for k, v in (sc.get("topic_configs") or {}).items()})
+    answers: list = []
+    for step in sc["steps"]:
+        if step.get("wait_ms"):
+            time.sleep(step["wait_ms"] / 1000)
+        user = step.get("as", ADMIN)
+        key, version = api_key(step["api"]), step["v"]
+        until = step.get("repeat_until")
+        deadline = time.monotonic() + step.get("repeat_s", 20)
+        while True:
+            body = render(step.get("body") or {}, u, answers)
+            c = peer.client(user)
+            try:
+                ans = c.call(key, version, body)
+            except (ConnectionError, OSError):
+                peer.drop(user)
+                ans = {"closed": True}
+            if not until and _loading(ans) and time.monotonic() < deadline:
+                time.sleep(0.2)  # a coordinator still loading: clients retry these
+                continue
+            if not until or _matches(ans, until) or time.monotonic() > deadline:
+                break
+            time.sleep(step.get("repeat_every_ms", 200) / 1000)
+        answers.append(ans)
+    return answers
+
+
+RETRIABLE = {14, 15}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+
+
+def _loading(ans: dict) -> bool:
+    if ans.get("error_code") in RETRIABLE:
+        return True
+    return any(c.get("error_code") in RETRIABLE for c in ans.get("coordinators") or ())
+
+
+def _matches(ans: dict, want: dict) -> bool:
+    """Every path has the value wanted ("!text": a string value not starting with text)."""
+    for k, v in want.items():
+        try:
+            got = _lookup([ans], "$0." + k)
+        except (KeyError, IndexError, TypeError):
+            return False
+        if isinstance(v, str) and v.startswith("!"):
+            if not isinstance(got, str) or got.startswith(v[1:]):
+                return False
+        elif got != v:
+            return False
+    return True
+
+
+def normalise(value, ignore=frozenset(), symbols: dict | None = None, key: str | None = None):
+    """Volatile fields removed, made-up ids renamed by order of appearance, lists of entries
+    sorted (brokers may list groups, topics or partitions in another order)."""
+    if symbols is None:
+        symbols = {}
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in VOLATILE or k in ignore:
+                continue
+            if k in SYMBOLIC and SYMBOLIC[k] and isinstance(v, (str, int)) and v not in ("", -1, None):
+                table = symbols.setdefault(SYMBOLIC[k], {})
+                out[k] = table.setdefault(v, f"{SYMBOLIC[k]}{len(table) + 1}")
+                continue
+            out[k] = normalise(v, ignore, symbols, k)
+        return out
+    if isinstance(value, list):
+        if value and all(isinstance(i, dict) for i in value):
+            value = sorted(value, key=_order_key)  # before symbols are handed out, by agreed fields
+        return [normalise(v, ignore, symbols, key) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(bytes(value))} bytes>"
+    return value
+
+
+def _order_key(item: dict) -> str:
+    """Sort entries by what both brokers agree on (not by the symbols their made-up ids got)."""
+    return json.dumps(normalise({k: v for k, v in item.items() if k not in SYMBOLIC}), sort_keys=True, default=str)
+
+
+def compare(sc: dict, kafka_answers: list, pylog_answers: list) -> list[str]:
+    """Differences, each with the request, Kafka's answer and pylog's (empty when they agree)."""
+    problems = []
+    ks, ps = {}, {}
+    for i, (step, ka, pa) in enumerate(zip(sc["steps"], kafka_answers, pylog_answers)):
+        ignore = frozenset(step.get("ignore", ())) | frozenset(sc.get("ignore", ()))
+        kn, pn = normalise(ka, ignore, ks), normalise(pa, ignore, ps)
+        if not step.get("compare", True):
+            continue
+        if kn != pn:
+            key = api_key(step["api"])
+            problems.append(
+                f"scenario {sc['name']} step {i}: {API_NAMES[key]} v{step['v']} as {step.get('as', ADMIN)}\n"
+                f"  request: {json.dumps(step.get('body'), default=str)}\n"
+                f"  Kafka:   {json.dumps(kn, sort_keys=True, default=str)}\n"
+                f"  pylog:   {json.dumps(pn, sort_keys=True, default=str)}")
+    return problems

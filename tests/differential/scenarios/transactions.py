@@ -1,0 +1,123 @@
+"""The transaction state machine: init, fence, KIP-360 re-init, add, end, timeout, offsets in a
+transaction, the admin's view (DescribeTransactions, ListTransactions). Each sequence runs at
+several request versions. `$N.field` is step N's answer on the same broker."""
+
+T = "dt"
+
+
+def init(v=4, tid="tx-{u}", pid=-1, epoch=-1, timeout=60000, **kw):
+    return {"api": "InitProducerId", "v": v, "body": {"transactional_id": tid, "transaction_timeout_ms": timeout,
+                                                      "producer_id": pid, "producer_epoch": epoch}, **kw}
+
+
+def add(v, pid, epoch, topics=((T, 0),), tid="tx-{u}", **kw):
+    by = {}
+    for t, p in topics:
+        by.setdefault(t, []).append(p)
+    return {"api": "AddPartitionsToTxn", "v": v, "body": {
+        "v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid, "v3_and_below_producer_epoch": epoch,
+        "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in by.items()]}, **kw}
+
+
+def end(v, pid, epoch, commit=True, tid="tx-{u}", **kw):
+    return {"api": "EndTxn", "v": v, "body": {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                              "committed": commit}, **kw}
+
+
+def add_offsets(v, pid, epoch, group="g-{u}", **kw):
+    return {"api": "AddOffsetsToTxn", "v": v, "body": {"transactional_id": "tx-{u}", "producer_id": pid,
+                                                       "producer_epoch": epoch, "group_id": group}, **kw}
+
+
+def txn_commit(v, pid, epoch, topic=T, offset=1, group="g-{u}", generation=-1, member="", **kw):
+    return {"api": "TxnOffsetCommit", "v": v, "body": {
+        "transactional_id": "tx-{u}", "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+        "generation_id": generation, "member_id": member, "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                   "committed_leader_epoch": -1, "committed_metadata": ""}]}]}, **kw}
+
+
+def describe(**kw):
+    return {"api": "DescribeTransactions", "v": 0, "body": {"transactional_ids": ["tx-{u}"]},
+            "ignore": ["transaction_timeout_ms"], **kw}
+
+
+def settled(**kw):
+    """DescribeTransactions once the markers are written: Kafka answers EndTxn after the
+    Prepare record and writes the markers after; pylog writes them before it answers."""
+    return {**describe(), "repeat_until": {"transaction_states.0.transaction_state": "!Prepare"}, **kw}
+
+
+def offsets(group="g-{u}", topic=T):
+    return {"api": "OffsetFetch", "v": 8, "body": {"groups": [{"group_id": group, "topics": [
+        {"name": topic, "partition_indexes": [0]}]}], "require_stable": True},
+        "repeat_until": {"groups.0.topics.0.partitions.0.error_code": 0}}
+
+
+def produce(pid, epoch, seq=0, v=9, tid="tx-{u}", topic=T):
+    return {"api": "Produce", "v": v, "body": {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": {
+            "values": ["t"], "producer_id": pid, "producer_epoch": epoch, "base_sequence": seq,
+            "transactional": True}}]}]}, "ignore": ["base_offset"]}
+
+
+P, E = "$0.producer_id", "$0.producer_epoch"
+
+
+def sequences(av, ev, iv):
+    """(label, steps) of one version combination: AddPartitionsToTxn av, EndTxn ev, InitProducerId iv."""
+    return [
+        ("commit-empty-then-retry", [init(iv), add(av, P, E), end(ev, P, E), settled(), end(ev, P, E),
+                                     end(ev, P, E, False), describe()]),
+        ("abort-then-retry", [init(iv), add(av, P, E), end(ev, P, E, False), settled(), end(ev, P, E, False),
+                              end(ev, P, E, True), describe()]),
+        ("abort-nothing-added", [init(iv), end(ev, P, E, False), describe()]),
+        ("commit-nothing-added", [init(iv), end(ev, P, E, True), describe()]),
+        ("reinit-fences-old-epoch", [init(iv), init(iv), add(av, P, E), end(ev, P, E), settled()]),
+        ("wrong-producer-id", [init(iv), add(av, 987654, E), end(ev, 987654, E)]),
+        ("unknown-transactional-id", [add(av, 4242, 0, tid="nx-{u}"), end(ev, 4242, 0, tid="nx-{u}")]),
+        ("unknown-topic", [init(iv), add(av, P, E, topics=(("nx-{u}", 0), (T, 0))), describe()]),
+        ("unknown-partition", [init(iv), add(av, P, E, topics=((T, 7),)), describe()]),
+        ("internal-topic", [init(iv), add(av, P, E, topics=(("__consumer_offsets", 0),))]),
+        ("produce-and-commit", [init(iv), add(av, P, E), produce(P, E), end(ev, P, E), settled()]),
+        ("produce-not-added", [init(iv), produce(P, E), add(av, P, E), end(ev, P, E, False)]),
+        ("offsets-in-transaction", [init(iv), add_offsets(ev, P, E), txn_commit(ev, P, E, offset=2), end(ev, P, E),
+                                    offsets()]),
+        ("offsets-without-add-offsets", [init(iv), txn_commit(ev, P, E), end(ev, P, E, False)]),
+        ("offsets-aborted", [init(iv), add_offsets(ev, P, E), txn_commit(ev, P, E, offset=3),
+                             end(ev, P, E, False), offsets()]),
+        ("offsets-unknown-topic", [init(iv), add_offsets(ev, P, E), txn_commit(ev, P, E, topic="nx-{u}"),
+                                   end(ev, P, E, False)]),
+    ]
+
+
+KIP360 = [
+    # a producer recovering with its current epoch bumps it; the retry gets the same epoch
+    ("kip360-recover", [init(), init(pid=P, epoch=E), init(pid=P, epoch=E), describe()]),
+    # a re-init by another producer: the old epoch is fenced for good
+    ("kip360-fenced", [init(), init(), init(pid=P, epoch=E), describe()]),
+    ("kip360-unknown-producer", [init(), init(pid=987654, epoch=0)]),
+    ("kip360-during-transaction", [init(), add(3, P, E), init(pid=P, epoch=E, repeat_until={"error_code": 0}),
+                                   describe()]),
+    ("fresh-init-during-transaction", [init(), add(3, P, E), init(repeat_until={"error_code": 0}), end(3, P, E),
+                                       settled()]),
+    ("bad-timeout-zero", [init(timeout=0)]),
+    ("bad-timeout-huge", [init(timeout=2_000_000_000)]),
+    ("timeout-aborts-and-fences", [init(timeout=1000), add(3, P, E), describe(),
+                                   {**describe(), "repeat_until": {"transaction_states.0.transaction_state":
+                                                                   "CompleteAbort"}},
+                                   end(3, P, E)]),
+    ("list-by-state", [init(), add(3, P, E), {"api": "ListTransactions", "v": 2, "body": {
+        "state_filters": ["Ongoing"], "producer_id_filters": [], "duration_filter": -1,
+        "transactional_id_pattern": "tx-{u}"}}, end(3, P, E, False), {"api": "ListTransactions", "v": 2, "body": {
+            "state_filters": ["Ongoing", "Nonsense"], "producer_id_filters": [], "duration_filter": -1,
+            "transactional_id_pattern": "tx-{u}"}}]),
+    ("describe-unknown", [describe()]),
+]
+
+SCENARIOS = []
+for av, ev, iv in ((3, 3, 4), (2, 2, 3), (1, 1, 2), (0, 0, 1)):
+    for label, steps in sequences(av, ev, iv):
+        SCENARIOS.append({"name": f"txn {label} add-v{av} end-v{ev} init-v{iv}", "steps": steps})
+for label, steps in KIP360:
+    SCENARIOS.append({"name": f"txn {label}", "steps": steps})

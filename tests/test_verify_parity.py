@@ -1,0 +1,66 @@
+"""`pylog verify` and `dump-segment` judge files as Kafka's own tools do: an empty
+cleaner-offset-checkpoint (as Apache Kafka leaves it) is clean, a live dir's active segment
+gets the stopped dir's verdict, and an index with no segment beside it is refused."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+from support.cli import pylog
+from support.kafka_peer import KafkaNode
+
+KCAT = shutil.which("kcat") or "/usr/bin/kcat"
+
+
+def verify(path) -> tuple[int, dict]:
+    r = pylog("verify", "--json", path, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_kafka_dir_with_empty_cleaner_checkpoint_is_clean(tmp_path):
+    node = KafkaNode(tmp_path / "kafka").format().start()
+    try:
+        r = subprocess.run([KCAT, "-b", node.bootstrap, "-P", "-t", "v13"], input="one\ntwo\n",
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    finally:
+        assert node.stop() == 143, node.log_tail()
+    cleaner = node.log_dir / "cleaner-offset-checkpoint"
+    assert cleaner.exists() and cleaner.stat().st_size == 0  # what Kafka 4 leaves without a compacted topic
+    rc, report = verify(node.log_dir)
+    assert (rc, report["verdict"], report["problem_count"]) == (0, "clean", 0), report
+
+
+def test_checkpoint_problems_are_never_records_lost(tmp_path):
+    d = tmp_path / "data"
+    (d / "t-0").mkdir(parents=True)
+    (d / "recovery-point-offset-checkpoint").write_text("0\n1\nnot-a-partition 0 5\n")
+    rc, report = verify(d)
+    assert report["verdict"] == "repairable", report
+
+
+def test_live_dir_right_after_one_record_is_clean(broker_factory):
+    b = broker_factory(None)
+    r = subprocess.run([KCAT, "-b", b.bootstrap, "-P", "-t", "v14"], input="one\n", capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    live_rc, live = verify(b.log_dir)
+    assert live["in_use"] == [str(b.log_dir)]
+    assert b.stop() == 0
+    stopped_rc, stopped = verify(b.log_dir)
+    assert (live_rc, live["verdict"]) == (stopped_rc, stopped["verdict"]) == (0, "clean"), live
+
+
+def test_random_index_without_a_segment_is_refused(tmp_path):
+    path = tmp_path / "00000000000000000000.index"
+    path.write_bytes(os.urandom(4096))
+    r = pylog("dump-segment", path)
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert r.stderr.strip().splitlines() == [f"pylog: error: {path}: no log segment 00000000000000000000.log "
+                                             "beside it"]
+    rc, report = verify(path)
+    assert (rc, report["verdict"]) == (1, "damaged"), report
