@@ -106,10 +106,10 @@ def has_transactional_records(body: dict) -> bool:
 
 def produce(broker: Broker, ctx: RequestContext, body: dict):
     """Append each partition's batch as leader; None for acks=0 (no response)."""
-    if body.get("transactional_id") is None and has_transactional_records(body):
+    if body["transactional_id"] is None and has_transactional_records(body):
         # Kafka: a transactional batch needs a transactional id the producer may write
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        if body.get("acks", 1) == 0:
+        if body["acks"] == 0:
             ctx.conn.close("transactional records without a transactional id")
             return None
         return produce_error(body, ctx.api_version, code, None)
