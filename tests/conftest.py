@@ -41,6 +41,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: {doc}")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks it sets
 def pytest_collection_modifyitems(config, items):
     expr = config.getoption("markexpr", "") or ""
     tiers.apply_marks(items, fast_tier="fast" in expr)
