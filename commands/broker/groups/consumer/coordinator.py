@@ -42,7 +42,7 @@ from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
 
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
 class HeartbeatError(Exception):
