@@ -21,6 +21,7 @@ from pylog.commands.broker.api import (
     quotas as apis_quotas,
     security as apis_security,
     share as apis_share,
+    share_admin as apis_share_admin,
     txn as apis_txn,
 )
 from pylog.commands.broker.net import sasl
@@ -103,6 +104,12 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(share_groups.SHARE_GROUP_DESCRIBE, apis_share.share_group_describe, apis_share.share_group_describe_error),
     Handler(share_groups.SHARE_FETCH, apis_share.share_fetch, apis_share.share_fetch_error),
     Handler(share_groups.SHARE_ACKNOWLEDGE, apis_share.share_acknowledge, apis_share.share_acknowledge_error),
+    Handler(share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, apis_share_admin.describe_share_group_offsets,
+            apis_share_admin.describe_share_group_offsets_error),
+    Handler(share_groups.ALTER_SHARE_GROUP_OFFSETS, apis_share_admin.alter_share_group_offsets,
+            apis_share_admin.alter_share_group_offsets_error),
+    Handler(share_groups.DELETE_SHARE_GROUP_OFFSETS, apis_share_admin.delete_share_group_offsets,
+            apis_share_admin.delete_share_group_offsets_error),
     # transactions (the transaction coordinator)
     Handler(txn.ADD_PARTITIONS_TO_TXN, apis_txn.add_partitions_to_txn, apis_txn.add_partitions_to_txn_error),
     Handler(txn.ADD_OFFSETS_TO_TXN, apis_txn.add_offsets_to_txn, apis_txn.add_offsets_to_txn_error),
