@@ -32,3 +32,7 @@ from kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
 from spark_fixtures import spark_cluster  # noqa: E402,F401
 from spark_fixtures import spark_connect  # noqa: E402,F401
 from spark_fixtures import keep_session  # noqa: E402,F401
+
+
+# share groups (KIP-932): `share_pylog`, `share_kafka`, `share_brokers` for the run
+from share_fixtures import share_brokers, share_kafka, share_pylog  # noqa: E402,F401

@@ -25,6 +25,35 @@ def name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def on_both(brokers: dict, scenario) -> dict:
+    """Run `scenario(bootstrap)` on every broker of {name: bootstrap} at once: {name: result}."""
+    out, errors = {}, []
+
+    def run(which):
+        try:
+            out[which] = scenario(brokers[which])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append((which, e))
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in brokers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors
+    return out
+
+
+def fresh(bootstrap: str, n: int, partitions: int = 1, topic: str | None = None, group: str | None = None,
+          **group_configs) -> tuple[str, str]:
+    """A new topic with `n` records and a share group reading it from the earliest offset."""
+    topic, group = topic or name("share-t"), group or name("share-g")
+    create_topic(bootstrap, topic, partitions)
+    set_group_configs(bootstrap, group, share_auto_offset_reset="earliest", **group_configs)
+    produce(bootstrap, topic, n, partitions)
+    return topic, group
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     a = AdminClient({"bootstrap.servers": bootstrap})
     a.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)

@@ -28,8 +28,8 @@ def _partition_offsets(broker: Broker, gid: str, info, idx: int) -> dict:
         return entry
     sp = sc.parts.get((gid, info.topic_id, idx))
     if sp is not None:
-        entry.update(start_offset=sp.start, leader_epoch=0,
-                     lag=max(0, plog.high_watermark - sp.start - sp.delivery_complete_count()))
+        start, lag = sp.described(plog.high_watermark)
+        entry.update(start_offset=start, leader_epoch=0, lag=lag)
     return entry
 
 

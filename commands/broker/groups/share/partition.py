@@ -75,6 +75,10 @@ class SharePartition:
         self.state_epoch = 0
         self.snapshot_epoch = 0
         self.created_ms = created_ms
+        # Kafka's coordinator writes the start offset a change began with and moves it in memory
+        # after the write: describe shows that one until the next write (see described())
+        self.described_start = start_offset
+        self._pre_start: int | None = None
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -157,10 +161,26 @@ class SharePartition:
             rec[STATE] = AVAILABLE
             self.available.add(off)
 
+    def _begin(self) -> None:
+        if self._pre_start is None:
+            self._pre_start = self.start
+
+    def written(self) -> None:
+        """The state was persisted: describe now shows the start offset the change began with."""
+        self.described_start = self.start if self._pre_start is None else self._pre_start
+        self._pre_start = None
+
+    def described(self, high_watermark: int) -> tuple[int, int]:
+        """(start offset, lag) as DescribeShareGroupOffsets shows them (KIP-1226 lag: records from the
+        start offset to the high watermark whose delivery is not complete)."""
+        complete = self.start - self.described_start + self.delivery_complete_count()
+        return self.described_start, max(0, high_watermark - self.described_start - complete)
+
     def expire_locks(self, now_ms: int, limit: int) -> bool:
         """Release records whose acquisition lock ran out; True when any was."""
         if not self.acquired or self.next_deadline is None or now_ms < self.next_deadline:
             return False
+        self._begin()
         changed = False
         nxt = None
         for off, rec in self.records.items():
@@ -180,6 +200,7 @@ class SharePartition:
         """Release every record `member` holds (it left the group or closed its session)."""
         if not self.acquired:
             return False
+        self._begin()
         changed = False
         for off, rec in self.records.items():
             if rec[STATE] == ACQUIRED and rec[MEMBER] == member:
@@ -212,6 +233,7 @@ class SharePartition:
                                    f"offset {off} is {STATE_NAMES[rec[STATE]].lower()}, not acquired by this member")
                 plan.append((off, rec, t))
         released = False
+        self._begin()
         for off, rec, t in plan:
             if t == RENEW:
                 rec[DEADLINE] = now_ms + lock_ms
@@ -258,7 +280,8 @@ class SharePartition:
         self.available.clear()
         self.acquired = 0
         self.next_deadline = None
-        self.start = self.end = start_offset
+        self.start = self.end = self.described_start = start_offset
+        self._pre_start = None
         self.state_epoch += 1
 
     # ---- persistence -----------------------------------------------------------------------
@@ -302,3 +325,4 @@ class SharePartition:
                     self.available.discard(off)
         self.end = max([self.start] + [o + 1 for o in self.records])
         self.advance()
+        self.described_start = self.start

@@ -118,6 +118,8 @@ class ShareStateStore:
                             []).append((key, value))
         for p, records in by_p.items():
             self._append(p, records, now)
+        for sp in parts:
+            sp.written()
 
     def delete(self, group_id: str, keys) -> None:
         """Tombstones for the state of (topic id, partition) pairs of a group."""
