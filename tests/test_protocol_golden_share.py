@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from kafka_peer import java_program
+from support.kafka_peer import java_program
 from pylog.core.protocol import SCHEMAS
 from pylog.core.protocol import share_state_records as ssr
 from pylog.core.protocol.codec import (

@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import AcknowledgeType
 
-import share_scenarios as sc
+from support import share_scenarios as sc
 
 ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 

@@ -12,8 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-import share_scenarios as sc
-from broker_fixtures import BrokerProcess
+from support import share_scenarios as sc
+from support.broker_fixtures import BrokerProcess
 from pylog.core.protocol import share_state_records as ssr
 
 HOLDER = textwrap.dedent("""

@@ -8,8 +8,8 @@ import re
 import subprocess
 import sys
 
-import share_scenarios as sc
-from kafka_peer import run_main
+from support import share_scenarios as sc
+from support.kafka_peer import run_main
 
 TOOL = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 CONSOLE = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_peer import java_program
+from support.kafka_peer import java_program
 
 JAVA = Path(__file__).parent / "kafka" / "java" / "TxnJava.java"
 FENCED = {"ProducerFencedException", "InvalidProducerEpochException"}
@@ -24,7 +24,7 @@ def run(bootstrap: str, prefix: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def pylog_views(tmp_path_factory):
-    from broker_fixtures import BrokerProcess
+    from support.broker_fixtures import BrokerProcess
 
     b = BrokerProcess(tmp_path_factory.mktemp("txn-java") / "data").start()
     try:

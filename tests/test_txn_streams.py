@@ -14,9 +14,9 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import BrokerProcess, read_to_end
-from kafka_peer import compile_java, java_command
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, read_to_end
+from support.kafka_peer import compile_java, java_command
+from support.waiting import wait_until
 
 JAVA = Path(__file__).parent / "kafka" / "java" / "WordCountEos.java"
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker_fixtures import BrokerProcess
-from kafka_peer import KafkaNode
+from support.broker_fixtures import BrokerProcess
+from support.kafka_peer import KafkaNode
 
 BROKER_SETTINGS = {"group.share.min.record.lock.duration.ms": "1000"}
 
