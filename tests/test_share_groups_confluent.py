@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+
 import pytest
 from confluent_kafka import AcknowledgeType
 
@@ -102,3 +103,41 @@ def test_a_consumer_that_stops_acknowledging_loses_its_records_after_the_lock(br
         assert sorted(o for o, _ in b) == sorted(o for o, _ in a), which
         assert {c for _, c in b} == {2}, which
         assert took >= 2.0, which
+
+
+def _read_group(bs, topic, group, protocol, n):
+    from confluent_kafka import Consumer
+
+    conf = {"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest", "group.protocol": protocol}
+    if protocol == "classic":
+        conf["session.timeout.ms"] = 10000
+    c = Consumer(conf)
+    c.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + sc.DEADLINE
+    try:
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.offset())
+    finally:
+        c.close()
+    return sorted(got)
+
+
+def test_classic_consumer_and_share_groups_on_one_topic_at_once(brokers):
+    import concurrent.futures as cf
+
+    n = 100
+
+    def scenario(bs):
+        topic, share_group = sc.fresh(bs, n)
+        with cf.ThreadPoolExecutor(3) as pool:
+            classic = pool.submit(_read_group, bs, topic, sc.name("classic"), "classic", n)
+            modern = pool.submit(_read_group, bs, topic, sc.name("consumer"), "consumer", n)
+            share = pool.submit(sc.accept_all, bs, topic, share_group, n, 2)
+            return classic.result(), modern.result(), share.result()
+
+    for which, (classic, modern, share) in sc.on_both(brokers, scenario).items():
+        assert classic == list(range(n)) and modern == list(range(n)), which
+        assert sorted(o for recs in share.values() for _, o, _ in recs) == list(range(n)), which
