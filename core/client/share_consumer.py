@@ -225,7 +225,12 @@ class ShareConsumer(Closeable):
 
     def _note_ack_result(self, tid, p, code, msg) -> None:
         tp = TopicPartition(self.names.get(tid, str(tid)), p)
-        self._errors[tp] = AcknowledgementError(f"{tp}: {msg or error_name(code)}") if code else None
+        if not code:
+            self._errors[tp] = None
+            return
+        e = AcknowledgementError(f"{tp}: {error_name(code)}" + (f": {msg}" if msg else ""))
+        e.code = code
+        self._errors[tp] = e
 
     # ---- poll ------------------------------------------------------------------------------
     def poll(self, timeout: float = 1.0) -> list[ShareRecord]:
@@ -267,6 +272,9 @@ class ShareConsumer(Closeable):
 
     async def _share_fetch(self, node: int, parts: list, timeout: float) -> list[ShareRecord]:
         epoch = self._sessions.get(node, 0)
+        if epoch and any(t == RENEW for k, a in self._acks.items() if self._leader(k) == node for t in a.values()):
+            await self._acknowledge(node, final=False)  # renewals go alone: a fetch carrying them fetches nothing
+            epoch = self._sessions.get(node, 0)
         acks = self._take_acks(node) if epoch else {}
         have = self._session_parts.get(node, set())
         wanted = set(parts)
@@ -354,7 +362,8 @@ class ShareConsumer(Closeable):
         topics: dict = {}
         for (tid, p), a in acks.items():
             topics.setdefault(tid, []).append({"partition_index": p, "acknowledgement_batches": ack_batches(a)})
-        renew_only = bool(acks) and all(t == RENEW for a in acks.values() for t in a.values())
+        # a request carrying RENEW says so (KIP-1222); a broker refuses one that does not
+        renew_only = any(t == RENEW for a in acks.values() for t in a.values())
         r = await self.client.request(node, "ShareAcknowledge", {
             "group_id": self.group_id, "member_id": self.member_id,
             "share_session_epoch": FINAL_EPOCH if final else epoch, "is_renew_ack": renew_only,

@@ -28,6 +28,17 @@ FINAL_EPOCH = -1
 RECORD_LIMIT = 1  # share_acquire_mode
 
 
+RENEW_UNFLAGGED = "Renew acknowledgements need IsRenewAck (ShareFetch/ShareAcknowledge v2)"
+
+
+def _renew_unflagged(body: dict, version: int) -> bool:
+    """RENEW (type 4) in a request that does not say IsRenewAck (or is v1, which has no RENEW)."""
+    if body.get("is_renew_ack") and version >= 2:
+        return False
+    return any(4 in b["acknowledge_types"] for t in body["topics"] for p in t["partitions"]
+               for b in p["acknowledgement_batches"])
+
+
 def _host(ctx: RequestContext) -> str:
     return "/" + ctx.conn.peer.rsplit(":", 1)[0] if ctx.conn is not None else ""
 
@@ -161,6 +172,8 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
     if not gid or not mid:
         return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, "GroupId and MemberId are needed")
     has_acks = any(p["acknowledgement_batches"] for t in body["topics"] for p in t["partitions"])
+    if _renew_unflagged(body, ctx.api_version):
+        return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, RENEW_UNFLAGGED)
     if epoch == 0 and has_acks:
         return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST,
                                  "Acknowledge data present on initial fetch for the share session")
@@ -238,6 +251,8 @@ def share_acknowledge(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, "GroupId and MemberId are needed")
     if epoch == 0:
         return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_SHARE_SESSION_EPOCH, None)
+    if _renew_unflagged(body, ctx.api_version):
+        return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, RENEW_UNFLAGGED)
     _, code = sc.session(gid, mid, epoch)
     if code:
         return share_acknowledge_error(body, ctx.api_version, code, None)
