@@ -89,6 +89,7 @@ def _acknowledge(broker: Broker, gid: str, mid: str, tid, idx: int, batches: lis
     except AckError as e:
         return ErrorCode[e.code_name], str(e)
     changed[(tid, idx)] = sp
+    sc.count_acks(batches)
     if released:
         sc.wake(sp)
     return ErrorCode.NONE, None
@@ -138,6 +139,7 @@ def _acquire_all(broker: Broker, gid: str, mid: str, parts, body: dict, entries:
         e["records"] = sl
         e["acquired_records"] = [{"first_offset": f, "last_offset": la, "delivery_count": c} for f, la, c in ranges]
         changed[(tid, idx)] = sp
+        sc.stats["acquired"] += sum(la - f + 1 for f, la, _ in ranges)
         total += sl.length
         remaining -= sl.length
         max_records -= sum(la - f + 1 for f, la, _ in ranges)

@@ -56,6 +56,7 @@ class ShareCoordinator:
         self.loop = None
         self._ticker = None
         self.persist_failures = 0
+        self.stats = {"acks": {}, "acquired": 0}  # for /metrics (ops/share_metrics.py)
 
     # ---- lifecycle -------------------------------------------------------------
     def load(self) -> None:
@@ -129,6 +130,17 @@ class ShareCoordinator:
             self.persist_failures += 1
             log.error("cannot write %s: %s", self.store.__class__.__name__, e)
             raise
+
+    def count_acks(self, batches: list) -> None:
+        """Acknowledgements by type, for the metrics."""
+        acks = self.stats["acks"]
+        for b in batches:
+            types = b["acknowledge_types"]
+            if len(types) == 1:
+                acks[types[0]] = acks.get(types[0], 0) + b["last_offset"] - b["first_offset"] + 1
+            else:
+                for t in types:
+                    acks[t] = acks.get(t, 0) + 1
 
     def wake(self, sp: SharePartition) -> None:
         """Records of `sp` became available: parked share fetches read again."""
