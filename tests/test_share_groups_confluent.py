@@ -141,3 +141,36 @@ def test_classic_consumer_and_share_groups_on_one_topic_at_once(brokers):
     for which, (classic, modern, share) in sc.on_both(brokers, scenario).items():
         assert classic == list(range(n)) and modern == list(range(n)), which
         assert sorted(o for recs in share.values() for _, o, _ in recs) == list(range(n)), which
+
+
+def test_read_committed_share_group_skips_aborted_transactions(brokers):
+    from confluent_kafka import Producer
+
+    def scenario(bs):
+        topic, group = sc.name("share-txn"), sc.name("share-txn-g")
+        sc.create_topic(bs, topic)
+        sc.set_group_configs(bs, group, share_auto_offset_reset="earliest", share_isolation_level="read_committed")
+        p = Producer({"bootstrap.servers": bs, "transactional.id": sc.name("tx")})
+        p.init_transactions(60)
+        for txn, commit in ((0, True), (1, False), (2, True)):
+            p.begin_transaction()
+            for i in range(3):
+                p.produce(topic, value=b"t%d-%d" % (txn, i))
+            p.commit_transaction(60) if commit else p.abort_transaction(60)
+        c = sc.consumer(bs, group)
+        c.subscribe([topic])
+        got = []
+        deadline = time.monotonic() + sc.DEADLINE
+        try:
+            while len(got) < 6 and time.monotonic() < deadline:
+                got += [m.value() for m in sc.poll_records(c, 0.5)]
+            c.commit_sync(30)
+        finally:
+            c.close()
+        sc.produce(bs, topic, 1)
+        later = sc.explicit_run(bs, topic, group, 1, lambda o, n: ACCEPT, lambda log: len(log) >= 1)
+        return got, [n for _, n, _ in later]
+
+    for which, (got, later) in sc.on_both(brokers, scenario).items():
+        assert got == [b"t0-0", b"t0-1", b"t0-2", b"t2-0", b"t2-1", b"t2-2"], which
+        assert later == [1], which

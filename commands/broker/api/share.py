@@ -127,7 +127,7 @@ def _acquire_all(broker: Broker, gid: str, mid: str, parts, body: dict, entries:
             continue
         try:
             sl, ranges = sp.acquire(plog, mid, max_records, remaining, lock_ms, max_locks, bound, now, strict,
-                                    min_one=total == 0)
+                                    min_one=total == 0, read_committed=committed)
         except Exception as e:  # noqa: BLE001 - per-partition error
             from pylog.commands.broker.api.context import code_of
 

@@ -26,7 +26,7 @@ _DONE = (ACKNOWLEDGED, ARCHIVED)
 # the v2 batch header fields acquisition needs: base offset, length, ..., attributes, last offset delta
 _HDR = struct.Struct(">qi")
 _ATTR_POS, _DELTA_POS, _HEADER_LEN = 21, 23, 61
-_CONTROL = 0x20
+_CONTROL, _TRANSACTIONAL, _PID_POS = 0x20, 0x10, 43
 
 # in-flight entry fields (a list each: [state, delivery count, member id, lock deadline ms])
 STATE, COUNT, MEMBER, DEADLINE = 0, 1, 2, 3
@@ -41,7 +41,8 @@ class AckError(Exception):
 
 
 def slice_batches(sl):
-    """(base offset, last offset, is control, end position) of each whole batch in a FetchSlice."""
+    """(base offset, last offset, is control, end position, producer id, is transactional) of each
+    whole batch in a FetchSlice."""
     pos, end = sl.position, sl.position + sl.length
     while pos + _HEADER_LEN <= end:
         hdr = os.pread(sl.fd, _HEADER_LEN, pos)
@@ -53,7 +54,8 @@ def slice_batches(sl):
             return
         attrs = int.from_bytes(hdr[_ATTR_POS:_ATTR_POS + 2], "big")
         delta = int.from_bytes(hdr[_DELTA_POS:_DELTA_POS + 4], "big")
-        yield base, base + delta, bool(attrs & _CONTROL), stop
+        pid = int.from_bytes(hdr[_PID_POS:_PID_POS + 8], "big", signed=True)
+        yield base, base + delta, bool(attrs & _CONTROL), stop, pid, bool(attrs & _TRANSACTIONAL)
         pos = stop
 
 
@@ -92,8 +94,10 @@ class SharePartition:
 
     # ---- acquisition -------------------------------------------------------------
     def acquire(self, plog, member: str, max_records: int, max_bytes: int, lock_ms: int, max_locks: int,
-                bound: int, now_ms: int, strict: bool = False, min_one: bool = True):
-        """Acquire up to max_records for `member`: (FetchSlice or None, [(first, last, delivery count)])."""
+                bound: int, now_ms: int, strict: bool = False, min_one: bool = True, read_committed: bool = False):
+        """Acquire up to max_records for `member`: (FetchSlice or None, [(first, last, delivery count)]).
+        read_committed: `bound` is the last stable offset, and records of aborted transactions are
+        archived as they are reached (never delivered)."""
         self.skip_to(plog.log_start_offset)
         frm = min(self.available) if self.available else self.end
         if frm >= bound or max_records <= 0:
@@ -107,13 +111,24 @@ class SharePartition:
         got = 0
         ranges: list[list[int]] = []
         cut = None
-        for base, last, control, stop in slice_batches(sl):
+        pending = sorted(((a.first_offset, a.producer_id) for a in plog.aborted_transactions(frm, bound)),
+                         reverse=True) if read_committed else None
+        aborted: set = set()
+        for base, last, control, stop, pid, txn in slice_batches(sl):
             if base > self.end:
                 self.end = base  # offsets missing from the log (compaction): done
+            while pending and pending[-1][0] <= last:
+                aborted.add(pending.pop()[1])
             took = False
             if control:
+                aborted.discard(pid)  # the ABORT marker ends that transaction
                 if last >= self.end:
                     self.end = last + 1
+                continue
+            if txn and pid in aborted:
+                for off in range(max(base, self.end), last + 1):
+                    self.records[off] = [ARCHIVED, 0, None, 0]
+                self.end = max(self.end, last + 1)
                 continue
             for off in range(max(base, frm), last + 1):
                 if off >= self.end:
