@@ -159,7 +159,8 @@ class ShareConsumer(Closeable):
                             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
                     coord = None
                 elif code:
-                    self._fatal = error_for_code(code, f"ShareGroupHeartbeat: {r.get('error_message') or error_name(code)}")
+                    msg = r.get("error_message") or error_name(code)
+                    self._fatal = error_for_code(code, f"ShareGroupHeartbeat: {msg}")
                 else:
                     sent_subs = self.subscription
                     self.member_epoch = r["member_epoch"]
@@ -300,7 +301,8 @@ class ShareConsumer(Closeable):
                 self._note_ack_result(tid, p, r["error_code"], None)
             return []
         if r["error_code"]:
-            raise error_for_code(r["error_code"], f"ShareFetch: {r.get('error_message') or error_name(r['error_code'])}")
+            msg = r.get("error_message") or error_name(r["error_code"])
+            raise error_for_code(r["error_code"], f"ShareFetch: {msg}")
         self._sessions[node] = _next_epoch(epoch)
         self._session_parts[node] = wanted
         self.lock_timeout_ms = r.get("acquisition_lock_timeout_ms")

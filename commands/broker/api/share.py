@@ -250,7 +250,8 @@ def share_acknowledge(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     sc = broker.share_coordinator
     gid, mid, epoch = body["group_id"], body["member_id"], body["share_session_epoch"]
     if not gid or not mid:
-        return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, "GroupId and MemberId are needed")
+        return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST,
+                                       "GroupId and MemberId are needed")
     if epoch == 0:
         return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_SHARE_SESSION_EPOCH, None)
     if _renew_unflagged(body, ctx.api_version):
@@ -269,7 +270,8 @@ def share_acknowledge(broker: Broker, ctx: RequestContext, body: dict) -> dict:
                           "current_leader": {"leader_id": broker.node_id, "leader_epoch": 0}})
         out.append({"topic_id": t["topic_id"], "partitions": parts})
     if _persist(broker, changed):
-        return share_acknowledge_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")
+        return share_acknowledge_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                       "state not persisted")
     if epoch == FINAL_EPOCH:
         sc.close_session(gid, mid)
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
