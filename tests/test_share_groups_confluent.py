@@ -174,3 +174,38 @@ def test_read_committed_share_group_skips_aborted_transactions(brokers):
     for which, (got, later) in sc.on_both(brokers, scenario).items():
         assert got == [b"t0-0", b"t0-1", b"t0-2", b"t2-0", b"t2-1", b"t2-2"], which
         assert later == [1], which
+
+
+HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([sys.argv[3]])
+got = []
+while not got:
+    got = [m for m in c.poll(1.0) if m.error() is None]
+print(len(got), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_consumers_records_come_back_when_its_connection_drops(brokers):
+    import signal
+    import subprocess
+    import sys
+
+    def scenario(bs):
+        topic, group = sc.fresh(bs, 5)  # the default 30 s lock: only the dropped connection frees them
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, bs, group, topic], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        held = int(holder.stdout.readline())
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        t0 = time.monotonic()
+        got = sc.explicit_run(bs, topic, group, 5, lambda o, c: ACCEPT, lambda log: len(log) >= held)
+        return held, [(o, c) for o, c, _ in got], time.monotonic() - t0
+
+    for which, (held, got, took) in sc.on_both(brokers, scenario).items():
+        assert held == 5 and got == [(o, 2) for o in range(5)], (which, got)
+        assert took < 25, (which, took)

@@ -179,7 +179,7 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
     if epoch == 0 and has_acks:
         return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST,
                                  "Acknowledge data present on initial fetch for the share session")
-    session, code = sc.session(gid, mid, epoch)
+    session, code = sc.session(gid, mid, epoch, ctx.conn)
     if code:
         return share_fetch_error(body, ctx.api_version, code, None)
     for t in body["forgotten_topics_data"]:

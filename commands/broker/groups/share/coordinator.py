@@ -31,11 +31,12 @@ INT_MAX = 0x7FFFFFFF
 class ShareSession:
     """A member's share session: its epoch and the partitions it fetches."""
 
-    __slots__ = ("epoch", "parts")
+    __slots__ = ("epoch", "parts", "conn")
 
-    def __init__(self):
+    def __init__(self, conn=None):
         self.epoch = 1
         self.parts: dict[tuple, None] = {}  # (topic id, partition), in order
+        self.conn = conn  # the connection that opened it: the session ends when it closes
 
 
 def heartbeat_error(code: int, msg: str | None = None) -> dict:
@@ -253,13 +254,20 @@ class ShareCoordinator:
                 self.wake(sp)
 
     # ---- share sessions -----------------------------------------------------------------
-    def session(self, gid: str, mid: str, epoch: int):
+    def session(self, gid: str, mid: str, epoch: int, conn=None):
         """(session, error code) for a request at `epoch`; moves the session to its next epoch."""
         key = (gid, mid)
         if epoch == 0:
             if key not in self.sessions and len(self.sessions) >= self.broker.config["group.share.max.share.sessions"]:
                 return None, ErrorCode.SHARE_SESSION_LIMIT_REACHED
-            s = self.sessions[key] = ShareSession()
+            s = self.sessions[key] = ShareSession(conn)
+            if conn is not None:
+                opened = getattr(conn, "share_sessions", None)
+                if opened is None:
+                    opened = conn.share_sessions = {}
+                    conn.close_hooks = list(getattr(conn, "close_hooks", ())) + [
+                        lambda: self._connection_closed(opened)]
+                opened[key] = s
             return s, ErrorCode.NONE
         s = self.sessions.get(key)
         if s is None:
@@ -270,6 +278,14 @@ class ShareCoordinator:
             return None, ErrorCode.INVALID_SHARE_SESSION_EPOCH
         s.epoch = 1 if s.epoch >= INT_MAX else s.epoch + 1
         return s, ErrorCode.NONE
+
+    def _connection_closed(self, opened: dict) -> None:
+        # as Kafka does: a consumer whose connection is gone gives its records back at once
+        if self.broker.stopping:
+            return
+        for (gid, mid), s in opened.items():
+            if self.sessions.get((gid, mid)) is s:
+                self.close_session(gid, mid)
 
     def close_session(self, gid: str, mid: str) -> None:
         """The final epoch: the session ends and the member's records in it are released."""
