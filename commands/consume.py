@@ -267,7 +267,7 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     try:
         client = consumer.engine.client
         renderer.leader_of = lambda t, p: client.metadata.leader_for(t, p)  # the metadata object is replaced
-        if check_topic(consumer._loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
+        if check_topic(consumer.loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
             warn_created(topic)
         if group is not None:
             from pylog.core.client.group import attach_group

@@ -75,7 +75,8 @@ class Side:
                         c.pause([tp])
 
 
-def _fields(r, ignore):
+def record_fields(r, ignore):
+    """The fields of record `r` that diff compares (all but those in `ignore`)."""
     out = {}
     if "key" not in ignore:
         out["key"] = r.key
@@ -92,7 +93,8 @@ def _records(n: int) -> str:
     return f"{n:,} record" + ("" if n == 1 else "s")
 
 
-def _show(v):
+def show_value(v):
+    """A value as the report shows it (bytes as text where they decode, else hex)."""
     if v is None:
         return None
     if isinstance(v, (bytes, bytearray, memoryview)):
@@ -102,7 +104,7 @@ def _show(v):
         except UnicodeDecodeError:
             return "0x" + b.hex()
     if isinstance(v, list):
-        return [[k, _show(x)] for k, x in v]
+        return [[k, show_value(x)] for k, x in v]
     return v
 
 
@@ -128,12 +130,12 @@ def diff_by_position(a: Side, b: Side, ignore: set) -> list[dict]:
                 break
             compared += 1
             if first is None:
-                fx, fy = _fields(x[1], ignore), _fields(y[1], ignore)
+                fx, fy = record_fields(x[1], ignore), record_fields(y[1], ignore)
                 if fx != fy:
                     diff_fields = [f for f in FIELDS if f in fx and fx[f] != fy[f]]
                     first = {"offset_a": x[1].offset, "offset_b": y[1].offset, "fields": diff_fields,
-                             "a": {f: _show(fx[f]) for f in diff_fields},
-                             "b": {f: _show(fy[f]) for f in diff_fields}}
+                             "a": {f: show_value(fx[f]) for f in diff_fields},
+                             "b": {f: show_value(fy[f]) for f in diff_fields}}
         results.append({"partition": p, "equal": first is None and only_a == 0 and only_b == 0,
                         "compared": compared, "first_difference": first, "only_in_a": only_a, "only_in_b": only_b})
     return results
@@ -177,9 +179,9 @@ def diff_by_key(a: Side, b: Side, ignore: set, examples: int = 5) -> dict:
     return {"keys_a": len(ka), "keys_b": len(kb), "equal": not (only_a or only_b or changed),
             "only_in_a": len(only_a), "only_in_b": len(only_b), "different": len(changed),
             "keyless_records_a": keyless_a, "keyless_records_b": keyless_b,
-            "examples": {"only_in_a": [_show(k) for k in only_a[:examples]],
-                         "only_in_b": [_show(k) for k in only_b[:examples]],
-                         "different": [_show(k) for k in changed[:examples]]}}
+            "examples": {"only_in_a": [show_value(k) for k in only_a[:examples]],
+                         "only_in_b": [show_value(k) for k in only_b[:examples]],
+                         "different": [show_value(k) for k in changed[:examples]]}}
 
 
 @click.command("diff")

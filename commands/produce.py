@@ -117,7 +117,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     try:
         try:
             producer = Producer(props)
-            if check_topic(producer._loop, producer.client, topic, allow_create=True):
+            if check_topic(producer.loop, producer.client, topic, allow_create=True):
                 warn_created(topic)
         except UnknownTopicOrPartitionError as e:
             raise NothingDelivered(f"nothing sent: {e}") from None

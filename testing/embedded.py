@@ -120,6 +120,16 @@ class EmbeddedBroker:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    @property
+    def faults(self):
+        """The broker's fault rules: `faults.add(api="Produce", topic="orders",
+        error="NOT_LEADER_OR_FOLLOWER", count=2)` returns a rule (`.hits`, `.clear()`, and a
+        context manager that clears it); `faults.clear()` clears them all. See
+        `pylog broker faults --help` for every kind of fault."""
+        if self.broker is None:
+            raise PylogError("EmbeddedBroker is not started")
+        return self.broker.faults
+
     # ---- conveniences for tests -------------------------------------------------------------
     def client_config(self, **extra) -> dict:
         """`{"bootstrap.servers": ...}` plus `extra`, for any Kafka client's config dict."""

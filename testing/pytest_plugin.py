@@ -10,6 +10,10 @@ Installing pylog makes them available to every test suite:
     def test_fresh(pylog_broker_function):             # a new, empty broker for this test
         ...
 
+    def test_retries(pylog_broker, pylog_faults):      # the session broker's fault rules,
+        pylog_faults.add(api="Produce", error="NOT_ENOUGH_REPLICAS", count=2)   # cleared after the test
+        ...
+
 Broker settings use Kafka's property names: `--pylog-broker-set KEY=VALUE` on the command line
 (repeatable) or `pylog_broker_settings` lines in the ini file apply to both fixtures;
 `@pytest.mark.pylog_broker(settings={...})` adds settings for one test's function broker.
@@ -59,3 +63,10 @@ def pylog_broker_function(request, tmp_path):
         settings.update({k: str(v) for k, v in marker.kwargs.get("settings", {}).items()})
     with EmbeddedBroker(tmp_path / "pylog-broker", settings=settings) as broker:
         yield broker
+
+
+@pytest.fixture
+def pylog_faults(pylog_broker):
+    """The session broker's fault rules (`pylog_broker.faults`), every rule cleared after the test."""
+    yield pylog_broker.faults
+    pylog_broker.faults.clear()

@@ -5,6 +5,7 @@ import json
 import sys
 import urllib.error
 import urllib.request
+from http import HTTPStatus
 
 import click
 
@@ -36,7 +37,7 @@ def fetch_status(url: str, timeout: float) -> dict:
         with urllib.request.urlopen(where, timeout=timeout) as r:
             raw = r.read()
     except urllib.error.HTTPError as e:
-        if e.code != 503:
+        if e.code != HTTPStatus.SERVICE_UNAVAILABLE:
             raise DataError(f"{where}: HTTP {e.code} {e.reason}") from None
         raw = e.read()
     except (urllib.error.URLError, OSError) as e:

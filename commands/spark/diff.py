@@ -131,7 +131,7 @@ def spark_diff_by_position(spark, a, b, ignore: set) -> list[dict]:
     """diff_by_position's result, computed by Spark."""
     from pyspark.sql import functions as F
 
-    from pylog.commands.diff import FIELDS, _fields, _show
+    from pylog.commands.diff import FIELDS, record_fields, show_value
 
     rows = _record_rows(spark, [a, b], ignore, False)
     cols = ["offset", "kd", "vd", "hd", "ts"]
@@ -163,10 +163,10 @@ def spark_diff_by_position(spark, a, b, ignore: set) -> list[dict]:
         first = None
         if p in at:
             oa, ob = at[p]["offset_a"], at[p]["offset_b"]
-            fx, fy = _fields(fetch_record(a, p, oa), ignore), _fields(fetch_record(b, p, ob), ignore)
+            fx, fy = record_fields(fetch_record(a, p, oa), ignore), record_fields(fetch_record(b, p, ob), ignore)
             diff_fields = [f for f in FIELDS if f in fx and fx[f] != fy[f]]
             first = {"offset_a": oa, "offset_b": ob, "fields": diff_fields,
-                     "a": {f: _show(fx[f]) for f in diff_fields}, "b": {f: _show(fy[f]) for f in diff_fields}}
+                     "a": {f: show_value(fx[f]) for f in diff_fields}, "b": {f: show_value(fy[f]) for f in diff_fields}}
         results.append({"partition": p, "equal": first is None and only_a == 0 and only_b == 0,
                         "compared": compared, "first_difference": first, "only_in_a": only_a, "only_in_b": only_b})
     return results
@@ -178,7 +178,7 @@ def spark_diff_by_key(spark, a, b, ignore: set, examples: int = 5) -> dict:
     each key's first record."""
     from pyspark.sql import functions as F
 
-    from pylog.commands.diff import _show
+    from pylog.commands.diff import show_value
 
     rows = _record_rows(spark, [a, b], ignore, True)
     keyless = {r["side"]: r["n"] for r in rows.filter(F.col("key").isNull()).groupBy("side")
@@ -207,7 +207,7 @@ def spark_diff_by_key(spark, a, b, ignore: set, examples: int = 5) -> dict:
                   F.sum(F.when(changed, 1).otherwise(0)).alias("changed")).collect()[0]
 
         def first_keys(cond, order):
-            return [_show(bytes(r["key"])) for r in j.filter(cond).orderBy(*order).limit(examples).collect()]
+            return [show_value(bytes(r["key"])) for r in j.filter(cond).orderBy(*order).limit(examples).collect()]
 
         n = {k: c[k] or 0 for k in ("keys_a", "keys_b", "only_a", "only_b", "changed")}
         ex = {"only_in_a": first_keys(only_a, ["foa", "fpa"]) if n["only_a"] else [],

@@ -237,7 +237,8 @@ def write_partition_task(batches, ctx: dict, acc_records, acc_bytes):
 
 
 # ---------------------------------------------------------------- shared log dir (segments on a cluster)
-def _probe_task(batches, marker: str):
+def probe_task(batches, marker: str):
+    """Per row: the executor's host and whether it sees `marker` (is the log dir shared?)."""
     import socket
 
     import pyarrow as pa

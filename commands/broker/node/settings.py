@@ -101,6 +101,10 @@ def build_settings(
     parse_overrides(config["max.connections.per.ip.overrides"])
     if config.get("metrics.listener"):
         parse_metrics_listener(config["metrics.listener"])
+    if config.get("faults.file"):
+        from pylog.commands.broker.ops.request_faults import load_rules_file
+
+        load_rules_file(config["faults.file"])
 
     node_id = config["node.id"]
     if "broker.id" in config.overridden and "node.id" not in config.overridden:
