@@ -2,8 +2,6 @@
 the same test: same outcomes, same delivery counts, the same errors for late acknowledgements."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 
@@ -11,6 +9,7 @@ from confluent_kafka import Producer
 
 from pylog.core.client.share_consumer import ShareConsumer
 from support import share_scenarios as sc
+from support.cli import pylog
 
 
 def _consumer(bs, group, explicit=False):
@@ -113,8 +112,7 @@ def test_pylog_share_consumer_release_reject_renew_and_late_acks(share_brokers):
 
 
 def _pylog_consume(bs, topic, group, *extra):
-    return subprocess.run([sys.executable, "-m", "pylog.cli", "consume", topic, "-b", bs, "--share-group", group,
-                           "-f", "%o %s\\n", *extra], capture_output=True, text=True, timeout=120)
+    return pylog("consume", topic, "-b", bs, "--share-group", group, "-f", "%o %s\\n", *extra)
 
 
 def test_pylog_consume_share_group(share_brokers):
@@ -135,6 +133,5 @@ def test_pylog_consume_share_group(share_brokers):
         assert first.stdout.split("\n")[:-1] == [f"{o} v{o}" for o in (0, 1, 3, 4, 6, 7)], which
         assert "2 rejected" in first.stderr, which
         assert second.returncode == 0 and second.stdout == "", (which, second.stdout)
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "t", "-b", share_brokers["pylog"],
-                        "--share-group", "g", "--from-beginning"], capture_output=True, text=True, timeout=60)
+    r = pylog("consume", "t", "-b", share_brokers["pylog"], "--share-group", "g", "--from-beginning")
     assert r.returncode == 2 and "cannot be combined with --share-group" in r.stderr

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 from support import share_scenarios as sc
+from support.cli import pylog
 from support.kafka_peer import run_main
 
 TOOL = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
@@ -24,8 +23,8 @@ def _table(text: str) -> list[list[str]]:
     return [re.split(r"\s+", line.strip()) for line in text.strip().splitlines() if line.strip()]
 
 
-def _pylog(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True, timeout=120)
+def _pylog(*args):
+    return pylog(*args)
 
 
 def _consumed(brokers, topic, group, n, partitions=2):

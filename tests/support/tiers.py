@@ -89,6 +89,8 @@ def xdist_group(item, marks: set[str]) -> str:
         return "spark"
     if "kafka_cluster" in item.fixturenames:
         return "kafka_cluster"
+    if "share_kafka" in item.fixturenames:  # one Kafka 4.4 node for every share-group comparison
+        return "share_groups"
     return item.path.stem
 
 
