@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pylog.core.client.admin import _raise as _check
+from pylog.core.client.admin import raise_for as _check
 from pylog.core.client.consumer import TopicPartition
 from pylog.core.client.group_admin import GroupAdmin
 
