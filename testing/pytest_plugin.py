@@ -12,6 +12,9 @@ Installing pylog makes them available to every test suite:
 
     def test_retries(pylog_broker, pylog_faults):      # the session broker's fault rules,
         pylog_faults.add(api="Produce", error="NOT_ENOUGH_REPLICAS", count=2)   # cleared after the test
+
+    def test_avro(pylog_schema_registry):              # a broker with a schema registry
+        conf = {"url": pylog_schema_registry.schema_registry_url}   # confluent-kafka's
         ...
 
 Broker settings use Kafka's property names: `--pylog-broker-set KEY=VALUE` on the command line
@@ -62,6 +65,15 @@ def pylog_broker_function(request, tmp_path):
     if marker is not None:
         settings.update({k: str(v) for k, v in marker.kwargs.get("settings", {}).items()})
     with EmbeddedBroker(tmp_path / "pylog-broker", settings=settings) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def pylog_schema_registry(request, tmp_path_factory):
+    """One embedded pylog broker serving a schema registry, for the whole session:
+    `.schema_registry_url` for registry clients, `.bootstrap` for Kafka clients."""
+    with EmbeddedBroker(tmp_path_factory.mktemp("pylog-registry"), settings=_settings(request.config),
+                        schema_registry=True) as broker:
         yield broker
 
 

@@ -49,6 +49,9 @@ def broker():
               help="Create or replace a SCRAM credential before serving, like kafka-storage format --add-scram "
                    "(repeatable), e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]'; "
                    "also [name=..,salt=..,saltedpassword=..,iterations=..] with base64 values.")
+@click.option("--schema-registry", "schema_registry", metavar="HOST:PORT", default=None,
+              help="Serve a schema registry (Confluent's REST API) on HOST:PORT: "
+                   "schema.registry.listeners=http://HOST:PORT.")
 @click.option("--log-level", type=click.Choice(LEVELS, case_sensitive=False), default="info", show_default=True,
               help="Broker log verbosity (log lines go to stderr).")
 @click.option("--allow-faults", is_flag=True,
@@ -57,7 +60,8 @@ def broker():
 @click.option("--faults", "faults_file", type=click.Path(dir_okay=False, exists=True), default=None,
               metavar="FILE", help="Load fault rules from a JSON file at start-up (faults.file; implies "
                                    "--allow-faults). See `pylog broker faults`.")
-def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_level, allow_faults, faults_file):
+def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schema_registry, log_level, allow_faults,
+          faults_file):
     """Start the broker and serve until SIGINT or SIGTERM.
 
     On start it loads every partition in the log dirs (recovering those not
@@ -73,6 +77,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
       pylog broker start --log-dir /data/a --log-dir /data/b --listen 0.0.0.0:9092 \\
           --advertised kafka.local:9092
       pylog broker start --config server.properties --set auto.create.topics.enable=false
+      pylog broker start --schema-registry 127.0.0.1:8081
       pylog broker start --config secure.properties \\
           --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
       pylog broker start --set metrics.listener=http://127.0.0.1:9404 --allow-faults
@@ -82,6 +87,8 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
     _setup_logging(log_level)
     file_props = merge_properties(config_file, (), "--set") if config_file else {}
     set_map = merge_properties(None, set_props, "--set")
+    if schema_registry:
+        set_map["schema.registry.listeners"] = f"http://{schema_registry}"
     if allow_faults:
         set_map["faults.enable"] = "true"
     if faults_file:
@@ -119,6 +126,8 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, log_l
                            f"(/health, /ready{', /faults' if b.faults.enabled else ''})")
             if b.faults.enabled:
                 click.echo(f"  warning: fault injection enabled, {len(b.faults)} rule(s) loaded")
+            if b.schema_registry is not None:
+                click.echo(f"  schema registry: {', '.join(b.schema_registry.urls)}")
             click.echo(f"pylog broker listening on {_show_host(settings.host)}:{port}")
 
         _run(b, ready)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from http import HTTPStatus
 
 import click
 
@@ -26,9 +27,9 @@ def _url_option(f):
 
 def _call(url: str | None, config_file: str | None, method: str, path: str, timeout: float, payload=None):
     from pylog.commands.broker.ops.admin_http import parse_metrics_listener
-    from pylog.commands.broker.status_cli import _url_from
+    from pylog.commands.broker.status_cli import admin_url_from
 
-    base = _url_from(url, config_file) if (url or config_file) else DEFAULT_URL
+    base = admin_url_from(url, config_file) if (url or config_file) else DEFAULT_URL
     host, port = parse_metrics_listener(base)
     where = f"http://{host if ':' not in host else f'[{host}]'}:{port}{path}"
     data = json.dumps(payload).encode() if payload is not None else None
@@ -39,14 +40,14 @@ def _call(url: str | None, config_file: str | None, method: str, path: str, time
             raw = r.read()
     except urllib.error.HTTPError as e:
         raw = e.read()
-        if e.code == 403:
+        if e.code == HTTPStatus.FORBIDDEN:
             raise DataError(f"{base}: the broker does not allow fault injection (start it with --allow-faults "
                             f"or faults.enable=true)") from None
         try:
             msg = json.loads(raw).get("error") or raw.decode()
         except ValueError:
             msg = raw.decode(errors="replace").strip()
-        if e.code == 400:
+        if e.code == HTTPStatus.BAD_REQUEST:
             raise UsageError(msg) from None
         raise DataError(f"{where}: HTTP {e.code}: {msg}") from None
     except (urllib.error.URLError, OSError) as e:

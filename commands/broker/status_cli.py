@@ -14,7 +14,7 @@ from pylog.core.errors import DataError, UsageError
 DEFAULT_URL = "http://127.0.0.1:9404"
 
 
-def _url_from(url: str | None, config_file: str | None) -> str:
+def admin_url_from(url: str | None, config_file: str | None) -> str:
     if url:
         return url
     if config_file:
@@ -52,7 +52,7 @@ def fetch_status(url: str, timeout: float) -> dict:
 
 def show_status(url: str | None, config_file: str | None, timeout: float, as_json: bool) -> None:
     """Print the status; exit 1 when the broker is not ready."""
-    snap = fetch_status(_url_from(url, config_file), timeout)
+    snap = fetch_status(admin_url_from(url, config_file), timeout)
     if as_json:
         click.echo(json.dumps(snap, indent=2))
     else:

@@ -17,6 +17,7 @@ _SCHEMA_POSITION = ("side string, partition int, ordinal long, offset long, kd b
                     "ts long")
 _SCHEMA_KEY = "side string, partition int, offset long, ts long, key binary, vd binary"
 _FLUSH = 8192
+_DECODE = "pylog.diff.value.decoding"  # the --value-format spec, carried to the tasks with the props
 
 
 def _digest(b) -> bytes:
@@ -81,12 +82,17 @@ def _rows_task(batches, ignore: list, by_key: bool):
                                                [s, i32, i64, i64, b, b, b, i64])))
     names = schema.names
     skip = set(ignore)
+    from pylog.commands.consume_schema import record_value_decoder
+
     for batch in batches:
         for task in batch.to_pylist():
             props = json.loads(task["props"])
+            decode = record_value_decoder(props.pop(_DECODE, None))
             cols: list[list] = [[] for _ in names]
             for i, r in enumerate(read_partition(props, task["topic"], task["partition"], task["start"],
                                                  task["end"])):
+                if decode is not None:
+                    r = decode(r)
                 if by_key:
                     vd = None if r.value is None or r.key is None else value_digest(r.value, r.headers, skip)
                     row = (task["side"], task["partition"], r.offset, r.timestamp,
@@ -109,7 +115,8 @@ def _rows_task(batches, ignore: list, by_key: bool):
 
 def _record_rows(spark, sides, ignore: set, by_key: bool):
     """The DataFrame of every record of both sides (one Spark task per side and partition)."""
-    tasks = [(s.label, s.topic, p, s.start[p], s.end[p], json.dumps(s.props))
+    tasks = [(s.label, s.topic, p, s.start[p], s.end[p],
+              json.dumps({**s.props, _DECODE: s.decode_spec} if getattr(s, "decode_spec", None) else s.props))
              for s in sides for p in s.partitions if s.end[p] > s.start[p]]
     schema = _SCHEMA_KEY if by_key else _SCHEMA_POSITION
     if not tasks:
@@ -123,7 +130,7 @@ def _record_rows(spark, sides, ignore: set, by_key: bool):
 def fetch_record(side, partition: int, offset: int):
     """The one record at `offset` (the driver shows the first difference's fields)."""
     for r in read_partition(side.props, side.topic, partition, offset, offset + 1):
-        return r
+        return side.decode(r) if getattr(side, "decode", None) else r
     return None
 
 

@@ -80,6 +80,7 @@ class IngestOptions:
     idempotence: bool = True
     producer_props: dict[str, str] = field(default_factory=dict)
     tasks: int | None = None
+    value_encoding: dict | None = None  # Serializer.spec of --value-format: values encoded on the executors
 
 
 # ---------------------------------------------------------------- input
@@ -300,7 +301,8 @@ def run_produce(spark, df, opts: IngestOptions, progress_factory, prep: dict) ->
     props, parts, before = prep["props"], prep["parts"], prep["before"]
     admin_props = {"bootstrap.servers": opts.bootstrap}
     acc_records, acc_bytes = progress_accumulators(spark)
-    ctx = {"topic": opts.topic, "props": props, "headers": list(opts.headers_columns)}
+    ctx = {"topic": opts.topic, "props": props, "headers": list(opts.headers_columns),
+           "value_encoding": opts.value_encoding}
     df = slim(df, opts)
     if opts.tasks:
         df = df.repartition(opts.tasks)
@@ -450,6 +452,7 @@ def run_segments(spark, df, opts: IngestOptions, progress_factory, prep: dict, s
     n = prep["num_partitions"]
     acc_records, acc_bytes = progress_accumulators(spark)
     ctx = {
+        "value_encoding": opts.value_encoding,
         "headers": list(opts.headers_columns),
         "topic": opts.topic,
         "log_dir": os.path.abspath(opts.log_dir),

@@ -10,6 +10,7 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
   6. listeners, one server each: from here on clients can connect
   7. the metrics listener (metrics.listener): /metrics, /health, /ready
+  8. the schema registry (schema.registry.listeners), a client of step 6's listener
 Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
 coordinators' timers, stop accepting, answer what is in flight (long polls at
 once), wait for a running job, stop the cleaner, then flush the logs and write
@@ -41,6 +42,7 @@ from pylog.commands.broker.node.scheduler import Scheduler
 from pylog.commands.broker.net.server import Connection, Server
 from pylog.commands.broker.node.settings import BrokerSettings
 from pylog.commands.broker.txn.coordinator import TransactionCoordinator
+from pylog.commands.schema_registry.service import SchemaRegistryService
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol.apis.meta import API_VERSIONS
@@ -82,6 +84,7 @@ class Broker:
         self.authorizer: Authorizer | None = None  # when authorizer.class.name is set
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
         self.metrics: MetricsListener | None = None  # when metrics.listener is set
+        self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
         self.quotas: QuotaManager | None = None  # client quota configs and their rates
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
@@ -129,6 +132,7 @@ class Broker:
             self._start_services()
             port = self._listen()
             await self._start_metrics()
+            await self._start_schema_registry()
             if ready_callback:
                 ready_callback(port)
             await self._stop_event.wait()
@@ -196,6 +200,15 @@ class Broker:
             self.metrics = MetricsListener(self, url)
             await self.metrics.start()
 
+    async def _start_schema_registry(self) -> None:
+        if self.config.get("schema.registry.listeners"):
+            from pylog.commands.schema_registry.in_broker import make_service
+
+            svc = make_service(self)
+            # the registry reads _schemas through this broker: start it off the event loop
+            await self.loop.run_in_executor(None, svc.start)
+            self.schema_registry = svc
+
     def advertised_for(self, conn) -> tuple[str, int]:
         """The address published to a client: that of the listener it connected to."""
         spec = getattr(getattr(conn, "listener", None), "spec", None)
@@ -249,6 +262,8 @@ class Broker:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
             c.stop()
+        if self.schema_registry is not None:
+            await self.loop.run_in_executor(None, self.schema_registry.stop)
         if self.metrics is not None:
             await self.metrics.stop()
         if self.servers:
