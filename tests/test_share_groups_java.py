@@ -2,6 +2,8 @@
 test: the same scenario on both brokers gives the same outcome and the same delivery counts."""
 from __future__ import annotations
 
+import pytest
+
 from support import share_scenarios as sc
 from support.kafka_peer import java_program
 
@@ -78,6 +80,7 @@ def _scenario(n, consumers, target, rule, partitions=1, extra=0, **configs):
     return run
 
 
+@pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
 def test_java_share_consumers_accept_every_record_exactly_once(share_brokers):
     results = sc.on_both(share_brokers, _scenario(200, 3, 200, "accept", partitions=2))
     for which, (log, _) in results.items():
@@ -85,6 +88,7 @@ def test_java_share_consumers_accept_every_record_exactly_once(share_brokers):
         assert {n for _, _, n, _ in log} == {1}, which
 
 
+@pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
 def test_java_release_reject_and_poison_same_as_kafka(share_brokers):
     release = sc.on_both(share_brokers, _scenario(10, 1, 11, "release:4"))
     reject = sc.on_both(share_brokers, _scenario(10, 1, 10, "reject:3", extra=1))

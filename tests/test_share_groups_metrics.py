@@ -20,7 +20,7 @@ def _scrape(b) -> dict:
 
 
 def test_share_metrics(tmp_path):
-    b = BrokerProcess(tmp_path / "data", "--set", "metrics.listener=http://127.0.0.1:0").start()
+    b = BrokerProcess(tmp_path / "data", "--set", "metrics.listener=http://127.0.0.1:0").start(timeout=120)
     try:
         topic, group = sc.fresh(b.bootstrap, 10)
         sc.explicit_run(b.bootstrap, topic, group, 10,

@@ -36,7 +36,7 @@ HOLDER = textwrap.dedent("""
 
 
 def test_kill9_keeps_acknowledged_and_delivery_counts(tmp_path):
-    b = BrokerProcess(tmp_path / "data").start()
+    b = BrokerProcess(tmp_path / "data").start(timeout=120)
     try:
         topic, group, n = sc.name("share-k9"), sc.name("share-k9g"), 30
         sc.create_topic(b.bootstrap, topic)
@@ -50,7 +50,7 @@ def test_kill9_keeps_acknowledged_and_delivery_counts(tmp_path):
         holder.send_signal(signal.SIGKILL)
         holder.wait()
         b.kill9()
-        b.restart()
+        b.start(port=b.port, timeout=120)
         seen = sc.accept_all(b.bootstrap, topic, group, n - 10, consumers=2)
         again = sorted((o, c) for recs in seen.values() for _, o, c in recs)
         assert again == [(o, 2) for o in range(10, n)]

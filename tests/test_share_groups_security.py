@@ -30,7 +30,7 @@ def secured(tmp_path_factory):
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users=User:admin;User:ANONYMOUS",
     ]) + "\n")
-    b = BrokerProcess(tmp / "data", "--config", str(cfg)).start()
+    b = BrokerProcess(tmp / "data", "--config", str(cfg)).start(timeout=120)
     yield b
     b.stop_clean()
 

@@ -3,6 +3,8 @@
 scenario shows the same thing."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 
@@ -34,6 +36,7 @@ def _consumed(brokers, topic, group, n, partitions=2):
     return sc.on_both(brokers, scenario)
 
 
+@pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
 def test_kafka_share_groups_sh_shows_the_same_on_pylog_and_kafka(share_brokers):
     topic, group = sc.name("tool-t"), sc.name("tool-g")
     _consumed(share_brokers, topic, group, 20)
@@ -58,6 +61,7 @@ def test_kafka_share_groups_sh_shows_the_same_on_pylog_and_kafka(share_brokers):
         assert group not in _tool(bs, "--list").split(), which
 
 
+@pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
 def test_pylog_share_groups_on_kafka_and_pylog(share_brokers):
     topic, group = sc.name("cli-t"), sc.name("cli-g")
     _consumed(share_brokers, topic, group, 20)
@@ -83,6 +87,7 @@ def test_pylog_share_groups_on_kafka_and_pylog(share_brokers):
             (which, r.stdout, r.stderr)
 
 
+@pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
 def test_kafka_console_share_consumer_on_pylog(share_pylog):
     bs = share_pylog.bootstrap
     topic, group = sc.fresh(bs, 12, 1)

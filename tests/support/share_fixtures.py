@@ -14,7 +14,7 @@ BROKER_SETTINGS = {"group.share.min.record.lock.duration.ms": "1000"}
 @pytest.fixture(scope="session")
 def share_pylog(tmp_path_factory):
     extra = [a for k, v in BROKER_SETTINGS.items() for a in ("--set", f"{k}={v}")]
-    b = BrokerProcess(tmp_path_factory.mktemp("share") / "data", *extra).start()
+    b = BrokerProcess(tmp_path_factory.mktemp("share") / "data", *extra).start(timeout=120)
     yield b
     b.stop_clean()
 
