@@ -3,10 +3,10 @@
 scenario shows the same thing."""
 from __future__ import annotations
 
-import pytest
-
 import json
 import re
+
+import pytest
 
 from support import share_scenarios as sc
 from support.cli import pylog
