@@ -6,7 +6,7 @@ import click
 from pylog.commands.client_common import client_props
 from pylog.commands.completion import group_names
 from pylog.commands.console import emit_json, err, out
-from pylog.commands.groups import _parse_topic_spec, _print_table, parse_datetime
+from pylog.commands.groups import parse_datetime, parse_topic_spec as _parse_topic_spec, print_table as _print_table
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import ErrorCode, PylogError, UsageError, error_name

@@ -43,6 +43,16 @@ def _partitions(az, ctx, api, body, fetch: bool):
         {"topic_id": t["topic_id"], "partitions": [entry(p) for p in t["partitions"]]} for t in drop]}
 
 
+def _describe_groups(az, ctx, api, body):
+    ids = body.get("group_ids") or []
+    keep = [g for g in ids if az.allowed(ctx, Op.DESCRIBE, Res.GROUP, g)]
+    if len(keep) == len(ids):
+        return None
+    drop = [g for g in ids if g not in keep]
+    return dict(body, group_ids=keep), api.error(dict(body, group_ids=drop), ctx.api_version, A.GROUP_DENIED,
+                                                 A.MESSAGES[A.GROUP_DENIED])
+
+
 def _describe_offsets(az, ctx, api, body):
     groups = body.get("groups") or []
     keep = [g for g in groups if az.allowed(ctx, Op.DESCRIBE, Res.GROUP, g["group_id"])]
@@ -65,7 +75,7 @@ def _group_and_topics(group_op):
 
 SHARE_RULES = {
     76: _heartbeat,
-    77: A._group_list("group_ids", Op.DESCRIBE),
+    77: _describe_groups,
     78: lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=True),
     79: lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=False),
     90: _describe_offsets,
