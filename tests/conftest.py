@@ -36,6 +36,10 @@ from support.spark_fixtures import spark_connect  # noqa: E402,F401
 from support.spark_fixtures import keep_session  # noqa: E402,F401
 
 
+# share groups (KIP-932): `share_pylog`, `share_kafka`, `share_brokers` for the run
+from support.share_fixtures import share_brokers, share_kafka, share_pylog  # noqa: E402,F401
+
+
 def pytest_configure(config):
     for name, doc in tiers.DECLARED.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
