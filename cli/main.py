@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "consume": "pylog.commands.consume:consume",
     "topics": "pylog.commands.topics:topics",
     "groups": "pylog.commands.groups:groups",
+    "share-groups": "pylog.commands.share_groups:share_groups",
     "transactions": "pylog.commands.transactions:transactions",
     "acls": "pylog.commands.acls:acls",
     "users": "pylog.commands.users:users",

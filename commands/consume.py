@@ -160,6 +160,12 @@ def kcat_json(key_decoder, value_decoder, leader_of):
               help="Exit when no record arrives for this long.")
 @click.option("--group", "-g", "-G", default=None, shell_complete=group_names,
               help="Consume as a member of this consumer group (group.id).")
+@click.option("--share-group", default=None, metavar="GROUP", shell_complete=group_names,
+              help="Consume as a member of this share group (KIP-932): each record printed is acknowledged.")
+@click.option("--reject-if", "reject_if", multiple=True, metavar="EXPR",
+              help="With --share-group: reject (archive) records matching EXPR (the --filter syntax); repeatable.")
+@click.option("--release-if", "release_if", multiple=True, metavar="EXPR",
+              help="With --share-group: release records matching EXPR back to the group; repeatable.")
 @click.option("--group-protocol", type=click.Choice(("classic", "consumer")), default=None,
               help="Group protocol (group.protocol): classic, or consumer for KIP-848, where the broker "
                    "assigns the partitions. [default: classic]")
@@ -191,7 +197,8 @@ def kcat_json(key_decoder, value_decoder, leader_of):
 @properties_options
 @json_option
 def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages, exit_at_end, timeout_ms, group,
-            group_protocol, fmt, kcat_envelope, filters, formatter_props, key_decoder, value_decoder, value_format, key_format, registry_url, registry_auth, isolation, properties,
+            share_group, reject_if, release_if, group_protocol, fmt, kcat_envelope, filters, formatter_props,
+            key_decoder, value_decoder, value_format, key_format, registry_url, registry_auth, isolation, properties,
             as_json):
     """Consume records from TOPIC and print them on stdout.
 
@@ -212,6 +219,11 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     nothing. With --group it joins the group, starts at the group's stored
     offsets (-o stored) and on exit, Ctrl-C or SIGTERM commits and leaves
     the group.
+
+    With --share-group it reads as a member of a share group: records are
+    shared with the group's other consumers, each printed record is
+    accepted, and --reject-if / --release-if reject or release the records
+    they match.
 
     --value-format avro|protobuf|json-schema|auto decodes the schema
     registry's wire format to JSON (the registry from --schema-registry,
@@ -267,6 +279,10 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     if group is None:
         extra["enable.auto.commit"] = "false"
     keep = RecordFilter(filters)
+    if share_group is not None or reject_if or release_if:
+        return _share(topic, bootstrap, share_group, group, partitions, offsets or from_beginning, exit_at_end,
+                      properties, _renderer(fmt, formatter, key_decoder, value_decoder, as_json, kcat_envelope),
+                      keep, max_messages, timeout_ms, reject_if, release_if)
     props = client_props(bootstrap, properties, CONSUMER_CONFIGS, **extra)
     renderer = _renderer(fmt, formatter, key_decoder, value_decoder, as_json, kcat_envelope)
 
@@ -400,3 +416,18 @@ def _at_end(consumer, end_offsets, stopped=()) -> bool:
         if end < 0 or pos[0] < end:
             return False
     return True
+
+
+def _share(topic, bootstrap, share_group, group, partitions, positioned, exit_at_end, properties, renderer, keep,
+           max_messages, timeout_ms, reject_if, release_if) -> None:
+    if share_group is None:
+        raise UsageError("--reject-if and --release-if need --share-group")
+    for given, what in ((group, "--group"), (partitions, "--partition"), (positioned, "--offset/--from-beginning"),
+                        (exit_at_end, "--exit-at-end")):
+        if given:
+            raise UsageError(f"{what} cannot be combined with --share-group: the share group assigns records "
+                             "(its start offset: share.auto.offset.reset)")
+    from pylog.commands.consume_share import consume_share
+
+    consume_share(topic, bootstrap, share_group, properties, renderer, keep, max_messages, timeout_ms,
+                  reject_if, release_if)

@@ -370,3 +370,7 @@ def delete(group_ids, bootstrap, properties, as_json):
                 err.print(f"group {g}: {error_name(c)}", style="red", markup=False)
     if failed:
         raise click.exceptions.Exit(1)
+
+
+# shared with `pylog share-groups`
+print_table, parse_topic_spec = _print_table, _parse_topic_spec

@@ -151,7 +151,12 @@ class ErrorCode(IntEnum):
     TELEMETRY_TOO_LARGE = 118
     INVALID_REGISTRATION = 119
     TRANSACTION_ABORTABLE = 120
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
+    FENCED_STATE_EPOCH = 124
     INVALID_REGULAR_EXPRESSION = 128
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 class KafkaError(PylogError):
@@ -1030,6 +1035,11 @@ _DESCRIPTIONS: dict[int, str] = {
     ErrorCode.INVALID_REGISTRATION: 'The controller has considered the broker registration to be invalid.',
     ErrorCode.TRANSACTION_ABORTABLE: 'The server encountered an error with the transaction.',
     ErrorCode.INVALID_REGULAR_EXPRESSION: 'The regular expression is not valid.',
+    ErrorCode.INVALID_RECORD_STATE: 'The record state is invalid. The acknowledgement of delivery could not be completed.',
+    ErrorCode.SHARE_SESSION_NOT_FOUND: 'The share session was not found.',
+    ErrorCode.INVALID_SHARE_SESSION_EPOCH: 'The share session epoch is invalid.',
+    ErrorCode.FENCED_STATE_EPOCH: 'The coordinator rejected the request because the state epoch did not match.',
+    ErrorCode.SHARE_SESSION_LIMIT_REACHED: 'The limit of share sessions has been reached.',
 }
 
 # Name and code maps kept for readers of earlier versions of this module.

@@ -36,11 +36,16 @@ from support.spark_fixtures import spark_connect  # noqa: E402,F401
 from support.spark_fixtures import keep_session  # noqa: E402,F401
 
 
+# share groups (KIP-932): `share_pylog`, `share_kafka`, `share_brokers` for the run
+from support.share_fixtures import share_brokers, share_kafka, share_pylog  # noqa: E402,F401
+
+
 def pytest_configure(config):
     for name, doc in tiers.DECLARED.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks it sets
 def pytest_collection_modifyitems(config, items):
     expr = config.getoption("markexpr", "") or ""
     tiers.apply_marks(items, fast_tier="fast" in expr)

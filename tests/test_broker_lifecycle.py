@@ -45,10 +45,11 @@ def test_serve_starts_and_stops_every_component(tmp_path):
     seen = {}
 
     def ready(port):
-        gc, tc = b.group_coordinator, b.txn_coordinator
-        seen.update(port=port, coordinators=b.coordinators == [gc, tc],
+        gc, tc, sc = b.group_coordinator, b.txn_coordinator, b.share_coordinator
+        seen.update(port=port, coordinators=b.coordinators == [gc, tc, sc],
                     ticking=gc._ticker is not None and not gc._ticker.cancelled()
-                    and tc._timers and not any(t.cancelled() for t in tc._timers),
+                    and tc._timers and not any(t.cancelled() for t in tc._timers)
+                    and sc._ticker is not None and not sc._ticker.cancelled(),
                     cleaning=b.logs.cleaner is not None and b.logs.cleaner.running)
         b.request_stop()
 
@@ -58,6 +59,7 @@ def test_serve_starts_and_stops_every_component(tmp_path):
     gc = b.group_coordinator
     assert gc._ticker.cancelled() and gc._retention_timer.cancelled()
     assert all(t.cancelled() for t in b.txn_coordinator._timers)
+    assert b.share_coordinator._ticker is None
     assert b.logs.cleaner is None and not b.logs.started
     assert (tmp_path / "data" / CLEAN_SHUTDOWN_FILE).exists()
 

@@ -218,6 +218,8 @@ def check_version(sock, advertised, api_key, version):
         assert r["groups"][0]["error_code"] == 69, r  # GROUP_ID_NOT_FOUND
     elif api_key in TXN_KEYS:
         check_txn_version(sock, api_key, version, f"vx-{api_key}-{version}")
+    elif api_key in SHARE_KEYS:
+        check_share_version(sock, api_key, version, f"vs-{api_key}-{version}", tid)
     else:
         raise AssertionError(f"{API_NAMES.get(api_key)} is advertised but this test has no case for it")
 
@@ -550,3 +552,91 @@ def check_txn_version(sock, api_key, version, tid):
         assert p["error_code"] == 0 and pid in [a["producer_id"] for a in p["active_producers"]]
     off = call(sock, 9, 8, {"groups": [{"group_id": tid + "-g", "topics": None}], "require_stable": True})
     assert off["groups"][0]["topics"][0]["partitions"][0]["committed_offset"] == 1
+
+
+SHARE_KEYS = {76, 77, 78, 79, 90, 91, 92}
+
+
+def _share_join(sock, group, tid):
+    mid = str(uuid.uuid4())
+    r = call(sock, 76, 1, {"group_id": group, "member_id": mid, "member_epoch": 0,
+                           "subscribed_topic_names": [TOPIC]})
+    assert r["error_code"] == 0 and r["member_epoch"] >= 1, r
+    assert r["assignment"]["topic_partitions"] == [{"topic_id": tid, "partitions": [0]}]
+    return mid, r["member_epoch"]
+
+
+def _share_leave(sock, group, mid):
+    r = call(sock, 76, 1, {"group_id": group, "member_id": mid, "member_epoch": -1})
+    assert r["error_code"] == 0 and r["member_epoch"] == -1
+
+
+def _share_fetch(sock, version, group, mid, epoch, tid):
+    return call(sock, 78, version, {"group_id": group, "member_id": mid, "share_session_epoch": epoch,
+                                    "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 100,
+                                    "batch_size": 100, "topics": [{"topic_id": tid, "partitions": [
+                                        {"partition_index": 0, "acknowledgement_batches": []}]}] if epoch == 0 else [],
+                                    "forgotten_topics_data": []})
+
+
+def check_share_version(sock, api_key, version, group, tid):
+    if api_key == 76:
+        mid, epoch = _share_join(sock, group, tid)
+        r = call(sock, 76, version, {"group_id": group, "member_id": mid, "member_epoch": epoch})
+        assert r["error_code"] == 0 and r["member_epoch"] == epoch and r["assignment"] is None
+        r = call(sock, 76, version, {"group_id": group, "member_id": mid, "member_epoch": epoch + 9})
+        assert r["error_code"] == 110  # FENCED_MEMBER_EPOCH
+        _share_leave(sock, group, mid)
+    elif api_key == 77:
+        mid, epoch = _share_join(sock, group, tid)
+        r = call(sock, 77, version, {"group_ids": [group, group + "-none"], "include_authorized_operations": False})
+        g, none = r["groups"]
+        assert (g["error_code"], g["group_state"], g["assignor_name"]) == (0, "Stable", "simple")
+        assert [m["member_id"] for m in g["members"]] == [mid]
+        assert none["error_code"] == 69  # GROUP_ID_NOT_FOUND
+        _share_leave(sock, group, mid)
+    elif api_key == 78:
+        mid, _ = _share_join(sock, group, tid)
+        r = _share_fetch(sock, version, group, mid, 0, tid)
+        assert r["error_code"] == 0 and r["acquisition_lock_timeout_ms"] == 30000, r
+        assert r["responses"][0]["partitions"][0]["error_code"] == 0
+        assert _share_fetch(sock, version, group, mid, 1, tid)["error_code"] == 0
+        assert _share_fetch(sock, version, group, mid, 7, tid)["error_code"] == 123  # INVALID_SHARE_SESSION_EPOCH
+        assert _share_fetch(sock, version, group, mid, -1, tid)["error_code"] == 0
+        assert _share_fetch(sock, version, group, mid, 3, tid)["error_code"] == 122  # SHARE_SESSION_NOT_FOUND
+        _share_leave(sock, group, mid)
+    elif api_key == 79:
+        mid, _ = _share_join(sock, group, tid)
+        ack = {"group_id": group, "member_id": mid, "share_session_epoch": 0, "topics": []}
+        assert call(sock, 79, version, ack)["error_code"] == 123
+        assert _share_fetch(sock, 1, group, mid, 0, tid)["error_code"] == 0
+        r = call(sock, 79, version, {**ack, "share_session_epoch": 1, "topics": [{"topic_id": tid, "partitions": [
+            {"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}]})
+        assert r["error_code"] == 0
+        assert r["responses"][0]["partitions"][0]["error_code"] == 121  # INVALID_RECORD_STATE: nothing acquired
+        assert call(sock, 79, version, {**ack, "share_session_epoch": -1})["error_code"] == 0
+        _share_leave(sock, group, mid)
+    elif api_key == 90:
+        mid, _ = _share_join(sock, group, tid)
+        r = call(sock, 90, version, {"groups": [{"group_id": group, "topics": None},
+                                                {"group_id": group + "-none", "topics": None}]})
+        g, none = r["groups"]
+        p = g["topics"][0]["partitions"][0]
+        assert (g["error_code"], g["topics"][0]["topic_name"], p["partition_index"]) == (0, TOPIC, 0)
+        assert p["start_offset"] >= 0
+        assert none["error_code"] == 69
+        _share_leave(sock, group, mid)
+    elif api_key == 91:
+        r = call(sock, 91, version, {"group_id": group, "topics": [
+            {"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 0}]}]})
+        assert r["error_code"] == 0 and r["responses"][0]["partitions"][0]["error_code"] == 0
+        r = call(sock, 90, 1, {"groups": [{"group_id": group, "topics": [{"topic_name": TOPIC, "partitions": [0]}]}]})
+        assert r["groups"][0]["topics"][0]["partitions"][0]["start_offset"] == 0
+    elif api_key == 92:
+        call(sock, 91, 0, {"group_id": group, "topics": [
+            {"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 0}]}]})
+        r = call(sock, 92, version, {"group_id": group, "topics": [{"topic_name": TOPIC}]})
+        assert r["error_code"] == 0 and r["responses"][0]["error_code"] == 0
+        r = call(sock, 90, 1, {"groups": [{"group_id": group, "topics": None}]})
+        assert r["groups"][0]["topics"] == []

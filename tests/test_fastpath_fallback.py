@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from support.cli import pylog
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,12 +36,10 @@ def test_pure_python_forced_by_the_environment():
 
 
 def test_version_names_the_implementation():
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "--version"], capture_output=True, text=True,
-                       timeout=60, env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
+    r = pylog("--version", env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[1] == "implementation: pure Python (forced by PYLOG_PURE_PYTHON)"
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "--version"], capture_output=True, text=True,
-                       timeout=60, env={**os.environ, "PYLOG_PURE_PYTHON": "0"})
+    r = pylog("--version", env={**os.environ, "PYLOG_PURE_PYTHON": "0"})
     assert r.returncode == 0, r.stderr
     line = r.stdout.splitlines()[1]
     assert line == "implementation: compiled (C extension pylog.core._speedups)" or line.startswith(
@@ -49,8 +49,7 @@ def test_version_names_the_implementation():
 def test_debug_says_it_once(tmp_path):
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(b"")
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "--debug", "dump-segment", str(seg)], capture_output=True,
-                       text=True, timeout=60, env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
+    r = pylog("--debug", "dump-segment", seg, env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
     assert r.stderr.count("implementation: pure Python (forced by PYLOG_PURE_PYTHON)") == 1, r.stderr
 
 

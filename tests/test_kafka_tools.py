@@ -23,7 +23,7 @@ TOOLS = {
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-    "configs": "kafka.admin.ConfigCommand",
+    "configs": "org.apache.kafka.tools.ConfigCommand",
     "delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
@@ -278,6 +278,8 @@ SERVED = ["Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "Offset
           "ConsumerGroupDescribe", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
           "WriteTxnMarkers", "DescribeTransactions", "ListTransactions", "DescribeProducers",
           "DescribeClientQuotas", "AlterClientQuotas"]
+SERVED += ["ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+           "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets"]
 
 
 def test_kafka_broker_api_versions(tool, broker):
@@ -289,7 +291,7 @@ def test_kafka_broker_api_versions(tool, broker):
         assert m, f"{name}: {apis[name]}"
         # the client uses the broker's newest version: pylog claims nothing newer than Kafka 4.3.1 knows
         assert m.group(3) == (m.group(2) or m.group(1)), f"{name}: {apis[name]}"
-    # not served (README): the share/streams group protocols, replica moves
-    for name in ["ShareGroupHeartbeat", "StreamsGroupHeartbeat", "DescribeTopicPartitions",
+    # not served (README): the streams group protocol, replica moves
+    for name in ["StreamsGroupHeartbeat", "DescribeTopicPartitions",
                  "AlterPartitionReassignments", "ElectLeaders", "AlterReplicaLogDirs"]:
         assert apis[name] == "UNSUPPORTED", name

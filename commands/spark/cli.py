@@ -111,10 +111,10 @@ def run_spark_diff(settings, a, b, ignore: set, by_key: bool, say=None) -> tuple
     finally:
         finish_session(run)
     return result, {**run_info(run), "job_seconds": round(time.monotonic() - t0, 3)}
-def finish_session(run) -> None:
-    """Stop the Spark session of `run` (and what it started)."""
+
 
 def finish_session(run) -> None:
+    """Stop the Spark session of `run` (and what it started)."""
     from pylog.commands.spark import session
 
     if not session.KEEP_SESSION:

@@ -32,6 +32,7 @@ FIXTURE_MARKS = {
     "spark_master": "spark", "spark_cluster": "spark", "spark_connect": "spark", "keep_session": "spark",
     "broker": "broker_process", "broker_factory": "broker_process", "module_broker": "broker_process",
     "tansu": "broker_process",
+    "share_pylog": "broker_process", "share_kafka": "jvm", "share_brokers": "jvm",
 }
 
 # what a test module imports or names -> the mark every test in it gets
@@ -43,6 +44,7 @@ MODULE_MARKS = {
     "support.group_members": "broker_process", "support.cgroup_members": "broker_process",
     "support.client_fixtures": "broker_process", "support.txn_clients": "broker_process",
     "support.export_support": "broker_process",
+    "support.share_scenarios": "broker_process",
 }
 
 TOOLS = {"jvm": ("java", "javac"), "kcat": ("kcat",), "node": ("node",)}
@@ -90,6 +92,8 @@ def xdist_group(item, marks: set[str]) -> str:
         return "kafka_cluster"
     if "peers" in item.fixturenames:  # the differential harness: one Kafka node and one pylog broker
         return "differential"
+    if "share_kafka" in item.fixturenames:  # one Kafka 4.4 node for every share-group comparison
+        return "share_groups"
     return item.path.stem
 
 

@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 from pylog.commands.broker.api.context import RequestContext, code_of
+from pylog.commands.broker.groups.share import configs as group_configs
 from pylog.core.config import BROKER_CONFIGS, CONFIG_TYPE_IDS, LIST, TOPIC_CONFIGS, topic_defaults_from_broker
 from pylog.core.errors import ErrorCode
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from pylog.commands.broker.node.broker import Broker
 
 # resource types (Kafka's ConfigResource.Type)
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 # config sources (DescribeConfigsResponse ConfigSource)
 DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
 DYNAMIC_BROKER_LOGGER = 6
@@ -142,6 +143,8 @@ def describe_configs(broker: Broker, ctx: RequestContext, body: dict) -> dict:
                 res["error_message"] = f"unknown broker {rname!r}; this is broker {broker.node_id}"
                 continue
             res["configs"] = _broker_configs(broker, keys, synonyms_on, docs)
+        elif rtype == GROUP and broker.share_coordinator is not None:
+            res["configs"] = group_configs.describe_entries(broker.share_coordinator.configs, rname, keys)
         elif rtype == BROKER_LOGGER:
             level = logging.getLevelName(logging.getLogger("pylog").getEffectiveLevel())
             res["configs"] = [{"name": "pylog", "value": level, "read_only": True, "is_default": False,
@@ -242,6 +245,11 @@ def incremental_alter_configs(broker: Broker, ctx: RequestContext, body: dict) -
     out = []
     defaults = topic_defaults_from_broker(broker.config)
     for r in body["resources"]:
+        if r["resource_type"] == GROUP and broker.share_coordinator is not None:
+            code, msg = group_configs.incremental_alter(broker.share_coordinator.configs, r["resource_name"],
+                                                        r["configs"], body["validate_only"])
+            out.append(_alter_result(r, code, msg))
+            continue
         code, msg = _apply(broker, r["resource_type"], r["resource_name"],
                            lambda old, ops=r["configs"]: _incremental_change(old, ops, defaults),
                            body["validate_only"])

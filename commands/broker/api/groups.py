@@ -292,6 +292,11 @@ def list_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         if types and gtype not in types:
             continue
         out.append({"group_id": g.group_id, "protocol_type": ptype, "group_state": state, "group_type": gtype})
+    share = broker.share_coordinator
+    if share is not None and (not types or "share" in types):  # share groups: protocol type "share"
+        out += [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
+                for g in share.groups.values() if not states or g.state.lower() in states]
+        out.sort(key=lambda x: x["group_id"])
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": out}
 
 
@@ -338,9 +343,10 @@ def describe_groups_error(body, version, code, msg):
 
 def delete_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Delete empty groups with their offsets."""
-    gc = broker.group_coordinator
-    return {"throttle_time_ms": 0, "results": [{"group_id": gid, "error_code": gc.delete_group(gid)}
-                                               for gid in body["groups_names"]]}
+    gc, share = broker.group_coordinator, broker.share_coordinator
+    return {"throttle_time_ms": 0, "results": [
+        {"group_id": gid, "error_code": share.delete_group(gid) if share is not None and gid in share.groups
+         else gc.delete_group(gid)} for gid in body["groups_names"]]}
 
 
 def delete_groups_error(body, version, code, msg):

@@ -20,13 +20,15 @@ from pylog.commands.broker.api import (
     produce as apis_produce,
     quotas as apis_quotas,
     security as apis_security,
+    share as apis_share,
+    share_admin as apis_share_admin,
     txn as apis_txn,
 )
 from pylog.commands.broker.net import sasl
 from pylog.commands.broker.api.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
-    configs, consumer_groups, fetch, groups, meta, produce, quotas, security, topics, txn,
+    configs, consumer_groups, fetch, groups, meta, produce, quotas, security, share_groups, topics, txn,
 )
 
 
@@ -96,6 +98,18 @@ HANDLERS: tuple[Handler, ...] = (
             apis_consumer_groups.consumer_group_heartbeat_error),
     Handler(consumer_groups.CONSUMER_GROUP_DESCRIBE, apis_consumer_groups.consumer_group_describe,
             apis_consumer_groups.consumer_group_describe_error),
+    # share groups (KIP-932)
+    Handler(share_groups.SHARE_GROUP_HEARTBEAT, apis_share.share_group_heartbeat,
+            apis_share.share_group_heartbeat_error),
+    Handler(share_groups.SHARE_GROUP_DESCRIBE, apis_share.share_group_describe, apis_share.share_group_describe_error),
+    Handler(share_groups.SHARE_FETCH, apis_share.share_fetch, apis_share.share_fetch_error),
+    Handler(share_groups.SHARE_ACKNOWLEDGE, apis_share.share_acknowledge, apis_share.share_acknowledge_error),
+    Handler(share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, apis_share_admin.describe_share_group_offsets,
+            apis_share_admin.describe_share_group_offsets_error),
+    Handler(share_groups.ALTER_SHARE_GROUP_OFFSETS, apis_share_admin.alter_share_group_offsets,
+            apis_share_admin.alter_share_group_offsets_error),
+    Handler(share_groups.DELETE_SHARE_GROUP_OFFSETS, apis_share_admin.delete_share_group_offsets,
+            apis_share_admin.delete_share_group_offsets_error),
     # transactions (the transaction coordinator)
     Handler(txn.ADD_PARTITIONS_TO_TXN, apis_txn.add_partitions_to_txn, apis_txn.add_partitions_to_txn_error),
     Handler(txn.ADD_OFFSETS_TO_TXN, apis_txn.add_offsets_to_txn, apis_txn.add_offsets_to_txn_error),

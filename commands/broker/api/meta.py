@@ -10,7 +10,7 @@ from pylog.core.protocol import ZERO_UUID
 if TYPE_CHECKING:
     from pylog.commands.broker.node.broker import Broker
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 MAX_TOPIC_NAME = 249
 
@@ -27,8 +27,11 @@ def invalid_name_code(name: str) -> int:
 # Feature levels (KIP-584) clients look at. transaction.version 1: clients add partitions with
 # AddPartitionsToTxn and keep their epoch across transactions (level 2, KIP-890 part 2, is not
 # served); the coordinator writes TransactionLogValue v1. The epoch only moves when they change.
-SUPPORTED_FEATURES = [{"name": "transaction.version", "min_version": 0, "max_version": 1}]
-FINALIZED_FEATURES = [{"name": "transaction.version", "min_version_level": 1, "max_version_level": 1}]
+# share.version 1: share groups (KIP-932) are served.
+SUPPORTED_FEATURES = [{"name": "share.version", "min_version": 0, "max_version": 1},
+                      {"name": "transaction.version", "min_version": 0, "max_version": 1}]
+FINALIZED_FEATURES = [{"name": "share.version", "min_version_level": 1, "max_version_level": 1},
+                      {"name": "transaction.version", "min_version_level": 1, "max_version_level": 1}]
 FINALIZED_FEATURES_EPOCH = 1
 
 

@@ -467,6 +467,8 @@ class Connection:
         except OSError:
             pass
         self.server.connections.discard(self)
+        for hook in getattr(self, "close_hooks", ()):  # e.g. share sessions end with their connection
+            hook()
         self._release_pool()
         if self.counted:
             self.counted = False

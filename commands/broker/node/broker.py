@@ -75,7 +75,8 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
-        self.coordinators: list[GroupCoordinator | TransactionCoordinator] = []  # load(), start(loop), stop()
+        self.share_coordinator = None  # groups.share.coordinator.ShareCoordinator
+        self.coordinators: list = []  # each with load(), start(loop), stop()
         self.scheduler: Scheduler | None = None
         self.server: Server | None = None  # the first listener's
         self.servers: list[Server] = []
@@ -142,7 +143,10 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self)
         # after the group coordinator: completing a prepared transaction at load applies its offsets
         self.txn_coordinator = TransactionCoordinator(self)
-        self.coordinators = [self.group_coordinator, self.txn_coordinator]
+        from pylog.commands.broker.groups.share.coordinator import ShareCoordinator
+
+        self.share_coordinator = ShareCoordinator(self)  # share groups (KIP-932)
+        self.coordinators = [self.group_coordinator, self.txn_coordinator, self.share_coordinator]
         for c in self.coordinators:
             c.load()
             c.start(self.loop)

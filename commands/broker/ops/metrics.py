@@ -233,6 +233,9 @@ def collect(broker: Broker):
                   ["rule", "kind", "request"], st.faults_injected.items())
     yield from _log_families(broker, gauge, counter)
     yield from _group_families(broker, gauge)
+    from pylog.commands.broker.ops.share_metrics import share_families
+
+    yield from share_families(broker, gauge, counter)
     yield from _cleaner_families(broker, gauge)
 
 

@@ -38,7 +38,7 @@ MESSAGES = {
     TXN_DENIED: "Transactional Id authorization failed.",
 }
 # ConfigResource types in DescribeConfigs / AlterConfigs
-_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
 
 
 def make_authorizer(config, store):
@@ -256,21 +256,23 @@ def _delete_topics(az: Authorizer, ctx, api, body):
 
 def _configs(op: Op):
     def rule(az: Authorizer, ctx, api, body):
-        keep, drop_topic, drop_cluster = [], [], []
+        keep, drop_topic, drop_cluster, drop_group = [], [], [], []
         for r in body.get("resources") or []:
             rtype = r.get("resource_type")
             if rtype == _CONFIG_TOPIC:
                 (keep if az.allowed(ctx, op, Res.TOPIC, r.get("resource_name") or "") else drop_topic).append(r)
             elif rtype in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
                 (keep if az.allowed(ctx, op, Res.CLUSTER, CLUSTER_NAME) else drop_cluster).append(r)
+            elif rtype == _CONFIG_GROUP:  # group configs: the group's DESCRIBE_CONFIGS / ALTER_CONFIGS
+                (keep if az.allowed(ctx, op, Res.GROUP, r.get("resource_name") or "") else drop_group).append(r)
             else:
                 keep.append(r)
-        if not drop_topic and not drop_cluster:
+        if not drop_topic and not drop_cluster and not drop_group:
             return None
         new = dict(body)
         new["resources"] = keep
         denied: dict = {}
-        for drop, code in ((drop_topic, TOPIC_DENIED), (drop_cluster, CLUSTER_DENIED)):
+        for drop, code in ((drop_topic, TOPIC_DENIED), (drop_cluster, CLUSTER_DENIED), (drop_group, GROUP_DENIED)):
             if drop:
                 part = api.error(dict(body, resources=drop), ctx.api_version, code, MESSAGES[code])
                 for k, v in part.items():
@@ -474,3 +476,8 @@ _RULES = {
     68: _consumer_group_heartbeat,
     69: _group_list("group_ids", Op.DESCRIBE),
 }
+
+# the share-group APIs (KIP-932) have their own module; it builds on the rules above
+from pylog.commands.broker.security.share_rules import SHARE_RULES  # noqa: E402
+
+_RULES.update(SHARE_RULES)

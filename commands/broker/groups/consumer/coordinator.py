@@ -43,6 +43,7 @@ from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
 
+
 class ProtocolChanges(Protocol):
     """Where a group changes protocol (groups/migration.py): a KIP-848 member joining a classic
     group upgrades it; the last KIP-848 member leaving may turn it classic again."""

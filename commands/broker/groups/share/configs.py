@@ -1,0 +1,169 @@
+"""Group configs (IncrementalAlterConfigs/DescribeConfigs on GROUP resources) and their values.
+
+Kafka keeps them in its metadata log; pylog in `group-configs.json` in the
+first log dir. Names and bounds are Kafka 4.4's GroupConfig: the share.*
+settings bounded by the broker's group.share.min/max.* configs, and the
+consumer.* and dead-letter names stored and described as given.
+"""
+from __future__ import annotations
+
+import re
+
+from pylog.commands.broker.node.json_state import JsonStateFile
+from pylog.core.config import ConfigError
+
+RESOURCE_GROUP = 32
+_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.I)
+
+# name -> (broker default config, (min config, max config) or None, kind)
+SHARE_CONFIGS = {
+    "share.session.timeout.ms": ("group.share.session.timeout.ms", None, int),
+    "share.heartbeat.interval.ms": ("group.share.heartbeat.interval.ms", None, int),
+    "share.record.lock.duration.ms": ("group.share.record.lock.duration.ms",
+                                      ("group.share.min.record.lock.duration.ms",
+                                       "group.share.max.record.lock.duration.ms"), int),
+    "share.delivery.count.limit": ("group.share.delivery.count.limit",
+                                   ("group.share.min.delivery.count.limit",
+                                    "group.share.max.delivery.count.limit"), int),
+    "share.partition.max.record.locks": ("group.share.partition.max.record.locks",
+                                         ("group.share.min.partition.max.record.locks",
+                                          "group.share.max.partition.max.record.locks"), int),
+}
+FIXED_DEFAULTS = {
+    "share.auto.offset.reset": "latest",
+    "share.isolation.level": "read_uncommitted",
+    "share.renew.acknowledge.enable": "true",
+    "errors.deadletterqueue.topic.name": "",
+    "errors.deadletterqueue.copy.record.enable": "false",
+    "consumer.session.timeout.ms": None,
+    "consumer.heartbeat.interval.ms": None,
+}
+
+
+def parse_duration_ms(text: str) -> int:
+    """ISO-8601 PnDTnHnMn.nS (Java's Duration.parse subset Kafka documents) in ms; ValueError if not."""
+    m = _ISO_DURATION.match(text.strip())
+    if not m or text.strip().upper() in ("P", "PT"):
+        raise ValueError(f"{text!r} is not an ISO-8601 duration")
+    d, h, mi, s = m.groups()
+    return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60000 + float(s or 0) * 1000)
+
+
+def validate(name: str, value: str, broker_config) -> None:
+    """ConfigError for a name Kafka does not know or a value out of its bounds."""
+    if name in SHARE_CONFIGS:
+        _, bounds, _ = SHARE_CONFIGS[name]
+        try:
+            v = int(value)
+        except ValueError:
+            raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+        if bounds is not None:
+            lo, hi = broker_config[bounds[0]], broker_config[bounds[1]]
+            if not lo <= v <= hi:
+                raise ConfigError(f"Invalid value {value} for configuration {name}: Value must be at least "
+                                  f"{lo} and at most {hi}")
+        return
+    if name == "share.auto.offset.reset":
+        if value in ("earliest", "latest"):
+            return
+        if value.startswith("by_duration:"):
+            try:
+                parse_duration_ms(value[len("by_duration:"):])
+                return
+            except ValueError as e:
+                raise ConfigError(f"Invalid value {value} for configuration {name}: {e}") from None
+        raise ConfigError(f"Invalid value {value} for configuration {name}: "
+                          "must be earliest, latest or by_duration:<ISO-8601 duration>")
+    if name == "share.isolation.level":
+        if value not in ("read_committed", "read_uncommitted"):
+            raise ConfigError(f"Invalid value {value} for configuration {name}: String must be one of: "
+                              "read_committed, read_uncommitted")
+        return
+    if name in FIXED_DEFAULTS:
+        return
+    raise ConfigError(f"Unknown group config name: {name}")
+
+
+class GroupConfigs(JsonStateFile):
+    """Per-group overrides, persisted; values fall back to the broker's defaults."""
+
+    FILE_NAME = "group-configs.json"
+    WHAT = "group configs"
+
+    def __init__(self, log_dir: str, broker_config):
+        super().__init__(log_dir)
+        self.broker_config = broker_config
+        self.overrides: dict[str, dict[str, str]] = {}
+        self.load()
+
+    def _apply(self, doc: dict) -> None:
+        self.overrides = {g: dict(c) for g, c in doc["groups"].items()}
+
+    def set(self, group: str, new: dict[str, str]) -> None:
+        """Replace the overrides of `group` (validated by the caller)."""
+        if new:
+            self.overrides[group] = dict(new)
+        else:
+            self.overrides.pop(group, None)
+        self._write({"groups": self.overrides})
+
+    def value(self, group: str, name: str):
+        """The effective value of a group config (typed for the share.* numbers)."""
+        v = self.overrides.get(group, {}).get(name)
+        if name in SHARE_CONFIGS:
+            return int(v) if v is not None else self.broker_config[SHARE_CONFIGS[name][0]]
+        return v if v is not None else FIXED_DEFAULTS.get(name)
+
+    def describe(self, group: str, keys) -> list[tuple[str, str | None, bool]]:
+        """(name, value, is_default) of every group config (or those in `keys`)."""
+        out = []
+        for name in list(SHARE_CONFIGS) + list(FIXED_DEFAULTS):
+            if keys is not None and name not in keys:
+                continue
+            over = self.overrides.get(group, {}).get(name)
+            v = self.value(group, name)
+            out.append((name, None if v is None else str(v).lower() if isinstance(v, bool) else str(v),
+                        over is None))
+        return out
+
+
+# ---- the DescribeConfigs / IncrementalAlterConfigs forms for GROUP resources ----------------
+DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigsResponse ConfigSource
+_TYPES = {int: 3}  # ConfigType INT; everything else STRING (2)
+
+
+def describe_entries(configs: GroupConfigs, group: str, keys) -> list[dict]:
+    """DescribeConfigs entries of one group."""
+    out = []
+    for name, value, is_default in configs.describe(group, keys):
+        kind = SHARE_CONFIGS.get(name, (None, None, str))[2]
+        out.append({"name": name, "value": value, "read_only": False, "is_default": is_default,
+                    "config_source": DEFAULT_CONFIG if is_default else DYNAMIC_GROUP_CONFIG,
+                    "is_sensitive": False, "synonyms": [], "config_type": _TYPES.get(kind, 2), "documentation": None})
+    return out
+
+
+def incremental_alter(configs: GroupConfigs, group: str, ops: list, validate_only: bool) -> tuple[int, str | None]:
+    """Apply SET/DELETE operations on a group's configs: (error code, message)."""
+    from pylog.core.errors import ErrorCode  # noqa: PLC0415
+
+    new = dict(configs.overrides.get(group, {}))
+    try:
+        for op in ops:
+            name, kind, value = op["name"], op["config_operation"], op["value"]
+            if kind == 0:  # SET
+                if value is None:
+                    raise ConfigError(f"SET of {name} needs a value")
+                validate(name, value, configs.broker_config)
+                new[name] = value
+            elif kind == 1:  # DELETE
+                if name not in SHARE_CONFIGS and name not in FIXED_DEFAULTS:
+                    raise ConfigError(f"Unknown group config name: {name}")
+                new.pop(name, None)
+            else:
+                raise ConfigError(f"{name}: APPEND and SUBTRACT need a list config; group configs have none")
+    except ConfigError as e:
+        return ErrorCode.INVALID_CONFIG, str(e)
+    if not validate_only:
+        configs.set(group, new)
+    return ErrorCode.NONE, None

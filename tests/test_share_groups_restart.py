@@ -1,0 +1,88 @@
+"""Share-partition state survives kill -9 of the broker: it is in `__share_group_state`.
+
+A consumer process accepts some records and holds the others acquired; both it and the
+broker are killed with SIGKILL. After the restart nothing accepted is delivered again, and
+every record that was acquired but not acknowledged is delivered again with its delivery
+count kept (2). The state records are Kafka's ShareSnapshot records."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from support import share_scenarios as sc
+from support.broker_fixtures import BrokerProcess
+from pylog.core.protocol import share_state_records as ssr
+
+HOLDER = textwrap.dedent("""
+    import sys
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    bootstrap, topic, group, n, accept_below = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    got = []
+    while not got:
+        got = [m for m in c.poll(1.0) if m.error() is None]
+    for m in got:
+        if m.offset() < accept_below:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+    c.commit_sync(30)
+    print(" ".join(f"{m.offset()}:{m.delivery_count()}" for m in got), flush=True)
+    sys.stdin.read()  # hold the rest until killed
+""")
+
+
+def test_kill9_keeps_acknowledged_and_delivery_counts(tmp_path):
+    b = BrokerProcess(tmp_path / "data").start(timeout=120)
+    try:
+        topic, group, n = sc.name("share-k9"), sc.name("share-k9g"), 30
+        sc.create_topic(b.bootstrap, topic)
+        sc.set_group_configs(b.bootstrap, group, share_auto_offset_reset="earliest")
+        sc.produce(b.bootstrap, topic, n)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, b.bootstrap, topic, group, str(n), "10"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = holder.stdout.readline()
+        first = [tuple(map(int, x.split(":"))) for x in line.split()]
+        assert first == [(o, 1) for o in range(n)], line
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        b.kill9()
+        b.start(port=b.port, timeout=120)
+        seen = sc.accept_all(b.bootstrap, topic, group, n - 10, consumers=2)
+        again = sorted((o, c) for recs in seen.values() for _, o, c in recs)
+        assert again == [(o, 2) for o in range(10, n)]
+        # nothing else is left: the next record is the only one delivered
+        sc.produce(b.bootstrap, topic, 1)
+        later = sc.explicit_run(b.bootstrap, topic, group, 1, lambda o, c: sc.AcknowledgeType.ACCEPT,
+                                lambda log: len(log) >= 1)
+        assert [(o, c) for o, c, _ in later] == [(n, 1)]
+    finally:
+        b.stop_clean()
+    _state_records_are_kafkas(Path(tmp_path / "data"), group)
+
+
+def _state_records_are_kafkas(log_dir: Path, group: str) -> None:
+    """The share-partition's latest record in __share_group_state decodes as a ShareSnapshot
+    whose start offset is past everything delivered."""
+    from pylog.storage import LogManager  # noqa: PLC0415
+    from pylog.core.config import BROKER_CONFIGS  # noqa: PLC0415
+
+    found = []
+    mgr = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({"log.dirs": str(log_dir), "log.cleaner.enable": "false"}))
+    mgr.startup(start_cleaner=False)
+    try:
+        from pylog.commands.broker.groups.store import iter_log_batches  # noqa: PLC0415
+
+        for p in range(mgr.topics[ssr.TOPIC].num_partitions):
+            for _h, batch, start in iter_log_batches(mgr.get_log(ssr.TOPIC, p)):
+                for r in batch.records():
+                    rtype, k, v = ssr.decode(bytes(r.key), None if r.value is None else bytes(r.value))
+                    if k["group_id"] == group:
+                        found.append((rtype, v))
+    finally:
+        mgr.shutdown()
+    assert found and found[-1][0] == ssr.SNAPSHOT
+    assert found[-1][1]["start_offset"] == 31 and found[-1][1]["state_batches"] == []
