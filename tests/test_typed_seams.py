@@ -31,7 +31,7 @@ from pylog.testing import EmbeddedBroker
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("cli", "commands", "core", "storage", "testing")
 COMPONENTS = ("recovery", "logs", "producer_ids", "group_coordinator", "txn_coordinator", "scheduler", "server",
-              "security", "authorizer", "metrics", "quotas", "dir_health")
+              "security", "authorizer", "metrics", "quotas", "dir_health", "share_coordinator")
 
 
 def _broker_init() -> ast.FunctionDef:

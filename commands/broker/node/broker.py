@@ -28,6 +28,7 @@ from pylog.commands.broker.api.quotas import throttle
 from pylog.commands.broker.api.context import RequestContext, code_of
 from pylog.commands.broker.api.fetch_waiters import FetchWaiters
 from pylog.commands.broker.groups.coordinator import GroupCoordinator
+from pylog.commands.broker.groups.share.coordinator import ShareCoordinator
 from pylog.commands.broker.api.handlers import HANDLERS, Handler
 from pylog.commands.broker.ops.admin_http import MetricsListener
 from pylog.commands.broker.ops.log_dirs import LogDirMonitor
@@ -75,8 +76,8 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
-        self.share_coordinator = None  # groups.share.coordinator.ShareCoordinator
-        self.coordinators: list = []  # each with load(), start(loop), stop()
+        self.share_coordinator: ShareCoordinator | None = None  # share groups (KIP-932)
+        self.coordinators: list[GroupCoordinator | TransactionCoordinator | ShareCoordinator] = []  # load, start, stop
         self.scheduler: Scheduler | None = None
         self.server: Server | None = None  # the first listener's
         self.servers: list[Server] = []
@@ -143,8 +144,6 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self)
         # after the group coordinator: completing a prepared transaction at load applies its offsets
         self.txn_coordinator = TransactionCoordinator(self)
-        from pylog.commands.broker.groups.share.coordinator import ShareCoordinator
-
         self.share_coordinator = ShareCoordinator(self)  # share groups (KIP-932)
         self.coordinators = [self.group_coordinator, self.txn_coordinator, self.share_coordinator]
         for c in self.coordinators:
