@@ -103,7 +103,7 @@ class Registry:
         return sv
 
     # ---------------------------------------------------------------- registering
-    def _body_schema(self, body):
+    def body_schema(self, body):
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             raise E.invalid_schema("the request needs a \"schema\" string")
         schema_type = (body.get("schemaType") or "AVRO")
@@ -118,7 +118,7 @@ class Registry:
         return schema_type, body["schema"], refs
 
     def lookup(self, subject: str, body, deleted: bool = False) -> SchemaVersion:
-        schema_type, text, refs = self._body_schema(body)
+        schema_type, text, refs = self.body_schema(body)
         p = self.parsed(schema_type, text, refs)
         if not self.state.versions(subject, deleted=True):
             raise E.subject_not_found(subject)
@@ -136,7 +136,7 @@ class Registry:
         return self.state.find_in_subject(subject, schema_type, same, deleted)
 
     def register(self, subject: str, body, normalize: bool = False) -> int:
-        schema_type, text, refs = self._body_schema(body)
+        schema_type, text, refs = self.body_schema(body)
         mode = self.mode(subject)
         if mode in ("READONLY", "READONLY_OVERRIDE"):
             raise E.read_only(subject)

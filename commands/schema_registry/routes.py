@@ -207,7 +207,7 @@ def _subjects(reg, method, parts, q, body):
 
 def _compatibility(reg, subject, version, q, body):
     st = reg.state
-    schema_type, text, refs = reg._body_schema(body)
+    schema_type, text, refs = reg.body_schema(body)
     p = reg.parsed(schema_type, text, refs)
     level = reg.compatibility(subject)
     if version is None:
