@@ -152,6 +152,7 @@ class ErrorCode(IntEnum):
     INVALID_REGISTRATION = 119
     TRANSACTION_ABORTABLE = 120
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
 
 
 class KafkaError(PylogError):
@@ -906,6 +907,12 @@ class InvalidRegularExpressionError(KafkaError):
     code = ErrorCode.INVALID_REGULAR_EXPRESSION
 
 
+class RebootstrapRequiredError(KafkaError):
+    """The client reached a node of another cluster or another node: it should bootstrap again."""
+
+    code = ErrorCode.REBOOTSTRAP_REQUIRED
+
+
 _DESCRIPTIONS: dict[int, str] = {
     ErrorCode.UNKNOWN_SERVER_ERROR: 'The server experienced an unexpected error when processing the request.',
     ErrorCode.NONE: '',
@@ -1030,6 +1037,7 @@ _DESCRIPTIONS: dict[int, str] = {
     ErrorCode.INVALID_REGISTRATION: 'The controller has considered the broker registration to be invalid.',
     ErrorCode.TRANSACTION_ABORTABLE: 'The server encountered an error with the transaction.',
     ErrorCode.INVALID_REGULAR_EXPRESSION: 'The regular expression is not valid.',
+    ErrorCode.REBOOTSTRAP_REQUIRED: 'Client metadata is stale; the client should bootstrap again.',
 }
 
 # Name and code maps kept for readers of earlier versions of this module.

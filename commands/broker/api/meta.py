@@ -32,8 +32,25 @@ FINALIZED_FEATURES = [{"name": "transaction.version", "min_version_level": 1, "m
 FINALIZED_FEATURES_EPOCH = 1
 
 
+def _wrong_target(broker: Broker, body: dict) -> int:
+    """ApiVersions v5 (KIP-1242): a client names the cluster and node it means to reach, both or
+    neither (INVALID_REQUEST); another cluster or node answers REBOOTSTRAP_REQUIRED."""
+    cluster_id, node_id = body.get("cluster_id"), body.get("node_id", -1)
+    if cluster_id is None and node_id == -1:
+        return ErrorCode.NONE
+    if cluster_id is None or node_id == -1:
+        return ErrorCode.INVALID_REQUEST
+    if cluster_id != broker.cluster_id or node_id != broker.node_id:
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return ErrorCode.NONE
+
+
 def api_versions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """The APIs this broker serves with their version ranges, and its feature levels."""
+    if ctx.api_version >= 5:
+        code = _wrong_target(broker, body)
+        if code:
+            return api_versions_error(body, ctx.api_version, code, None)
     return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_ranges(), "throttle_time_ms": 0,
             "supported_features": SUPPORTED_FEATURES, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
             "finalized_features": FINALIZED_FEATURES}

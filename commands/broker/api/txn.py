@@ -102,7 +102,7 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
                 p["committed_metadata"]) for t in topics for p in t["partitions"]]
     if code == ErrorCode.NONE:
         codes = broker.group_coordinator.txn_commit_offsets(
-            gid, body["producer_id"], body["producer_epoch"], body["generation_id"], body["member_id"],
+            gid, body["producer_id"], body["producer_epoch"], body["generation_id_or_member_epoch"], body["member_id"],
             body["group_instance_id"], offsets)
     else:
         codes = [code] * len(offsets)

@@ -28,6 +28,7 @@ from pylog.commands.broker.api.context import RequestContext, code_of
 from pylog.commands.broker.api.fetch_waiters import FetchWaiters
 from pylog.commands.broker.groups.coordinator import GroupCoordinator
 from pylog.commands.broker.api.handlers import HANDLERS, Handler
+from pylog.commands.broker.api import topic_ids
 from pylog.commands.broker.ops.metrics import BrokerStats
 from pylog.commands.broker.node.producer_ids import ProducerIdManager
 from pylog.commands.broker.net.sasl import ALLOWED_BEFORE_AUTH, raw_token
@@ -329,12 +330,16 @@ class Broker:
         # authorization runs here, before the handler: it refuses the request or takes
         # out what the principal may not touch (their error entries are merged back)
         body, denied = req.body, None
+        # topics named by id (Produce 13, OffsetCommit 10, ...): names for the rules and handlers
+        body, complete = topic_ids.resolve(self, ctx.api_key, ctx.api_version, body)
         if self.authorizer is not None:
             try:
                 body, denied = self.authorizer.check(ctx, handler, body)
             except Exception as e:  # noqa: BLE001 - a bug in a rule: this request fails, the broker stays
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, self._handler_error(handler, ctx, body, e)))
             if body is None:
+                if complete is not None:
+                    denied = complete(denied)
                 self.stats.request_done(ctx.api_key, ctx.api_version, started, denied)
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
         try:
@@ -346,6 +351,8 @@ class Broker:
                 result = self.authorizer.merge(ctx, result, denied)
             else:
                 result = self._merge_later(result, ctx, denied)
+        if complete is not None and result is not None:
+            result = complete(result) if isinstance(result, dict) else self._complete_later(result, complete)
         if self.quotas is not None and self.quotas.active:
             result = throttle(self, ctx, len(frame), started, result)
         if result is None or isinstance(result, dict):
@@ -376,6 +383,11 @@ class Broker:
     async def _merge_later(self, awaitable, ctx: RequestContext, denied):
         res = await awaitable
         return None if res is None else self.authorizer.merge(ctx, res, denied)
+
+    @staticmethod
+    async def _complete_later(awaitable, complete):
+        res = await awaitable
+        return None if res is None else complete(res)
 
     def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None:
         """Answer this request, then close the connection once the answer is written."""
