@@ -243,14 +243,14 @@ def join(sock, group, version=5):
 
 def simple_commit(sock, group, offset, version=8):
     r = call(sock, 8, version, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                                "topics": [{"name": TOPIC, "partitions": [
+                                "topics": [{"name": TOPIC, "topic_id": topic_id(sock), "partitions": [
                                     {"partition_index": 0, "committed_offset": offset,
                                      "committed_metadata": f"m{offset}"}]}]})
     assert r["topics"][0]["partitions"][0]["error_code"] == 0
 
 
 def fetch_committed(sock, group, version=8):
-    topics = [{"name": TOPIC, "partition_indexes": [0]}]
+    topics = [{"name": TOPIC, "topic_id": topic_id(sock), "partition_indexes": [0]}]  # v10: by id
     if version >= 8:
         r = call(sock, 9, version, {"groups": [{"group_id": group, "topics": topics}]})
         assert r["groups"][0]["error_code"] == 0
@@ -509,16 +509,28 @@ def check_txn_version(sock, api_key, version, tid):
                               "producer_id": -1, "producer_epoch": -1})
     assert init["error_code"] == 0, init
     pid, epoch = init["producer_id"], init["producer_epoch"]
-    r = call(sock, 24, at(24, 3), {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
-                                   "v3_and_below_producer_epoch": epoch,
-                                   "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
-    assert r["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
+    if at(24, 3) >= 4:  # a partition leader's form: several transactions, added or only verified
+        txn = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+               "topics": [{"name": TOPIC, "partitions": [0]}]}
+        r = call(sock, 24, version, {"transactions": [dict(txn, verify_only=True)]})
+        assert r["results_by_transaction"][0]["topic_results"][0]["results_by_partition"][0][
+            "partition_error_code"] == 48  # INVALID_TXN_STATE: not in the transaction yet
+        r = call(sock, 24, version, {"transactions": [dict(txn, verify_only=False)]})
+        assert r["error_code"] == 0
+        results = r["results_by_transaction"][0]["topic_results"]
+    else:
+        r = call(sock, 24, at(24, 3), {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                                       "v3_and_below_producer_epoch": epoch,
+                                       "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
+        results = r["results_by_topic_v3_and_below"]
+    assert results[0]["results_by_partition"][0]["partition_error_code"] == 0
     r = call(sock, 25, at(25, 3), {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
                                    "group_id": tid + "-g"})
     assert r["error_code"] == 0
     r = call(sock, 28, at(28, 3), {"transactional_id": tid, "group_id": tid + "-g", "producer_id": pid,
-                                   "producer_epoch": epoch, "generation_id": -1, "member_id": "",
-                                   "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                                   "producer_epoch": epoch, "generation_id_or_member_epoch": -1, "member_id": "",
+                                   "group_instance_id": None, "topics": [{"name": TOPIC, "topic_id": topic_id(sock),
+                                                                          "partitions": [
                                        {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
                                         "committed_metadata": ""}]}]})
     assert r["topics"][0]["partitions"][0]["error_code"] == 0

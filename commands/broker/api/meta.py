@@ -24,12 +24,20 @@ def invalid_name_code(name: str) -> int:
 
 # ---- ApiVersions -----------------------------------------------------------
 
-# Feature levels (KIP-584) clients look at. transaction.version 1: clients add partitions with
-# AddPartitionsToTxn and keep their epoch across transactions (level 2, KIP-890 part 2, is not
-# served); the coordinator writes TransactionLogValue v1. The epoch only moves when they change.
-SUPPORTED_FEATURES = [{"name": "transaction.version", "min_version": 0, "max_version": 1}]
-FINALIZED_FEATURES = [{"name": "transaction.version", "min_version_level": 1, "max_version_level": 1}]
+# Feature levels (KIP-584) clients look at. transaction.version 2 (KIP-890 part 2, the default,
+# as Kafka 4 formats new clusters): clients add partitions implicitly and the epoch moves at every
+# transaction's end (txn/epoch_bump.py); at 1 they use AddPartitionsToTxn and keep their epoch.
+# A level of 0 is not listed as finalized (Kafka lists only features above 0).
+SUPPORTED_FEATURES = [{"name": "transaction.version", "min_version": 0, "max_version": 2}]
 FINALIZED_FEATURES_EPOCH = 1
+
+
+def finalized_features(broker: Broker) -> list:
+    """The finalized levels: transaction.version as the broker was started with."""
+    level = broker.settings.transaction_version
+    if level <= 0:
+        return []
+    return [{"name": "transaction.version", "min_version_level": level, "max_version_level": level}]
 
 
 def _wrong_target(broker: Broker, body: dict) -> int:
@@ -53,7 +61,7 @@ def api_versions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             return api_versions_error(body, ctx.api_version, code, None)
     return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_ranges(), "throttle_time_ms": 0,
             "supported_features": SUPPORTED_FEATURES, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
-            "finalized_features": FINALIZED_FEATURES}
+            "finalized_features": finalized_features(broker)}
 
 
 def api_versions_error(body, version, code, msg):
