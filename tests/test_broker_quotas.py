@@ -17,7 +17,7 @@ def pylog(*args) -> subprocess.CompletedProcess:
 
 
 def kafka_configs(sh, b, *args):
-    return sh.run("kafka.admin.ConfigCommand", "--bootstrap-server", b.bootstrap, *args)
+    return sh.run("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", b.bootstrap, *args)
 
 
 @pytest.fixture(scope="module")

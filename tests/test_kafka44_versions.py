@@ -227,6 +227,32 @@ def _scenarios(peer: Peer):
     yield "DescribeCluster v2", 60, 2, {"include_cluster_authorized_operations": False, "endpoint_type": 1,
                                         "include_fenced_brokers": True}, False
     yield "DescribeLogDirs v5", 35, 5, {"topics": [{"topic": peer.topic, "partitions": [0]}]}, False
+    # partition placement on one node: nothing to elect, nothing moving, nowhere else to go
+    named = [{"topic": peer.topic, "partitions": [0, 5]}, {"topic": "missing44", "partitions": [0]}]
+    for v in (0, 1, 2):
+        yield f"ElectLeaders v{v} named", 43, v, {"election_type": 0, "topic_partitions": named,
+                                                   "timeout_ms": 5000}, False
+    yield "ElectLeaders v2 unclean", 43, 2, {"election_type": 1, "topic_partitions": named[:1], "timeout_ms": 5000}, False
+    yield "ElectLeaders v2 bad type", 43, 2, {"election_type": 5, "topic_partitions": None, "timeout_ms": 5000}, False
+    yield "ListPartitionReassignments v0 all", 46, 0, {"timeout_ms": 5000, "topics": None}, False
+    yield "ListPartitionReassignments v0 named", 46, 0, {"timeout_ms": 5000, "topics": [
+        {"name": peer.topic, "partition_indexes": [0, 9]}, {"name": "missing44", "partition_indexes": [0]}]}, False
+    for v in (0, 1):
+        yield f"AlterPartitionReassignments v{v}", 45, v, {
+            "timeout_ms": 5000, "allow_replication_factor_change": True, "topics": [
+                {"name": peer.topic, "partitions": [{"partition_index": 0, "replicas": [peer.node_id]},
+                                                    {"partition_index": 1, "replicas": None},
+                                                    {"partition_index": 7, "replicas": [peer.node_id]}]},
+                {"name": "missing44", "partitions": [{"partition_index": 0, "replicas": [peer.node_id]}]}]}, False
+    yield "AlterPartitionReassignments v1 invalid", 45, 1, {
+        "timeout_ms": 5000, "allow_replication_factor_change": False, "topics": [
+            {"name": peer.topic, "partitions": [{"partition_index": 0, "replicas": [peer.node_id + 1]},
+                                                {"partition_index": 1, "replicas": [peer.node_id, peer.node_id]}]}]}, False
+    yield "AlterPartitionReassignments v1 empty list", 45, 1, {
+        "timeout_ms": 5000, "allow_replication_factor_change": True, "topics": [
+            {"name": peer.topic, "partitions": [{"partition_index": 1, "replicas": []}]}]}, False
+    yield "AlterPartitionReassignments v1 nothing", 45, 1, {
+        "timeout_ms": 5000, "allow_replication_factor_change": True, "topics": []}, False
 
 
 def _records() -> bytes:
@@ -242,6 +268,12 @@ def _sorted_parts(r):
                     t[pk] = sorted(t[pk], key=lambda p: p.get("partition_index", p.get("index", 0)))
         if key in r and isinstance(r[key], list):
             r[key] = sorted(r[key], key=lambda t: (str(t.get("name")), str(t.get("topic_id"))))
+    for key, pk in (("replica_election_results", "partition_result"), ("responses", "partitions")):
+        for t in r.get(key) or ():
+            if pk in t:
+                t[pk] = sorted(t[pk], key=lambda p: p.get("partition_id", p.get("partition_index", 0)))
+        if isinstance(r.get(key), list):
+            r[key] = sorted(r[key], key=lambda t: str(t.get("topic", t.get("name"))))
     for g in r.get("groups") or ():
         if isinstance(g, dict) and "topics" in g:
             _sorted_parts(g)

@@ -23,7 +23,7 @@ TOOLS = {
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-    "configs": "kafka.admin.ConfigCommand",
+    "configs": "org.apache.kafka.tools.ConfigCommand",
     "delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",

@@ -2,7 +2,7 @@ import java.io.*;
 import java.lang.reflect.InvocationTargetException;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
-import org.apache.kafka.common.utils.Exit;
+import org.apache.kafka.common.utils.internals.Exit;
 
 /** Runs Kafka main classes one after another in this JVM, so a tool call costs no JVM start.
  *  Request line (stdin): base64 fields separated by tabs: stdin text, main class, args...
