@@ -77,6 +77,7 @@ class Broker:
         self.metrics = None  # status_http.MetricsListener when metrics.listener is set
         self.quotas = None  # quotas.QuotaManager: client quota configs and their rates
         self.dir_health = None  # log_dirs.LogDirMonitor: full and offline log dirs
+        self.dynamic_configs = None  # ops.dynamic_config.DynamicBrokerConfigs
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
@@ -90,8 +91,12 @@ class Broker:
     # ---- start-up --------------------------------------------------------
     def open_storage(self):
         """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
+        from pylog.commands.broker.ops.dynamic_config import DynamicBrokerConfigs
         from pylog.storage import LogManager
 
+        # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
+        self.dynamic_configs = DynamicBrokerConfigs(self)
+        self.dynamic_configs.load()
         self.logs = LogManager(list(self.settings.log_dirs), self.config)
         self.recovery = self.logs.startup(start_cleaner=False)
         metas = list(self.logs.meta.values())
