@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def main(argv: list[str]) -> int:
-    from kafka_peer import KAFKA_VERSION, KafkaNode, _metadata_broker_ids
+    from support.kafka_peer import KAFKA_VERSION, KafkaNode, _metadata_broker_ids
 
     from bench.broker import free_port
     from pylog.testing import EmbeddedBroker

@@ -34,7 +34,7 @@ from pathlib import Path
 from bench.broker import _ck_version, ck_consume, ck_produce, free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from kafka_peer import KAFKA_VERSION, KafkaNode, _metadata_broker_ids, run_main  # noqa: E402
+from support.kafka_peer import KAFKA_VERSION, KafkaNode, _metadata_broker_ids, run_main  # noqa: E402
 
 PRODUCER_CONF = {"linger.ms": 1, "batch.num.messages": 1000000, "batch.size": 1000000,
                  "queue.buffering.max.messages": 4000000, "queue.buffering.max.kbytes": 2097151}

@@ -1,6 +1,6 @@
 """`python -m bench security`: produce and fetch over PLAINTEXT, SSL and SASL_SSL.
 
-pylog's broker and Apache Kafka 4.3.1 (tests/kafka_peer.py) each get three
+pylog's broker and Apache Kafka 4.3.1 (tests/support/kafka_peer.py) each get three
 listeners on the same settings (a PEM keystore, SCRAM-SHA-512 users made with
 `--add-scram`); a confluent-kafka (librdkafka) producer writes N 1 KiB
 messages with acks=1 and a consumer reads them back, per listener. TLS costs
@@ -52,7 +52,7 @@ class KafkaSecure:
     name = "Apache Kafka 4.3.1"
 
     def __init__(self, work: Path, pki):
-        from kafka_peer import KafkaNode
+        from support.kafka_peer import KafkaNode
 
         node = KafkaNode(work / "kafka", format_args=(
             "--add-scram", f"SCRAM-SHA-512=[name={USER},password={PASSWORD}]"))
@@ -84,7 +84,7 @@ def client_conf(broker, proto: str, pki) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from security_fixtures import make_pki
+    from support.security_fixtures import make_pki
 
     from bench.broker import ck_consume, ck_produce
 

@@ -141,7 +141,7 @@ def main(argv: list[str]) -> int:
     print(f"input: {args.records:,} records, {src.stat().st_size / 1e6:.0f} MB CSV ({time.monotonic() - t0:.1f} s)",
           flush=True)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from broker_fixtures import BrokerProcess
+    from support.broker_fixtures import BrokerProcess
 
     broker = BrokerProcess(work / "broker-data").start()
     cluster = None
@@ -150,7 +150,7 @@ def main(argv: list[str]) -> int:
         for name in args.masters.split(","):
             master = name
             if name == "cluster":
-                from spark_fixtures import StandaloneCluster
+                from support.spark_fixtures import StandaloneCluster
 
                 cluster = StandaloneCluster(work / "standalone", workers=2, cores=1, memory="2g").start()
                 master = cluster.url

@@ -27,7 +27,7 @@ from bench.broker import _ck_version
 from bench.kafka import Kafka, Pylog, _java_version, create_topic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from kafka_peer import KAFKA_VERSION  # noqa: E402
+from support.kafka_peer import KAFKA_VERSION  # noqa: E402
 
 SIZE = 100
 PARTITIONS = 3

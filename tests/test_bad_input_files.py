@@ -3,15 +3,9 @@ file and why, a non-zero exit, never a traceback or "Ignoring" with exit 0 (issu
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
-
-
-def pylog(*args):
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=60)
+from support.cli import pylog
 
 
 def one_line_error(r, code, *pieces):

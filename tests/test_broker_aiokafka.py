@@ -10,8 +10,8 @@ from aiokafka import codec as aiocodec
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from broker_fixtures import stored_batches
-from client_fixtures import groups_describe
+from support.broker_fixtures import stored_batches
+from support.client_fixtures import groups_describe
 
 
 # Kafka's codec ids (batch attributes bits 0-2) and whether aiokafka can use each here.

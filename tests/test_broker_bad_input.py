@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import struct
 
-from broker_fixtures import build_batch, call, connect, is_closed, recv_frame, wait_for
+from support.broker_fixtures import build_batch, call, connect, is_closed, recv_frame, wait_for
 from pylog.core.protocol import encode_request
 
 

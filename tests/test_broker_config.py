@@ -5,7 +5,7 @@ import json
 import shutil
 import subprocess
 
-from broker_fixtures import BrokerProcess, call, connect
+from support.broker_fixtures import BrokerProcess, call, connect
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from broker_fixtures import BrokerProcess, build_batch, call, connect, stored_batches
+from support.broker_fixtures import BrokerProcess, build_batch, call, connect, stored_batches
 from pylog.core.errors import ErrorCode
-from waiting import wait_until
+from support.waiting import wait_until
 
 STORAGE_ERROR = 56
 

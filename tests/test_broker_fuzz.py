@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker_fixtures import BrokerProcess, build_batch, call, connect
+from support.broker_fixtures import BrokerProcess, build_batch, call, connect
 from pylog.core.protocol import SCHEMAS, encode_request
 
 PRECIOUS = "precious"

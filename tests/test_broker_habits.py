@@ -8,8 +8,8 @@ import struct
 import subprocess
 import sys
 
-from broker_fixtures import call, connect
-from security_fixtures import pki  # noqa: F401 - fixture
+from support.broker_fixtures import call, connect
+from support.security_fixtures import pki  # noqa: F401 - fixture
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -74,7 +74,7 @@ def test_normal_disconnects_are_not_warnings(broker):
     s.sendall(struct.pack(">i", -5))
     s.recv(10)
     s.close()
-    from waiting import wait_until
+    from support.waiting import wait_until
     wait_until(lambda: "WARNING" in broker.stderr(None), 20, "the bad frame logged")
 
 
@@ -93,7 +93,7 @@ def complete(words: str, env_bootstrap: str | None = None) -> list[str]:
 
 
 def test_completion_of_topic_and_group_names(broker):
-    from client_fixtures import pylog_cli
+    from support.client_fixtures import pylog_cli
 
     for t in ("compl-orders", "compl-other"):
         assert pylog_cli("topics", "create", t, "-b", broker.bootstrap).returncode == 0
@@ -116,8 +116,8 @@ def test_completion_of_topic_and_group_names(broker):
 def test_tls_clients_that_disconnect_normally_are_not_warnings(tmp_path, pki):  # noqa: F811
     import ssl
 
-    from broker_fixtures import BrokerProcess
-    from security_fixtures import listener_line
+    from support.broker_fixtures import BrokerProcess
+    from support.security_fixtures import listener_line
 
     cfg = tmp_path / "tls.properties"
     cfg.write_text("\n".join(["listeners=SSL://127.0.0.1:0", "ssl.keystore.type=PEM",

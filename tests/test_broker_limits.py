@@ -8,8 +8,8 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from broker_fixtures import call, connect, is_closed
-from waiting import wait_until
+from support.broker_fixtures import call, connect, is_closed
+from support.waiting import wait_until
 
 
 def api_versions(s: socket.socket, timeout: float = 10.0):
@@ -57,7 +57,7 @@ def test_max_connections_holds_new_clients_until_one_closes(broker_factory):
     a.close()
     # the request sent while waiting is answered once the broker accepts the connection
     waiting.settimeout(20)
-    from broker_fixtures import recv_frame
+    from support.broker_fixtures import recv_frame
 
     assert recv_frame(waiting)
     assert api_versions(waiting)["error_code"] == 0
@@ -96,7 +96,7 @@ def _rss_kib(pid: int) -> int:
 
 
 def test_a_consumer_that_stops_reading_delays_no_one(broker_factory):
-    from broker_fixtures import build_batch
+    from support.broker_fixtures import build_batch
     from pylog.core.protocol import encode_request
 
     b = broker_factory(None, "--set", "queued.max.requests=50", "--set", "socket.send.buffer.bytes=65536")

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 
@@ -12,8 +10,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker_fixtures import call, connect
-from waiting import wait_until
+from support.broker_fixtures import call, connect
+from support.waiting import wait_until
+from support.cli import pylog
 
 
 def metrics_url(b) -> str:
@@ -45,13 +44,9 @@ def get_json(url: str) -> tuple[int, dict]:
         return e.code, json.loads(e.read())
 
 
-def pylog(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def mbroker(tmp_path_factory):
-    from broker_fixtures import BrokerProcess
+    from support.broker_fixtures import BrokerProcess
 
     b = BrokerProcess(tmp_path_factory.mktemp("metrics") / "data", "--set", "metrics.listener=http://127.0.0.1:0",
                       "--set", "group.initial.rebalance.delay.ms=0").start()
@@ -121,7 +116,7 @@ def test_errors_are_counted_by_code(mbroker):
     url = metrics_url(mbroker)
     before = sample(scrape(url), "kafka_network_requestmetrics_errors_total", request="Produce",
                     error="UNKNOWN_TOPIC_OR_PARTITION")
-    from broker_fixtures import build_batch
+    from support.broker_fixtures import build_batch
 
     s = connect(mbroker)
     resp = call(s, 0, 9, {"transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": [

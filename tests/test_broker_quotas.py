@@ -2,18 +2,13 @@
 kept across restarts, enforced with throttle_time_ms and a muted connection (KIP-219)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
 
-from broker_fixtures import build_batch, call, connect, recv_frame
-from waiting import wait_until
-
-
-def pylog(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True, timeout=60)
+from support.broker_fixtures import build_batch, call, connect, recv_frame
+from support.waiting import wait_until
+from support.cli import pylog
 
 
 def kafka_configs(sh, b, *args):
@@ -22,7 +17,7 @@ def kafka_configs(sh, b, *args):
 
 @pytest.fixture(scope="module")
 def tools():
-    from kafka_peer import ToolShell
+    from support.kafka_peer import ToolShell
 
     sh = ToolShell()
     yield sh
@@ -232,7 +227,7 @@ public class Mutations {
 
 
 def mutation_steps(bootstrap: str, prefix: str) -> dict:
-    from kafka_peer import java_program
+    from support.kafka_peer import java_program
 
     out = java_program(MUTATIONS, bootstrap, prefix, timeout=180).stdout
     return {w[0]: w[1:] for w in (line.split() for line in out.splitlines()) if w}

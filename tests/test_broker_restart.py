@@ -9,8 +9,8 @@ from collections import Counter, defaultdict
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import BrokerProcess, call, connect
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, call, connect
+from support.waiting import wait_until
 
 
 def read_all(bootstrap, topic, partitions):
@@ -174,7 +174,7 @@ def unread_bytes(server_port: int, client_port: int) -> int | None:
 def test_sigterm_answers_a_pending_long_poll_then_exits_0(tmp_path):
     import signal
 
-    from broker_fixtures import recv_frame
+    from support.broker_fixtures import recv_frame
     from pylog.core.protocol import decode_response, encode_request
 
     b = BrokerProcess(tmp_path / "data").start()

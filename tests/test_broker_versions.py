@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from broker_fixtures import build_batch, call, connect, is_closed, recv_frame
+from support.broker_fixtures import build_batch, call, connect, is_closed, recv_frame
 from pylog.core.protocol import API_NAMES, SCHEMAS, decode_response, encode_request
 
 ZERO = uuid.UUID(int=0)
@@ -23,7 +23,7 @@ GROUP_KEYS = {8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47}
 def broker(tmp_path_factory):
     """This module's broker: no group.initial.rebalance.delay.ms, so the join done for
     each group API version completes at once."""
-    from broker_fixtures import BrokerProcess
+    from support.broker_fixtures import BrokerProcess
 
     b = BrokerProcess(tmp_path_factory.mktemp("versions") / "data",
                       "--set", "group.initial.rebalance.delay.ms=0").start()

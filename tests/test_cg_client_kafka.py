@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from broker_fixtures import module_broker
-from kafka_fixtures import kafka_node  # noqa: F401
+from support.broker_fixtures import module_broker
+from support.cli import pylog
+from support.kafka_fixtures import kafka_node  # noqa: F401
 
 # a heartbeat interval below Kafka's 5 s default keeps the pylog-broker runs short
 PYLOG_BROKER = ("--set", "group.consumer.heartbeat.interval.ms=1000")
@@ -221,11 +222,7 @@ def _kafka_table(text):
 
 
 def _pylog(*args):
-    import subprocess
-    import sys
-
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                       timeout=120)
+    r = pylog(*args)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -233,7 +230,7 @@ def _pylog(*args):
 def test_groups_describe_matches_kafka_consumer_groups(peer, members):
     import json
 
-    from kafka_peer import run_main
+    from support.kafka_peer import run_main
 
     b = peer.bootstrap
     topic, group = name("cgc-desc"), name("cgc-g")
@@ -357,7 +354,8 @@ def test_the_remote_assignor_is_the_members_choice(peer, members):
 
 
 def test_pylog_and_librdkafka_members_share_a_group(peer, members):
-    from test_consumer_groups_848 import Member as RdkMember, end_members
+    from support.cgroup_members import Member as RdkMember
+    from support.member_procs import end_members
 
     b = peer.bootstrap
     topic, group = filled_topic(b, "cgc-mixed", 4, 20)
@@ -384,7 +382,7 @@ def test_pylog_and_librdkafka_members_share_a_group(peer, members):
 
 def test_a_broker_without_kip_848_is_a_one_line_error(tansu):
     # Tansu (an independent Kafka-compatible broker) serves classic groups only
-    from client_fixtures import pylog_cli
+    from support.client_fixtures import pylog_cli
 
     r = pylog_cli("consume", "t848", "-b", tansu.bootstrap, "--group", "g", "--group-protocol", "consumer",
                   "--timeout-ms", "3000")

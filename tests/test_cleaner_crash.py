@@ -1,12 +1,11 @@
 """Crash at every step of the swap: recovery gives the old log or the new one."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from cleaner_support import NOW, append, open_log, read_records, topic_config
+from support.cleaner_support import NOW, append, open_log, read_records, topic_config
 from pylog.storage.checks import verify_partition
 from pylog.storage.cleaner import SWAP_STEPS, Cleaner
 from pylog.storage.offset_map import OffsetMap

@@ -9,7 +9,7 @@ import tracemalloc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
+from support.cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
 from pylog.core.records import BatchBuilder
 from pylog.core.records.header import parse_header
 from pylog.storage.cleaner import Cleaner

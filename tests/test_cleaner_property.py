@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
+from support.cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
 from pylog.storage.checks import verify_partition
 from pylog.storage.cleaner import Cleaner
 from pylog.storage.offset_map import OffsetMap

@@ -6,13 +6,13 @@ import threading
 import time
 import tracemalloc
 
-from cleaner_support import NOW, append, open_log, read_records, topic_config
+from support.cleaner_support import NOW, append, open_log, read_records, topic_config
 from pylog.core.config import BROKER_CONFIGS
 from pylog.storage.cleaner import Cleaner, CleanerManager, read_cleaner_checkpoint
 from pylog.storage.compaction_rules import SegmentStat, cleanable_section, group_segments, should_clean
 from pylog.storage.log_manager import LogManager
 from pylog.storage.offset_map import SLOT_BYTES, OffsetMap
-from waiting import wait_until
+from support.waiting import wait_until
 
 H = 3600_000
 

@@ -16,7 +16,7 @@ import os
 from pylog.core.client import Admin, Consumer, Producer, TopicPartition
 from pylog.core.records.header import iter_headers
 
-from broker_fixtures import BrokerProcess
+from support.broker_fixtures import BrokerProcess
 
 FAST = {"retry.backoff.ms": "50", "reconnect.backoff.ms": "50", "reconnect.backoff.max.ms": "200",
         "request.timeout.ms": "5000", "linger.ms": "200"}  # flush() sends each group of sends as one batch
@@ -91,7 +91,7 @@ def test_out_of_order_sequence_bumps_the_epoch_and_continues(tmp_path):
 
 
 def raw_produce(b, topic, batch):
-    from broker_fixtures import call, connect
+    from support.broker_fixtures import call, connect
 
     with connect(b) as s:
         resp = call(s, 0, 8, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
@@ -102,7 +102,7 @@ def raw_produce(b, topic, batch):
 def test_expired_producer_id_is_forgotten_then_the_producer_bumps_on_a_sequence_gap(tmp_path):
     import time
 
-    from broker_fixtures import build_batch, wait_for
+    from support.broker_fixtures import build_batch, wait_for
 
     topic = "pid-expiry"
     b = BrokerProcess(tmp_path / "data", "--set", "producer.id.expiration.ms=800",

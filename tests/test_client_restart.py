@@ -7,8 +7,8 @@ from collections import defaultdict
 
 from pylog.core.client import Admin, Consumer, KafkaTimeoutError, Producer, TopicPartition
 
-from broker_fixtures import BrokerProcess
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess
+from support.waiting import wait_until
 
 FAST_RETRY = {"retry.backoff.ms": "50", "reconnect.backoff.ms": "50", "reconnect.backoff.max.ms": "200",
               "request.timeout.ms": "3000", "linger.ms": "2"}

@@ -6,7 +6,6 @@ abortable error followed by a successful transaction, and the state machine's re
 """
 from __future__ import annotations
 
-import itertools
 import time
 
 import pytest
@@ -20,13 +19,8 @@ from pylog.core.client.transactions import (
     TransactionStateError,
 )
 from pylog.core.errors import ProducerFencedError, UsageError
-from waiting import wait_until
-
-_n = itertools.count()
-
-
-# the brokers every test here runs against: Apache Kafka (the reference) and pylog's own
-PEERS = ["kafka", "pylog"]
+from support.waiting import wait_until
+from support.txn_clients import PEERS, _n, new_topic, read_all, values  # noqa: F401
 
 
 @pytest.fixture(params=PEERS)
@@ -36,47 +30,15 @@ def peer(request):
     return request.getfixturevalue("broker").bootstrap
 
 
-def new_topic(bootstrap, partitions=2, configs=None) -> str:
-    name = f"txn-{next(_n)}-{int(time.time() * 1000) % 10**8}"
-    a = Admin({"bootstrap.servers": bootstrap})
-    try:
-        a.create_topic(name, partitions, 1, configs=configs)
-    finally:
-        a.close()
-    return name
-
-
 def txn_producer(bootstrap, tid, **props) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": "5", **props})
     return p
-
-
-def read_all(bootstrap, topic, partitions, isolation, expect=None, timeout=30.0) -> dict:
-    """{partition: [(offset, key, value)]} up to each partition's end (the LSO when read_committed)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "isolation.level": isolation, "auto.offset.reset": "earliest"})
-    try:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        c.assign(tps)
-        ends = c.end_offsets(tps)
-        out = {p: [] for p in range(partitions)}
-        deadline = time.monotonic() + timeout
-        while any(c.position(tp) < ends[tp] for tp in tps):
-            assert time.monotonic() < deadline, f"did not reach {ends} ({isolation})"
-            for tp, recs in c.poll(200).items():
-                out[tp.partition] += [(r.offset, r.key, r.value) for r in recs]
-        return out
-    finally:
-        c.close()
 
 
 def committed_offset(consumer, tp):
     got = consumer.committed([tp]).get(tp)
     off = got[0] if isinstance(got, tuple) else got
     return None if off is None or off < 0 else off
-
-
-def values(view) -> list:
-    return sorted(v for recs in view.values() for _, _, v in recs)
 
 
 def test_commit_and_abort_seen_exactly_by_both_isolation_levels(peer):

@@ -7,14 +7,11 @@ import subprocess
 import sys
 import time
 
-from cleaner_support import append, read_records
+from support.cleaner_support import append, read_records
 from pylog.core.config import BROKER_CONFIGS
 from pylog.storage.lock import DirLock
 from pylog.storage.log_manager import LogManager
-
-
-def pylog(*args):
-    return subprocess.run([sys.executable, "-m", "pylog.cli.main", *args], capture_output=True, text=True, timeout=120)
+from support.cli import pylog
 
 
 def make_dir(tmp_path):

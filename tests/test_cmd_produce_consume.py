@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from client_fixtures import pylog_cli
+from support.client_fixtures import pylog_cli
 
 
 @pytest.fixture(scope="module")

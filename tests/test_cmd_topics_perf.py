@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from client_fixtures import pylog_cli
+from support.client_fixtures import pylog_cli
 
 
 def test_topics_lifecycle(broker):

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from client_fixtures import pylog_cli
-from kafka_peer import ToolShell
+from support.client_fixtures import pylog_cli
+from support.kafka_peer import ToolShell
 from pylog.core.client import Producer
-from test_client_transactions import PEERS, new_topic
-from waiting import wait_until
+from support.txn_clients import PEERS, new_topic
+from support.waiting import wait_until
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 
@@ -130,7 +130,7 @@ def test_transactions_bad_input(bs):
 def test_dump_segment_transaction_log_decoder_like_kafka(kafka_node):
     """`pylog dump-segment --transaction-log-decoder` prints what Kafka's DumpLogSegments prints for the
     `__transaction_state` segments Kafka wrote for this module's transactions."""
-    from test_kafka_files_dump import assert_same_dump
+    from support.dump_compare import assert_same_dump
 
     bs = kafka_node.bootstrap
     topic = new_topic(bs, 1)

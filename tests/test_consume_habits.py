@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from client_fixtures import pylog_cli
-from terminal import pylog_on_terminal
+from support.client_fixtures import pylog_cli
+from support.terminal import pylog_on_terminal
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -77,7 +77,7 @@ def test_kafka_console_consumer_properties(bs, habits_j):
 
 def test_console_consumer_properties_print_what_kafkas_tool_prints(bs, habits_j):
     # the same topic and --property settings through Kafka 4.3.1's ConsoleConsumer: identical text
-    from kafka_peer import run_main
+    from support.kafka_peer import run_main
 
     props = ["print.key=true", "print.offset=true", "print.partition=true", "print.headers=true",
              "print.timestamp=true", "key.separator=|", "headers.separator=;", "null.literal=<nil>"]

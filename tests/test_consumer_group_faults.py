@@ -4,9 +4,9 @@ exactly as it was, in memory and on disk (Kafka applies a change once its record
 """
 from __future__ import annotations
 
-from broker_fixtures import BrokerProcess, call, connect
-from test_consumer_groups_848 import FAST, create_topic, describe
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, call, connect
+from support.cgroup_members import FAST, create_topic, describe
+from support.waiting import wait_until
 
 HEARTBEAT = 68
 NONE, COORDINATOR_NOT_AVAILABLE = 0, 15

@@ -11,9 +11,9 @@ import socket
 
 import pytest
 
-from broker_fixtures import BrokerProcess, call, recv_frame
-from test_consumer_groups_848 import FAST, create_topic
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, call, recv_frame
+from support.cgroup_members import FAST, create_topic
+from support.waiting import wait_until
 
 FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, DESCRIBE_GROUPS, LIST_GROUPS, CG_HEARTBEAT, CG_DESCRIBE = 10, 11, 14, 12, 15, 16, 68, 69
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27

@@ -1,24 +1,23 @@
 """KIP-848 consumer groups (`group.protocol=consumer`) against a real `pylog broker`.
 
-Members are librdkafka (confluent-kafka) subprocesses (tests/cgroup_member_proc.py)
+Members are librdkafka (confluent-kafka) subprocesses (tests/support/cgroup_member_proc.py)
 and the Java client 4.3.1; the group's state is read back with ConsumerGroupDescribe,
 ListGroups and OffsetFetch over the wire.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from broker_fixtures import BrokerProcess, call, connect
-from member_procs import MemberProcess, end_members
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, call, connect
+from support.member_procs import MemberProcess, end_members
+from support.waiting import wait_until
+from support.cgroup_members import (  # noqa: F401
+    CONSUMER_GROUP_DESCRIBE, DESCRIBE_GROUPS, FAST, HERE, LIST_GROUPS, Member, OFFSET_FETCH,
+    SESSION_MS, committed, create_topic, describe, produce,
+)
 
-HERE = Path(__file__).resolve().parent
-SESSION_MS = 6000
-FAST = ("--set", "group.consumer.heartbeat.interval.ms=500", "--set", f"group.consumer.session.timeout.ms={SESSION_MS}")
-CONSUMER_GROUP_DESCRIBE, LIST_GROUPS, DESCRIBE_GROUPS, OFFSET_FETCH = 69, 16, 15, 9
 GROUP_ID_NOT_FOUND = 69
 
 
@@ -27,61 +26,6 @@ def cbroker(tmp_path_factory):
     b = BrokerProcess(tmp_path_factory.mktemp("cg848") / "data", *FAST).start()
     yield b
     b.stop_clean()
-
-
-def create_topic(b, name, partitions):
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    a = AdminClient({"bootstrap.servers": b.bootstrap})
-    a.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-
-
-def produce(b, topic, partitions, per_partition, tag="v"):
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
-    for part in range(partitions):
-        for i in range(per_partition):
-            p.produce(topic, f"{tag}-{part}-{i}".encode(), partition=part)
-    assert p.flush(30) == 0
-
-
-def describe(b, group) -> dict:
-    s = connect(b)
-    try:
-        return call(s, CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})[
-            "groups"][0]
-    finally:
-        s.close()
-
-
-def committed(b, group, topic, partitions) -> dict:
-    s = connect(b)
-    try:
-        r = call(s, OFFSET_FETCH, 9, {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": [
-            {"name": topic, "partition_indexes": list(range(partitions))}]}], "require_stable": False})
-    finally:
-        s.close()
-    g = r["groups"][0]
-    assert g["error_code"] == 0, g
-    return {p["partition_index"]: p["committed_offset"] for t in g["topics"] for p in t["partitions"]}
-
-
-class Member(MemberProcess):
-    """A librdkafka KIP-848 member subprocess and what it reported."""
-
-    def __init__(self, b, group, topics, instance_id=None):
-        self._spawn([str(HERE / "cgroup_member_proc.py"), b.bootstrap, group, topics]
-                    + ([instance_id] if instance_id else []))
-
-    def _spawn(self, args):
-        MemberProcess.__init__(self, args)
-
-    def assigned(self, reported):
-        return [tuple(x) if isinstance(x, list) else (None, x) for x in reported]
-
-    def partitions(self, topic=None):
-        return sorted(p for t, p in self.assignment if topic is None or t == topic)
 
 
 def covers_once(members, partitions, topic=None):
@@ -302,7 +246,7 @@ public class Member848 {
 def test_java_client_and_librdkafka_in_one_group(cbroker):
     """The Java client 4.3.1 (group.protocol=consumer, the range assignor by name) and a
     librdkafka member share six partitions; each consumes only its own."""
-    from kafka_peer import java_program
+    from support.kafka_peer import java_program
 
     topic, group = "jv6", "java848"
     create_topic(cbroker, topic, 6)
@@ -386,7 +330,7 @@ def test_kafka_written_consumer_group_records_decode(kafka_node, tmp_path):
 
 
 class ClassicMember(Member):
-    """A classic-protocol librdkafka member (tests/group_member_proc.py: range, eager); it
+    """A classic-protocol librdkafka member (tests/support/group_member_proc.py: range, eager); it
     reports partitions without topics and records as (partition, offset)."""
 
     def __init__(self, b, group, topic):
@@ -490,7 +434,7 @@ def test_wire_rules(cbroker):
 def test_records_pylog_writes_dump_as_kafka_dumps_them(tmp_path):
     """Kafka's DumpLogSegments --offsets-decoder and `pylog dump-segment` print the same text
     for a `__consumer_offsets` pylog wrote for a KIP-848 group (Kafka's parser reads every record)."""
-    from test_kafka_files_dump import assert_same_dump
+    from support.dump_compare import assert_same_dump
 
     b = BrokerProcess(tmp_path / "data", *FAST).start()
     m = None
@@ -513,7 +457,7 @@ def test_records_pylog_writes_dump_as_kafka_dumps_them(tmp_path):
 
 def test_kafka_consumer_groups_tool_describes_a_consumer_group(cbroker):
     """kafka-consumer-groups 4.3.1 (Admin: ListGroups with types, ConsumerGroupDescribe)."""
-    from kafka_peer import run_main
+    from support.kafka_peer import run_main
 
     cmd = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
     topic, group = "tool2", "tool848"

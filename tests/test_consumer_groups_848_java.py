@@ -3,7 +3,7 @@ scenarios: a handover without duplicates, static members restarting, regex subsc
 picking up a new topic, a mixed group moving from classic to the new protocol and back (also
 run against Apache Kafka 4.3.1 for comparison), the broker killed -9 and restarted under the group.
 
-One Java program with modes (tests/kafka_peer.py java_program); each mode runs its members
+One Java program with modes (tests/support/kafka_peer.py java_program); each mode runs its members
 in one JVM, polling them in turn (KIP-848 heartbeats run on the client's background thread),
 and prints `key value` lines this module checks. One broker for the module; the kill -9
 test runs last on it.
@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from broker_fixtures import BrokerProcess
-from test_consumer_groups_848 import FAST, committed, create_topic, describe, produce
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess
+from support.cgroup_members import FAST, committed, create_topic, describe, produce
+from support.waiting import wait_until
 
 JAVA = r"""
 import java.nio.file.*;
@@ -305,7 +305,7 @@ def jbroker(tmp_path_factory):
 
 def run(mode: str, *args: str) -> dict:
     """Run one mode; its `mode key value` lines as {key: value}."""
-    from kafka_peer import java_program
+    from support.kafka_peer import java_program
 
     out = java_program(JAVA, mode, *args, timeout=300)
     lines = [x.split(" ", 2) for x in out.stdout.splitlines() if x.startswith(mode + " ")]
@@ -370,7 +370,7 @@ def test_java_mixed_group_upgrades_downgrades_and_upgrades_offline(jbroker, kafk
 
 def test_java_group_survives_broker_kill9(jbroker, tmp_path):
     """Runs last: kills the module's broker with -9 and restarts it on the same port."""
-    from kafka_peer import java_program
+    from support.kafka_peer import java_program
 
     topic, group = "jd6", "java-durable"
     create_topic(jbroker, topic, 6)

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from broker_fixtures import BrokerProcess, call, connect, module_broker
-from member_procs import MemberProcess, end_members
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, call, connect, module_broker
+from support.member_procs import MemberProcess, end_members
+from support.waiting import wait_until
+from support.group_members import (  # noqa: F401
+    HERE, Member, SESSION_MS, committed, describe_json, exactly_once_owned, owners, pylog_cli,
+)
 
-SESSION_MS = 6000
-HERE = Path(__file__).resolve().parent
 FAST = ("--set", "group.initial.rebalance.delay.ms=100")
 
 
@@ -37,45 +35,6 @@ def produce(b, topic, partitions, per_partition, tag="v"):
         p.flush()
         for f in futs:
             f.get(10)
-
-
-def pylog_cli(*args):
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                       timeout=60)
-    return r
-
-
-def describe_json(b, group):
-    # no rate window: these tests look at membership and offsets, and a member that is not
-    # polled meanwhile must not outlive a short max.poll.interval.ms
-    r = pylog_cli("groups", "describe", group, "-b", b.bootstrap, "--json", "--rate-window", "0")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)[0]
-
-
-def committed(b, group):
-    """{partition: committed offset} of the group, as `pylog groups describe` shows it."""
-    return {o["partition"]: o["current_offset"] for o in describe_json(b, group)["offsets"]}
-
-
-class Member(MemberProcess):
-    """A group member subprocess (tests/group_member_proc.py) and what it reported."""
-
-    def __init__(self, b, lib, group, topic):
-        super().__init__([str(HERE / "group_member_proc.py"), lib, b.bootstrap, group, topic, str(SESSION_MS)])
-
-
-def owners(members):
-    out: dict = {}
-    for m in members:
-        for p in m.assignment:
-            out.setdefault(p, []).append(m)
-    return out
-
-
-def exactly_once_owned(members, partitions):
-    o = owners(members)
-    return sorted(o) == list(range(partitions)) and all(len(v) == 1 for v in o.values())
 
 
 def test_three_members_share_then_survive_a_crash(gbroker):

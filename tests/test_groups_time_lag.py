@@ -5,7 +5,7 @@ import json
 import re
 import time
 
-from client_fixtures import pylog_cli
+from support.client_fixtures import pylog_cli
 from pylog.commands.group_lag import add_lag_figures, human_duration, summary_line
 from pylog.core.client import Producer
 

@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
-from broker_fixtures import build_batch, call
-from kafka_peer import KAFKA_VERSION
+from support.broker_fixtures import build_batch, call
+from support.kafka_peer import KAFKA_VERSION
 
 pytestmark = pytest.mark.timeout(600)
 

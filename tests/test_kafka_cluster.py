@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from broker_fixtures import wait_for
-from client_fixtures import pylog_cli
-from kafka_peer import KafkaCluster, run_main
+from support.broker_fixtures import wait_for
+from support.client_fixtures import pylog_cli
+from support.kafka_peer import KafkaCluster, run_main
 
 pytestmark = pytest.mark.slow
 
@@ -291,7 +291,7 @@ public class JavaGroupMember {
 def test_groups_describe_on_java_and_librdkafka_members(cluster, tmp_path):
     from confluent_kafka import Consumer
 
-    from kafka_peer import compile_java, java_command
+    from support.kafka_peer import compile_java, java_command
     ensure_all_up(cluster)
     create_topic(cluster, "mixed-group", 4)
     r = pylog_cli("produce", "mixed-group", "-b", cluster.bootstrap, input="".join(f"{i}\n" for i in range(400)))
@@ -349,7 +349,7 @@ def test_perf_against_the_cluster(cluster):
 
 def test_broker_address_change_is_followed(cluster, tmp_path):
     """A broker returns on another port: the client learns the new address from metadata."""
-    from kafka_peer import free_port
+    from support.kafka_peer import free_port
     ensure_all_up(cluster)
     create_topic(cluster, "moved", 3)
     n = 30_000

@@ -10,27 +10,21 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
 
-from broker_fixtures import BrokerProcess
-from kafka_peer import KafkaNode, run_main
+from support.broker_fixtures import BrokerProcess
+from support.kafka_peer import KafkaNode, run_main
 from pylog.cli.main import cli
 from pylog.storage.meta_properties import MetaProperties, write_meta_properties
+from support.cli import pylog
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TOPIC = "exp-codecs"
 COMPACTED = "exp-compacted"
 GROUP = "exp-group"
 CONFIGS = {"retention.ms": "604800000", "max.message.bytes": "2000000", "message.timestamp.type": "CreateTime"}
-
-
-def pylog(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""pylog on log dirs written by Apache Kafka 4.3.1 itself (tests/kafka_log_dirs.py makes them).
+"""pylog on log dirs written by Apache Kafka 4.3.1 itself (tests/support/kafka_log_dirs.py makes them).
 
 Every codec from idempotent producers, a transaction that aborted (.txnindex),
 a compacted topic before and after Kafka's own cleaner ran, a consumer group
@@ -14,15 +14,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from broker_fixtures import BrokerProcess
-from kafka_log_dirs import write_kafka_log_dirs
-from test_kafka_files_dump import assert_same_dump
+from support.broker_fixtures import BrokerProcess
+from support.kafka_log_dirs import write_kafka_log_dirs
+from support.dump_compare import assert_same_dump
+from support.cli import pylog
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
 KINDS = (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
@@ -32,11 +31,6 @@ GROUP = "pylog-files-group"
 @pytest.fixture(scope="module")
 def kdirs(tmp_path_factory):
     return write_kafka_log_dirs(tmp_path_factory.mktemp("kafka-written"))
-
-
-def pylog(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def files_of(*dirs: Path) -> list[Path]:
@@ -233,7 +227,7 @@ def test_pylog_broker_serves_a_kafka_log_dir(kdirs, tmp_path):
 
 
 def subprocess_dump(d: Path) -> str:
-    from kafka_peer import run_main
+    from support.kafka_peer import run_main
 
     logs = [f for f in sorted(d.glob("*.log"))]
     return run_main(DUMP, "--print-data-log", "--files", ",".join(map(str, logs)), check=True).stdout

@@ -1,7 +1,7 @@
 """The reference-peer harness itself: Kafka's tools, a KRaft node and a Java program run."""
 from __future__ import annotations
 
-from kafka_peer import KAFKA_VERSION, java_program, run_main
+from support.kafka_peer import KAFKA_VERSION, java_program, run_main
 
 PRODUCE_AND_COUNT = r"""
 import java.util.*;

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from kafka_peer import compile_java, java_command, java_program
-from test_groups_broker import Member as ProcMember  # Python members (tests/group_member_proc.py)
-from test_groups_broker import committed, describe_json, end_members, exactly_once_owned
-from waiting import wait_until
+from support.kafka_peer import compile_java, java_command, java_program
+from support.group_members import Member as ProcMember  # Python members (tests/support/group_member_proc.py)
+from support.group_members import committed, describe_json, exactly_once_owned
+from support.member_procs import end_members
+from support.waiting import wait_until
 
 JAVA = Path(__file__).resolve().parent / "kafka" / "java"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -205,7 +206,7 @@ def test_admin_log_dirs(admin_results, broker):
 
 
 class JavaMember(ProcMember):
-    """tests/kafka/java/GroupMember.java as a group member: the events of tests/group_member_proc.py;
+    """tests/kafka/java/GroupMember.java as a group member: the events of tests/support/group_member_proc.py;
     closing its stdin makes it commit, leave the group and exit 0."""
 
     def __init__(self, b, group, topic):

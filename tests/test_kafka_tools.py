@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from broker_fixtures import wait_for
-from kafka_peer import ToolShell, java_command
+from support.broker_fixtures import wait_for
+from support.kafka_peer import ToolShell, java_command
 
 TOOLS = {
     "topics": "org.apache.kafka.tools.TopicCommand",

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from broker_fixtures import BrokerProcess, build_batch, call
-from kafka_peer import ToolShell
+from support.broker_fixtures import BrokerProcess, build_batch, call
+from support.kafka_peer import ToolShell
 
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 TOPICS = "org.apache.kafka.tools.TopicCommand"

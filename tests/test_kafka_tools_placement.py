@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from kafka_peer import ToolShell
+from support.kafka_peer import ToolShell
 
 ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"

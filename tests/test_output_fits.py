@@ -8,17 +8,13 @@ import subprocess
 import sys
 import time
 
-from cleaner_support import append
-from terminal import pylog_on_terminal
+from support.cleaner_support import append
+from support.terminal import pylog_on_terminal
 from pylog.core.config import BROKER_CONFIGS
 from pylog.storage.log_manager import LogManager
+from support.cli import pylog
 
 LONG = "orders-" + "very-long-topic-name-" * 6  # 133 characters: wider than 80 columns alone
-
-
-def pylog(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env)
 
 
 def on_a_terminal(*args, columns=80) -> str:
@@ -75,7 +71,6 @@ def test_compact_dry_run_reads_as_english(tmp_path):
     assert re.match(r"dry run: would compact 1 partition, removing [1-9]\d* records, [\d,]+ bytes", last), last
     assert "nothing was changed" in last
     assert "partition(s)" not in r.stdout and "1 records" not in r.stdout
-
 
 
 def test_group_and_client_ids_are_printed_as_given_never_as_markup(broker):

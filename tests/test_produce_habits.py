@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from client_fixtures import pylog_cli
-from waiting import wait_until
+from support.client_fixtures import pylog_cli
+from support.waiting import wait_until
 
 
 @pytest.fixture(scope="module")

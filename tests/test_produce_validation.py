@@ -14,7 +14,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
-from broker_fixtures import call, connect
+from support.broker_fixtures import call, connect
 from pylog.core.errors import ErrorCode
 from pylog.core.records import RecordBatch
 
@@ -243,7 +243,7 @@ def test_debian_kcat_compresses(conn, broker, codec):
 def test_produce_is_listed_from_v0_and_v0_to_v2_close_the_connection(broker):
     """What Kafka 4.3.1 does (KAFKA-18659): ApiVersions lists Produce 0-11, so librdkafka before
     2.10 keeps compressing; a Produce v0-2 request is refused by closing the connection."""
-    from broker_fixtures import is_closed
+    from support.broker_fixtures import is_closed
 
     s = connect(broker)
     produce_range = [k for k in call(s, 18, 2, {})["api_keys"] if k["api_key"] == 0][0]

@@ -6,7 +6,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from protocol_support import from_kp, normalize, struct_strategy, to_kp
+from support.protocol_support import from_kp, normalize, struct_strategy, to_kp
 from pylog.core.protocol.consumer_protocol import (
     ASSIGNMENT,
     SUBSCRIPTION,

@@ -8,7 +8,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from protocol_support import struct_strategy
+from support.protocol_support import struct_strategy
 from pylog.core.protocol import (
     SCHEMAS,
     InvalidRequestError,

@@ -13,8 +13,9 @@ import uuid
 import pytest
 from hypothesis import strategies as st
 
-from protocol_support import (api_cases, draw_body, for_each_case, from_kp, kp_classes, kp_max_version, normalize,
-                              plain, to_kp)
+from support.protocol_support import (
+    api_cases, draw_body, for_each_case, from_kp, kp_classes, kp_max_version, normalize, plain, to_kp,
+)
 from pylog.core.protocol import (SCHEMAS, decode_request, decode_request_body, decode_response,
                                  decode_response_body, encode_request, encode_request_body, encode_response,
                                  encode_response_body)
@@ -84,7 +85,7 @@ def test_same_bytes_as_kafka_python(case, data):
 def test_every_declared_api_has_a_peer():
     # KIP-848's APIs are not in kafka-python: test_protocol_golden_kip848.py checks them
     # against Kafka's own message classes.
-    from test_protocol_golden_kip848 import KEYS as KAFKA_CLASS_PEERS
+    from support.kip848_classes import KEYS as KAFKA_CLASS_PEERS
 
     assert [k for k in SCHEMAS if k not in KP and k not in KAFKA_CLASS_PEERS] == []
 

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from kafka_peer import java_program
+from support.kafka_peer import java_program
 from pylog.core.protocol import SCHEMAS
 from pylog.core.protocol.codec import decode_request_body, decode_response_body, encode_request_body, encode_response_body
+from support.kip848_classes import KEYS  # noqa: F401
 
-KEYS = (68, 69)
 
 SOURCE = r"""
 import org.apache.kafka.common.Uuid;

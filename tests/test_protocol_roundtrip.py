@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from protocol_support import api_cases, draw_body, for_each_case, plain
+from support.protocol_support import api_cases, draw_body, for_each_case, plain
 from pylog.core.protocol import (
     API_KEYS,
     API_NAMES,

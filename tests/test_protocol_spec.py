@@ -39,7 +39,7 @@ def load(name):
 def _kafka_clients_spec(name):
     import zipfile
 
-    from kafka_peer import classpath
+    from support.kafka_peer import classpath
 
     jar = next(p for p in classpath().split(os.pathsep) if os.path.basename(p).startswith("kafka-clients-"))
     with zipfile.ZipFile(jar) as z:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from broker_fixtures import BrokerProcess
+from support.broker_fixtures import BrokerProcess
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DIRECTIVE = re.compile(r"<!-- readme-test: (.*?) -->")

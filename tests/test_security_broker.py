@@ -32,10 +32,11 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from broker_fixtures import BrokerProcess
+from support.cli import pylog
+from support.broker_fixtures import BrokerProcess
 from pylog.core import protocol
 from pylog.core.security import scram
-from security_fixtures import listener_line, pki  # noqa: F401 - fixture
+from support.security_fixtures import listener_line, pki  # noqa: F401 - fixture
 
 ADMIN, ADMIN_PW = "admin", "admin-secret"
 ALICE, ALICE_PW = "alice", "alice-secret"
@@ -485,7 +486,7 @@ public class SecureProduceConsume {
 
 
 def test_java_client_sasl_ssl_scram(secure, pki):
-    from kafka_peer import java_program
+    from support.kafka_peer import java_program
 
     out = java_program(JAVA_SASL_SSL, f"127.0.0.1:{ports(secure)['SASL_SSL']}", "java-secure", "SCRAM-SHA-256",
                        ADMIN, ADMIN_PW, str(pki.ca), timeout=300)
@@ -495,12 +496,7 @@ def test_java_client_sasl_ssl_scram(secure, pki):
 # ---- pylog acls / users -------------------------------------------------------------
 
 def _pylog(*args, props=None):
-    import sys
-
-    cmd = [sys.executable, "-m", "pylog.cli", *args]
-    if props:
-        cmd += ["--config", str(props)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return pylog(*args, *(["--config", props] if props else []))
 
 
 def test_pylog_users_and_acls_commands(secure, pki, tmp_path):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_peer import KafkaNode, free_port
+from support.kafka_peer import KafkaNode, free_port
 from pylog.core.client import Consumer, Producer, TopicPartition
 from pylog.core.client.admin import Admin
 from pylog.core.client.errors import NoBrokersAvailableError
-from security_fixtures import pki  # noqa: F401 - fixture
+from support.security_fixtures import pki  # noqa: F401 - fixture
 
 USER, PASSWORD = "alice", "alice-secret"
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from pylog.core.security import principal, tls
-from security_fixtures import PASSWORD, pki  # noqa: F401 - fixture
+from support.security_fixtures import PASSWORD, pki  # noqa: F401 - fixture
 
 
 def _handshake(server_ctx, client_ctx):

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from spark_fixtures import run_pylog
-from test_spark_ingest import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
+from support.spark_fixtures import run_pylog
+from support.spark_rows import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
     read_partition_dir, write_input
 
 # the driver and the executors talk over loopback only

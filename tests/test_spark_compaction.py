@@ -15,7 +15,7 @@ from pathlib import Path
 from pylog.core.config import BROKER_CONFIGS
 from pylog.core.records import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_ZSTD, BatchBuilder
 from pylog.storage import LogManager
-from spark_fixtures import run_pylog
+from support.spark_fixtures import run_pylog
 
 TOPICS = {
     # name: (partitions, configs)

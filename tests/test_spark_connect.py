@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from spark_fixtures import run_pylog
-from test_spark_ingest import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
+from support.spark_fixtures import run_pylog
+from support.spark_rows import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
     read_partition_dir, write_input
 
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from spark_fixtures import run_pylog
-from test_cmd_diff import fill, recs
+from support.spark_fixtures import run_pylog
+from support.diff_data import fill, recs
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -1,7 +1,5 @@
 """Log and LogManager: append checks, roll conditions, reads, lookups, retention, restart."""
 import os
-import struct
-import time
 
 import pytest
 from kafka.record.memory_records import MemoryRecords
@@ -25,20 +23,7 @@ from pylog.core.errors import (
 from pylog.core.records.batch import RecordBatch, build_batch
 from pylog.core.records.header import iter_headers
 from pylog.storage import FetchSlice, Log, LogManager
-
-NOW = 1_700_000_000_000
-
-
-class Clock:
-    def __init__(self, ms=NOW):
-        self.ms = ms
-
-    def __call__(self):
-        return self.ms / 1000
-
-
-def cfg(**kw):
-    return TOPIC_CONFIGS.resolve({k.replace("_", "."): str(v) for k, v in kw.items()})
+from support.log_clock import Clock, NOW, broker, cfg  # noqa: F401
 
 
 def batch(n=1, ts=NOW, size=50, pid=-1, epoch=-1, seq=-1, key=b"k", **kw):
@@ -405,9 +390,6 @@ def test_stray_files(tmp_path):
 
 
 # ---- LogManager ----
-
-def broker(**kw):
-    return BROKER_CONFIGS.resolve({k.replace("_", "."): str(v) for k, v in kw.items()})
 
 
 def test_log_manager_topics_and_restart(tmp_path):

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from test_storage_log import NOW, Clock, broker, cfg  # the log tests' clock and config helpers
+from support.log_clock import NOW, Clock, broker, cfg  # the log tests' clock and config helpers
 
 from pylog.core.errors import InvalidTimestampError, OffsetOutOfRangeError
 from pylog.core.records.batch import BatchBuilder

@@ -10,7 +10,7 @@ goes in a cleaning after it (tests/test_txn_cleaner_kafka.py compares with Kafka
 """
 from __future__ import annotations
 
-from cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
+from support.cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
 from pylog.core.records import BatchBuilder
 from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch
 from pylog.storage.cleaner import Cleaner

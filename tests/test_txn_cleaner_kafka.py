@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import BrokerProcess, call
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, call
+from support.waiting import wait_until
 
 from pylog.core.records.memory import iter_batches
 

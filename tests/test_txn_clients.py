@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from test_broker_kafkajs import run_js
-from test_client_transactions import PEERS, new_topic, read_all, values
+from support.js import run_js
+from support.txn_clients import PEERS, new_topic, read_all, values
 
 
 class _Peer:

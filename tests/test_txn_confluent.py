@@ -15,20 +15,16 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import call, connect, module_broker, read_to_end
-from waiting import wait_until
+from support.broker_fixtures import call, connect, module_broker, read_to_end
+from support.waiting import wait_until
+from support.txn_clients import (  # noqa: F401
+    READ_COMMITTED, READ_UNCOMMITTED, create, list_offset, open_raw_txn, read,
+)
 
-READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 FAST_ABORT = ("--set", "transaction.abort.timed.out.transaction.cleanup.interval.ms=300")
 
 
 broker = module_broker("txn", *FAST_ABORT)
-
-
-def create(b, topic, partitions=1):
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        f.result(15)
 
 
 def txn_producer(b, tid, **extra) -> Producer:
@@ -37,49 +33,9 @@ def txn_producer(b, tid, **extra) -> Producer:
     return p
 
 
-def read(b, topic, partitions, isolation, timeout=20.0) -> dict[int, list[str]]:
-    """Every value of the partitions up to their end (for read_committed: the LSO), per partition."""
-    out: dict[int, list[str]] = {p: [] for p in partitions}
-    for m in read_to_end(b, topic, partitions, isolation, timeout):
-        out[m.partition()].append(m.value().decode())
-    return out
-
-
-def list_offset(b, topic, partition, isolation_level) -> int:
-    """ListOffsets latest (-1) at an isolation level: the high watermark or the last stable offset."""
-    with connect(b) as s:
-        r = call(s, 2, 7, {"replica_id": -1, "isolation_level": isolation_level, "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1,
-                                            "current_leader_epoch": -1}]}]})
-    p = r["topics"][0]["partitions"][0]
-    assert p["error_code"] == 0, p
-    return p["offset"]
-
-
 def describe_txn(b, tid) -> dict:
     with connect(b) as s:
         return call(s, 65, 0, {"transactional_ids": [tid]})["transaction_states"][0]
-
-
-def open_raw_txn(b, tid, topic, value, timeout_ms=60000) -> tuple[int, int]:
-    """InitProducerId, AddPartitionsToTxn (partition 0) and one transactional record, over the raw
-    protocol: (producer id, epoch) of the transaction left open."""
-    from pylog.core.records import BatchBuilder
-
-    with connect(b) as s:
-        init = call(s, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": timeout_ms,
-                               "producer_id": -1, "producer_epoch": -1})
-        pid, epoch = init["producer_id"], init["producer_epoch"]
-        r = call(s, 24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
-                            "v3_and_below_producer_epoch": epoch,
-                            "v3_and_below_topics": [{"name": topic, "partitions": [0]}]})
-        assert r["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
-        bb = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True)
-        bb.append(int(time.time() * 1000), None, value)
-        r = call(s, 0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
-            {"name": topic, "partition_data": [{"index": 0, "records": bytearray(bb.build())}]}]})
-        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
-    return pid, epoch
 
 
 def test_commit_and_abort_views_are_exact(broker):
@@ -192,7 +148,7 @@ def test_second_producer_fences_the_first(broker):
 
 
 def test_kip890_transactional_produce_to_a_partition_not_added(broker):
-    from broker_fixtures import build_batch
+    from support.broker_fixtures import build_batch
     from pylog.core.records import BatchBuilder
 
     create(broker, "tx-890", 2)

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker_fixtures import BrokerProcess, call
-from test_txn_confluent import create, open_raw_txn
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, call
+from support.txn_clients import create, open_raw_txn
+from support.waiting import wait_until
 
 from pylog.core.errors import ErrorCode
 

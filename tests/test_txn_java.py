@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_peer import KafkaNode, java_program
+from support.kafka_peer import KafkaNode, java_program
 
 JAVA = Path(__file__).parent / "kafka" / "java" / "TxnJava.java"
 FENCED = {"ProducerFencedException", "InvalidProducerEpochException"}
@@ -34,7 +34,7 @@ def level(request):
 
 @pytest.fixture(scope="module")
 def pylog_views(tmp_path_factory, level):
-    from broker_fixtures import BrokerProcess
+    from support.broker_fixtures import BrokerProcess
 
     b = BrokerProcess(tmp_path_factory.mktemp(f"txn-java-tv{level}") / "data",
                       "--feature", f"transaction.version={level}").start()

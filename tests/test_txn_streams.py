@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_fixtures import BrokerProcess, read_to_end
-from kafka_peer import compile_java, java_command
-from waiting import wait_until
+from support.broker_fixtures import BrokerProcess, read_to_end
+from support.kafka_peer import compile_java, java_command
+from support.waiting import wait_until
 
 JAVA = Path(__file__).parent / "kafka" / "java" / "WordCountEos.java"
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
@@ -45,7 +45,7 @@ def updates(b, topic, partitions) -> dict[str, list[int]]:
 
 def producer_epochs(b) -> list[int]:
     """The producer epoch of every transactional id the broker knows (ListTransactions, DescribeTransactions)."""
-    from broker_fixtures import call, connect
+    from support.broker_fixtures import call, connect
 
     with connect(b) as s:
         ids = [t["transactional_id"] for t in call(s, 66, 0, {"state_filters": [], "producer_id_filters": []})[

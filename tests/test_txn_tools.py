@@ -13,10 +13,10 @@ import shutil
 
 import pytest
 
-from broker_fixtures import BrokerProcess
-from client_fixtures import pylog_cli
-from kafka_peer import ToolShell
-from test_txn_confluent import READ_COMMITTED, READ_UNCOMMITTED, create, list_offset, open_raw_txn, read
+from support.broker_fixtures import BrokerProcess
+from support.client_fixtures import pylog_cli
+from support.kafka_peer import ToolShell
+from support.txn_clients import READ_COMMITTED, READ_UNCOMMITTED, create, list_offset, open_raw_txn, read
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 

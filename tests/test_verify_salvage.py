@@ -16,13 +16,13 @@ from pathlib import Path
 from click.testing import CliRunner
 from confluent_kafka import Consumer, TopicPartition
 
-from broker_fixtures import BrokerProcess
+from support.broker_fixtures import BrokerProcess
 from pylog.cli.main import cli
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records import RecordBatch
 from pylog.storage.log import Log
 from pylog.storage.scan import Entry, scan_log
-from test_dump_verify import engine_log, txn_dir  # noqa: F401 - txn_dir is a fixture
+from support.segments import engine_log, txn_dir  # noqa: F401 - txn_dir is a fixture
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
 
@@ -152,7 +152,7 @@ def test_salvage_without_repair_is_a_usage_error(tmp_path):
 
 
 def test_salvaged_log_is_read_by_kafka_tools_and_a_consumer(tmp_path):
-    from kafka_peer import run_main
+    from support.kafka_peer import run_main
 
     d = tmp_path / "logs" / "orders-0"
     engine_log(d, batches=40, leader_epochs=(0, 2)).close()

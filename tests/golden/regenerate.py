@@ -34,8 +34,8 @@ GOLDENS = {
 
 def kafka_goldens(workdir: Path) -> dict[str, str]:
     """golden name -> Kafka's DumpLogSegments output for it, folder written as <tmp>."""
-    import test_dump_verify as segments
-    from kafka_peer import run_main
+    from support import segments
+    from support.kafka_peer import run_main
 
     out = {}
     for name, (builder, options) in GOLDENS.items():

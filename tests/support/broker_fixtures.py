@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 LISTENING = "pylog broker listening on "
 

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_peer import KafkaNode, java_program
+from support.kafka_peer import KafkaNode, java_program
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 SEGMENT_MS = 1500

@@ -25,14 +25,15 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
 
-from broker_fixtures import recv_exact
+from support.broker_fixtures import recv_exact
 
-KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
+KAFKA_DIR = Path(__file__).resolve().parents[1] / "kafka"
 POM = KAFKA_DIR / "pom.xml"
 CLASSPATH_FILE = KAFKA_DIR / "target" / "classpath.txt"
 CLASSES_DIR = KAFKA_DIR / "target" / "programs"
@@ -99,16 +100,24 @@ def compile_java(source: str) -> tuple[str, str]:
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     out = CLASSES_DIR / f"{name}-{digest}"
     if not (out / f"{name}.class").exists():
-        src_dir = out / "src"
-        src_dir.mkdir(parents=True, exist_ok=True)
+        # compiled into a fresh folder and renamed into place: parallel test workers may compile
+        # the same source at once, and none may load a half-written class
+        CLASSES_DIR.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=CLASSES_DIR))
+        src_dir = work / "src"
+        src_dir.mkdir()
         (src_dir / f"{name}.java").write_text(source)
         javac = shutil.which("javac")
         if javac is None:
             raise RuntimeError("javac is not installed (.ci/run installs a JDK)")
-        proc = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(out),
+        proc = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(work),
                                str(src_dir / f"{name}.java")], capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise AssertionError(f"javac {name}.java failed:\n{proc.stderr[-4000:]}")
+        try:
+            os.rename(work, out)
+        except OSError:  # another worker got there first: its classes are as good as ours
+            shutil.rmtree(work, ignore_errors=True)
     return str(out), name
 
 

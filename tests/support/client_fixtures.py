@@ -5,10 +5,10 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
+from support.cli import pylog as pylog_cli
 
 
 def free_port() -> int:
@@ -65,12 +65,6 @@ def tansu():
     assert died is None, f"tansu died during the tests (exit code {died})"
     rc = t.stop()
     assert rc == 0, f"tansu exit code {rc} on SIGTERM"
-
-
-def pylog_cli(*args, input=None, timeout=60):
-    """Run `python -m pylog.cli ARGS` and return the CompletedProcess (text mode)."""
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], input=input,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def groups_describe(bootstrap: str, group: str) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_peer import KafkaCluster, KafkaNode
+from support.kafka_peer import KafkaCluster, KafkaNode
 
 
 @pytest.fixture(scope="session")

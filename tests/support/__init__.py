@@ -1,0 +1,1 @@
+"""Helpers the tests share: broker, Kafka, Spark and client fixtures, waiting, subprocess helpers."""

@@ -1,0 +1,72 @@
+"""KIP-848 group members (librdkafka subprocesses) and the consumer-group test helpers."""
+from __future__ import annotations
+from pathlib import Path
+from support.broker_fixtures import call, connect
+from support.member_procs import MemberProcess
+
+
+HERE = Path(__file__).resolve().parent
+
+
+SESSION_MS = 6000
+
+
+FAST = ("--set", "group.consumer.heartbeat.interval.ms=500", "--set", f"group.consumer.session.timeout.ms={SESSION_MS}")
+
+
+CONSUMER_GROUP_DESCRIBE, LIST_GROUPS, DESCRIBE_GROUPS, OFFSET_FETCH = 69, 16, 15, 9
+
+
+def create_topic(b, name, partitions):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    a.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+
+def produce(b, topic, partitions, per_partition, tag="v"):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    for part in range(partitions):
+        for i in range(per_partition):
+            p.produce(topic, f"{tag}-{part}-{i}".encode(), partition=part)
+    assert p.flush(30) == 0
+
+
+def describe(b, group) -> dict:
+    s = connect(b)
+    try:
+        return call(s, CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})[
+            "groups"][0]
+    finally:
+        s.close()
+
+
+def committed(b, group, topic, partitions) -> dict:
+    s = connect(b)
+    try:
+        r = call(s, OFFSET_FETCH, 9, {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": [
+            {"name": topic, "partition_indexes": list(range(partitions))}]}], "require_stable": False})
+    finally:
+        s.close()
+    g = r["groups"][0]
+    assert g["error_code"] == 0, g
+    return {p["partition_index"]: p["committed_offset"] for t in g["topics"] for p in t["partitions"]}
+
+
+class Member(MemberProcess):
+    """A librdkafka KIP-848 member subprocess and what it reported."""
+
+    def __init__(self, b, group, topics, instance_id=None):
+        self._spawn([str(HERE / "cgroup_member_proc.py"), b.bootstrap, group, topics]
+                    + ([instance_id] if instance_id else []))
+
+    def _spawn(self, args):
+        MemberProcess.__init__(self, args)
+
+    def assigned(self, reported):
+        return [tuple(x) if isinstance(x, list) else (None, x) for x in reported]
+
+    def partitions(self, topic=None):
+        return sorted(p for t, p in self.assignment if topic is None or t == topic)

@@ -1,0 +1,93 @@
+"""Test tiers: markers applied from what a test uses, and the fast tier's skips.
+
+A test is marked by what it needs, read from its fixtures and from the modules and programs its
+test module uses:
+  jvm             Apache Kafka or a Java program (a JDK and Kafka's jars from tests/kafka/pom.xml)
+  spark           a Spark session, master, workers or Connect server
+  kcat            the kcat command
+  node            Node.js and kafkajs
+  broker_process  a `pylog broker start` subprocess (or another broker process: Tansu)
+  slow            long-running (set by hand)
+Every other test is `fast`: pure Python, in-process, no tool beyond the pip packages.
+
+`pytest -m fast` runs that tier; there, and only there, a test whose tool is missing is skipped
+with the tool named. The full run (`pytest`) skips nothing: CI installs every tool.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import shutil
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("jvm", "spark", "kcat", "node", "broker_process", "slow")
+
+FIXTURE_MARKS = {
+    "kafka_node": "jvm", "kafka_cluster": "jvm",
+    "spark_master": "spark", "spark_cluster": "spark", "spark_connect": "spark", "keep_session": "spark",
+    "broker": "broker_process", "broker_factory": "broker_process", "module_broker": "broker_process",
+    "tansu": "broker_process",
+}
+
+# what a test module imports or names -> the mark every test in it gets
+MODULE_MARKS = {
+    "support.kafka_peer": "jvm", "support.kafka_fixtures": "jvm", "support.kafka_log_dirs": "jvm",
+    "support.spark_fixtures": "spark", "support.spark_rows": "spark", "pyspark": "spark",
+    "support.js": "node",
+    "support.broker_fixtures": "broker_process", "support.member_procs": "broker_process",
+    "support.group_members": "broker_process", "support.cgroup_members": "broker_process",
+    "support.client_fixtures": "broker_process", "support.txn_clients": "broker_process",
+}
+
+TOOLS = {"jvm": ("java", "javac"), "kcat": ("kcat",), "node": ("node",)}
+
+DECLARED = {
+    "fast": "pure Python, in-process: the fast tier (pytest -m fast)",
+    "jvm": "needs a JDK and Apache Kafka's jars (tests/kafka/pom.xml)",
+    "spark": "needs Spark (pyspark, a JDK)",
+    "kcat": "needs the kcat command",
+    "node": "needs Node.js and kafkajs (tests/js)",
+    "broker_process": "starts broker processes",
+    "slow": "long-running test (still run in CI)",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def module_marks(path: str) -> frozenset[str]:
+    """The marks a test module's imports and text imply for all of its tests."""
+    src = Path(path).read_text()
+    marks = set()
+    for node in ast.walk(ast.parse(src)):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for n in names:
+            for prefix, mark in MODULE_MARKS.items():
+                if n == prefix or n.startswith(prefix + "."):
+                    marks.add(mark)
+    if '"kcat"' in src or "'kcat'" in src or "KCAT" in src:
+        marks.add("kcat")
+    if "javac" in src or "kafka-run-class" in src:
+        marks.add("jvm")
+    return frozenset(marks)
+
+
+def apply_marks(items, fast_tier: bool) -> None:
+    """Mark every collected test; in the fast tier, skip one whose tool is missing, saying why."""
+    for item in items:
+        marks = set(module_marks(str(item.path)))
+        marks.update(FIXTURE_MARKS[f] for f in item.fixturenames if f in FIXTURE_MARKS)
+        marks.update(m.name for m in item.iter_markers() if m.name in HEAVY)
+        for m in sorted(marks - {"slow"}):
+            item.add_marker(m)
+        if not marks:
+            item.add_marker("fast")
+        if fast_tier:
+            for mark in marks:
+                missing = [t for t in TOOLS.get(mark, ()) if shutil.which(t) is None]
+                if missing:
+                    item.add_marker(pytest.mark.skip(reason=f"fast tier: {', '.join(missing)} not installed"))
