@@ -216,6 +216,18 @@ def check_version(sock, advertised, api_key, version):
     elif api_key == 69:
         r = call(sock, 69, version, {"group_ids": [name], "include_authorized_operations": False})
         assert r["groups"][0]["error_code"] == 69, r  # GROUP_ID_NOT_FOUND
+    elif api_key == 43:  # one replica, already the leader: nothing to elect
+        r = call(sock, 43, version, {"election_type": 0, "topic_partitions": [{"topic": TOPIC, "partitions": [0]}],
+                                     "timeout_ms": 5000})
+        assert r.get("error_code", 0) == 0
+        assert r["replica_election_results"][0]["partition_result"][0]["error_code"] == 84  # ELECTION_NOT_NEEDED
+    elif api_key == 45:  # moved to where it is: accepted, nothing moves
+        r = call(sock, 45, version, {"timeout_ms": 5000, "topics": [
+            {"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": [1]}]}]})
+        assert r["error_code"] == 0 and r["responses"][0]["partitions"][0]["error_code"] == 0
+    elif api_key == 46:
+        r = call(sock, 46, version, {"timeout_ms": 5000, "topics": None})
+        assert r["error_code"] == 0 and r["topics"] == []
     elif api_key in TXN_KEYS:
         check_txn_version(sock, api_key, version, f"vx-{api_key}-{version}")
     else:
@@ -443,7 +455,7 @@ def test_describe_configs_documentation_and_synonyms(sock):
     (c,) = r["results"][0]["configs"]
     assert c["name"] == "segment.bytes" and c["documentation"] and c["config_type"] == 3  # INT
     assert {"name": "log.segment.bytes", "value": "1073741824", "source": 5} in c["synonyms"]
-    r = call(sock, 32, 4, {"resources": [{"resource_type": 4, "resource_name": "", "configuration_keys": [
+    r = call(sock, 32, 4, {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": [
         "num.partitions", "listeners"]}]})
     values = {c["name"]: c["value"] for c in r["results"][0]["configs"]}
     assert values["num.partitions"] == "1" and values["listeners"].startswith("PLAINTEXT://127.0.0.1:")
@@ -452,7 +464,7 @@ def test_describe_configs_documentation_and_synonyms(sock):
     assert r["results"][0]["error_code"] == 3
     r = call(sock, 44, 1, {"resources": [{"resource_type": 4, "resource_name": "1", "configs": [
         {"name": "num.partitions", "config_operation": 0, "value": "3"}]}]})
-    assert r["responses"][0]["error_code"] == 42  # broker configs are static
+    assert r["responses"][0]["error_code"] == 42  # num.partitions is not a dynamic broker config
 
 
 def test_describe_log_dirs_reports_sizes(sock):

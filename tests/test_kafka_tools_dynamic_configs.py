@@ -81,7 +81,7 @@ def _session(shell, bootstrap, port, topic):
                                 [ln.strip() for ln in steps["topic retention"][1].splitlines()
                                  if ln.strip().startswith(("retention.ms=", "max.message.bytes="))])
     run("set per broker", *this, "--alter", "--add-config", "log.retention.ms=7200000")
-    settled("describe per broker", *this, "--describe", expect=lambda out: "log.retention.ms=7200000" in out)
+    settled("describe per broker", *this, "--describe", expect=lambda out: "log.retention.ms=7200000 sensitive" in out)
     run("throttles set", *this, "--alter", "--add-config",
         "leader.replication.throttled.rate=1000000,follower.replication.throttled.rate=1000000")
     run("throttles deleted", *this, "--alter", "--delete-config",

@@ -46,7 +46,7 @@ def _session(shell, bootstrap, tmp_path, topic):
         out = re.sub(r"\[(\d+)\]", lambda m: "[<node>]" if int(m.group(1)) == node else m.group(0), out)
         out = re.sub(r'"replicas":\[(\d+)\]', lambda m: '"replicas":[<node>]' if int(m.group(1)) == node
                      else m.group(0), out)
-        out = re.sub(r'"log_dirs":\["any"\]', '"log_dirs":["any"]', out)
+        out = re.sub(r'"log_dirs":\["/[^"]*"\]', '"log_dirs":["<log dir>"]', out)
         steps[name] = (proc.returncode, out.strip())
         return proc
 

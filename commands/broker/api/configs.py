@@ -97,26 +97,13 @@ def _topic_configs(broker: Broker, info, keys, synonyms_on, docs) -> list:
     return out
 
 
-def _dynamic_synonyms(dyn, name: str) -> list[dict]:
+def _dynamic_synonyms(dyn, name: str, per_broker: bool = True) -> list[dict]:
     out = []
     if dyn is not None:
-        if name in dyn.per_broker:
+        if per_broker and name in dyn.per_broker:
             out.append({"name": name, "value": dyn.per_broker[name], "source": DYNAMIC_BROKER})
         if name in dyn.default:
             out.append({"name": name, "value": dyn.default[name], "source": DYNAMIC_DEFAULT_BROKER})
-    return out
-
-
-def _default_broker_configs(broker: Broker, keys, synonyms_on, docs) -> list:
-    """The cluster default's dynamic values (what Kafka lists for --entity-default)."""
-    dyn = broker.dynamic_configs
-    out = []
-    for name, value in sorted(dyn.default.items() if dyn is not None else ()):
-        if keys is not None and name not in keys:
-            continue
-        d = BROKER_CONFIGS.defs.get(name) or _UNTYPED(name)
-        syn = [{"name": name, "value": value, "source": DYNAMIC_DEFAULT_BROKER}] if synonyms_on else []
-        out.append(_entry(name, value, DYNAMIC_DEFAULT_BROKER, syn, d, docs, read_only=False))
     return out
 
 
@@ -136,7 +123,9 @@ BROKER_SYNONYMS = {
 }
 
 
-def _broker_configs(broker: Broker, keys, synonyms_on, docs) -> list:
+def _broker_configs(broker: Broker, keys, synonyms_on, docs, cluster_default: bool = False) -> list:
+    """Every broker config with its effective value and source; for the cluster default (the
+    resource named ""), its dynamic values only, as Kafka answers."""
     cfg = broker.config
     st = broker.settings
     dyn = broker.dynamic_configs
@@ -156,7 +145,7 @@ def _broker_configs(broker: Broker, keys, synonyms_on, docs) -> list:
 
     def entries(name, d):
         """(value, source, synonym entries) of one broker config, most specific first."""
-        dynamic = _dynamic_synonyms(dyn, name)
+        dynamic = _dynamic_synonyms(dyn, name, per_broker=not cluster_default)
         static_source = STATIC_BROKER if name in static.overridden or name in effective else DEFAULT
         static_value = effective[name] if name in effective else (
             d.render(static.get(name)) if name in static else None)
@@ -170,6 +159,14 @@ def _broker_configs(broker: Broker, keys, synonyms_on, docs) -> list:
 
     for name, d in defs.items():
         if keys is not None and name not in keys:
+            continue
+        if cluster_default:
+            # Kafka lists the cluster default's dynamic values only, each with itself as synonym
+            if dyn is None or name not in dyn.default:
+                continue
+            syn = _dynamic_synonyms(dyn, name, per_broker=False)
+            out.append(_entry(name, dyn.default[name], DYNAMIC_DEFAULT_BROKER, syn if synonyms_on else [], d, docs,
+                              read_only=False))
             continue
         value, source, syn = entries(name, d)
         for other in BROKER_SYNONYMS.get(name, ()):
@@ -203,8 +200,7 @@ def describe_configs(broker: Broker, ctx: RequestContext, body: dict) -> dict:
                 res["error_code"] = ErrorCode.INVALID_REQUEST
                 res["error_message"] = f"unknown broker {rname!r}; this is broker {broker.node_id}"
                 continue
-            res["configs"] = (_default_broker_configs(broker, keys, synonyms_on, docs) if rname == "" else
-                              _broker_configs(broker, keys, synonyms_on, docs))
+            res["configs"] = _broker_configs(broker, keys, synonyms_on, docs, cluster_default=rname == "")
         elif rtype == BROKER_LOGGER:
             level = logging.getLevelName(logging.getLogger("pylog").getEffectiveLevel())
             res["configs"] = [{"name": "pylog", "value": level, "read_only": True, "is_default": False,
