@@ -52,10 +52,16 @@ def mm2_properties(source: str, target: str) -> str:
         "refresh.topics.interval.seconds = 2",
         "refresh.groups.interval.seconds = 2",
         "offset.lag.max = 0",
-        # pylog is one node: the topics MirrorMaker keeps on the source have one replica
-        "pylog.offset-syncs.topic.replication.factor = 1",
-        "pylog.heartbeats.topic.replication.factor = 1",
-        "pylog.checkpoints.topic.replication.factor = 1",
+        # pylog is one node: whatever MirrorMaker keeps there has one replica (the offset syncs of
+        # this flow; the Connect worker topics and heartbeats of the unused reverse flow)
+        "pylog->kafka.offset-syncs.topic.replication.factor = 1",
+        "kafka->pylog.emit.heartbeats.enabled = false",
+        "kafka->pylog.heartbeats.topic.replication.factor = 1",
+        "kafka->pylog.checkpoints.topic.replication.factor = 1",
+        "kafka->pylog.offset-syncs.topic.replication.factor = 1",
+        "pylog.config.storage.replication.factor = 1",
+        "pylog.offset.storage.replication.factor = 1",
+        "pylog.status.storage.replication.factor = 1",
         "replication.factor = 3",
         "",
     ])
