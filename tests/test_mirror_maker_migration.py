@@ -125,14 +125,14 @@ def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, kafka_cluster):
         props = tmp_path / "mm2.properties"
         props.write_text(mm2_properties(src, kafka_cluster.bootstrap))
         log = open(tmp_path / "mm2.log", "wb")
-        mm = subprocess.Popen([java(), *JVM_OPTS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        mm = subprocess.Popen([java(), *JVM_OPTS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
                                "-cp", mirror_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(props)],
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         target = kafka_cluster.bootstrap
         tail = lambda: (tmp_path / "mm2.log").read_text(errors="replace")[-3000:]  # noqa: E731
         wait(lambda: end_offset(target) == N, 300, f"{N} records mirrored (mm2 log: {tail()})")
         # MirrorMaker syncs a group's offsets to the target only while the group is not active there
-        wait(lambda: committed(target, GROUP) == N // 2, 300, f"the group's offset on Kafka (mm2 log: {tail()})")
+        wait(lambda: committed(target, GROUP) == N // 2, 180, f"the group's offset on Kafka (mm2 log: {tail()})")
 
         # the group moves over: on Kafka it reads exactly the records it had not consumed on pylog
         c = Consumer({"bootstrap.servers": target, "group.id": GROUP, "auto.offset.reset": "earliest",
