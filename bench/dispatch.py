@@ -7,7 +7,9 @@ the repeats, which a busy machine disturbs far less than wall-clock throughput.
 
 Options: --runs N (alternating runs; the least is kept), --repeats N,
 --compare-with DIR (the same in a child process running pylog from the source
-tree DIR, a folder holding pylog/: an A/B against, e.g., the commit before a change).
+tree DIR, a folder holding pylog/: an A/B against, e.g., the commit before a change),
+--faults FILE (also this tree with the fault rules in FILE loaded: what rules that
+never match cost).
 """
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ def _frames() -> dict:
     }
 
 
-async def _measure(repeats: int) -> dict:
+async def _measure(repeats: int, faults: str | None = None) -> dict:
     from pylog.commands.broker.node.broker import Broker
     from pylog.commands.broker.node.settings import build_settings
     from pylog.core.protocol import encode_request
@@ -76,6 +78,11 @@ async def _measure(repeats: int) -> dict:
     else:
         b._start_services()
     b.settings.advertised_port = 9092
+    if faults:
+        from pylog.commands.broker.ops.request_faults import load_rules_file
+
+        for rule in load_rules_file(faults):
+            b.faults.add(rule)
     b.logs.create_topic("t", 1, None)
     conn = _Conn()
     out = {}
@@ -103,22 +110,26 @@ async def _measure(repeats: int) -> dict:
     return out
 
 
-def _child(source: str | None, repeats: int) -> dict:
+def _child(source: str | None, repeats: int, faults: str | None = None) -> dict:
     env = dict(os.environ)
     if source:
         env["PYTHONPATH"] = source
     bench_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                        "from bench.dispatch import child; child(int(sys.argv[2]))", bench_dir, str(repeats)],
+                        "from bench.dispatch import child; child(int(sys.argv[2]), sys.argv[3] or None)", bench_dir,
+                        str(repeats), faults or ""],
                        env=env, capture_output=True, text=True, timeout=600)
     if r.returncode:
         raise RuntimeError(f"dispatch benchmark failed ({source or 'this tree'}): {r.stderr[-800:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def child(repeats: int) -> None:
+def child(repeats: int, faults: str | None = None) -> None:
     """Run in a child process (so each tree imports its own pylog); prints the figures as JSON."""
-    print(json.dumps(asyncio.run(_measure(repeats))))
+    import logging
+
+    logging.getLogger("pylog").setLevel(logging.WARNING)  # the rules' "added" lines
+    print(json.dumps(asyncio.run(_measure(repeats, faults) if faults else _measure(repeats))))
 
 
 def main(argv: list[str]) -> int:
@@ -126,14 +137,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=40)
     ap.add_argument("--compare-with", metavar="DIR", help="also measure pylog from the source tree DIR")
+    ap.add_argument("--faults", metavar="FILE", help="also measure this tree with these fault rules loaded")
     args = ap.parse_args(argv)
-    trees = {"this tree": None}
+    trees = {"this tree": (None, None)}
     if args.compare_with:
-        trees["compare"] = args.compare_with
+        trees["compare"] = (args.compare_with, None)
+    if args.faults:
+        trees["this tree, rules loaded"] = (None, os.path.abspath(args.faults))
     best: dict[str, dict[str, float]] = {t: {} for t in trees}
     for _ in range(args.runs):
-        for t, src in trees.items():
-            for k, v in _child(src, args.repeats).items():
+        for t, (src, faults) in trees.items():
+            for k, v in _child(src, args.repeats, faults).items():
                 best[t][k] = min(v, best[t].get(k, v))
     names = list(trees)
     print(f"CPU us per request, least of {args.runs} alternating runs x {args.repeats} repeats "

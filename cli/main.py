@@ -34,6 +34,8 @@ COMMANDS: dict[str, str] = {
     "compact": "pylog.commands.compact:compact",
     "diff": "pylog.commands.diff:diff",
     "export-to-kafka": "pylog.commands.export_kafka:export_to_kafka",
+    "schema-registry": "pylog.commands.schema_registry.cli:schema_registry",
+    "schemas": "pylog.commands.schemas:schemas",
     "spark-ingest": "pylog.commands.spark.cli:spark_ingest",
     "spark-compaction": "pylog.commands.spark.cli:spark_compaction",
 }

@@ -152,7 +152,7 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
             info = lm.topics.get(lg.topic)
             if overrides:
                 base = dict(info.overrides) if info else {}
-                lg.update_config(lm._resolve_config({**base, **overrides}))
+                lg.update_config(lm.resolve_config({**base, **overrides}))
         todo = [lg for lg in sorted(logs, key=lambda l: (l.topic, l.partition)) if lg.is_compacted]
         decisions = {}
         if dry_run:

@@ -20,6 +20,8 @@ from pylog.core.errors import UsageError
 
 from pylog.commands.client_common import check_topic, client_props, warn_created
 from pylog.commands.consume_output import Renderer
+from pylog.commands.consume_schema import CONSUME_FORMATS, schema_decoder
+from pylog.commands.registry_options import make_client, pop_registry_props, registry_options
 
 DECODERS = ("string", "hex", "base64", "json")
 _TOKEN = re.compile(r"%[tpokshTKS%]|\\[ntr\\]")
@@ -28,6 +30,8 @@ _TOKEN = re.compile(r"%[tpokshTKS%]|\\[ntr\\]")
 def decode(data, how, for_json=False, errors="replace"):
     if data is None:
         return None
+    if callable(how):  # a registry format (consume_schema.SchemaDecoder)
+        return how(data, for_json)
     data = bytes(data)
     if how == "string":
         return data.decode("utf-8", errors)
@@ -45,6 +49,9 @@ def decode(data, how, for_json=False, errors="replace"):
 def json_field(out: dict, name: str, data, how: str) -> None:
     """out[name] = the decoded bytes; bytes that are not UTF-8 go as {"base64": "..."}, the
     form `pylog produce --format json` reads, so JSON output never loses a byte."""
+    if callable(how):
+        out[name] = how(data, True)
+        return
     if data is not None and how == "string":
         try:
             out[name] = bytes(data).decode("utf-8")
@@ -173,13 +180,19 @@ def kcat_json(key_decoder, value_decoder, leader_of):
               help="How keys are shown.")
 @click.option("--value-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
               help="How values are shown.")
+@click.option("--value-format", type=click.Choice(CONSUME_FORMATS), default=None,
+              help="Decode values in the schema registry's wire format to JSON (auto: those that start with "
+                   "its magic byte).")
+@click.option("--key-format", type=click.Choice(CONSUME_FORMATS), default=None, help="The same for keys.")
+@registry_options
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default=None,
               help="isolation.level: read_committed shows only committed transactional records and stops at "
                    "the last stable offset. [default: read_uncommitted]")
 @properties_options
 @json_option
 def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages, exit_at_end, timeout_ms, group,
-            group_protocol, fmt, kcat_envelope, filters, formatter_props, key_decoder, value_decoder, isolation, properties, as_json):
+            group_protocol, fmt, kcat_envelope, filters, formatter_props, key_decoder, value_decoder, value_format, key_format, registry_url, registry_auth, isolation, properties,
+            as_json):
     """Consume records from TOPIC and print them on stdout.
 
     By default each record's value is printed on its own line; --format
@@ -200,12 +213,22 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     offsets (-o stored) and on exit, Ctrl-C or SIGTERM commits and leaves
     the group.
 
+    --value-format avro|protobuf|json-schema|auto decodes the schema
+    registry's wire format to JSON (the registry from --schema-registry,
+    PYLOG_SCHEMA_REGISTRY_URL or -X schema.registry.url).
+
     Exit status: 0 on normal end (--max-messages, --exit-at-end, e@TS,
     --timeout-ms, or Ctrl-C/SIGTERM after records), 1 on errors (such as a
     topic that does not exist), 2 on usage errors.
     """
     from pylog.core.client import Consumer, TopicPartition
 
+    properties = dict(properties)
+    reg_props = pop_registry_props(properties)
+    if value_format or key_format:
+        client = make_client(registry_url, registry_auth, reg_props)
+        value_decoder = schema_decoder(client, value_format) or value_decoder
+        key_decoder = schema_decoder(client, key_format) or key_decoder
     if from_beginning and offsets:
         raise UsageError("use either --from-beginning or --offset")
     start, stop_ts = parse_offsets(offsets)
@@ -252,7 +275,7 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     try:
         client = consumer.engine.client
         renderer.leader_of = lambda t, p: client.metadata.leader_for(t, p)  # the metadata object is replaced
-        if check_topic(consumer._loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
+        if check_topic(consumer.loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
             warn_created(topic)
         if group is not None:
             from pylog.core.client.group import attach_group

@@ -22,6 +22,7 @@ import click
 from pylog.commands.client_common import client_props
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.options import bootstrap_option, json_option, properties_options
+from pylog.commands.registry_options import make_client, pop_registry_props, registry_options
 from pylog.commands.spark.cli import spark_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import DataError
@@ -33,10 +34,13 @@ POLL_MS = 500
 class Side:
     """One topic on one cluster: its partitions and the [start, end) offsets captured at the start."""
 
-    def __init__(self, label: str, topic: str, props: dict):
+    def __init__(self, label: str, topic: str, props: dict, decode_spec: dict | None = None):
+        from pylog.commands.consume_schema import record_value_decoder
         from pylog.core.client import Admin
 
         self.label, self.topic, self.props = label, topic, props
+        self.decode_spec = decode_spec  # --value-format: values compared decoded (registry)
+        self.decode = record_value_decoder(decode_spec)
         with Admin(props) as admin:
             try:
                 parts = sorted(admin.describe_topic(topic).partitions)
@@ -69,13 +73,14 @@ class Side:
                     for r in recs:
                         if r.offset >= end:
                             break
-                        yield tp.partition, r
+                        yield tp.partition, (self.decode(r) if self.decode else r)
                     if recs and recs[-1].offset + 1 >= end:
                         del want[tp.partition]
                         c.pause([tp])
 
 
-def _fields(r, ignore):
+def record_fields(r, ignore):
+    """The fields of record `r` that diff compares (all but those in `ignore`)."""
     out = {}
     if "key" not in ignore:
         out["key"] = r.key
@@ -92,7 +97,8 @@ def _records(n: int) -> str:
     return f"{n:,} record" + ("" if n == 1 else "s")
 
 
-def _show(v):
+def show_value(v):
+    """A value as the report shows it (bytes as text where they decode, else hex)."""
     if v is None:
         return None
     if isinstance(v, (bytes, bytearray, memoryview)):
@@ -102,7 +108,7 @@ def _show(v):
         except UnicodeDecodeError:
             return "0x" + b.hex()
     if isinstance(v, list):
-        return [[k, _show(x)] for k, x in v]
+        return [[k, show_value(x)] for k, x in v]
     return v
 
 
@@ -128,12 +134,12 @@ def diff_by_position(a: Side, b: Side, ignore: set) -> list[dict]:
                 break
             compared += 1
             if first is None:
-                fx, fy = _fields(x[1], ignore), _fields(y[1], ignore)
+                fx, fy = record_fields(x[1], ignore), record_fields(y[1], ignore)
                 if fx != fy:
                     diff_fields = [f for f in FIELDS if f in fx and fx[f] != fy[f]]
                     first = {"offset_a": x[1].offset, "offset_b": y[1].offset, "fields": diff_fields,
-                             "a": {f: _show(fx[f]) for f in diff_fields},
-                             "b": {f: _show(fy[f]) for f in diff_fields}}
+                             "a": {f: show_value(fx[f]) for f in diff_fields},
+                             "b": {f: show_value(fy[f]) for f in diff_fields}}
         results.append({"partition": p, "equal": first is None and only_a == 0 and only_b == 0,
                         "compared": compared, "first_difference": first, "only_in_a": only_a, "only_in_b": only_b})
     return results
@@ -177,9 +183,9 @@ def diff_by_key(a: Side, b: Side, ignore: set, examples: int = 5) -> dict:
     return {"keys_a": len(ka), "keys_b": len(kb), "equal": not (only_a or only_b or changed),
             "only_in_a": len(only_a), "only_in_b": len(only_b), "different": len(changed),
             "keyless_records_a": keyless_a, "keyless_records_b": keyless_b,
-            "examples": {"only_in_a": [_show(k) for k in only_a[:examples]],
-                         "only_in_b": [_show(k) for k in only_b[:examples]],
-                         "different": [_show(k) for k in changed[:examples]]}}
+            "examples": {"only_in_a": [show_value(k) for k in only_a[:examples]],
+                         "only_in_b": [show_value(k) for k in only_b[:examples]],
+                         "different": [show_value(k) for k in changed[:examples]]}}
 
 
 @click.command("diff")
@@ -195,10 +201,15 @@ def diff_by_key(a: Side, b: Side, ignore: set, examples: int = 5) -> dict:
 @click.option("--spark", is_flag=True,
               help="Compare with a Spark job (one task per side and partition; for large topics). Runs where "
                    "--master/--remote say, like the other Spark commands; the result is the same.")
+@click.option("--value-format", type=click.Choice(["avro", "protobuf", "json-schema", "auto"]), default=None,
+              help="Compare values in the schema registry's wire format decoded (equal content under another "
+                   "schema id is equal).")
+@registry_options
 @spark_options(when="spark")
 @properties_options
 @json_option
-def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, spark, settings, properties, as_json):
+def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, spark, value_format, registry_url, registry_auth,
+         settings, properties, as_json):
     """Compare TOPIC_A with TOPIC_B, partition by partition or (--by-key) key by key.
 
     Per partition: equal, or the first position where key, value, headers or
@@ -224,15 +235,22 @@ def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, spark, settin
       pylog diff users users -b old:9092 --bootstrap-b new:9092 --by-key
       pylog diff events events-copy --ignore timestamp --json
       pylog diff clicks clicks-copy --spark --master spark://10.0.0.5:7077
+      pylog diff orders orders-v2 --value-format auto --schema-registry http://127.0.0.1:8081
 
     Exit status: 0 equal, 1 different (or an error), 2 usage error.
     """
+    properties = dict(properties)
+    reg_props = pop_registry_props(properties)
+    spec = None
+    if value_format:
+        client = make_client(registry_url, registry_auth, reg_props)
+        spec = {"url": client.url, "auth": client.auth, "format": value_format}
     props_a = client_props(bootstrap, properties, CONSUMER_CONFIGS)
     props_b = client_props(bootstrap_b or bootstrap, {k: v for k, v in properties.items()
                                                       if k != "bootstrap.servers"}, CONSUMER_CONFIGS)
     ignore = set(ignore)
-    a = Side("A", topic_a, props_a)
-    b = Side("B", topic_b, props_b)
+    a = Side("A", topic_a, props_a, spec)
+    b = Side("B", topic_b, props_b, spec)
     spark_info = None
     if spark:
         from pylog.commands.spark.cli import run_spark_diff

@@ -8,7 +8,7 @@ import sys
 from pylog.core.records.header import CODEC_NAMES
 
 TIMESTAMP_TYPE_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-DECODERS = ("string", "hex", "base64", "json", "none")
+DECODERS = ("string", "hex", "base64", "json", "none", "registry")
 
 
 def java_bool(b: bool) -> str:
@@ -28,6 +28,8 @@ def decode_bytes(data: bytes | None, decoder: str) -> str | None:
     """Render a key or value; None means 'print nothing' (null field or decoder none)."""
     if data is None or decoder == "none":
         return None
+    if callable(decoder):  # "registry": the schema registry's wire format, as JSON
+        return decoder(data)
     if decoder == "string":
         # Kafka's StringDecoder (new String(bytes, UTF_8)): invalid UTF-8 becomes U+FFFD; hex/base64 keep the bytes
         return bytes(data).decode("utf-8", "replace")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from pylog.commands.registry_options import registry_options
+
 from pylog.commands.console import plural
 from pylog.commands.options import json_option
 from pylog.commands.dump_format import (
@@ -523,7 +525,9 @@ _DUMPERS = {
 @click.option("--key-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
               help="How to print record keys: UTF-8 text (invalid bytes escaped), hex, base64, pretty JSON, or nothing.")
 @click.option("--value-decoder", type=click.Choice(DECODERS), default="string", show_default=True,
-              help="How to print record values (same choices as --key-decoder).")
+              help="How to print record values (same choices as --key-decoder; registry: the schema "
+                   "registry's wire format as JSON, with --schema-registry).")
+@registry_options
 @click.option("--offsets-decoder", is_flag=True,
               help="Decode __consumer_offsets records (offset commits, group metadata) as JSON.")
 @click.option("--cluster-metadata-decoder", is_flag=True,
@@ -543,7 +547,7 @@ _DUMPERS = {
 def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, key_decoder, value_decoder,
                  offsets_decoder, cluster_metadata_decoder, transaction_log_decoder, verify_index_only,
                  index_sanity_check, max_message_size,
-                 max_bytes, as_json):
+                 max_bytes, registry_url, registry_auth, as_json):
     """Print the contents of Kafka log files, as kafka-dump-log.sh does.
 
     FILES may be segment data (.log, and KRaft snapshots
@@ -572,6 +576,7 @@ def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, ke
       pylog dump-segment --offsets-decoder __consumer_offsets-7/*.log
       pylog dump-segment --transaction-log-decoder __transaction_state-3/*.log
       pylog dump-segment --json 00000000000000000000.index | jq .
+      pylog dump-segment --value-decoder registry --schema-registry http://127.0.0.1:8081 0000*.log
     """
     if offsets_decoder + cluster_metadata_decoder + transaction_log_decoder > 1:
         raise click.UsageError("--offsets-decoder, --cluster-metadata-decoder and --transaction-log-decoder "
@@ -579,6 +584,8 @@ def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, ke
     decoders_given = (offsets_decoder or cluster_metadata_decoder or transaction_log_decoder
                       or key_decoder != "string" or value_decoder != "string")
     print_data_log = print_data_log or decoders_given
+    key_decoder, value_decoder = (_registry_decoder(d, registry_url, registry_auth)
+                                  for d in (key_decoder, value_decoder))
     o = Options(
         deep_iteration=deep_iteration or print_data_log, print_data_log=print_data_log,
         skip_record_metadata=skip_record_metadata, key_decoder=key_decoder, value_decoder=value_decoder,
@@ -613,3 +620,14 @@ def dump_segment(files, deep_iteration, print_data_log, skip_record_metadata, ke
     w.flush()
     if problems.count:
         sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)
+
+
+def _registry_decoder(decoder, url, auth):
+    """--key/--value-decoder registry: a function bytes -> JSON text (others pass through)."""
+    if decoder != "registry":
+        return decoder
+    from pylog.commands.consume_schema import schema_decoder
+    from pylog.commands.registry_options import make_client
+
+    dec = schema_decoder(make_client(url, auth), "auto")
+    return lambda data: dec(data, False)

@@ -134,7 +134,7 @@ def _collect(sources: list[Path], only: set[str] | None) -> tuple[list[_Topic], 
     from pylog.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
     from pylog.storage.partition_metadata import read_partition_metadata
 
-    registry = LogManager([str(s) for s in sources], BROKER_CONFIGS.resolve({}))._read_registry()
+    registry = LogManager([str(s) for s in sources], BROKER_CONFIGS.resolve({})).read_registry()
     topics: dict[str, _Topic] = {}
     checkpoints = {name: {} for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
                                           REPLICATION_OFFSET_CHECKPOINT)}

@@ -107,7 +107,7 @@ def perf_produce(topic, bootstrap, num_records, record_size, throughput, acks, c
                 new = producer.send_many(topic, [payload] * n)
             else:
                 send = producer.send
-                new = [send(topic, payload)._batch for _ in range(n)]
+                new = [send(topic, payload).batch for _ in range(n)]
             for b in new:
                 if b is not None and id(b) not in seen:
                     seen.add(id(b))

@@ -17,6 +17,8 @@ from pylog.core.errors import PylogError, UnknownTopicOrPartitionError, UsageErr
 from pylog.commands.client_common import check_topic, client_props, producer_options, warn_created
 from pylog.commands.produce_input import parse_json, parse_text, read_blocks
 from pylog.commands.produce_txn import Transactions, transaction_options
+from pylog.commands.produce_schema import schema_produce_options
+from pylog.commands.registry_options import registry_options
 
 EXIT_ALL_DELIVERED = 0
 EXIT_SOME_FAILED = 1
@@ -54,10 +56,13 @@ def _header(item: str) -> tuple[str, bytes]:
               help="Add this header to every record (repeatable).")
 @producer_options
 @transaction_options
+@schema_produce_options
+@registry_options
 @properties_options
 @json_option
 def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers, acks, compression, linger_ms,
-            batch_size, transactional_id, transaction_size, properties, as_json):
+            batch_size, transactional_id, transaction_size, value_format, key_format, value_schema, value_subject,
+            key_schema, key_subject, value_message, registry_url, registry_auth, properties, as_json):
     """Produce records to TOPIC from stdin or --input, one record per line.
 
     Prints a summary (records, bytes, partitions, failures, elapsed, rate) on
@@ -78,6 +83,14 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     With --transactional-id the records go in transactions (of --transaction-size
     records, or the whole input) and count as delivered when their transaction
     commits; the records of a transaction that had to be aborted are failed.
+
+    With --value-format (and --key-format) avro, protobuf or json-schema each
+    value is a JSON document encoded with a registry schema (--value-schema
+    FILE, registered under TOPIC-value as confluent-kafka's serialisers do, or
+    the latest of --value-subject) into the registry's wire format; a line
+    that does not match is reported with its line number and not sent. The
+    registry: --schema-registry, PYLOG_SCHEMA_REGISTRY_URL or
+    -X schema.registry.url.
     """
     from pylog.core.client import Producer
     from pylog.core.client.errors import BulkSendStopped
@@ -89,6 +102,18 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     if transaction_size is not None and transactional_id is None:
         raise UsageError("--transaction-size needs --transactional-id")
     hdrs = [_header(h) for h in headers]
+    from pylog.commands.registry_options import make_client, pop_registry_props
+
+    properties = dict(properties)
+    reg_props = pop_registry_props(properties)
+    encoders = None
+    if value_format or key_format:
+        from pylog.commands.produce_schema import SchemaEncoders
+
+        encoders = SchemaEncoders(make_client(registry_url, registry_auth, reg_props), topic, value_format,
+                                  value_schema, value_subject, value_message, key_format, key_schema, key_subject)
+    elif value_schema or key_schema:
+        raise UsageError("--value-schema/--key-schema need --value-format/--key-format")
     props = client_props(bootstrap, properties, PRODUCER_CONFIGS, **{
         "acks": acks, "compression.type": compression, "linger.ms": linger_ms, "batch.size": batch_size,
         "transactional.id": transactional_id})
@@ -117,7 +142,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     try:
         try:
             producer = Producer(props)
-            if check_topic(producer._loop, producer.client, topic, allow_create=True):
+            if check_topic(producer.loop, producer.client, topic, allow_create=True):
                 warn_created(topic)
         except UnknownTopicOrPartitionError as e:
             raise NothingDelivered(f"nothing sent: {e}") from None
@@ -143,6 +168,8 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
                 block = parse_text(first, lines, sep, key_separator)
                 if hdrs:
                     block.headers = [hdrs] * len(block.values)  # one list object: encoded once
+            if encoders is not None:
+                block = encoders.apply(block, first)
             stats["failed"] += block.errors
             for block, first in (((block, first),) if txn is None or not block.values
                                  else txn.pieces(block, first)):

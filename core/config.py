@@ -383,6 +383,16 @@ _BROKER_OWN = [
     _d("metrics.listener", STRING, None,
        "http://HOST:PORT serving Prometheus metrics on /metrics and health on /health and /ready "
        "(pylog's; unset: no metrics listener)."),
+    _d("schema.registry.listeners", STRING, None,
+       "Comma-separated http://HOST:PORT or https://HOST:PORT listeners of the schema registry built into "
+       "the broker (Confluent's REST API, schemas stored in _schemas; pylog's; unset: no registry)."),
+    _d("schema.registry.users.file", STRING, None,
+       "user:password lines: the schema registry then asks for HTTP basic auth (pylog's; unset: open)."),
+    _d("faults.enable", BOOLEAN, False,
+       "Serve the fault-injection endpoints (/faults) on metrics.listener, for tests (pylog's; a WARNING at "
+       "start-up says faults can be injected)."),
+    _d("faults.file", STRING, None,
+       "A JSON file of fault rules loaded at start-up; implies faults.enable (pylog's, for CI jobs)."),
 ]
 # Broker properties that have no default in Kafka: a coarser property (log.retention.hours,
 # log.roll.hours, log.roll.jitter.hours, log.flush.scheduler.interval.ms) supplies the value.

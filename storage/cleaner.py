@@ -367,7 +367,7 @@ class Cleaner:
         if not dry_run:
             remove_segment_files(lg.dir, base, CLEANED_SUFFIX)
             new = LogSegment(lg.dir, base, index_interval_bytes=cfg["index.interval.bytes"],
-                             max_index_size=cfg["segment.index.bytes"], suffix=CLEANED_SUFFIX, clock=lg._clock)
+                             max_index_size=cfg["segment.index.bytes"], suffix=CLEANED_SUFFIX, clock=lg.clock)
         out = bytearray()
         pending: list = []
         try:
@@ -462,9 +462,8 @@ class Cleaner:
                 from pylog.storage.checkpoint import fsync_dir
                 fsync_dir(lg.dir)
             hook("log-swapped")
-            segs[idx:idx + len(group)] = [new]
-            lg._bases[idx:idx + len(group)] = [base]
-            now = int(lg._clock() * 1000)
+            lg.replace_segments(idx, len(group), new)
+            now = int(lg.clock() * 1000)
             delay = lg.config["file.delete.delay.ms"]
             for old in group:
                 old.change_suffix("", DELETED_SUFFIX)

@@ -54,7 +54,7 @@ from pylog.core.records.header import (
     BatchHeader,
     pack_batch,
 )
-from pylog.core.records.framing import _ONE, _TWO, slow_varint
+from pylog.core.records.framing import ONE_BYTE_VARINTS as _ONE, TWO_BYTE_VARINTS as _TWO, slow_varint
 from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.varint import encode_varint
 

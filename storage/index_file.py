@@ -73,10 +73,10 @@ class IndexFile:
         only grow, so the first blank slot after entry 0 is found by bisection."""
         size = os.path.getsize(path)
         idx = cls(path, base_offset, max(size, cls.entry_size), writable=False)
-        idx.entries = idx._written_entries()
+        idx.entries = idx.written_entries()
         return idx
 
-    def _written_entries(self) -> int:
+    def written_entries(self) -> int:
         n = self.entries
         if n <= 1 or not self._is_blank(n - 1):
             return n

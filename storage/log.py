@@ -124,8 +124,18 @@ class Log(LogLoader, LogRetention):
         self._load(had_clean_shutdown)
 
     # ---- helpers ----
+    @property
+    def clock(self):
+        """The log's time source (seconds), shared with its segments and the cleaner."""
+        return self._clock
+
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
+
+    def replace_segments(self, idx: int, count: int, new: LogSegment) -> None:
+        """The cleaner's swap: segments idx..idx+count-1 become `new` (the caller holds the lock)."""
+        self.segments[idx:idx + count] = [new]
+        self._bases[idx:idx + count] = [new.base_offset]
 
     def _jitter(self) -> int:
         jitter = self.config["segment.jitter.ms"]

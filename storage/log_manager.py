@@ -122,7 +122,7 @@ class LogManager:
     def _topic_defaults(self) -> dict:
         return topic_defaults_from_broker(self.broker_config)
 
-    def _resolve_config(self, overrides: dict[str, str]):
+    def resolve_config(self, overrides: dict[str, str]):
         try:
             return TOPIC_CONFIGS.resolve(overrides, base=self._topic_defaults())
         except ConfigError as e:
@@ -169,11 +169,11 @@ class LogManager:
                 meta = ensure_meta_properties(d, self._node_id(), cluster_id)
                 cluster_id = cluster_id or meta.cluster_id
                 self.meta[d] = meta
-            registry = self._read_registry()
+            registry = self.read_registry()
             for name, entry in registry.items():
                 overrides = dict(entry.get("overrides", {}))
                 self.topics[name] = TopicInfo(name, uuid.UUID(entry["topic_id"]), int(entry["partitions"]),
-                                              self._resolve_config(overrides), overrides)
+                                              self.resolve_config(overrides), overrides)
             for d in self.log_dirs:
                 clean = (d / CLEAN_SHUTDOWN_FILE).exists()
                 rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT)
@@ -208,7 +208,7 @@ class LogManager:
                         topic_id = info.topic_id if info else None
                     if info is None:
                         # data without a registry entry: adopt it rather than hide it
-                        info = TopicInfo(topic, topic_id or random_kafka_uuid(), 0, self._resolve_config({}), {})
+                        info = TopicInfo(topic, topic_id or random_kafka_uuid(), 0, self.resolve_config({}), {})
                         self.topics[topic] = info
                         warnings.append(f"topic {topic} found in {d} without a registry entry; adopted")
                     info.num_partitions = max(info.num_partitions, part + 1)
@@ -321,7 +321,7 @@ class LogManager:
         self._locks = []
 
     # ---- registry ----
-    def _read_registry(self) -> dict:
+    def read_registry(self) -> dict:
         best: dict | None = None
         for d in self.log_dirs:
             p = d / TOPICS_FILE
@@ -380,7 +380,7 @@ class LogManager:
             if num_partitions < 1:
                 raise InvalidPartitionsError(f"number of partitions must be at least 1, got {num_partitions}")
             overrides = {k: str(v) for k, v in (configs or {}).items()}
-            config = self._resolve_config(overrides)
+            config = self.resolve_config(overrides)
             info = TopicInfo(name, topic_id or random_kafka_uuid(), num_partitions, config, overrides)
             self.topics[name] = info
             for part in range(num_partitions):
@@ -437,7 +437,7 @@ class LogManager:
                     overrides.pop(k, None)
                 else:
                     overrides[k] = str(v)
-            info.config = self._resolve_config(overrides)
+            info.config = self.resolve_config(overrides)
             info.overrides = overrides
             for part in range(info.num_partitions):
                 lg = self.logs.get((name, part))

@@ -25,13 +25,17 @@ class EmbeddedBroker:
     `settings`: broker properties by Kafka's names, as `pylog broker start --set` takes them
     (for example `{"auto.create.topics.enable": "false", "num.partitions": "3"}`).
     `port`: 0 picks a free one; `bootstrap` tells which.
+    `schema_registry`: True serves a schema registry (Confluent's REST API, schemas in
+    `_schemas`) on a free port; `schema_registry_url` tells which.
     """
 
     def __init__(self, log_dir: str | Path | None = None, settings: dict | None = None,
-                 host: str = "127.0.0.1", port: int = 0):
+                 host: str = "127.0.0.1", port: int = 0, schema_registry: bool = False):
         self._own_dir = log_dir is None
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self.settings = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (settings or {}).items()}
+        if schema_registry:
+            self.settings.setdefault("schema.registry.listeners", f"http://{host}:0")
         self.host = host
         self.port = port
         self.broker: Broker | None = None
@@ -45,6 +49,12 @@ class EmbeddedBroker:
     def bootstrap(self) -> str:
         """`HOST:PORT` for `bootstrap.servers`."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """`http://HOST:PORT` of the broker's schema registry (None without one)."""
+        reg = self.broker.schema_registry if self.broker is not None else None
+        return reg.url if reg is not None else None
 
     @property
     def running(self) -> bool:
@@ -119,6 +129,16 @@ class EmbeddedBroker:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    @property
+    def faults(self):
+        """The broker's fault rules: `faults.add(api="Produce", topic="orders",
+        error="NOT_LEADER_OR_FOLLOWER", count=2)` returns a rule (`.hits`, `.clear()`, and a
+        context manager that clears it); `faults.clear()` clears them all. See
+        `pylog broker faults --help` for every kind of fault."""
+        if self.broker is None:
+            raise PylogError("EmbeddedBroker is not started")
+        return self.broker.faults
 
     # ---- conveniences for tests -------------------------------------------------------------
     def client_config(self, **extra) -> dict:

@@ -10,6 +10,13 @@ Installing pylog makes them available to every test suite:
     def test_fresh(pylog_broker_function):             # a new, empty broker for this test
         ...
 
+    def test_retries(pylog_broker, pylog_faults):      # the session broker's fault rules,
+        pylog_faults.add(api="Produce", error="NOT_ENOUGH_REPLICAS", count=2)   # cleared after the test
+
+    def test_avro(pylog_schema_registry):              # a broker with a schema registry
+        conf = {"url": pylog_schema_registry.schema_registry_url}   # confluent-kafka's
+        ...
+
 Broker settings use Kafka's property names: `--pylog-broker-set KEY=VALUE` on the command line
 (repeatable) or `pylog_broker_settings` lines in the ini file apply to both fixtures;
 `@pytest.mark.pylog_broker(settings={...})` adds settings for one test's function broker.
@@ -59,3 +66,19 @@ def pylog_broker_function(request, tmp_path):
         settings.update({k: str(v) for k, v in marker.kwargs.get("settings", {}).items()})
     with EmbeddedBroker(tmp_path / "pylog-broker", settings=settings) as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def pylog_schema_registry(request, tmp_path_factory):
+    """One embedded pylog broker serving a schema registry, for the whole session:
+    `.schema_registry_url` for registry clients, `.bootstrap` for Kafka clients."""
+    with EmbeddedBroker(tmp_path_factory.mktemp("pylog-registry"), settings=_settings(request.config),
+                        schema_registry=True) as broker:
+        yield broker
+
+
+@pytest.fixture
+def pylog_faults(pylog_broker):
+    """The session broker's fault rules (`pylog_broker.faults`), every rule cleared after the test."""
+    yield pylog_broker.faults
+    pylog_broker.faults.clear()

@@ -10,6 +10,7 @@ import sys
 
 from support.broker_fixtures import call, connect
 from support.security_fixtures import pki  # noqa: F401 - fixture
+from support.cli import pylog
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -87,7 +88,7 @@ def complete(words: str, env_bootstrap: str | None = None) -> list[str]:
     env.pop("PYLOG_BOOTSTRAP_SERVERS", None)
     if env_bootstrap:
         env["PYLOG_BOOTSTRAP_SERVERS"] = env_bootstrap
-    r = subprocess.run([sys.executable, "-m", "pylog.cli"], env=env, capture_output=True, text=True, timeout=60)
+    r = pylog(env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     return [line.split(",", 1)[1] for line in r.stdout.splitlines() if line]
 
@@ -109,7 +110,7 @@ def test_completion_of_topic_and_group_names(broker):
     assert complete("pylog consume compl-", "127.0.0.1:1") == []
     # the bash script Click generates names pylog
     env = dict(__import__("os").environ, _PYLOG_COMPLETE="bash_source")
-    r = subprocess.run([sys.executable, "-m", "pylog.cli"], env=env, capture_output=True, text=True, timeout=60)
+    r = pylog(env=env, timeout=60)
     assert "_PYLOG_COMPLETE=bash_complete" in r.stdout
 
 

@@ -1,6 +1,4 @@
 """The `pylog` entry point: version, help, and the exit-code conventions."""
-import subprocess
-import sys
 
 import click
 import pytest
@@ -9,10 +7,11 @@ from pylog.cli import main as cli_main
 from pylog.commands.options import merge_properties
 from pylog.core.errors import DataError, UsageError
 from pylog.core.properties import parse_properties
+from support.cli import pylog
 
 
 def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True, timeout=60, **kw)
+    return pylog(*args, timeout=60, **kw)
 
 
 def test_version_and_help():

@@ -10,12 +10,13 @@ from pylog.cli import main as cli_main
 from pylog.commands.consume_select import RecordFilter, kafka_formatter, parse_offsets, parse_time
 from pylog.core.errors import DataError, UsageError
 from pylog.core.records.batch import Record
+from support.cli import pylog
 
 DEAD = "127.0.0.1:1"  # nothing listens on port 1: a connection error names the bootstrap used
 
 
 def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *args], capture_output=True, text=True, timeout=60, **kw)
+    return pylog(*args, timeout=60, **kw)
 
 
 def _walk(cmd, path, out, parent=None):

@@ -14,6 +14,7 @@ import pytest
 
 from support.client_fixtures import pylog_cli
 from support.terminal import pylog_on_terminal
+from support.cli import pylog
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -122,8 +123,7 @@ BIN = bytes(range(256))
 
 def test_binary_values_are_exact_when_piped_and_base64_in_json(bs):
     send(bs, "habits-bin", [(b"\xff\xfekey", BIN, [], T0), (b"text", "héllo".encode(), [], T0)])
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "habits-bin", "-b", bs, "-e",
-                        "-o", "beginning", "-f", "%k:%s|"], capture_output=True, timeout=60)
+    r = pylog("consume", "habits-bin", "-b", bs, "-e", "-o", "beginning", "-f", "%k:%s|", text=False, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"\xff\xfekey:" + BIN + b"|text:" + "héllo".encode() + b"|"
     docs = [json.loads(x) for x in consume(bs, "habits-bin", "-o", "beginning", "--json").splitlines()]
@@ -133,10 +133,8 @@ def test_binary_values_are_exact_when_piped_and_base64_in_json(bs):
     docs = [json.loads(x) for x in consume(bs, "habits-bin", "-o", "beginning", "-J").splitlines()]
     assert base64.b64decode(docs[0]["payload"]["base64"]) == BIN
     # --json output is `produce --format json` input: a copy holds the same bytes
-    out = subprocess.run([sys.executable, "-m", "pylog.cli", "consume", "habits-bin", "-b", bs, "-e", "-o",
-                          "beginning", "--json"], capture_output=True, timeout=60).stdout
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "produce", "habits-bin-copy", "-b", bs, "--format", "json"],
-                       input=out, capture_output=True, timeout=60)
+    out = pylog("consume", "habits-bin", "-b", bs, "-e", "-o", "beginning", "--json", text=False, timeout=60).stdout
+    r = pylog("produce", "habits-bin-copy", "-b", bs, "--format", "json", input=out, text=False, timeout=60)
     assert r.returncode == 0, r.stderr
     r = pylog_cli("diff", "habits-bin", "habits-bin-copy", "-b", bs)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -21,6 +20,7 @@ from support.group_members import Member as ProcMember  # Python members (tests/
 from support.group_members import committed, describe_json, exactly_once_owned
 from support.member_procs import end_members
 from support.waiting import wait_until
+from support.cli import pylog
 
 JAVA = Path(__file__).resolve().parent / "kafka" / "java"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -43,8 +43,7 @@ def key_values(lines: list[str]) -> dict[str, str]:
 def dump_batches(log_dir: Path, topic: str, partition: int) -> list[dict]:
     """The stored batch headers of one partition, from `pylog dump-segment --json`."""
     files = sorted((log_dir / f"{topic}-{partition}").glob("*.log"))
-    proc = subprocess.run([sys.executable, "-m", "pylog.cli", "dump-segment", "--json", *map(str, files)],
-                          capture_output=True, text=True, timeout=120, check=True)
+    proc = pylog("dump-segment", "--json", *files, check=True)
     return [r for r in map(json.loads, proc.stdout.splitlines()) if r.get("type") == "batch"]
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 
 import pytest
 
 from support.broker_fixtures import wait_for
 from support.kafka_peer import ToolShell, java_command
+from support.cli import pylog
 
 TOOLS = {
     "topics": "org.apache.kafka.tools.TopicCommand",
@@ -54,8 +54,7 @@ def tool(broker, shell):
 
 def pylog_produce_json(broker, topic: str, records: list[dict]) -> None:
     lines = "".join(json.dumps(r) + "\n" for r in records)
-    subprocess.run([sys.executable, "-m", "pylog.cli", "produce", topic, "--bootstrap", broker.bootstrap,
-                    "--format", "json"], input=lines, text=True, check=True, timeout=60, capture_output=True)
+    pylog("produce", topic, "--bootstrap", broker.bootstrap, "--format", "json", input=lines, check=True, timeout=60)
 
 
 def offsets(tool, *args) -> dict[str, int]:
@@ -119,9 +118,8 @@ def test_console_producer_and_consumer(tool, broker, console_topic):
                      "Partition:0\tOffset:1\th1:c\tk2\tv2",
                      "Partition:0\tOffset:2\th1:d\tk1\tv3"]
     assert "Processed a total of 3 messages" in out.stderr
-    batches = subprocess.run([sys.executable, "-m", "pylog.cli", "dump-segment", "--json",
-                              *map(str, sorted((broker.log_dir / "console-0").glob("*.log")))],
-                             capture_output=True, text=True, check=True).stdout
+    batches = pylog("dump-segment", "--json", *sorted((broker.log_dir / "console-0").glob("*.log")),
+                    check=True).stdout
     assert {json.loads(b)["compresscodec"] for b in batches.splitlines()[1:]} == {"zstd"}
 
 

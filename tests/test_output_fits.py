@@ -4,8 +4,6 @@ asked for, English plurals and dry-run wording."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 
 from support.cleaner_support import append
@@ -77,8 +75,7 @@ def test_group_and_client_ids_are_printed_as_given_never_as_markup(broker):
     group, client = "g[/x]-[bold]y", "c[/b]"
     r = pylog("topics", "create", "markup", "-b", broker.bootstrap)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "produce", "markup", "-b", broker.bootstrap],
-                       input="a\n", capture_output=True, text=True, timeout=120)
+    r = pylog("produce", "markup", "-b", broker.bootstrap, input="a\n")
     assert r.returncode == 0, r.stderr
     r = pylog("consume", "markup", "-b", broker.bootstrap, "--group", group, "-e", "-X", f"client.id={client}")
     assert r.returncode == 0, r.stderr

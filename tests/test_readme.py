@@ -7,7 +7,9 @@ Python blocks with this Python. `pylog broker start` lines start the test's brok
 has replaced; PYLOG_BOOTSTRAP_SERVERS points at it); `pip install` is already done.
 A block that cannot run here says why in README itself, in the comment
 `<!-- readme-test: skip (REASON) -->` before it; `<!-- readme-test: stop the broker -->`
-stops the broker before the next block, as README tells the reader to.
+stops the broker before the next block, as README tells the reader to;
+`<!-- readme-test: pytest -->` runs a Python block as a test file with pytest (its
+tests must pass), as a reader who copies it into their suite would.
 """
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ def test_readme_examples_run_in_order(tmp_path):
                 broker.stop_clean()
                 broker = None
                 env.pop("PYLOG_BOOTSTRAP_SERVERS", None)
-            elif directive is not None:
+            elif directive is not None and directive != "pytest":
                 raise AssertionError(f"README line {line}: unknown directive {directive!r}")
             how = kind(code)
             assert how, f"README line {line}: neither shell nor Python; run it or mark it skip (REASON)"
@@ -99,6 +101,10 @@ def test_readme_examples_run_in_order(tmp_path):
             if broker is not None:
                 code = code.replace("127.0.0.1:9092", broker.bootstrap)
             cmd = ["bash", "-e", "-o", "pipefail", "-c", code] if how == "shell" else [sys.executable, "-c", code]
+            if directive == "pytest":
+                test_file = tmp_path / f"test_readme_line{line}.py"
+                test_file.write_text(code + "\n")
+                cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)]
             try:
                 r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
             except subprocess.TimeoutExpired as e:

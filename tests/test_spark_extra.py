@@ -11,6 +11,7 @@ import pytest
 from pylog.commands.spark.ingest import expand_inputs
 from pylog.commands.spark.shipenv import closure_size, dependency_closure
 from pylog.core.errors import UsageError
+from support.cli import pylog
 
 
 def test_base_install_is_small_and_without_spark():
@@ -54,9 +55,7 @@ def test_globs_expanded_here(tmp_path):
 
 
 def test_inputs_and_target_checked_before_spark(tmp_path):
-    def run(*args, env=None):
-        return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], capture_output=True, text=True,
-                              timeout=120, env=env)
+    run = pylog
 
     res = run("spark-ingest", tmp_path / "none-*.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path)
     assert res.returncode == 2 and "matches no file" in res.stderr and "starting Spark" not in res.stderr

@@ -18,6 +18,7 @@ from support.spark_rows import (  # noqa: F401
     COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, expected, make_rows,
     read_partition_dir, write_input,
 )
+from support.cli import pylog
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "parquet"])
@@ -140,15 +141,12 @@ def test_bad_input_one_line(spark_master, tmp_path):
 
 def test_missing_java_is_one_line(tmp_path):
     import os
-    import subprocess
-    import sys
 
     (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
     env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
     env["PATH"] = str(tmp_path)  # no java on it
-    res = subprocess.run([sys.executable, "-m", "pylog.cli", "spark-ingest", str(tmp_path / "a.jsonl"), "-t", "t",
-                          "--mode", "segments", "--log-dir", str(tmp_path / "l"), "--partitions", "1"],
-                         capture_output=True, text=True, env=env, timeout=60)
+    res = pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir", tmp_path / "l",
+                "--partitions", "1", env=env, timeout=60)
     assert res.returncode == 1
     assert res.stderr.strip().count("\n") == 0, res.stderr
     assert "Java 17" in res.stderr and "JAVA_HOME" in res.stderr

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -23,6 +21,7 @@ from pylog.core.records import RecordBatch
 from pylog.storage.log import Log
 from pylog.storage.scan import Entry, scan_log
 from support.segments import engine_log, txn_dir  # noqa: F401 - txn_dir is a fixture
+from support.cli import pylog
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
 
@@ -146,8 +145,7 @@ def test_salvage_transactional_batch(txn_dir):  # noqa: F811 - the fixture
 def test_salvage_without_repair_is_a_usage_error(tmp_path):
     d = tmp_path / "logs" / "orders-0"
     engine_log(d, batches=2).close()
-    r = subprocess.run([sys.executable, "-m", "pylog.cli", "verify", "--salvage", str(d)], capture_output=True,
-                       text=True, timeout=60)
+    r = pylog("verify", "--salvage", d, timeout=60)
     assert r.returncode == 2 and "--salvage goes with --repair" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -49,13 +49,23 @@ def broker():
               help="Create or replace a SCRAM credential before serving, like kafka-storage format --add-scram "
                    "(repeatable), e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]'; "
                    "also [name=..,salt=..,saltedpassword=..,iterations=..] with base64 values.")
+@click.option("--schema-registry", "schema_registry", metavar="HOST:PORT", default=None,
+              help="Serve a schema registry (Confluent's REST API) on HOST:PORT: "
+                   "schema.registry.listeners=http://HOST:PORT.")
 @click.option("--feature", "features", multiple=True, metavar="NAME=LEVEL",
               help="Finalize a feature at a level, like kafka-storage format --feature: "
                    "transaction.version=2 (the default: an epoch bump at every transaction's end, "
                    "partitions added by Produce v12), 1 (AddPartitionsToTxn, as before Kafka 4) or 0.")
 @click.option("--log-level", type=click.Choice(LEVELS, case_sensitive=False), default="info", show_default=True,
               help="Broker log verbosity (log lines go to stderr).")
-def start(log_dirs, listen, advertised, config_file, set_props, add_scram, features, log_level):
+@click.option("--allow-faults", is_flag=True,
+              help="Let `pylog broker faults` inject faults through the metrics listener's /faults "
+                   "(faults.enable=true); for test brokers only.")
+@click.option("--faults", "faults_file", type=click.Path(dir_okay=False, exists=True), default=None,
+              metavar="FILE", help="Load fault rules from a JSON file at start-up (faults.file; implies "
+                                   "--allow-faults). See `pylog broker faults`.")
+def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schema_registry, features, log_level,
+          allow_faults, faults_file):
     """Start the broker and serve until SIGINT or SIGTERM.
 
     On start it loads every partition in the log dirs (recovering those not
@@ -71,8 +81,10 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, featu
       pylog broker start --log-dir /data/a --log-dir /data/b --listen 0.0.0.0:9092 \\
           --advertised kafka.local:9092
       pylog broker start --config server.properties --set auto.create.topics.enable=false
+      pylog broker start --schema-registry 127.0.0.1:8081
       pylog broker start --config secure.properties \\
           --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
+      pylog broker start --set metrics.listener=http://127.0.0.1:9404 --allow-faults
       pylog broker start --feature transaction.version=1
     """
     from pylog.commands.broker.node.broker import Broker
@@ -80,6 +92,12 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, featu
     _setup_logging(log_level)
     file_props = merge_properties(config_file, (), "--set") if config_file else {}
     set_map = merge_properties(None, set_props, "--set")
+    if schema_registry:
+        set_map["schema.registry.listeners"] = f"http://{schema_registry}"
+    if allow_faults:
+        set_map["faults.enable"] = "true"
+    if faults_file:
+        set_map["faults.file"] = faults_file
     settings = build_settings(file_props, set_map, log_dirs, listen, advertised)
     settings.add_scram = _parse_add_scram(add_scram)
     settings.transaction_version = _parse_features(features)
@@ -111,7 +129,11 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, featu
                            f"advertised {spec.advertised_host}:{spec.advertised_port}")
             if b.metrics is not None:
                 click.echo(f"  metrics: http://{_show_host(b.metrics.host)}:{b.metrics.port}/metrics "
-                           f"(/health, /ready)")
+                           f"(/health, /ready{', /faults' if b.faults.enabled else ''})")
+            if b.faults.enabled:
+                click.echo(f"  warning: fault injection enabled, {len(b.faults)} rule(s) loaded")
+            if b.schema_registry is not None:
+                click.echo(f"  schema registry: {', '.join(b.schema_registry.urls)}")
             click.echo(f"pylog broker listening on {_show_host(settings.host)}:{port}")
 
         _run(b, ready)
@@ -213,13 +235,16 @@ def _run(b, ready) -> None:
         raise DataError(f"cannot listen on {b.settings.host}:{b.settings.port}: {e.strerror or e}") from None
 
 
+class _BrokerLogHandler(logging.StreamHandler):
+    """The broker command's stderr handler (added once, however often logging is set up)."""
+
+
 def _setup_logging(level: str) -> None:
     logger = logging.getLogger("pylog")
     logger.setLevel(getattr(logging, level.upper()))
-    if not any(getattr(h, "_pylog_broker", False) for h in logger.handlers):
-        h = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _BrokerLogHandler) for h in logger.handlers):
+        h = _BrokerLogHandler(sys.stderr)
         h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        h._pylog_broker = True
         logger.addHandler(h)
         logger.propagate = False
 
@@ -248,3 +273,8 @@ def status(url, config_file, timeout, as_json):
     from pylog.commands.broker.status_cli import show_status
 
     show_status(url, config_file, timeout, as_json)
+
+
+from pylog.commands.broker.faults_cli import faults  # noqa: E402 - `pylog broker faults`
+
+broker.add_command(faults)

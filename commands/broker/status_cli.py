@@ -5,6 +5,7 @@ import json
 import sys
 import urllib.error
 import urllib.request
+from http import HTTPStatus
 
 import click
 
@@ -13,7 +14,7 @@ from pylog.core.errors import DataError, UsageError
 DEFAULT_URL = "http://127.0.0.1:9404"
 
 
-def _url_from(url: str | None, config_file: str | None) -> str:
+def admin_url_from(url: str | None, config_file: str | None) -> str:
     if url:
         return url
     if config_file:
@@ -36,7 +37,7 @@ def fetch_status(url: str, timeout: float) -> dict:
         with urllib.request.urlopen(where, timeout=timeout) as r:
             raw = r.read()
     except urllib.error.HTTPError as e:
-        if e.code != 503:
+        if e.code != HTTPStatus.SERVICE_UNAVAILABLE:
             raise DataError(f"{where}: HTTP {e.code} {e.reason}") from None
         raw = e.read()
     except (urllib.error.URLError, OSError) as e:
@@ -51,7 +52,7 @@ def fetch_status(url: str, timeout: float) -> dict:
 
 def show_status(url: str | None, config_file: str | None, timeout: float, as_json: bool) -> None:
     """Print the status; exit 1 when the broker is not ready."""
-    snap = fetch_status(_url_from(url, config_file), timeout)
+    snap = fetch_status(admin_url_from(url, config_file), timeout)
     if as_json:
         click.echo(json.dumps(snap, indent=2))
     else:

@@ -7,6 +7,8 @@ import time
 
 import click
 
+from pylog.commands.registry_options import registry_options
+
 from pylog.commands.options import bootstrap_option, json_option, merge_properties
 from pylog.core.errors import UsageError
 
@@ -161,9 +163,18 @@ def _finish_session(run) -> None:
               help="produce mode: number of producer tasks (default: one per input split).")
 @spark_options
 @json_option
+@click.option("--value-format", type=click.Choice(["avro", "protobuf", "json-schema"]), default=None,
+              help="Encode each value (the row or --value-column as JSON) with a registry schema, in the "
+                   "registry's wire format.")
+@click.option("--value-schema", type=click.Path(dir_okay=False, exists=True), default=None, metavar="FILE",
+              help="Schema file, registered under --value-subject (default TOPIC-value).")
+@click.option("--value-subject", default=None, metavar="NAME",
+              help="Subject of the value schema (without --value-schema: its latest version).")
+@registry_options
 def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, timestamp_column, csv_header,
                  csv_delimiter, mode, bootstrap, log_dir, append, partitions, topic_config, acks, compression,
-                 batch_size, linger_ms, idempotence, x_props, config_file, tasks, settings, as_json):
+                 batch_size, linger_ms, idempotence, x_props, config_file, tasks, value_format, value_schema,
+                 value_subject, registry_url, registry_auth, settings, as_json):
     """Bulk-load files into a Kafka topic with Spark.
 
     Reads INPUT files or folders (JSON lines, CSV, Parquet or plain text) and
@@ -218,6 +229,8 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
         batch_size=batch_size, linger_ms=linger_ms, idempotence=idempotence,
         producer_props=merge_properties(config_file, x_props), tasks=tasks,
     )
+    opts.value_encoding = _value_encoding(opts, value_format, value_schema, value_subject, registry_url,
+                                          registry_auth)
     if mode == "segments":
         from pylog.storage.log_manager import validate_topic_name
 
@@ -244,6 +257,22 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
         _print_ingest(doc)
     if doc["partitions_mismatched"]:
         sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)
+
+
+def _value_encoding(opts, fmt, schema_file, subject, url, auth):
+    """--value-format: the schema resolved (and registered) once here, for the executors."""
+    if fmt is None:
+        if schema_file or subject:
+            raise UsageError("--value-schema/--value-subject need --value-format")
+        return None
+    from pathlib import Path
+
+    from pylog.commands.registry_options import make_client, pop_registry_props
+    from pylog.core.client.schema_registry import Serializer
+
+    client = make_client(url, auth, pop_registry_props(opts.producer_props))
+    text = Path(schema_file).read_text(encoding="utf-8") if schema_file else None
+    return Serializer(client, fmt, subject or f"{opts.topic}-value", text).spec
 
 
 def _print_ingest(doc: dict) -> None:

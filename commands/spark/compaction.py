@@ -88,7 +88,7 @@ def topic_configs(log_dir: Path, names: set[str], overrides: dict[str, str] | No
     from pylog.core.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigError, topic_defaults_from_broker
     from pylog.storage import LogManager
 
-    registry = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({}))._read_registry()
+    registry = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({})).read_registry()
     base = topic_defaults_from_broker(BROKER_CONFIGS.resolve({}))
     out = {}
     for n in names:
@@ -351,7 +351,7 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
         for base in list_segments(folder):
             segs.append({"topic": topic, "partition": part, "base": base,
                          "path": str(folder / f"{base:020d}.log")})
-    from pylog.commands.spark.ingest import _accumulators, is_connect
+    from pylog.commands.spark.ingest import progress_accumulators, is_connect
 
     connect = is_connect(spark)
     parallelism = 2 if connect else spark.sparkContext.defaultParallelism
@@ -396,7 +396,7 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
             "min_ratio": cfg["min.cleanable.dirty.ratio"],
         }
 
-    acc_records, acc_bytes = _accumulators(spark)
+    acc_records, acc_bytes = progress_accumulators(spark)
     bounds = {k: (v["first_dirty"], v["end"]) for k, v in plan.items()}
     # one task per segment
     seg_tuples = [(x["topic"], x["partition"], x["base"], x["path"]) for x in segs]

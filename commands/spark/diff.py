@@ -17,6 +17,7 @@ _SCHEMA_POSITION = ("side string, partition int, ordinal long, offset long, kd b
                     "ts long")
 _SCHEMA_KEY = "side string, partition int, offset long, ts long, key binary, vd binary"
 _FLUSH = 8192
+_DECODE = "pylog.diff.value.decoding"  # the --value-format spec, carried to the tasks with the props
 
 
 def _digest(b) -> bytes:
@@ -81,12 +82,17 @@ def _rows_task(batches, ignore: list, by_key: bool):
                                                [s, i32, i64, i64, b, b, b, i64])))
     names = schema.names
     skip = set(ignore)
+    from pylog.commands.consume_schema import record_value_decoder
+
     for batch in batches:
         for task in batch.to_pylist():
             props = json.loads(task["props"])
+            decode = record_value_decoder(props.pop(_DECODE, None))
             cols: list[list] = [[] for _ in names]
             for i, r in enumerate(read_partition(props, task["topic"], task["partition"], task["start"],
                                                  task["end"])):
+                if decode is not None:
+                    r = decode(r)
                 if by_key:
                     vd = None if r.value is None or r.key is None else value_digest(r.value, r.headers, skip)
                     row = (task["side"], task["partition"], r.offset, r.timestamp,
@@ -109,7 +115,8 @@ def _rows_task(batches, ignore: list, by_key: bool):
 
 def _record_rows(spark, sides, ignore: set, by_key: bool):
     """The DataFrame of every record of both sides (one Spark task per side and partition)."""
-    tasks = [(s.label, s.topic, p, s.start[p], s.end[p], json.dumps(s.props))
+    tasks = [(s.label, s.topic, p, s.start[p], s.end[p],
+              json.dumps({**s.props, _DECODE: s.decode_spec} if getattr(s, "decode_spec", None) else s.props))
              for s in sides for p in s.partitions if s.end[p] > s.start[p]]
     schema = _SCHEMA_KEY if by_key else _SCHEMA_POSITION
     if not tasks:
@@ -123,7 +130,7 @@ def _record_rows(spark, sides, ignore: set, by_key: bool):
 def fetch_record(side, partition: int, offset: int):
     """The one record at `offset` (the driver shows the first difference's fields)."""
     for r in read_partition(side.props, side.topic, partition, offset, offset + 1):
-        return r
+        return side.decode(r) if getattr(side, "decode", None) else r
     return None
 
 
@@ -131,7 +138,7 @@ def spark_diff_by_position(spark, a, b, ignore: set) -> list[dict]:
     """diff_by_position's result, computed by Spark."""
     from pyspark.sql import functions as F
 
-    from pylog.commands.diff import FIELDS, _fields, _show
+    from pylog.commands.diff import FIELDS, record_fields, show_value
 
     rows = _record_rows(spark, [a, b], ignore, False)
     cols = ["offset", "kd", "vd", "hd", "ts"]
@@ -163,10 +170,10 @@ def spark_diff_by_position(spark, a, b, ignore: set) -> list[dict]:
         first = None
         if p in at:
             oa, ob = at[p]["offset_a"], at[p]["offset_b"]
-            fx, fy = _fields(fetch_record(a, p, oa), ignore), _fields(fetch_record(b, p, ob), ignore)
+            fx, fy = record_fields(fetch_record(a, p, oa), ignore), record_fields(fetch_record(b, p, ob), ignore)
             diff_fields = [f for f in FIELDS if f in fx and fx[f] != fy[f]]
             first = {"offset_a": oa, "offset_b": ob, "fields": diff_fields,
-                     "a": {f: _show(fx[f]) for f in diff_fields}, "b": {f: _show(fy[f]) for f in diff_fields}}
+                     "a": {f: show_value(fx[f]) for f in diff_fields}, "b": {f: show_value(fy[f]) for f in diff_fields}}
         results.append({"partition": p, "equal": first is None and only_a == 0 and only_b == 0,
                         "compared": compared, "first_difference": first, "only_in_a": only_a, "only_in_b": only_b})
     return results
@@ -178,7 +185,7 @@ def spark_diff_by_key(spark, a, b, ignore: set, examples: int = 5) -> dict:
     each key's first record."""
     from pyspark.sql import functions as F
 
-    from pylog.commands.diff import _show
+    from pylog.commands.diff import show_value
 
     rows = _record_rows(spark, [a, b], ignore, True)
     keyless = {r["side"]: r["n"] for r in rows.filter(F.col("key").isNull()).groupBy("side")
@@ -207,7 +214,7 @@ def spark_diff_by_key(spark, a, b, ignore: set, examples: int = 5) -> dict:
                   F.sum(F.when(changed, 1).otherwise(0)).alias("changed")).collect()[0]
 
         def first_keys(cond, order):
-            return [_show(bytes(r["key"])) for r in j.filter(cond).orderBy(*order).limit(examples).collect()]
+            return [show_value(bytes(r["key"])) for r in j.filter(cond).orderBy(*order).limit(examples).collect()]
 
         n = {k: c[k] or 0 for k in ("keys_a", "keys_b", "only_a", "only_b", "changed")}
         ex = {"only_in_a": first_keys(only_a, ["foa", "fpa"]) if n["only_a"] else [],

@@ -38,7 +38,7 @@ from pylog.commands.spark.ingest_tasks import (
     NULL_HEADER,
     PRODUCE_SCHEMA,
     WRITE_SCHEMA,
-    _probe_task,
+    probe_task,
     assign_partitions,
     produce_task,
     staging_root,
@@ -80,6 +80,7 @@ class IngestOptions:
     idempotence: bool = True
     producer_props: dict[str, str] = field(default_factory=dict)
     tasks: int | None = None
+    value_encoding: dict | None = None  # Serializer.spec of --value-format: values encoded on the executors
 
 
 # ---------------------------------------------------------------- input
@@ -258,7 +259,7 @@ def producer_props(opts: IngestOptions) -> dict[str, str]:
     return props
 
 
-def _accumulators(spark):
+def progress_accumulators(spark):
     """(records, bytes) accumulators for the progress line; (None, None) through Spark
     Connect, which has none (the tasks' result rows carry the same counts)."""
     if is_connect(spark):
@@ -299,8 +300,9 @@ def run_produce(spark, df, opts: IngestOptions, progress_factory, prep: dict) ->
 
     props, parts, before = prep["props"], prep["parts"], prep["before"]
     admin_props = {"bootstrap.servers": opts.bootstrap}
-    acc_records, acc_bytes = _accumulators(spark)
-    ctx = {"topic": opts.topic, "props": props, "headers": list(opts.headers_columns)}
+    acc_records, acc_bytes = progress_accumulators(spark)
+    ctx = {"topic": opts.topic, "props": props, "headers": list(opts.headers_columns),
+           "value_encoding": opts.value_encoding}
     df = slim(df, opts)
     if opts.tasks:
         df = df.repartition(opts.tasks)
@@ -448,8 +450,9 @@ def run_segments(spark, df, opts: IngestOptions, progress_factory, prep: dict, s
 
     codec = prep["codec"]
     n = prep["num_partitions"]
-    acc_records, acc_bytes = _accumulators(spark)
+    acc_records, acc_bytes = progress_accumulators(spark)
     ctx = {
+        "value_encoding": opts.value_encoding,
         "headers": list(opts.headers_columns),
         "topic": opts.topic,
         "log_dir": os.path.abspath(opts.log_dir),
@@ -587,7 +590,7 @@ def check_shared_dir(spark, log_dir: str, say=None) -> None:
     marker.write_text("pylog\n")
     try:
         n = 4 if is_connect(spark) else max(2, 2 * spark.sparkContext.defaultParallelism)
-        rows = spark.range(0, n, 1, n).mapInArrow(lambda it: _probe_task(it, str(marker)),
+        rows = spark.range(0, n, 1, n).mapInArrow(lambda it: probe_task(it, str(marker)),
                                                   "host string, seen boolean").collect()
     finally:
         marker.unlink(missing_ok=True)

@@ -41,7 +41,36 @@ def decode_headers(blob: bytes | None, names: list[str]) -> list[tuple[str, byte
     return out
 
 
-def _columns(batch, header_names=()):
+_ENCODERS: dict = {}
+
+
+def value_encoder(ctx: dict):
+    """The registry encoder of --value-format (None without it), built once per executor process."""
+    spec = ctx.get("value_encoding")
+    if spec is None:
+        return None
+    key = (spec["id"], spec.get("message"))
+    enc = _ENCODERS.get(key)
+    if enc is None:
+        from pylog.core.client.schema_registry import encoder_from_spec
+
+        enc = _ENCODERS[key] = encoder_from_spec(spec)
+    return enc
+
+
+def _encode_values(values, encode):
+    from pylog.core.schemas.codecs import ValueMismatch
+
+    out = []
+    for v in values:
+        try:
+            out.append(encode(v))
+        except (ValueMismatch, ValueError) as e:
+            raise RuntimeError(f"a row does not match the value schema: {e} (row: {bytes(v)[:200]!r})") from None
+    return out
+
+
+def _columns(batch, header_names=(), encode=None):
     """(keys, values, headers, timestamps) of an Arrow record batch as Python lists,
     headers decoded into [(name, value)] per row. Headers (h) and timestamps (t)
     are absent from the batch when the options give none."""
@@ -49,6 +78,8 @@ def _columns(batch, header_names=()):
     names = batch.schema.names
     keys = batch.column(names.index("k")).to_pylist()
     values = batch.column(names.index("v")).to_pylist()
+    if encode is not None:
+        values = _encode_values(values, encode)
     if "h" in names:
         headers = [decode_headers(b, header_names) for b in batch.column(names.index("h")).to_pylist()]
     else:
@@ -86,7 +117,7 @@ def produce_task(batches, ctx: dict, acc_records, acc_bytes):
     try:
         send = producer.send
         for batch in batches:
-            keys, values, headers, stamps = _columns(batch, ctx["headers"])
+            keys, values, headers, stamps = _columns(batch, ctx["headers"], value_encoder(ctx))
             for k, v, h, t in zip(keys, values, headers, stamps):
                 send(topic, v, k, timestamp=t, headers=h or None, callback=on_done)
                 nbytes += (len(k) if k else 0) + (len(v) if v else 0)
@@ -216,7 +247,7 @@ def write_partition_task(batches, ctx: dict, acc_records, acc_bytes):
             ps = batch.column(0)
             if ps.null_count or ps.to_pylist().count(kp) != batch.num_rows:
                 raise RuntimeError(f"task {kp} got rows of another Kafka partition (shuffle key mismatch)")
-            keys, values, headers, stamps = _columns(batch, ctx["headers"])
+            keys, values, headers, stamps = _columns(batch, ctx["headers"], value_encoder(ctx))
             for k, v, h, t in zip(keys, values, headers, stamps):
                 if b.record_count and b.size_in_bytes() + len(k or b"") + len(v or b"") + RECORD_OVERHEAD > batch_size:
                     log.append_as_leader(bytearray(b.build()), epoch)
@@ -237,7 +268,8 @@ def write_partition_task(batches, ctx: dict, acc_records, acc_bytes):
 
 
 # ---------------------------------------------------------------- shared log dir (segments on a cluster)
-def _probe_task(batches, marker: str):
+def probe_task(batches, marker: str):
+    """Per row: the executor's host and whether it sees `marker` (is the log dir shared?)."""
     import socket
 
     import pyarrow as pa

@@ -16,7 +16,7 @@ CONFIG_SOURCES = {
 }
 
 
-def _raise(code, what, message=None):
+def raise_for(code, what, message=None):
     if code:
         detail = message or error_name(code)
         raise error_for_code(code, f"{what}: {detail}")
@@ -69,12 +69,12 @@ class Admin(AdminBase):
         }
         resp = self._run(self.client.request_controller("CreateTopics", body))
         t = resp["topics"][0]
-        _raise(t["error_code"], f"cannot create topic {name}", t.get("error_message"))
+        raise_for(t["error_code"], f"cannot create topic {name}", t.get("error_message"))
         return t
 
     def delete_topic(self, name, timeout_ms=30000):
         async def go():
-            conn = await self.client._any_connection()
+            conn = await self.client.any_connection()
             v = conn.version("DeleteTopics")
             if v >= 6:
                 body = {"topics": [{"name": name}], "timeout_ms": timeout_ms}
@@ -83,7 +83,7 @@ class Admin(AdminBase):
             return await self.client.request_controller("DeleteTopics", body)
         resp = self._run(go())
         r = resp["responses"][0]
-        _raise(r["error_code"], f"cannot delete topic {name}", r.get("error_message"))
+        raise_for(r["error_code"], f"cannot delete topic {name}", r.get("error_message"))
 
     def list_topics(self, include_internal=False) -> dict:
         md = self._run(self.client.refresh_metadata(all_topics=True))
@@ -94,7 +94,7 @@ class Admin(AdminBase):
         t = md.topics.get(name)
         if t is None:
             raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} does not exist")
-        _raise(t.error_code, f"topic {name}")
+        raise_for(t.error_code, f"topic {name}")
         return t
 
     def offsets(self, topic, partitions) -> tuple[dict, dict]:
@@ -113,7 +113,7 @@ class Admin(AdminBase):
                 "include_synonyms": False, "include_documentation": False}
         resp = self._run(self.client.request_any("DescribeConfigs", body))
         r = resp["results"][0]
-        _raise(r["error_code"], f"cannot describe configs of {topic}", r.get("error_message"))
+        raise_for(r["error_code"], f"cannot describe configs of {topic}", r.get("error_message"))
         out = []
         for c in r["configs"]:
             src = c.get("config_source", -1)
@@ -125,7 +125,7 @@ class Admin(AdminBase):
 
     def alter_configs(self, topic, set_configs: dict, delete_keys=(), validate_only=False):
         async def go():
-            conn = await self.client._any_connection()
+            conn = await self.client.any_connection()
             if conn.supports("IncrementalAlterConfigs"):
                 configs = [{"name": k, "config_operation": 0, "value": v} for k, v in set_configs.items()]
                 configs += [{"name": k, "config_operation": 1, "value": None} for k in delete_keys]
@@ -140,5 +140,5 @@ class Admin(AdminBase):
             return await conn.request("AlterConfigs", body)
         resp = self._run(go())
         r = resp["responses"][0]
-        _raise(r["error_code"], f"cannot alter configs of {topic}", r.get("error_message"))
+        raise_for(r["error_code"], f"cannot alter configs of {topic}", r.get("error_message"))
 

@@ -93,7 +93,7 @@ class BulkSender:
     def _send_many(self, runs, topic, values, keys, headers, partition, partitions, timestamps):
         p = self.p
         try:
-            n = p._counts.get(topic) or p._wait_topic(topic)
+            n = p.partition_counts.get(topic) or p.wait_topic(topic)
         except KafkaError as e:
             return runs, [(i, e) for i in range(len(values))]
         values = _as_bytes(values)
@@ -207,10 +207,10 @@ class BulkSender:
                          partition=None if pi < 0 else pi,
                          timestamp=timestamps[i] if timestamps is not None else None,
                          headers=(headers[i] if headers is not None else None) or None)
-            if fut._error is not None:
-                failures.append((i, fut._error))
+            if fut.error is not None:
+                failures.append((i, fut.error))
             else:
-                runs.append((fut._batch, [i], fut._index))
+                runs.append((fut.batch, [i], fut.index))
         if seg:
             self._segment(ctx, seg)
         return runs, failures
@@ -259,10 +259,10 @@ class BulkSender:
                 runs.append((b, idx[pos:pos + took] if not ranged else range(pos, pos + took), at))
                 pos += took
                 if b.full:
-                    p._notify_sender()
+                    p.notify_sender()
                 continue
             if b is not None and b.full:
-                p._notify_sender()
+                p.notify_sender()
                 if sticky:
                     part = p.sticky.next_partition(topic, n, prev=part)
                     if acc.has_open_batch((topic, part)):
@@ -270,4 +270,4 @@ class BulkSender:
             size = vls[pos] + (kls[pos] if kls is not None else 0) + RECORD_OVERHEAD_MAX + \
                 (len(hdrs[pos]) if isinstance(hdrs, list) else len(hdrs))
             if acc.add_batch(acc.new_batch(topic, part, size)):  # new_batch may block on buffer.memory
-                p._notify_sender()
+                p.notify_sender()

@@ -119,7 +119,7 @@ class NetworkClient:
         self.request_timeout_ms = config["request.timeout.ms"]
         self.metadata = ClusterMetadata()
         self._conns: dict[int, BrokerConnection] = {}
-        self._connecting: dict[int, asyncio.Future] = {}
+        self.connecting: dict[int, asyncio.Future] = {}
         self._backoff: dict[int, tuple[float, float]] = {}  # node -> (next attempt time, current backoff s)
         self._bootstrap_conn: BrokerConnection | None = None
         self._topics: set[str] = set()  # topics we want metadata for
@@ -159,11 +159,11 @@ class NetworkClient:
         c = self._conns.get(node_id)
         if c is not None and c.connected:
             return c
-        pending = self._connecting.get(node_id)
+        pending = self.connecting.get(node_id)
         if pending is not None:
             return await asyncio.shield(pending)
         fut = asyncio.get_running_loop().create_future()
-        self._connecting[node_id] = fut
+        self.connecting[node_id] = fut
         try:
             wait = self.backoff_remaining(node_id)
             if wait:
@@ -175,7 +175,7 @@ class NetworkClient:
             try:
                 await conn.connect()
             except BaseException:
-                self._note_failure(node_id)
+                self.note_failure(node_id)
                 raise
             self._backoff.pop(node_id, None)
             self._conns[node_id] = conn
@@ -187,9 +187,9 @@ class NetworkClient:
                 fut.exception()  # mark retrieved
             raise
         finally:
-            self._connecting.pop(node_id, None)
+            self.connecting.pop(node_id, None)
 
-    def _note_failure(self, node_id):
+    def note_failure(self, node_id):
         base = self.config["reconnect.backoff.ms"] / 1000.0
         cap = self.config["reconnect.backoff.max.ms"] / 1000.0
         prev = self._backoff.get(node_id, (0, 0))[1]
@@ -197,7 +197,7 @@ class NetworkClient:
         cur *= random.uniform(0.8, 1.2)
         self._backoff[node_id] = (time.monotonic() + cur, cur)
 
-    async def _any_connection(self) -> BrokerConnection:
+    async def any_connection(self) -> BrokerConnection:
         """A live connection to some broker (for metadata): known nodes first, then bootstrap."""
         for nid, c in list(self._conns.items()):
             if c.connected:
@@ -232,12 +232,12 @@ class NetworkClient:
         try:
             return await conn.request(api, body, **kw)
         except ConnectionFailedError:
-            self._note_failure(node_id)
+            self.note_failure(node_id)
             raise
 
     async def request_any(self, api: str, body: dict, **kw) -> dict:
         """Send one request to any reachable broker."""
-        conn = await self._any_connection()
+        conn = await self.any_connection()
         return await conn.request(api, body, **kw)
 
     async def request_controller(self, api: str, body: dict, **kw) -> dict:
@@ -262,7 +262,7 @@ class NetworkClient:
         if self._md_lock is None:
             self._md_lock = asyncio.Lock()
         async with self._md_lock:
-            conn = await self._any_connection()
+            conn = await self.any_connection()
             if topics is not None:
                 self.add_topics(topics)
             want = None if all_topics else [{"name": t} for t in sorted(self._topics)]
@@ -277,7 +277,7 @@ class NetworkClient:
                 resp = await conn.request("Metadata", body)
             except ConnectionFailedError:
                 if conn.node_id >= 0:
-                    self._note_failure(conn.node_id)
+                    self.note_failure(conn.node_id)
                 raise
             self.metadata = self._parse_metadata(resp, merge=not all_topics and topics is not None)
             return self.metadata

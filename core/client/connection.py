@@ -72,6 +72,11 @@ class BrokerConnection:
         self._read_task = None
         self.closed = False
         self.error: BaseException | None = None
+        # KIP-219: a response's throttle_time_ms holds back this connection's next requests
+        self.throttled_until = 0.0  # loop time
+        self.throttle_ms_max = 0  # the longest throttle time a response asked for
+        self._gate = asyncio.Lock()
+        self._gate_waiters = 0
 
     def __repr__(self):
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port}>"
@@ -195,6 +200,8 @@ class BrokerConnection:
         return await self._send(key, version, body, expect_response, timeout)
 
     async def _send(self, key, version, body, expect_response=True, timeout=None):
+        if self._gate_waiters or self.throttled_until > asyncio.get_running_loop().time():
+            await self._wait_throttle()
         if self.closed:
             raise self.error or ConnectionFailedError(f"connection to {self.host}:{self.port} is closed")
         self._corr = (self._corr + 1) & 0x7FFFFFFF
@@ -243,6 +250,9 @@ class BrokerConnection:
                 except Exception as e:  # a body we cannot read: fail that request only
                     fut.set_exception(e)
                     continue
+                throttle = body.get("throttle_time_ms") if type(body) is dict else None
+                if throttle:
+                    self._throttled(throttle)
                 fut.set_result(body)
         except asyncio.CancelledError:
             self._fail(ConnectionFailedError(f"connection to {self.host}:{self.port} closed"))
@@ -251,6 +261,25 @@ class BrokerConnection:
                 f"connection to node {self.node_id} ({self.host}:{self.port}) lost"))
         except Exception as e:
             self._fail(e if isinstance(e, ConnectionFailedError) else ConnectionFailedError(str(e)))
+
+    async def _wait_throttle(self) -> None:
+        """Wait out the throttle time, in a FIFO queue: requests leave in the order they came
+        (an idempotent producer's batches must reach the broker in sequence order)."""
+        self._gate_waiters += 1
+        try:
+            async with self._gate:
+                wait = self.throttled_until - asyncio.get_running_loop().time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+        finally:
+            self._gate_waiters -= 1
+
+    def _throttled(self, ms: int) -> None:
+        self.throttle_ms_max = max(self.throttle_ms_max, ms)
+        until = asyncio.get_running_loop().time() + ms / 1000.0
+        if until > self.throttled_until:
+            self.throttled_until = until
+            log.debug("node %s throttled this client for %d ms", self.node_id, ms)
 
     def _fail(self, exc: BaseException):
         if self.closed:

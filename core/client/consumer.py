@@ -270,7 +270,7 @@ class ConsumerEngine(Fetcher):
                         self.positions[tp] = [end, p.get("leader_epoch", -1)]
                         self._drop_buffered(tp)
 
-    def _note_metadata(self):
+    def note_metadata(self):
         """Leader epochs moved: positions with a known epoch must be validated."""
         md = self.client.metadata
         for tp in self.assignment:
@@ -292,7 +292,7 @@ class ConsumerEngine(Fetcher):
             try:
                 await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
                 await self.client.refresh_metadata()
-                self._note_metadata()
+                self.note_metadata()
             except Exception as e:
                 log.debug("metadata refresh failed: %s", e)
             if self._event is not None:
@@ -376,6 +376,11 @@ class Consumer(Closeable):
     async def _start(self):
         await self.engine.client.refresh_metadata([])
 
+    @property
+    def loop(self) -> LoopThread:
+        """The loop thread the client's network work runs on (shared with others given `loop=`)."""
+        return self._loop
+
     def _run(self, coro, timeout=None):
         return self._loop.run(coro, timeout)
 
@@ -388,7 +393,7 @@ class Consumer(Closeable):
             self.engine.subscription = None
             self.engine.set_assignment(tps)
             await self.engine.client.refresh_metadata({tp.topic for tp in tps})
-            self.engine._note_metadata()
+            self.engine.note_metadata()
         self._run(go())
 
     def subscribe(self, topics):
@@ -399,7 +404,7 @@ class Consumer(Closeable):
             self.engine.subscription = topics
             if self.engine.group is None:
                 await self.engine.subscribe_all_partitions(topics)
-                self.engine._note_metadata()
+                self.engine.note_metadata()
         self._run(go())
 
     def assignment(self) -> list:
@@ -502,10 +507,10 @@ class Consumer(Closeable):
         if eng.can_drain_directly():
             # records already fetched: hand them over without a round trip to the loop
             # thread, and let it send the next fetches
-            held = len(eng._buffer)
+            held = eng.buffered()
             recs = eng.drain(eng.max_poll_records)
             if recs:
-                if len(eng._buffer) < held:
+                if eng.buffered() < held:
                     # a completed fetch was used up: room for the next one (the loop thread
                     # sends fetches itself as answers arrive; waking it costs the GIL)
                     self._loop.call_soon(eng.send_fetches_soon)

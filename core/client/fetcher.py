@@ -99,6 +99,10 @@ class Fetcher:
     """The fetch pipeline of ConsumerEngine; every method runs on the event loop thread
     except `drain`/`can_drain_directly`, which poll() may call under the engine's lock."""
 
+    def buffered(self) -> int:
+        """How many fetched chunks wait to be drained."""
+        return len(self._buffer)
+
     def send_fetches_soon(self):
         try:
             self._send_fetches()

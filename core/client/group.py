@@ -62,11 +62,11 @@ class CommitFailedError(PylogError):
     CommitFailedException): the commit cannot be retried."""
 
 
-class _CoordinatorGone(Exception):
+class CoordinatorGone(Exception):
     pass
 
 
-def _call_listener(fn, partitions):
+def call_listener(fn, partitions):
     if fn is None:
         return None
     res = fn(list(partitions))
@@ -180,7 +180,7 @@ class GroupMembership(GroupHooks):
             return await conn.request(api, body, timeout=timeout)
         except (ConnectionFailedError, KafkaTimeoutError) as e:
             self._coordinator_dead(e)
-            raise _CoordinatorGone(str(e)) from None
+            raise CoordinatorGone(str(e)) from None
 
     # ================================================================ GroupHooks
     async def poll(self, consumer) -> None:
@@ -218,7 +218,7 @@ class GroupMembership(GroupHooks):
         if self.owned:
             lost, self.owned = self.owned, []
             log.info("group %s: partitions lost: %s", self.group_id, ", ".join(map(str, lost)))
-            aw = _call_listener(self.on_lost or self.on_revoke, lost)
+            aw = call_listener(self.on_lost or self.on_revoke, lost)
             if aw is not None:
                 await aw
             self.engine.set_assignment([])
@@ -228,7 +228,7 @@ class GroupMembership(GroupHooks):
             return
         if self.auto_commit:
             await self._commit_positions(partitions)
-        aw = _call_listener(self.on_revoke, partitions)
+        aw = call_listener(self.on_revoke, partitions)
         if aw is not None:
             await aw
 
@@ -252,7 +252,7 @@ class GroupMembership(GroupHooks):
             await self._join()
         except asyncio.CancelledError:
             raise
-        except (_CoordinatorGone, KafkaTimeoutError, ConnectionFailedError) as e:
+        except (CoordinatorGone, KafkaTimeoutError, ConnectionFailedError) as e:
             log.info("group %s: join failed, retrying at the next poll: %s", self.group_id, e)
         except Exception as e:  # noqa: BLE001 - fatal (fenced, inconsistent protocol): raised by poll()
             self._join_error = e
@@ -274,7 +274,7 @@ class GroupMembership(GroupHooks):
                 try:
                     if await self._join_once():
                         return
-                except _CoordinatorGone:
+                except CoordinatorGone:
                     pass
                 if time.monotonic() >= deadline:
                     raise KafkaTimeoutError(f"could not join group {self.group_id} in "
@@ -388,7 +388,7 @@ class GroupMembership(GroupHooks):
             self.need_rejoin = True  # KIP-429: rejoin so the revoked partitions find their new owner
         log.info("group %s: generation %d, member %s, assigned %s", self.group_id, self.generation, self.member_id,
                  ", ".join(map(str, new)) or "nothing")
-        aw = _call_listener(self.on_assign, added if self.protocol_kind == COOPERATIVE else new)
+        aw = call_listener(self.on_assign, added if self.protocol_kind == COOPERATIVE else new)
         if aw is not None:
             await aw
 
@@ -412,7 +412,7 @@ class GroupMembership(GroupHooks):
                     resp = await self._request("Heartbeat", {
                         "group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
                         "group_instance_id": self.instance_id})
-                except _CoordinatorGone:
+                except CoordinatorGone:
                     self.need_rejoin = True
                     continue
                 except Exception as e:  # noqa: BLE001
@@ -481,7 +481,7 @@ class GroupMembership(GroupHooks):
                 for t in resp.get("topics", []):
                     for p in t.get("partitions", []):
                         code = code or p.get("error_code", 0)
-            except _CoordinatorGone:
+            except CoordinatorGone:
                 code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             if not code:
                 return
@@ -526,7 +526,7 @@ class GroupMembership(GroupHooks):
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # the application thread: hop onto the consumer's loop
-            self.consumer._loop.call_soon(self.commit_async, offsets, callback)
+            self.consumer.loop.call_soon(self.commit_async, offsets, callback)
             return
         offsets = self.positions() if offsets is None else offsets
         if not offsets:
@@ -569,7 +569,7 @@ class GroupMembership(GroupHooks):
                         off = p.get("committed_offset", -1)
                         out[TopicPartition(t["name"], p["partition_index"])] = (
                             (off, p.get("committed_leader_epoch", -1), p.get("metadata") or "") if off >= 0 else None)
-            except _CoordinatorGone:
+            except CoordinatorGone:
                 code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             if not code:
                 return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pylog.core.client.admin import AdminBase
-from pylog.core.client.admin import _raise as _check
+from pylog.core.client.admin import raise_for as _check
 from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets  # noqa: F401 - re-exported
 from pylog.core.client.consumer_protocol import decode_assignment
 from pylog.core.errors import ErrorCode

@@ -37,7 +37,7 @@ import uuid
 
 from pylog.core import protocol
 from pylog.core.client.consumer import TopicPartition
-from pylog.core.client.group import GroupMembership, _call_listener, _CoordinatorGone
+from pylog.core.client.group import GroupMembership, call_listener, CoordinatorGone
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError
 from pylog.core.errors import ErrorCode, UnsupportedVersionError, UsageError, error_for_code, error_name
 
@@ -175,7 +175,7 @@ class ConsumerGroupMember(GroupMembership):
             self.owned = self.owned + added
             self.engine.set_assignment(self.owned)
             log.info("group %s: member %s epoch %d, assigned %s", self.group_id, self.member_id, epoch, ", ".join(map(str, added)))
-            aw = _call_listener(self.on_assign, added)
+            aw = call_listener(self.on_assign, added)
             if aw is not None:
                 await aw
         self.rebalances += 1
@@ -242,7 +242,7 @@ class ConsumerGroupMember(GroupMembership):
         try:
             self._hb_in_flight = True
             resp = await self._request("ConsumerGroupHeartbeat", self._heartbeat_body(epoch))
-        except _CoordinatorGone:
+        except CoordinatorGone:
             await asyncio.sleep(self.backoff_s)
             self._wake.set()
             return
@@ -341,7 +341,7 @@ class ConsumerGroupMember(GroupMembership):
             return await conn.request(api, body, version=version, timeout=timeout)
         except (ConnectionFailedError, KafkaTimeoutError) as e:
             self._coordinator_dead(e)
-            raise _CoordinatorGone(str(e)) from None
+            raise CoordinatorGone(str(e)) from None
 
     def _commit_member(self) -> tuple[int, str]:
         if self.member_epoch > 0:

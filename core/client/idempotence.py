@@ -71,7 +71,7 @@ class Idempotence:
         body = {"transactional_id": None, "transaction_timeout_ms": -1}
         bump = self.producer_id >= 0 and not self.bump_unsupported
         try:
-            conn = await client._any_connection()
+            conn = await client.any_connection()
             if bump and conn.version("InitProducerId") >= 3:
                 body["producer_id"] = self.producer_id
                 body["producer_epoch"] = self.producer_epoch

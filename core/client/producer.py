@@ -76,31 +76,31 @@ def resolve_producer_config(props: dict | None = None, **overrides):
 class RecordFuture:
     """Result of one send(): `get(timeout)` returns RecordMetadata or raises the delivery error."""
 
-    __slots__ = ("_batch", "_index", "_producer", "_error")
+    __slots__ = ("batch", "index", "_producer", "error")
 
     def __init__(self, producer, batch, index, error=None):
         self._producer = producer
-        self._batch = batch
-        self._index = index
-        self._error = error
+        self.batch = batch
+        self.index = index
+        self.error = error
 
     def done(self) -> bool:
-        return self._error is not None or self._batch.done
+        return self.error is not None or self.batch.done
 
     def exception(self):
-        if self._error is not None:
-            return self._error
-        return self._batch.error if self._batch.done else None
+        if self.error is not None:
+            return self.error
+        return self.batch.error if self.batch.done else None
 
     def get(self, timeout: float | None = None) -> RecordMetadata:
-        if self._error is not None:
-            raise self._error
-        b = self._batch
+        if self.error is not None:
+            raise self.error
+        b = self.batch
         if not b.done:
-            self._producer._wait_batch(b, timeout)
+            self._producer.wait_batch(b, timeout)
         if b.error is not None:
             raise b.error
-        return record_metadata(b, self._index)
+        return record_metadata(b, self.index)
 
     result = get
 
@@ -130,7 +130,7 @@ class Producer(Closeable):
         self.max_request_size = cfg["max.request.size"]
         self.max_block = cfg["max.block.ms"] / 1000.0
         self.ignore_keys = cfg["partitioner.ignore.keys"]
-        self._counts = {}  # topic -> partition count, from the latest metadata
+        self.partition_counts = {}  # topic -> partition count, from the latest metadata
         self._closed = False
         self._sender = Sender(self)
         self._txn = None
@@ -139,6 +139,11 @@ class Producer(Closeable):
                 self, self._sender, cfg["transactional.id"], cfg["transaction.timeout.ms"])
         self._bulk = BulkSender(self)
         self._loop.start_with(self._start(), stop=self._own_loop)
+
+    @property
+    def loop(self) -> LoopThread:
+        """The loop thread the client's network work runs on (shared with others given `loop=`)."""
+        return self._loop
 
     @property
     def producer_id(self) -> int:
@@ -191,7 +196,7 @@ class Producer(Closeable):
 
     # ------------------------------------------------------------------ public API
     def partitions_for(self, topic: str) -> list[int]:
-        n = self._counts.get(topic) or self._wait_topic(topic)
+        n = self.partition_counts.get(topic) or self.wait_topic(topic)
         return list(range(n))
 
     def send(self, topic: str, value=None, key=None, *, partition: int | None = None,
@@ -210,7 +215,7 @@ class Producer(Closeable):
             key = key.encode("utf-8")
         ts = int(time.time() * 1000) if timestamp is None else timestamp
         try:
-            n = self._counts.get(topic) or self._wait_topic(topic)
+            n = self.partition_counts.get(topic) or self.wait_topic(topic)
             size = (len(key) if key is not None else 0) + (len(value) if value is not None else 0) + RECORD_OVERHEAD_MAX
             if headers:
                 headers = [(k, v.encode("utf-8") if isinstance(v, str) else v) for k, v in headers]
@@ -280,11 +285,11 @@ class Producer(Closeable):
             return
         self.acc.flushing += 1
         try:
-            self._notify_sender(force=True)
+            self.notify_sender(force=True)
             deadline = None if timeout is None else time.monotonic() + timeout
             for b in pending:
                 if not b.done:
-                    self._wait_batch(b, None if deadline is None else max(0.0, deadline - time.monotonic()))
+                    self.wait_batch(b, None if deadline is None else max(0.0, deadline - time.monotonic()))
         finally:
             self.acc.flushing -= 1
 
@@ -307,9 +312,9 @@ class Producer(Closeable):
         self._loop.close_with(self._stop(), 10, stop=self._own_loop)
 
     # ------------------------------------------------------------------ user-thread internals
-    def _wait_topic(self, topic: str) -> int:
+    def wait_topic(self, topic: str) -> int:
         t = self._loop.run(self.client.wait_for_topic(topic, self.max_block))
-        self._counts = dict(self.client.metadata.partition_counts)
+        self.partition_counts = dict(self.client.metadata.partition_counts)
         return len(t.partitions)
 
     @staticmethod
@@ -339,9 +344,9 @@ class Producer(Closeable):
                             if explicit_ts or callback is not None or b.timestamps is not None or ts != b.base_ts:
                                 self._register(b, i, ts, explicit_ts or ts != b.base_ts, callback)
                             if b.full:
-                                self._notify_sender()
+                                self.notify_sender()
                             return b, i
-                        self._notify_sender()
+                        self.notify_sender()
             if sticky and dq:
                 # the sticky partition's batch filled up: move on (KIP-480)
                 p = self.sticky.next_partition(topic, n, prev=p)
@@ -358,10 +363,10 @@ class Producer(Closeable):
                 index.append(i)
             if not acc.add_batch(nb, fill):
                 continue  # another thread opened one meanwhile
-            self._notify_sender()
+            self.notify_sender()
             return nb, index[0]
 
-    def _notify_sender(self, force=False):
+    def notify_sender(self, force=False):
         sender = self._sender
         if sender.sleeping or force:
             sender.sleeping = False
@@ -370,7 +375,7 @@ class Producer(Closeable):
             except RuntimeError:
                 pass
 
-    def _wait_batch(self, b, timeout):
+    def wait_batch(self, b, timeout):
         deadline = None if timeout is None else time.monotonic() + timeout
         cond = self._sender.done_cond
         with cond:
@@ -388,7 +393,7 @@ class Producer(Closeable):
         except Exception as e:
             await self.client.close()
             raise e
-        self._counts = dict(self.client.metadata.partition_counts)
+        self.partition_counts = dict(self.client.metadata.partition_counts)
         self._sender.start()
 
     async def _stop(self):

@@ -3,7 +3,7 @@ AlterClientQuotas, with entities as [(entity type, name or None for the default 
 from __future__ import annotations
 
 from pylog.core.client.admin import AdminBase
-from pylog.core.client.admin import _raise as _check
+from pylog.core.client.admin import raise_for as _check
 
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2  # DescribeClientQuotas match types
 

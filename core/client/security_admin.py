@@ -8,7 +8,7 @@ admin client does, so the password itself never crosses the wire.
 from __future__ import annotations
 
 from pylog.core.client.admin import AdminBase
-from pylog.core.client.admin import _raise as _check
+from pylog.core.client.admin import raise_for as _check
 from pylog.core.security import scram
 from pylog.core.security.acl import AclBinding, AclFilter, binding_from_wire, binding_to_wire, filter_to_wire
 

@@ -136,7 +136,7 @@ class Sender:
         async def refresh():
             try:
                 await self.client.refresh_metadata()
-                self.producer._counts = dict(self.client.metadata.partition_counts)
+                self.producer.partition_counts = dict(self.client.metadata.partition_counts)
             except Exception as e:
                 log.debug("metadata refresh failed: %s", e)
             self.wake()
@@ -216,7 +216,7 @@ class Sender:
                 await asyncio.sleep(0.1)
 
     def _connect_soon(self, node):
-        if node in self.client._connecting:
+        if node in self.client.connecting:
             return
 
         async def connect():
@@ -248,7 +248,7 @@ class Sender:
         except Exception as e:
             self._inflight_requests -= 1
             if isinstance(e, ConnectionFailedError):
-                self.client._note_failure(node)
+                self.client.note_failure(node)
             for b in batches:
                 self._handle_error(b, e, retriable=True, metadata=True)
             self.wake()

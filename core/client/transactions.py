@@ -166,7 +166,7 @@ class TransactionManager:
 
     def _run(self, coro, timeout):
         limit = self.max_block if timeout is None else timeout
-        return self.producer._loop.run(self._deadline(coro, limit))
+        return self.producer.loop.run(self._deadline(coro, limit))
 
     @staticmethod
     async def _deadline(coro, limit):
@@ -222,7 +222,7 @@ class TransactionManager:
         start = time.monotonic()
         limit = self.max_block if timeout is None else timeout
         self.state = TxnState.ABORTING_TRANSACTION
-        self.producer._notify_sender(force=True)  # the sender drops what is queued
+        self.producer.notify_sender(force=True)  # the sender drops what is queued
         try:
             self.producer.flush(limit)
         except KafkaTimeoutError:

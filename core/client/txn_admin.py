@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from pylog.core.client.admin import AdminBase
-from pylog.core.client.admin import _raise as _check
+from pylog.core.client.admin import raise_for as _check
 from pylog.core.client.transactions import TXN_KEY
 from pylog.core.errors import ErrorCode, KafkaError, UsageError
 

@@ -47,8 +47,8 @@ from pylog.core.records.header import (
     pack_batch,
     read_batch_header,
 )
-from pylog.core.records.framing import _ONE, _TWO, SEQ1, SEQ2_HI, SEQ2_LO, run_shape, slow_varint
-from pylog.core.records.varint import _ZZ_TABLE, encode_varint
+from pylog.core.records.framing import ONE_BYTE_VARINTS as _ONE, TWO_BYTE_VARINTS as _TWO, SEQ1, SEQ2_HI, SEQ2_LO, run_shape, slow_varint
+from pylog.core.records.varint import ZIGZAG_VARINTS as _ZZ_TABLE, encode_varint
 
 __all__ = ["Record", "RecordBatch", "BatchBuilder", "build_batch", "decode_records", "encode_headers", "encode_record",
            "record_size", "record_sequence"]
@@ -522,7 +522,7 @@ class BatchBuilder:
     ):
         if magic != 2:
             raise ValueError("BatchBuilder writes magic 2; use legacy.LegacyBuilder for 0/1")
-        if codec not in compression._COMPRESS:
+        if codec not in compression.COMPRESSORS:
             raise UnknownCodecError(codec)
         self.magic = 2
         self.codec = codec

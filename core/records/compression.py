@@ -235,7 +235,7 @@ def _identity(data) -> bytes:
     return bytes(data)
 
 
-_COMPRESS = {
+COMPRESSORS = {
     CODEC_NONE: _identity,
     CODEC_GZIP: compress_gzip,
     CODEC_SNAPPY: compress_snappy,
@@ -252,7 +252,7 @@ _DECOMPRESS = {
 
 
 def compress(codec: int, data) -> bytes:
-    fn = _COMPRESS.get(codec)
+    fn = COMPRESSORS.get(codec)
     if fn is None:
         raise UnknownCodecError(codec)
     return fn(data)

@@ -36,6 +36,7 @@ def _tables():
 
 # zig-zag values of one-byte varints (_ONE[b]) and two-byte varints (_TWO[(b2 << 7) ^ b1])
 _ONE, _TWO = _tables()
+ONE_BYTE_VARINTS, TWO_BYTE_VARINTS = _ONE, _TWO  # for the other record walkers
 _LOW_RUN = re.compile(rb"[\x00-\x7f]*")
 _HIGH_RUN = re.compile(rb"[\x80-\xff]*")
 # a zig-zag varint is negative when bit 0 of its first byte is set

@@ -139,3 +139,4 @@ def _build_tables():
 # _ZZ_TABLE[v + 0x2000] is the zig-zag varint of v for -8192 <= v < 8192
 # (every value that fits in two bytes).
 _SMALL, _ZZ_TABLE = _build_tables()
+ZIGZAG_VARINTS = _ZZ_TABLE  # encoded zig-zag varints of -8192..8191, for the batch builder

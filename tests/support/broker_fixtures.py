@@ -8,7 +8,9 @@ crash tests.
 from __future__ import annotations
 
 
+import os
 import queue
+import shlex
 import signal
 import socket
 import struct
@@ -43,7 +45,10 @@ class BrokerProcess:
     def start(self, port: int | None = None, timeout: float = 20.0) -> "BrokerProcess":
         listen = f"127.0.0.1:{port if port is not None else 0}"
         cmd = [sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", listen,
-               "--log-dir", str(self.log_dir), *self.extra]
+               "--log-dir", str(self.log_dir), *self.extra,
+               # e.g. "--faults tests/faults_never_match.json": an interop suite run against
+               # a broker whose fault rules never match
+               *shlex.split(os.environ.get("PYLOG_TEST_BROKER_ARGS", ""))]
         self._stderr = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         self._lines = queue.Queue()

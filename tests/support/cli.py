@@ -5,8 +5,9 @@ import subprocess
 import sys
 
 
-def pylog(*args, input: str | None = None, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def pylog(*args, input: str | bytes | None = None, env: dict | None = None, timeout: float = 120,
+          text: bool = True, check: bool = False) -> subprocess.CompletedProcess:
     """Run `python -m pylog.cli ARGS` (this interpreter, so the checkout under test) and return the
-    CompletedProcess in text mode; arguments are passed through str()."""
+    CompletedProcess (text mode unless text=False); arguments are passed through str()."""
     return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], input=input, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=text, timeout=timeout, check=check)

@@ -2,17 +2,16 @@
 from __future__ import annotations
 import difflib
 import subprocess
-import sys
 from pathlib import Path
 from support.kafka_peer import run_main
+from support.cli import pylog
 
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
 
 
 def pylog_dump(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pylog.cli", "dump-segment", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+    return pylog("dump-segment", *args, timeout=300)
 
 
 def assert_same_dump(files: list[Path], *options: str) -> str:

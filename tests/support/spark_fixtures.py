@@ -175,7 +175,7 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         try:
             return sum(1 for w in self.status().get("workers", []) if w.get("state") == "ALIVE")
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or not our master's UI answering yet
             return 0
 
     def start(self, timeout: float = 180.0) -> "StandaloneCluster":

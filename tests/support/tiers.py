@@ -10,6 +10,9 @@ test module uses:
   slow            long-running (set by hand)
 Every other test is `fast`: pure Python, in-process, no tool beyond the pip packages.
 
+Under pytest-xdist (`--dist loadgroup`, set in pyproject) each module's tests run on one worker,
+and all Spark tests on one worker.
+
 `pytest -m fast` runs that tier; there, and only there, a test whose tool is missing is skipped
 with the tool named. The full run (`pytest`) skips nothing: CI installs every tool.
 """
@@ -76,6 +79,17 @@ def module_marks(path: str) -> frozenset[str]:
     return frozenset(marks)
 
 
+def xdist_group(item, marks: set[str]) -> str:
+    """The parallel worker group of a test: Spark tests share one worker (one cluster, one
+    SparkSession at a time on 2 cores), so do the 3-node Kafka cluster tests; any other test runs
+    with the rest of its module, so module-scoped brokers start once."""
+    if "spark" in marks:
+        return "spark"
+    if "kafka_cluster" in item.fixturenames:
+        return "kafka_cluster"
+    return item.path.stem
+
+
 def apply_marks(items, fast_tier: bool) -> None:
     """Mark every collected test; in the fast tier, skip one whose tool is missing, saying why."""
     for item in items:
@@ -86,6 +100,7 @@ def apply_marks(items, fast_tier: bool) -> None:
             item.add_marker(m)
         if not marks:
             item.add_marker("fast")
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item, marks)))
         if fast_tier:
             for mark in marks:
                 missing = [t for t in TOOLS.get(mark, ()) if shutil.which(t) is None]

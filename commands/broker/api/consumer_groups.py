@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Join, heartbeat, reconcile or leave a consumer group."""
     host = "/" + ctx.conn.peer.rsplit(":", 1)[0] if ctx.conn is not None else ""
-    return broker.group_coordinator.consumer.heartbeat(body, ctx.api_version, ctx.client_id or "", host)
+    return broker.group_coordinator.consumer_heartbeat(body, ctx.api_version, ctx.client_id or "", host)
 
 
 def consumer_group_heartbeat_error(body, version, code, msg):
@@ -27,7 +27,7 @@ def consumer_group_heartbeat_error(body, version, code, msg):
 
 def consumer_group_describe(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Epochs, members, current and target assignments of consumer groups."""
-    return {"throttle_time_ms": 0, "groups": broker.group_coordinator.consumer.describe(body["group_ids"])}
+    return {"throttle_time_ms": 0, "groups": broker.group_coordinator.describe_consumer_groups(body["group_ids"])}
 
 
 def consumer_group_describe_error(body, version, code, msg):

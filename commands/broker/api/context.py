@@ -10,8 +10,9 @@ request names. handlers.py registers both in the broker's one table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Union
+from typing import Awaitable, Callable, Union
 
+from pylog.commands.broker.net.server import Connection
 from pylog.core.config import ConfigError
 from pylog.core.errors import ErrorCode, KafkaError
 
@@ -34,7 +35,7 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
-    conn: Any  # server.Connection
+    conn: Connection
 
 
 def code_of(exc: BaseException) -> tuple[int, str]:

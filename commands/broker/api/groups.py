@@ -188,7 +188,7 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     groups = gc.groups
 
     def unstable(gid):
-        if not body.get("require_stable") or not gc.txn_offsets:
+        if not body["require_stable"] or not gc.txn_offsets:
             return None
         return lambda tp: gc.has_pending_txn_offset(gid, tp)
     if ctx.api_version >= 8:
@@ -198,8 +198,7 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             g = groups.get(gid)
             code = ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID
             if g is not None and g.consumer is not None and ctx.api_version >= 9:
-                code = broker.group_coordinator.consumer.offset_check(g.consumer, gq["member_id"],
-                                                                      gq["member_epoch"], fetch=True)
+                code = gc.fetch_check(g, gq["member_id"], gq["member_epoch"])
             out.append({"group_id": gid, "topics": _committed(g, gq["topics"], unstable(gid)) if not code else [],
                         "error_code": code})
         return {"throttle_time_ms": 0, "groups": out}

@@ -102,24 +102,24 @@ def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, v
 def produce(broker: Broker, ctx: RequestContext, body: dict):
     """Append each partition's batch as leader; None for acks=0 (no response)."""
     v = ctx.api_version
-    acks = body.get("acks", 1)
+    acks = body["acks"]
     logs = broker.logs
     failed = False
     out_topics = []
-    global_code = 0
+    global_code = ErrorCode.NONE
     global_msg = None
-    txn_id = body.get("transactional_id")
+    txn_id = body["transactional_id"]
     if acks not in (-1, 0, 1):
-        global_code, global_msg = 21, f"acks={acks} is not 0, 1 or -1"  # INVALID_REQUIRED_ACKS
-    for t in body.get("topic_data") or []:
-        name = t.get("name")
-        tid = t.get("topic_id")
+        global_code, global_msg = ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1"
+    for t in body["topic_data"]:
+        name = t["name"]
+        tid = t.get("topic_id")  # not in the schema before Produce v13
         if not name and tid not in (None, ZERO_UUID):
             info = broker.topic_by_id(tid)
             name = info.name if info else None
         parts = []
-        for p in t.get("partition_data") or []:
-            idx = p.get("index", 0)
+        for p in t["partition_data"]:
+            idx = p["index"]
             if global_code:
                 parts.append(_part_response(idx, global_code, message=global_msg))
                 failed = True
@@ -132,7 +132,8 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 continue
             plog = logs.get_log(name, idx) if name is not None else None
             if plog is None:
-                code = 100 if (tid not in (None, ZERO_UUID) and name is None) else 3
+                code = ErrorCode.UNKNOWN_TOPIC_ID if (tid not in (None, ZERO_UUID) and name is None) \
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 if (name, idx) in logs.offline_logs:  # its log dir failed
                     code = ErrorCode.KAFKA_STORAGE_ERROR
                 parts.append(_part_response(idx, code))
@@ -140,11 +141,11 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 continue
             if acks == -1 and plog.config.get("min.insync.replicas", 1) > 1:
                 # the ISR is this one broker: acks=all can never be satisfied
-                parts.append(_part_response(idx, 19, message=(
+                parts.append(_part_response(idx, ErrorCode.NOT_ENOUGH_REPLICAS, message=(
                     f"min.insync.replicas={plog.config['min.insync.replicas']} but the ISR has 1 replica")))
                 failed = True
                 continue
-            records = p.get("records")
+            records = p["records"]
             code, msg = _check_records(records, v)
             if not code:
                 code, msg = _verify_txn(broker, txn_id, records, name, idx, v)
@@ -156,7 +157,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 info = plog.append_as_leader(records, broker.leader_epoch(plog))
             except Exception as e:  # noqa: BLE001 - per-partition error from storage
                 code, msg = code_of(e)
-                if code == -1:
+                if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.error("append to %s-%d failed", name, idx, exc_info=e)
                 elif isinstance(e, OSError) and broker.dir_health is not None:
                     broker.dir_health.append_failed(plog, e)
@@ -169,7 +170,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
             if not info.duplicate:
                 broker.stats.produced(name, info.record_count, info.bytes)
                 broker.wake(name, idx)
-            parts.append(_part_response(idx, 0, info.first_offset, info.log_append_time, info.log_start_offset))
+            parts.append(_part_response(idx, ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset))
         entry = {"name": name if name is not None else "", "partition_responses": parts}
         if tid is not None:
             entry["topic_id"] = tid
@@ -185,9 +186,9 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
 def produce_error(body, version, code, msg):
     """Every partition of the request with `code`."""
     out = []
-    for t in body.get("topic_data") or []:
-        entry = {"name": t.get("name") or "", "partition_responses": [
-            _part_response(p.get("index", 0), code, message=msg) for p in t.get("partition_data") or []]}
+    for t in body["topic_data"]:
+        entry = {"name": t["name"], "partition_responses": [
+            _part_response(p["index"], code, message=msg) for p in t["partition_data"]]}
         if "topic_id" in t:
             entry["topic_id"] = t["topic_id"]
         out.append(entry)

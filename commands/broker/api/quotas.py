@@ -111,7 +111,7 @@ def alter_client_quotas(broker: Broker, ctx: RequestContext, body: dict) -> dict
 def alter_client_quotas_error(body, version, code, msg):
     """Every entry with `code`."""
     return {"throttle_time_ms": 0, "entries": [
-        {"error_code": code, "error_message": msg, "entity": e["entity"]} for e in body.get("entries") or []]}
+        {"error_code": code, "error_message": msg, "entity": e["entity"]} for e in body["entries"] or []]}
 
 
 # ---- enforcement -----------------------------------------------------------

@@ -50,7 +50,7 @@ def describe_acls_error(body, version, code, msg):
 
 def create_acls(broker, ctx, body: dict) -> dict:
     """CreateAcls: validate each binding, store the valid ones durably, reload the authorizer."""
-    creations = body.get("creations") or []
+    creations = body["creations"] or []
     if broker.authorizer is None:
         return create_acls_error(body, ctx.api_version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     results, add = [], []
@@ -69,14 +69,14 @@ def create_acls(broker, ctx, body: dict) -> dict:
 
 def create_acls_error(body, version, code, msg):
     return {"throttle_time_ms": 0, "results": [{"error_code": code, "error_message": msg}
-                                               for _ in body.get("creations") or []]}
+                                               for _ in body["creations"] or []]}
 
 def delete_acls(broker, ctx, body: dict) -> dict:
     """DeleteAcls: remove every ACL matching each filter; answer what each filter removed."""
     if broker.authorizer is None:
         return delete_acls_error(body, ctx.api_version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     out, remove = [], []
-    for raw in body.get("filters") or []:
+    for raw in body["filters"] or []:
         f = filter_from_wire(raw)
         bad = f.validate()
         if bad:
@@ -93,12 +93,12 @@ def delete_acls(broker, ctx, body: dict) -> dict:
 
 def delete_acls_error(body, version, code, msg):
     return {"throttle_time_ms": 0, "filter_results": [
-        {"error_code": code, "error_message": msg, "matching_acls": []} for _ in body.get("filters") or []]}
+        {"error_code": code, "error_message": msg, "matching_acls": []} for _ in body["filters"] or []]}
 
 # ---- SCRAM credentials -----------------------------------------------------
 def describe_scram(broker, ctx, body: dict) -> dict:
     """DescribeUserScramCredentials: mechanisms and iterations per user (never the keys)."""
-    users = body.get("users")
+    users = body["users"]
     creds = broker.security.credentials
     known = sorted({u for u, _ in creds})
     results = []
@@ -128,8 +128,8 @@ def describe_scram_error(body, version, code, msg):
 def alter_scram(broker, ctx, body: dict) -> dict:
     """AlterUserScramCredentials: upserts (salted password from the client) and deletions; a user
     with any error gets none of its changes."""
-    dels = body.get("deletions") or []
-    ups = body.get("upsertions") or []
+    dels = body["deletions"] or []
+    ups = body["upsertions"] or []
     errors: dict[str, tuple[int, str]] = {}
     order = list(dict.fromkeys([d.get("name") or "" for d in dels] + [u.get("name") or "" for u in ups]))
     counts: dict[tuple, int] = {}
@@ -181,7 +181,7 @@ def alter_scram(broker, ctx, body: dict) -> dict:
         for n in order]}
 
 def alter_scram_error(body, version, code, msg):
-    names = dict.fromkeys([d.get("name") for d in body.get("deletions") or []]
-                          + [u.get("name") for u in body.get("upsertions") or []])
+    names = dict.fromkeys([d.get("name") for d in body["deletions"] or []]
+                          + [u.get("name") for u in body["upsertions"] or []])
     return {"throttle_time_ms": 0, "results": [{"user": n, "error_code": code, "error_message": msg}
                                                for n in names]}

@@ -100,7 +100,7 @@ def add_partitions_to_txn_error(body, version, code, msg):
             "results_by_topic_v3_and_below": [
                 {"name": t["name"], "results_by_partition": [
                     {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
-                for t in body.get("v3_and_below_topics") or ()]}
+                for t in body["v3_and_below_topics"] or ()]}
 
 
 # ---- AddOffsetsToTxn, TxnOffsetCommit ---------------------------------------
@@ -215,8 +215,8 @@ def list_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     states = [s for s in body["state_filters"]]
     unknown = [s for s in states if s not in names]
     pids = set(body["producer_id_filters"])
-    duration = body.get("duration_filter", -1)
-    pattern = body.get("transactional_id_pattern")
+    duration = body["duration_filter"]
+    pattern = body["transactional_id_pattern"]
     if pattern:
         try:
             regex = re.compile(pattern)

@@ -1,36 +1,35 @@
-"""The group coordinator: Kafka's classic consumer-group protocol on one node.
+"""The group coordinator: one owner over every group of this broker, classic and consumer.
 
-This module is the state machine's driver: membership (JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup), rebalances, session expiry, offset commits and
-expiration. groups/state.py holds one group's bookkeeping, groups/store.py the
-records in `__consumer_offsets`, api/groups.py turns requests into calls here.
+As Kafka's group coordinator shard is one object over both protocols, this
+facade holds the groups (one namespace, one place for committed offsets),
+routes each request by the group's protocol, owns the timers and the offsets.
+The protocols live beside it: groups/classic.py (JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup and rebalances), groups/consumer/coordinator.py
+(KIP-848's ConsumerGroupHeartbeat), groups/migration.py (classic members of
+consumer groups, online upgrade and downgrade); groups/state.py holds one
+group's bookkeeping, groups/store.py the records in `__consumer_offsets`, and
+api/groups.py turns requests into calls here.
 
-Everything runs on the broker's event loop thread: JoinGroup and SyncGroup
-park an asyncio future per member and answer when the rebalance moves on; a
-100 ms ticker expires sessions and gives up on members that do not rejoin
-within the rebalance timeout; the first rebalance of a new group waits
-`group.initial.rebalance.delay.ms` (extended while members keep arriving, up to
-the rebalance timeout) so a fleet starting together lands in one generation.
+Everything runs on the broker's event loop thread; a 100 ms ticker expires
+sessions of both protocols.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-import uuid
-from typing import Awaitable, NamedTuple, Union
 
-from pylog.commands.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
-from pylog.commands.broker.groups.state import (
-    COMPLETING,
-    DEAD,
-    EMPTY,
-    PREPARING,
-    STABLE,
-    Group,
-    Member,
-    OffsetEntry,
+from pylog.commands.broker.groups.classic import (
+    Answer,
+    ClassicGroups,
+    JoinRequest,
+    SyncRequest,
+    join_error,
+    sync_answer,
 )
+from pylog.commands.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
+from pylog.commands.broker.groups.migration import Migration
+from pylog.commands.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.commands.broker.groups import offsets_topic as ot
 from pylog.commands.broker.groups.store import GroupStore, now_ms
 from pylog.core.errors import ErrorCode
@@ -38,48 +37,7 @@ from pylog.core.errors import ErrorCode
 log = logging.getLogger("pylog.broker.groups")
 
 TICK_S = 0.1
-Answer = Union[dict, Awaitable[dict]]
-
-
-class JoinRequest(NamedTuple):
-    """A JoinGroup request's fields, plus who sent it."""
-
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: list  # [(name, metadata bytes)] in the member's preference order
-    client_id: str
-    client_host: str
-    version: int
-
-
-class SyncRequest(NamedTuple):
-    """A SyncGroup request's fields; `assignments` matter only from the leader."""
-
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    generation: int
-    protocol_type: str | None
-    protocol_name: str | None
-    assignments: dict  # member_id -> assignment bytes
-
-
-def join_error(member_id: str, code: int) -> dict:
-    """A JoinGroup answer that carries only an error (and the member id, for MEMBER_ID_REQUIRED)."""
-    return {"throttle_time_ms": 0, "error_code": code, "generation_id": -1, "protocol_type": None,
-            "protocol_name": None, "leader": "", "skip_assignment": False, "member_id": member_id,
-            "members": []}
-
-
-def sync_answer(g: Group | None, code: int, assignment: bytes = b"") -> dict:
-    """A SyncGroup answer; the group's protocol is named only on success."""
-    return {"throttle_time_ms": 0, "error_code": code,
-            "protocol_type": g.protocol_type if g and not code else None,
-            "protocol_name": g.protocol_name if g and not code else None, "assignment": assignment}
+__all__ = ["Answer", "GroupCoordinator", "JoinRequest", "SyncRequest", "join_error", "sync_answer"]
 
 
 class GroupCoordinator:
@@ -94,10 +52,8 @@ class GroupCoordinator:
         cfg = broker.config
         self.groups: dict[str, Group] = {}
         self.store = GroupStore(broker)
-        self.initial_delay_ms = cfg["group.initial.rebalance.delay.ms"]
         self.min_session = cfg["group.min.session.timeout.ms"]
         self.max_session = cfg["group.max.session.timeout.ms"]
-        self.max_size = cfg["group.max.size"]
         self.retention_ms = cfg["offsets.retention.minutes"] * 60000
         self.retention_check_s = cfg["offsets.retention.check.interval.ms"] / 1000.0
         self.metadata_max = cfg["offset.metadata.max.bytes"]
@@ -105,7 +61,10 @@ class GroupCoordinator:
         self._ticker: asyncio.TimerHandle | None = None
         self._retention_timer: asyncio.TimerHandle | None = None
         self._stopped = False
-        self.consumer = ConsumerGroupCoordinator(self)  # KIP-848 groups share `groups` and the store
+        self.classic = ClassicGroups(self.groups, self.store, cfg)
+        self.consumer = ConsumerGroupCoordinator(broker, self.groups, self.store)  # KIP-848
+        self.migration = Migration(self.classic, self.consumer, self.store, cfg["group.consumer.migration.policy"])
+        self.consumer.migration = self.migration  # a heartbeat upgrades, a fence downgrades
         # offsets of open transactions (TxnOffsetCommit): producer id -> group -> {(topic, p): OffsetEntry}
         self.txn_offsets: dict[int, dict[str, dict]] = {}
 
@@ -128,7 +87,7 @@ class GroupCoordinator:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the session/rebalance ticker and the offset-expiration timer."""
-        self.loop = loop
+        self.loop = self.classic.loop = loop
         self._stopped = False
         self._ticker = loop.call_later(TICK_S, self._tick)
         self._retention_timer = loop.call_later(self.retention_check_s, self._retention_tick)
@@ -156,24 +115,7 @@ class GroupCoordinator:
     def tick(self, now: float) -> None:
         """Expire sessions and pending member ids; give up on slow joins and syncs."""
         self.consumer.tick(now)
-        for g in list(self.groups.values()):
-            for mid, dl in list(g.pending.items()):
-                if now >= dl:
-                    del g.pending[mid]
-                    if g.is_(PREPARING):
-                        self._maybe_complete_join(g, now)
-            for m in list(g.members.values()):
-                if not m.awaiting and now >= m.deadline and g.is_(STABLE, COMPLETING, PREPARING):
-                    log.info("group %s: member %s session expired", g.group_id, m.member_id)
-                    self._remove_member(g, m.member_id, now)
-            if g.is_(PREPARING):
-                self._maybe_complete_join(g, now)
-            elif g.is_(COMPLETING) and now >= g.sync_deadline:
-                # the leader never sent its assignment: members who did not sync are gone
-                for m in list(g.members.values()):
-                    if m.sync_waiter is None or m.sync_waiter.done():
-                        g.remove_member(m.member_id)
-                self._prepare_rebalance(g, now)
+        self.classic.tick(now)
 
     def _retention_tick(self) -> None:
         try:
@@ -209,118 +151,12 @@ class GroupCoordinator:
                 del self.groups[g.group_id]
                 log.info("group %s expired", g.group_id)
         return n
-
-    # ================================================================ rebalancing
-    def _prepare_rebalance(self, g: Group, now: float) -> None:
-        if g.is_(COMPLETING):
-            # a member changed while the leader was assigning: everyone rejoins
-            for m in g.members.values():
-                self._finish(m, "sync_waiter", sync_answer(g, ErrorCode.REBALANCE_IN_PROGRESS))
-                m.assignment = b""
-        if g.is_(EMPTY):
-            delay = self.initial_delay_ms / 1000.0
-            g.initial_delay_until = now + delay
-            g.initial_delay_limit = now + g.max_rebalance_timeout_ms() / 1000.0
-            g.new_member_added = False
-            self._wake_at(g, g.initial_delay_until)
-        else:
-            g.initial_delay_until = 0.0
-        if not g.is_(PREPARING):
-            g.transition(PREPARING)
-        g.join_deadline = now + g.max_rebalance_timeout_ms() / 1000.0
-        log.debug("group %s preparing rebalance (generation %d)", g.group_id, g.generation)
-        self._maybe_complete_join(g, now)  # e.g. the last member left: nobody to wait for
-
-    def _maybe_complete_join(self, g: Group, now: float) -> None:
-        if not g.is_(PREPARING):
-            return
-        if g.initial_delay_until:
-            if now < g.initial_delay_until:
-                return
-            if g.new_member_added and now < g.initial_delay_limit:
-                # members are still arriving: wait one more delay (bounded by the rebalance timeout)
-                g.new_member_added = False
-                g.initial_delay_until = min(now + self.initial_delay_ms / 1000.0, g.initial_delay_limit)
-                if now < g.initial_delay_until:
-                    self._wake_at(g, g.initial_delay_until)
-                    return
-            g.initial_delay_until = 0.0
-        if not g.all_joined() and now < g.join_deadline:
-            return
-        self._complete_join(g, now)
-
-    def _wake_at(self, g: Group, when: float) -> None:
-        """Re-check the join exactly when a delay ends (the ticker alone would add up to TICK_S)."""
-        if self.loop is not None:
-            self.loop.call_later(max(0.0, when - time.monotonic()),
-                                 lambda: self._maybe_complete_join(g, time.monotonic()))
-
-    def _complete_join(self, g: Group, now: float) -> None:
-        for m in list(g.members.values()):
-            if m.join_waiter is None:
-                log.info("group %s: member %s did not rejoin in time", g.group_id, m.member_id)
-                g.remove_member(m.member_id)
-        g.pending.clear()
-        g.generation += 1
-        if not g.members:
-            g.protocol_name = None
-            g.leader_id = None
-            g.transition(EMPTY)
-            self.store.store_group(g)
-            log.info("group %s is empty (generation %d)", g.group_id, g.generation)
-            return
-        g.protocol_name = g.select_protocol()
-        if g.leader_id not in g.members:
-            g.leader_id = next(iter(g.members))
-        g.transition(COMPLETING)
-        g.sync_deadline = now + g.max_rebalance_timeout_ms() / 1000.0
-        log.info("group %s: generation %d with %d members, protocol %s", g.group_id, g.generation,
-                 len(g.members), g.protocol_name)
-        for m in g.members.values():
-            m.touch(now)
-            m.is_new = False
-            self._finish(m, "join_waiter", self._join_answer(g, m))
-
-    @staticmethod
-    def _join_answer(g: Group, m: Member, code: int = ErrorCode.NONE, *, as_follower: bool = False,
-                     skip_assignment: bool = False) -> dict:
-        members = []
-        if m.member_id == g.leader_id and not as_follower:
-            members = [{"member_id": x.member_id, "group_instance_id": x.group_instance_id,
-                        "metadata": x.metadata(g.protocol_name)} for x in g.members.values()]
-        return {"throttle_time_ms": 0, "error_code": code, "generation_id": g.generation,
-                "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
-                "leader": g.leader_id or "", "skip_assignment": skip_assignment, "member_id": m.member_id,
-                "members": members}
-
-    @staticmethod
-    def _finish(m: Member, attr: str, response: dict) -> None:
-        fut = getattr(m, attr)
-        setattr(m, attr, None)
-        if fut is not None and not fut.done():
-            fut.set_result(response)
-
-    def _remove_member(self, g: Group, member_id: str, now: float) -> None:
-        m = g.remove_member(member_id)
-        if m is None:
-            return
-        self._finish(m, "join_waiter", join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
-        self._finish(m, "sync_waiter", sync_answer(g, ErrorCode.UNKNOWN_MEMBER_ID))
-        if g.is_(STABLE, COMPLETING):
-            self._prepare_rebalance(g, now)
-        elif g.is_(PREPARING):
-            self._maybe_complete_join(g, now)
-
-    @staticmethod
-    async def _wait(fut) -> dict:
-        # shield: a closed connection cancels the request task, not the member's waiter
-        return await asyncio.shield(fut)
-
-    # ================================================================ JoinGroup
+    # ================================================================ membership, routed by protocol
     def join(self, req: JoinRequest) -> Answer:
-        """Add or re-add a member; the answer comes when the rebalance completes."""
-        gid, member_id, inst, session = req.group_id, req.member_id, req.group_instance_id, req.session_timeout_ms
-        log.debug("JoinGroup v%d group=%s member=%s instance=%s", req.version, gid, member_id, inst)
+        """JoinGroup: add or re-add a member; the answer comes when the rebalance completes."""
+        gid, member_id, session = req.group_id, req.member_id, req.session_timeout_ms
+        log.debug("JoinGroup v%d group=%s member=%s instance=%s", req.version, gid, member_id,
+                  req.group_instance_id)
         if not gid:
             return join_error(member_id, ErrorCode.INVALID_GROUP_ID)
         if not self.min_session <= session <= self.max_session:
@@ -335,189 +171,56 @@ class GroupCoordinator:
             return join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if g.consumer is not None:
             if g.consumer.members:  # classic members of a consumer group (groups/migration.py)
-                return self.consumer.migration.join(g, req)
+                return self.migration.join(g, req)
             if self.store.append(gid, self.consumer.delete(g)) != ErrorCode.NONE:
                 return join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
             g.consumer = None  # an empty consumer group becomes a classic one
-        if not g.supports(req.protocol_type, req.protocols):
-            return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        fut = asyncio.get_running_loop().create_future()
+        return self.classic.join(g, req, now)
 
-        def new_member(mid):
-            return Member(mid, inst, req.client_id, req.client_host, req.rebalance_timeout_ms, session,
-                          req.protocol_type, req.protocols, join_waiter=fut)
-
-        if not member_id:
-            if inst is not None and inst in g.static:
-                return self._static_rejoin(g, inst, new_member, fut, now, req.version)
-            if len(g.members) + len(g.pending) >= self.max_size:
-                return join_error(member_id, ErrorCode.GROUP_MAX_SIZE_REACHED)
-            mid = f"{req.client_id}-{uuid.uuid4()}"
-            if inst is None and req.version >= 4:
-                # KIP-394: the member must come back with this id, so a lost response cannot leak members
-                g.pending[mid] = now + session / 1000.0
-                return join_error(mid, ErrorCode.MEMBER_ID_REQUIRED)
-            self._add_and_rebalance(g, new_member(mid), now)
-            return self._wait(fut)
-        if member_id in g.pending:
-            del g.pending[member_id]
-            self._add_and_rebalance(g, new_member(member_id), now)
-            return self._wait(fut)
-        m = g.members.get(member_id)
-        if inst is not None and g.static.get(inst) not in (None, member_id):
-            return join_error(member_id, ErrorCode.FENCED_INSTANCE_ID)
-        if m is None:
-            return join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
-        # a known member rejoins
-        same = m.same_protocols(req.protocols)
-        m.protocols, m.session_timeout_ms, m.rebalance_timeout_ms = req.protocols, session, req.rebalance_timeout_ms
-        m.client_id, m.client_host = req.client_id, req.client_host
-        m.touch(now)
-        if g.is_(COMPLETING) and same:
-            return self._join_answer(g, m)  # a retry: nothing changed
-        if g.is_(STABLE) and same and member_id != g.leader_id:
-            return self._join_answer(g, m)
-        self._finish(m, "join_waiter", join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID))  # a duplicate join
-        m.join_waiter = fut
-        if not g.is_(PREPARING):
-            self._prepare_rebalance(g, now)
-        self._maybe_complete_join(g, now)
-        return self._wait(fut)
-
-    def _add_and_rebalance(self, g: Group, m: Member, now: float) -> None:
-        m.touch(now)
-        g.add_member(m)
-        if g.initial_delay_until:
-            g.new_member_added = True
-            g.initial_delay_limit = max(g.initial_delay_limit, now + m.rebalance_timeout_ms / 1000.0)
-        if not g.is_(PREPARING):
-            self._prepare_rebalance(g, now)
-        self._maybe_complete_join(g, now)
-
-    def _static_rejoin(self, g: Group, inst: str, new_member, fut, now: float, version: int) -> Answer:
-        """A static member restarted (unknown member id, known instance id): it takes over its
-        old identity under a new member id; the old id is fenced. In a Stable group with
-        unchanged protocols nothing is reassigned: the member gets the current generation and
-        its old assignment through SyncGroup. A returning leader gets the member list with
-        skip_assignment (KIP-814, v9+) or, before v9, a follower's answer."""
-        old_id = g.static[inst]
-        fresh = new_member(f"{inst}-{uuid.uuid4()}")
-        old = g.members[old_id]
-        self._finish(old, "join_waiter", join_error(old_id, ErrorCode.FENCED_INSTANCE_ID))
-        self._finish(old, "sync_waiter", sync_answer(g, ErrorCode.FENCED_INSTANCE_ID))
-        same = old.same_protocols(fresh.protocols)
-        m = g.replace_static_member(inst, fresh.member_id)
-        m.protocols, m.session_timeout_ms, m.rebalance_timeout_ms = fresh.protocols, fresh.session_timeout_ms, \
-            fresh.rebalance_timeout_ms
-        m.client_id, m.client_host = fresh.client_id, fresh.client_host
-        m.touch(now)
-        if g.is_(STABLE) and same:
-            if m.member_id == g.leader_id and version >= 9:
-                return self._join_answer(g, m, skip_assignment=True)
-            return self._join_answer(g, m, as_follower=True)
-        m.join_waiter = fut
-        if not g.is_(PREPARING):
-            self._prepare_rebalance(g, now)
-        self._maybe_complete_join(g, now)
-        return self._wait(fut)
-
-    # ================================================================ SyncGroup
     def sync(self, req: SyncRequest) -> Answer:
-        """Hand out the leader's assignment; members wait for it while the group completes."""
-        gid, mid, inst = req.group_id, req.member_id, req.group_instance_id
-        g = self.groups.get(gid)
-        log.debug("SyncGroup group=%s member=%s generation=%s state=%s", gid, mid, req.generation,
-                  g.state if g else None)
+        """SyncGroup: hand out the leader's assignment."""
+        g = self.groups.get(req.group_id)
+        log.debug("SyncGroup group=%s member=%s generation=%s state=%s", req.group_id, req.member_id,
+                  req.generation, g.state if g else None)
         if g is None or g.is_(DEAD):
             return sync_answer(None, ErrorCode.UNKNOWN_MEMBER_ID if g is None else ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if g.consumer is not None:
-            return self.consumer.migration.sync(g, req)
-        if inst is not None and g.static.get(inst) not in (None, mid):
-            return sync_answer(None, ErrorCode.FENCED_INSTANCE_ID)
-        m = g.members.get(mid)
-        if m is None:
-            return sync_answer(None, ErrorCode.UNKNOWN_MEMBER_ID)
-        if req.generation != g.generation:
-            return sync_answer(None, ErrorCode.ILLEGAL_GENERATION)
-        ptype, pname = req.protocol_type, req.protocol_name
-        if (ptype is not None and ptype != g.protocol_type) or (pname is not None and pname != g.protocol_name):
-            return sync_answer(None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        now = time.monotonic()
-        m.touch(now)
-        if g.is_(PREPARING):
-            return sync_answer(None, ErrorCode.REBALANCE_IN_PROGRESS)
-        if g.is_(STABLE):
-            return sync_answer(g, ErrorCode.NONE, m.assignment)
-        # CompletingRebalance
-        fut = asyncio.get_running_loop().create_future()
-        self._finish(m, "sync_waiter", sync_answer(None, ErrorCode.REBALANCE_IN_PROGRESS))
-        m.sync_waiter = fut
-        if mid == g.leader_id:
-            for x in g.members.values():
-                x.assignment = req.assignments.get(x.member_id, b"")
-            code = self.store.store_group(g)
-            if code != ErrorCode.NONE:
-                for x in g.members.values():
-                    x.assignment = b""
-                    self._finish(x, "sync_waiter", sync_answer(None, code))
-                self._prepare_rebalance(g, now)
-            else:
-                g.transition(STABLE)
-                log.info("group %s stable at generation %d", g.group_id, g.generation)
-                for x in g.members.values():
-                    x.touch(now)
-                    self._finish(x, "sync_waiter", sync_answer(g, ErrorCode.NONE, x.assignment))
-        return self._wait(fut)
+            return self.migration.sync(g, req)
+        return self.classic.sync(g, req)
 
-    # ================================================================ Heartbeat, LeaveGroup
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
-        """Keep a member's session alive; the error code tells it to rejoin or stop."""
+        """Heartbeat: keep a member's session alive; the error code tells it to rejoin or stop."""
         g = self.groups.get(group_id)
         if g is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if g.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if g.consumer is not None:
-            return self.consumer.migration.heartbeat(g, member_id, instance_id, generation)
-        if instance_id is not None and g.static.get(instance_id) not in (None, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        m = g.members.get(member_id)
-        if m is None or g.is_(EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if g.is_(PREPARING):
-            m.touch()
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        if generation != g.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        m.touch()
-        return ErrorCode.NONE
+            return self.migration.heartbeat(g, member_id, instance_id, generation)
+        return self.classic.heartbeat(g, member_id, instance_id, generation)
 
     def leave(self, group_id: str, member_id: str, instance_id: str | None) -> tuple[str, int]:
-        """Remove one member (by member id, or by instance id for static members).
+        """LeaveGroup: remove one member (by member id, or by instance id for static members).
         Returns the member id it concerned and an error code."""
         g = self.groups.get(group_id)
-        now = time.monotonic()
-        mid = member_id
         if g is None or g.is_(DEAD):
-            return mid, ErrorCode.UNKNOWN_MEMBER_ID if g is None else ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return member_id, ErrorCode.UNKNOWN_MEMBER_ID if g is None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         if g.consumer is not None:
-            return self.consumer.migration.leave(g, mid, instance_id)
-        if instance_id is not None:
-            cur = g.static.get(instance_id)
-            if cur is None:
-                return mid, ErrorCode.UNKNOWN_MEMBER_ID
-            if mid and mid != cur:
-                return mid, ErrorCode.FENCED_INSTANCE_ID
-            mid = cur
-        elif mid in g.pending:
-            del g.pending[mid]
-            self._maybe_complete_join(g, now)
-        elif mid not in g.members:
-            return mid, ErrorCode.UNKNOWN_MEMBER_ID
-        if mid in g.members:
-            log.info("group %s: member %s left", group_id, mid)
-            self._remove_member(g, mid, now)
-        return mid, ErrorCode.NONE
+            return self.migration.leave(g, member_id, instance_id)
+        return self.classic.leave(g, member_id, instance_id)
+
+    def consumer_heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
+        """ConsumerGroupHeartbeat (KIP-848): the response body."""
+        return self.consumer.heartbeat(req, version, client_id, client_host)
+
+    def describe_consumer_groups(self, group_ids: list) -> list:
+        """ConsumerGroupDescribe: one answer per group id."""
+        return self.consumer.describe(group_ids)
+
+    def fetch_check(self, g: Group, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+ from a member of consumer group `g`: its id and current epoch."""
+        return self.consumer.offset_check(g.consumer, member_id, member_epoch, fetch=True)
+
 
     # ================================================================ offsets
     def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,

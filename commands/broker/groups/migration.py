@@ -18,10 +18,13 @@ import logging
 import time
 import uuid
 
+from pylog.commands.broker.groups.classic import ClassicGroups, join_error
 from pylog.commands.broker.groups.consumer import store as cgs
+from pylog.commands.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
 from pylog.commands.broker.groups import offsets_topic as ot
 from pylog.commands.broker.groups.consumer.group import M_STABLE, ConsumerGroup, ConsumerMember, by_topic, reconcile
 from pylog.commands.broker.groups.state import EMPTY, STABLE, Group, Member
+from pylog.commands.broker.groups.store import GroupStore
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import consumer_protocol as cp
 
@@ -31,26 +34,21 @@ UPGRADE = ("bidirectional", "upgrade")
 DOWNGRADE = ("bidirectional", "downgrade")
 
 
-def _join_error(member_id: str, code: int) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "generation_id": -1, "protocol_type": None,
-            "protocol_name": None, "leader": "", "skip_assignment": False, "member_id": member_id, "members": []}
-
-
 def _sync(code: int, name: str | None = None, assignment: bytes = b"") -> dict:
     return {"throttle_time_ms": 0, "error_code": code, "protocol_type": "consumer" if not code else None,
             "protocol_name": name if not code else None, "assignment": assignment}
 
 
 class Migration:
-    """The classic side of consumer groups; `cgc` is the ConsumerGroupCoordinator."""
+    """The classic side of consumer groups, over the two protocols' public steps: `classic`
+    (finish a parked request, prepare a rebalance) and `cgc`, the ConsumerGroupCoordinator
+    (write, bump the epoch, assign, fence, take over a static member)."""
 
-    def __init__(self, cgc, policy: str):
+    def __init__(self, classic: ClassicGroups, cgc: ConsumerGroupCoordinator, store: GroupStore, policy: str):
+        self.classic = classic
         self.cgc = cgc
+        self.store = store
         self.policy = policy
-
-    def _ids(self, partitions) -> set:
-        topics = self.cgc._topics()
-        return {(topics[t].topic_id, p) for t, ps in partitions for p in ps if t in topics}
 
     # ---------------------------------------------------------------- classic -> consumer
     def can_upgrade(self, g: Group) -> bool:
@@ -63,8 +61,8 @@ class Migration:
         rebalance under way is called off: parked JoinGroup and SyncGroup requests are answered
         REBALANCE_IN_PROGRESS, so those members join again, into the consumer group (as Kafka)."""
         for x in g.members.values():
-            self.cgc.gc._finish(x, "join_waiter", _join_error(x.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
-            self.cgc.gc._finish(x, "sync_waiter", _sync(ErrorCode.REBALANCE_IN_PROGRESS))
+            self.classic.finish(x, "join_waiter", join_error(x.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
+            self.classic.finish(x, "sync_waiter", _sync(ErrorCode.REBALANCE_IN_PROGRESS))
         cg = ConsumerGroup(g.group_id, epoch=g.generation, assignment_epoch=g.generation)
         for x in g.members.values():
             # a first rebalance has no protocol yet: the member's first choice
@@ -74,7 +72,7 @@ class Migration:
                                client_host=x.client_host, subscribed_names=sorted(set(sub["topics"])),
                                rebalance_timeout_ms=x.rebalance_timeout_ms, epoch=g.generation,
                                previous_epoch=g.generation,
-                               assigned=self._ids((a["topic"], a["partitions"]) for a in asg["assigned_partitions"]))
+                               assigned=self.cgc.topic_ids((a["topic"], a["partitions"]) for a in asg["assigned_partitions"]))
             m.classic = {"session_timeout_ms": x.session_timeout_ms, "protocols": list(x.protocols)}
             m.session_deadline = x.deadline
             cg.members[m.member_id] = m
@@ -90,7 +88,7 @@ class Migration:
         g.pending.clear()
         g.leader_id = g.protocol_name = None
         g.state = EMPTY  # the classic machinery idles; the consumer group holds the members
-        cg.subscription_metadata = self.cgc._subscription_metadata(cg)
+        cg.subscription_metadata = self.cgc.subscription_metadata(cg)
         g.consumer = cg
         log.info("group %s upgraded from classic to consumer at epoch %d", g.group_id, cg.epoch)
 
@@ -100,10 +98,10 @@ class Migration:
         cg = g.consumer
         if self.policy not in DOWNGRADE or not cg.members or any(m.classic is None for m in cg.members.values()):
             return False
-        if self.cgc._write(g.group_id, records + cgs.group_tombstones(cg)) != ErrorCode.NONE:
+        if self.cgc.write(g.group_id, records + cgs.group_tombstones(cg)) != ErrorCode.NONE:
             return False  # still a consumer group; the caller's own write of `records` decides
         records.clear()
-        names = {self.cgc._name_of(t) for m in cg.members.values() for t, _ in m.assigned}
+        names = {self.cgc.topic_name(t) for m in cg.members.values() for t, _ in m.assigned}
         g.consumer = None
         g.protocol_type = "consumer"
         g.generation = cg.epoch
@@ -112,7 +110,7 @@ class Migration:
         g.protocol_name = next((n for n, _ in first.classic["protocols"] if n in common), None)
         now = time.monotonic()
         for m in cg.members.values():
-            parts = [{"topic": self.cgc._name_of(t), "partitions": ps} for t, ps in by_topic(m.assigned).items()]
+            parts = [{"topic": self.cgc.topic_name(t), "partitions": ps} for t, ps in by_topic(m.assigned).items()]
             x = Member(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
                        m.classic["session_timeout_ms"], "consumer", m.classic["protocols"],
                        cp.encode_assignment({"assigned_partitions": parts, "user_data": None}), is_new=False)
@@ -122,8 +120,8 @@ class Migration:
                 g.static[x.group_instance_id] = x.member_id
         g.leader_id = first.member_id
         g.state = STABLE
-        self.cgc.gc.store.store_group(g)
-        self.cgc.gc._prepare_rebalance(g, now)  # the classic members rejoin under the classic protocol
+        self.store.store_group(g)
+        self.classic.prepare_rebalance(g, now)  # the classic members rejoin under the classic protocol
         log.info("group %s downgraded from consumer to classic (%d members, topics %s)", g.group_id,
                  len(g.members), sorted(names))
         return True
@@ -133,25 +131,25 @@ class Migration:
         """JoinGroup from a classic member of a consumer group: answered at once."""
         cgc, cg = self.cgc, g.consumer
         if req.protocol_type != "consumer" or not req.protocols:
-            return _join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if self.policy not in UPGRADE:
-            return _join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         mid, inst = req.member_id, req.group_instance_id
         records: list = []
         if not mid:
             mid = f"{req.client_id}-{uuid.uuid4()}"
             if inst is None and req.version >= 4:
-                return _join_error(mid, ErrorCode.MEMBER_ID_REQUIRED)
+                return join_error(mid, ErrorCode.MEMBER_ID_REQUIRED)
         m = cg.members.get(mid)
         sm = cg.static_member(inst)
         if m is None and sm is not None:
             if sm.classic is None and sm.epoch != -2:
-                return _join_error(mid, ErrorCode.UNRELEASED_INSTANCE_ID)
-            m = cgc._replace_static(cg, sm, mid, records)
+                return join_error(mid, ErrorCode.UNRELEASED_INSTANCE_ID)
+            m = cgc.replace_static(cg, sm, mid, records)
         try:
             sub = cp.decode_subscription(req.protocols[0][1])
         except cp.MalformedDataError:
-            return _join_error(mid, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return join_error(mid, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         is_new = m is None
         if is_new:
             m = ConsumerMember(mid)
@@ -164,19 +162,19 @@ class Migration:
         cg.members[mid] = m
         if is_new or cgs.member_description(m) != before_desc:
             records.append(cgs.member_record(g.group_id, m))
-        if is_new or m.subscription() != before_sub or cgc._subscription_metadata(cg) != cg.subscription_metadata:
-            cgc._bump(cg, records)
+        if is_new or m.subscription() != before_sub or cgc.subscription_metadata(cg) != cg.subscription_metadata:
+            cgc.bump_epoch(cg, records)
         if cg.epoch > cg.assignment_epoch:
-            cgc._assign(cg, records)
+            cgc.assign(cg, records)
         # a classic member rejoins having given up what it had to: it owns what it says it owns
-        owned = self._ids((o["topic"], o["partitions"]) for o in sub.get("owned_partitions") or ())
+        owned = self.cgc.topic_ids((o["topic"], o["partitions"]) for o in sub.get("owned_partitions") or ())
         reconcile(cg, m, owned)
         records.append(cgs.current_assignment_record(g.group_id, m))
         now = time.monotonic()
         m.session_deadline = now + req.session_timeout_ms / 1000.0
         m.rebalance_deadline = 0.0
-        if cgc._write(g.group_id, records) != ErrorCode.NONE:
-            return _join_error(mid, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if cgc.write(g.group_id, records) != ErrorCode.NONE:
+            return join_error(mid, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "generation_id": m.epoch,
                 "protocol_type": "consumer", "protocol_name": req.protocols[0][0], "leader": "",
                 "skip_assignment": False, "member_id": mid, "members": []}
@@ -200,7 +198,7 @@ class Migration:
         if req.generation != m.epoch:
             return _sync(ErrorCode.ILLEGAL_GENERATION)
         m.session_deadline = time.monotonic() + m.classic["session_timeout_ms"] / 1000.0
-        parts = [{"topic": self.cgc._name_of(t), "partitions": ps} for t, ps in by_topic(m.assigned).items()]
+        parts = [{"topic": self.cgc.topic_name(t), "partitions": ps} for t, ps in by_topic(m.assigned).items()]
         name = req.protocol_name or m.classic["protocols"][0][0]
         return _sync(ErrorCode.NONE, name, cp.encode_assignment({"assigned_partitions": parts, "user_data": None}))
 
@@ -231,6 +229,6 @@ class Migration:
         if m is None:
             return mid, ErrorCode.UNKNOWN_MEMBER_ID
         records: list = []
-        self.cgc._fence(g, m, records, "left")
-        self.cgc._write(g.group_id, records)
+        self.cgc.fence(g, m, records, "left")
+        self.cgc.write(g.group_id, records)
         return mid, ErrorCode.NONE

@@ -166,12 +166,12 @@ def sasl_handshake(broker, ctx, body: dict):
         # not a SASL listener, or already authenticated: Kafka answers ILLEGAL_SASL_STATE
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
     try:
-        out = conn.sasl.handshake(body.get("mechanism") or "", ctx.api_version)
+        out = conn.sasl.handshake(body["mechanism"] or "", ctx.api_version)
     except SaslFailure as e:
         broker.respond_and_close(ctx, {"error_code": e.code, "mechanisms": conn.sasl.listener.mechanisms}, str(e))
         return None
     if out["error_code"]:
-        broker.respond_and_close(ctx, out, f"unsupported SASL mechanism {body.get('mechanism')!r}")
+        broker.respond_and_close(ctx, out, f"unsupported SASL mechanism {body['mechanism']!r}")
         return None
     return out
 
@@ -188,7 +188,7 @@ def sasl_authenticate(broker, ctx, body: dict):
                                                          "authentication" if conn.sasl else
                            "SASL is not enabled on this listener")
     try:
-        reply = conn.sasl.authenticate(body.get("auth_bytes") or b"")
+        reply = conn.sasl.authenticate(body["auth_bytes"] or b"")
     except SaslFailure as e:
         broker.respond_and_close(ctx, _auth_error(e.code, str(e)), f"SASL authentication failed: {e}")
         return None

@@ -414,6 +414,11 @@ class Connection:
         self._flush()
 
     @property
+    def paused(self) -> bool:
+        """Reading is paused: too many responses or response bytes are owed (queued.max.requests)."""
+        return self._paused
+
+    @property
     def idle(self) -> bool:
         """No answer owed and nothing left to write."""
         return not self._slots and not self._out
@@ -517,7 +522,7 @@ class Server:
         limit = self.limits.idle_ms / 1000.0
         now = self.loop.time()
         for c in list(self.connections):
-            if now - c.last_active > limit and c.idle and not c._paused:
+            if now - c.last_active > limit and c.idle and not c.paused:
                 log.debug("closing connection from %s: idle for more than %d ms", c.peer, self.limits.idle_ms)
                 if self.stats is not None:
                     self.stats.idle_closed += 1

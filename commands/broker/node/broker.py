@@ -10,6 +10,7 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
   6. listeners, one server each: from here on clients can connect
   7. the metrics listener (metrics.listener): /metrics, /health, /ready
+  8. the schema registry (schema.registry.listeners), a client of step 6's listener
 Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
 coordinators' timers, stop accepting, answer what is in flight (long polls at
 once), wait for a running job, stop the cleaner, then flush the logs and write
@@ -28,18 +29,26 @@ from pylog.commands.broker.api.context import RequestContext, code_of
 from pylog.commands.broker.api.fetch_waiters import FetchWaiters
 from pylog.commands.broker.groups.coordinator import GroupCoordinator
 from pylog.commands.broker.api.handlers import HANDLERS, Handler
+from pylog.commands.broker.ops.admin_http import MetricsListener
+from pylog.commands.broker.ops.log_dirs import LogDirMonitor
 from pylog.commands.broker.api import topic_ids
 from pylog.commands.broker.ops.metrics import BrokerStats
+from pylog.commands.broker.ops.quotas import QuotaManager, QuotaStore
+from pylog.commands.broker.ops.request_faults import FaultEngine
+from pylog.commands.broker.security.authorizer import Authorizer, make_authorizer
+from pylog.commands.broker.security.store import SecurityStore
 from pylog.commands.broker.node.producer_ids import ProducerIdManager
 from pylog.commands.broker.net.sasl import ALLOWED_BEFORE_AUTH, raw_token
 from pylog.commands.broker.node.scheduler import Scheduler
 from pylog.commands.broker.net.server import Connection, Server
 from pylog.commands.broker.node.settings import BrokerSettings
 from pylog.commands.broker.txn.coordinator import TransactionCoordinator
+from pylog.commands.schema_registry.service import SchemaRegistryService
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
+from pylog.storage import LogManager, RecoveryReport
 
 log = logging.getLogger("pylog.broker")
 
@@ -61,22 +70,23 @@ class Broker:
         self.node_id = settings.node_id
         self.loop: asyncio.AbstractEventLoop | None = None
         self.cluster_id = ""
-        self.recovery = None  # storage.RecoveryReport
-        # components, in start order
-        self.logs = None  # storage.LogManager
+        self.recovery: RecoveryReport | None = None
+        # components, in start order; each is None until its step of the lifecycle builds it
+        self.logs: LogManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
-        self.coordinators: list = []  # each with load(), start(loop), stop()
+        self.coordinators: list[GroupCoordinator | TransactionCoordinator] = []  # load(), start(loop), stop()
         self.scheduler: Scheduler | None = None
         self.server: Server | None = None  # the first listener's
         self.servers: list[Server] = []
-        self.security = None  # SecurityStore: SCRAM credentials and ACLs
-        self.authorizer = None  # authz.Authorizer when authorizer.class.name is set
+        self.security: SecurityStore | None = None  # SCRAM credentials and ACLs
+        self.authorizer: Authorizer | None = None  # when authorizer.class.name is set
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
-        self.metrics = None  # status_http.MetricsListener when metrics.listener is set
-        self.quotas = None  # quotas.QuotaManager: client quota configs and their rates
-        self.dir_health = None  # log_dirs.LogDirMonitor: full and offline log dirs
+        self.metrics: MetricsListener | None = None  # when metrics.listener is set
+        self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
+        self.quotas: QuotaManager | None = None  # client quota configs and their rates
+        self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
         self.dynamic_configs = None  # ops.dynamic_config.DynamicBrokerConfigs
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
@@ -84,6 +94,9 @@ class Broker:
         self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
                           for k, h in sorted(self.handlers.items())]
         self.fetch_waiters = FetchWaiters()
+        # fault rules: an empty table (one dict lookup per request) until a rule is added
+        cfg = self.config
+        self.faults = FaultEngine(self, enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
         self._ids: dict[uuid.UUID, str] = {}
         self._stop_event: asyncio.Event | None = None
         self._stopping = False
@@ -92,7 +105,6 @@ class Broker:
     def open_storage(self):
         """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
         from pylog.commands.broker.ops.dynamic_config import DynamicBrokerConfigs
-        from pylog.storage import LogManager
 
         # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
         self.dynamic_configs = DynamicBrokerConfigs(self)
@@ -107,15 +119,10 @@ class Broker:
 
     def open_security(self) -> None:
         """The credential and ACL store, bootstrap credentials (--add-scram), the authorizer."""
-        from pylog.commands.broker.security.authorizer import make_authorizer
-        from pylog.commands.broker.security.store import SecurityStore
-
         self.security = SecurityStore(self.settings.log_dirs[0])
         if self.settings.add_scram:
             self.security.change_credentials({(u, m): c for u, m, c in self.settings.add_scram}, [])
         self.authorizer = make_authorizer(self.config, self.security)
-        from pylog.commands.broker.ops.quotas import QuotaManager, QuotaStore
-
         self.quotas = QuotaManager(QuotaStore(self.settings.log_dirs[0]), self.config)
         if self.authorizer is not None:
             self.authorizer.broker = self
@@ -127,9 +134,11 @@ class Broker:
         if self._stopping:  # a signal arrived while starting
             self._stop_event.set()
         try:
+            self._start_faults()
             self._start_services()
             port = self._listen()
             await self._start_metrics()
+            await self._start_schema_registry()
             if ready_callback:
                 ready_callback(port)
             await self._stop_event.wait()
@@ -144,13 +153,24 @@ class Broker:
         for c in self.coordinators:
             c.load()
             c.start(self.loop)
-        from pylog.commands.broker.ops.log_dirs import LogDirMonitor
-
         self.dir_health = LogDirMonitor(self)
         self.dir_health.start(self.loop)
         self.logs.start_cleaner()
         self.scheduler = Scheduler()
         self.scheduler.start(self.loop, self._periodic_jobs())
+
+    def _start_faults(self) -> None:
+        if not self.faults.enabled:
+            return
+        log.warning("fault injection is enabled (faults.enable): this broker misbehaves on request; "
+                    "never run it for real data%s", "" if self.config.get("metrics.listener") else
+                    " (no metrics.listener: /faults is not served, only --faults FILE rules apply)")
+        path = self.config.get("faults.file")
+        if path:
+            from pylog.commands.broker.ops.request_faults import load_rules_file
+
+            for rule in load_rules_file(path):
+                self.faults.add(rule)
 
     def _listen(self) -> int:
         """One Server per listener (its TLS context and SASL settings); returns the first one's port."""
@@ -180,10 +200,17 @@ class Broker:
     async def _start_metrics(self) -> None:
         url = self.config.get("metrics.listener")
         if url:
-            from pylog.commands.broker.ops.admin_http import MetricsListener
-
             self.metrics = MetricsListener(self, url)
             await self.metrics.start()
+
+    async def _start_schema_registry(self) -> None:
+        if self.config.get("schema.registry.listeners"):
+            from pylog.commands.schema_registry.in_broker import make_service
+
+            svc = make_service(self)
+            # the registry reads _schemas through this broker: start it off the event loop
+            await self.loop.run_in_executor(None, svc.start)
+            self.schema_registry = svc
 
     def advertised_for(self, conn) -> tuple[str, int]:
         """The address published to a client: that of the listener it connected to."""
@@ -238,6 +265,8 @@ class Broker:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
             c.stop()
+        if self.schema_registry is not None:
+            await self.loop.run_in_executor(None, self.schema_registry.stop)
         if self.metrics is not None:
             await self.metrics.stop()
         if self.servers:
@@ -348,7 +377,9 @@ class Broker:
                 self.stats.request_done(ctx.api_key, ctx.api_version, started, denied)
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
         try:
-            result = handler.handle(self, ctx, body)
+            rules = self.faults.table.get(req.api_key)
+            result = handler.handle(self, ctx, body) if rules is None else \
+                self.faults.run(rules, self, handler, ctx, body)
         except Exception as e:  # noqa: BLE001
             result = self._handler_error(handler, ctx, body, e)
         if denied is not None and result is not None:

@@ -102,6 +102,14 @@ def build_settings(
     parse_overrides(config["max.connections.per.ip.overrides"])
     if config.get("metrics.listener"):
         parse_metrics_listener(config["metrics.listener"])
+    if config.get("schema.registry.listeners"):
+        from pylog.commands.schema_registry.in_broker import listeners_of
+
+        listeners_of(config["schema.registry.listeners"])
+    if config.get("faults.file"):
+        from pylog.commands.broker.ops.request_faults import load_rules_file
+
+        load_rules_file(config["faults.file"])
 
     node_id = config["node.id"]
     if "broker.id" in config.overridden and "node.id" not in config.overridden:

@@ -9,6 +9,8 @@ that changes it, so no lock is needed and no thread can see half an update.
 - /health: liveness; 200 while the broker serves, 503 once it is stopping.
 - /ready: 200 when the log dirs are loaded, every listener accepts and at
   least one log dir is online; 503 with the reasons otherwise.
+- /faults: the fault rules (GET, POST, DELETE; see request_faults.http), only
+  with faults.enable=true; 403 otherwise.
 Both health answers carry the JSON that `pylog broker status` prints.
 """
 from __future__ import annotations
@@ -117,6 +119,8 @@ class MetricsListener:
             line = head.split(b"\r\n", 1)[0].decode("latin-1").split()
             if len(line) != 3 or not line[2].startswith("HTTP/"):
                 status, ctype, body = 400, "text/plain", b"bad request\n"
+            elif urlsplit(line[1]).path.rstrip("/").split("/")[:2] == ["", "faults"]:
+                status, ctype, body = await self._faults(line[0], urlsplit(line[1]).path, head, reader)
             elif line[0] not in ("GET", "HEAD"):
                 status, ctype, body = 405, "text/plain", b"only GET\n"
             else:
@@ -129,8 +133,9 @@ class MetricsListener:
         except Exception as e:  # noqa: BLE001 - a bug in a collector: this scrape fails, the broker stays
             log.error("metrics listener failed to answer", exc_info=e)
             status, ctype, body = 500, "text/plain", f"error: {e}\n".encode()
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-                  500: "Internal Server Error", 503: "Service Unavailable"}[status]
+        reason = {200: "OK", 201: "Created", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+                  405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error",
+                  503: "Service Unavailable"}[status]
         writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
                      f"Connection: close\r\n\r\n".encode() + body)
         try:
@@ -138,6 +143,23 @@ class MetricsListener:
         except ConnectionError:
             pass
         writer.close()
+
+    async def _faults(self, method: str, path: str, head: bytes, reader) -> tuple[int, str, bytes]:
+        """/faults: the fault rules (request_faults.http), 403 unless faults.enable=true."""
+        from pylog.commands.broker.ops.request_faults.http import answer
+
+        length = 0
+        for h in head.split(b"\r\n")[1:]:
+            name, _, value = h.partition(b":")
+            if name.strip().lower() == b"content-length":
+                try:
+                    length = int(value.strip() or 0)
+                except ValueError:
+                    return 400, "text/plain", b"bad Content-Length\n"
+        if length < 0 or length > _MAX_HEAD * 8:
+            return 413, "text/plain", b"rule too large\n"
+        body = await asyncio.wait_for(reader.readexactly(length), _READ_TIMEOUT_S) if length else b""
+        return answer(self.broker.faults, method, path, body)
 
     def _answer(self, path: str) -> tuple[int, str, bytes]:
         if path == "/metrics":

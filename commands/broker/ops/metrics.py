@@ -94,6 +94,7 @@ class BrokerStats:
         self.rejected: dict[str, int] = {}  # listener -> connections refused by a limit
         self.idle_closed = 0  # connections closed by connections.max.idle.ms
         self.storage_errors: dict[str, int] = {}  # log dir -> appends refused with KAFKA_STORAGE_ERROR
+        self.faults_injected: dict[tuple[str, str, str], int] = {}  # (rule id, kind, api) -> faults injected
 
     # ---- the request path ------------------------------------------------
     def produced(self, topic: str, records: int, nbytes: int) -> None:
@@ -228,6 +229,8 @@ def collect(broker: Broker):
                   "Connections closed at accept by max.connections or max.connections.per.ip, per listener.",
                   ["listener"], st.rejected.items())
 
+    yield counter("pylog_broker_faults_injected", "Faults injected by fault rules, per rule, kind and API.",
+                  ["rule", "kind", "request"], st.faults_injected.items())
     yield from _log_families(broker, gauge, counter)
     yield from _group_families(broker, gauge)
     yield from _cleaner_families(broker, gauge)

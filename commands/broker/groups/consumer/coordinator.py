@@ -17,11 +17,11 @@ re-resolve subscriptions when topics appear or grow (regex subscriptions).
 """
 from __future__ import annotations
 
-import copy
 import logging
 import re
 import time
 import uuid
+from typing import Protocol
 
 from pylog.commands.broker.groups.consumer import store as cgs
 from pylog.commands.broker.groups.consumer.group import (
@@ -36,7 +36,8 @@ from pylog.commands.broker.groups.consumer.group import (
     to_wire,
 )
 from pylog.commands.broker.groups.consumer.assignors import ASSIGNORS, MemberSpec
-from pylog.commands.broker.groups.migration import Migration
+from pylog.commands.broker.groups.consumer.checks import HeartbeatError, check_epoch, regex, validate
+from pylog.commands.broker.groups.consumer.undo import Undo
 from pylog.commands.broker.groups.state import Group
 from pylog.core.errors import ErrorCode
 
@@ -45,77 +46,26 @@ log = logging.getLogger("pylog.broker.groups")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 
-class HeartbeatError(Exception):
-    """A heartbeat answered with an error code (and message)."""
+class ProtocolChanges(Protocol):
+    """Where a group changes protocol (groups/migration.py): a KIP-848 member joining a classic
+    group upgrades it; the last KIP-848 member leaving may turn it classic again."""
 
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+    def can_upgrade(self, g: Group) -> bool: ...
 
+    def upgrade(self, g: Group, records: list) -> None: ...
 
-class _Undo:
-    """What one operation may change in a group, kept so that a failed `__consumer_offsets`
-    write leaves the group as it was (Kafka applies a change only once its records are
-    written). Members' sets are replaced, never changed in place, so a shallow copy of each
-    member touched is enough; an upgrade from classic empties the classic dicts and sets
-    `consumer`, both restored here."""
-
-    def __init__(self, groups: dict, gid: str):
-        self.groups, self.gid = groups, gid
-        g = self.g = groups.get(gid)
-        self.members: dict = {}
-        if g is None:
-            return
-        self.classic = (g.consumer, dict(g.members), dict(g.static), dict(g.pending), g.leader_id,
-                        g.protocol_name, g.state)
-        cg = g.consumer
-        if cg is not None:
-            self.cg = (cg.epoch, cg.assignment_epoch, cg.subscription_metadata, cg.metadata_hash,
-                       dict(cg.members), dict(cg.target))
-
-    def member(self, m) -> None:
-        """Keep `m` as it is now (before the operation changes it)."""
-        if m is not None and id(m) not in self.members:
-            self.members[id(m)] = (m, copy.copy(m))
-
-    def restore(self) -> None:
-        """Put the group back as it was when this was made."""
-        if self.g is None:
-            self.groups.pop(self.gid, None)
-            return
-        g = self.groups[self.gid] = self.g
-        (g.consumer, members, static, pending, g.leader_id, g.protocol_name, g.state) = self.classic
-        for d, saved in ((g.members, members), (g.static, static), (g.pending, pending)):
-            d.clear()
-            d.update(saved)
-        cg = g.consumer
-        if cg is not None:
-            (cg.epoch, cg.assignment_epoch, cg.subscription_metadata, cg.metadata_hash, members, target) = self.cg
-            cg.members.clear()
-            cg.members.update(members)
-            cg.target.clear()
-            cg.target.update(target)
-        for m, saved in self.members.values():
-            m.__dict__.update(saved.__dict__)
-
-
-def _regex(text: str):
-    """Kafka matches the whole topic name with RE2/J; Python's re.fullmatch agrees on the
-    common syntax (RE2 has no backreferences or lookaround, which re accepts)."""
-    try:
-        return re.compile(text)
-    except re.error as e:
-        raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                             f"SubscribedTopicRegex {text!r} is invalid: {e}") from None
+    def maybe_downgrade(self, g: Group, records: list) -> bool: ...
 
 
 class ConsumerGroupCoordinator:
-    """The KIP-848 half of the group coordinator (see the module text)."""
+    """The KIP-848 half of the group coordinator (see the module text); `groups` and `store`
+    are the coordinator's, shared with classic groups."""
 
-    def __init__(self, gc):
-        self.gc = gc
-        cfg = gc.broker.config
+    def __init__(self, broker, groups: dict[str, Group], store):
+        self.broker = broker
+        self.groups = groups
+        self.store = store
+        cfg = broker.config
         self.session_ms = cfg["group.consumer.session.timeout.ms"]
         self.heartbeat_ms = cfg["group.consumer.heartbeat.interval.ms"]
         # Kafka also takes its assignor classes' names ("...assignor.UniformAssignor")
@@ -123,46 +73,57 @@ class ConsumerGroupCoordinator:
         self.assignors = [a for a in names if a in ASSIGNORS] or ["uniform"]
         self.max_size = cfg["group.consumer.max.size"]
         self.enabled = "consumer" in cfg["group.coordinator.rebalance.protocols"]
-        self.migration = Migration(self, cfg["group.consumer.migration.policy"])
+        # set by the group coordinator, which owns the migration
+        self.migration: ProtocolChanges | None = None
         self._regexes: dict[str, re.Pattern] = {}
         self._topics_sig = None
 
     # ================================================================ helpers
     def _topics(self) -> dict:
-        logs = self.gc.broker.logs
+        logs = self.broker.logs
         return logs.topics if logs is not None else {}
+
+    def topic_ids(self, partitions) -> set:
+        """{(topic id, partition)} of [(topic name, [partition])], skipping unknown topics."""
+        topics = self._topics()
+        return {(topics[t].topic_id, p) for t, ps in partitions for p in ps if t in topics}
 
     def _member_topics(self, m: ConsumerMember, topics: dict) -> set:
         names = {n for n in m.subscribed_names if n in topics}
         if m.subscribed_regex:
             pat = self._regexes.get(m.subscribed_regex)
             if pat is None:
-                pat = self._regexes[m.subscribed_regex] = _regex(m.subscribed_regex)
+                pat = self._regexes[m.subscribed_regex] = regex(m.subscribed_regex)
             names.update(n for n in topics if n not in INTERNAL_TOPICS and pat.fullmatch(n))
         return names
 
-    def _subscription_metadata(self, cg: ConsumerGroup) -> dict:
+    def subscription_metadata(self, cg: ConsumerGroup) -> dict:
+        """{topic name: (topic id, partitions)} of every topic the members subscribe to."""
         topics = self._topics()
         names: set = set()
         for m in cg.members.values():
             names |= self._member_topics(m, topics)
         return {n: (topics[n].topic_id, topics[n].num_partitions) for n in sorted(names)}
 
-    def _name_of(self, topic_id) -> str:
-        info = self.gc.broker.topic_by_id(topic_id)
+    def topic_name(self, topic_id) -> str:
+        """The topic's name ("" for a topic id this broker does not know)."""
+        info = self.broker.topic_by_id(topic_id)
         return info.name if info is not None else ""
 
-    def _write(self, group_id: str, records: list) -> int:
-        return self.gc.store.append(group_id, records) if records else ErrorCode.NONE
+    def write(self, group_id: str, records: list) -> int:
+        """Append the group's records to `__consumer_offsets`; an error code."""
+        return self.store.append(group_id, records) if records else ErrorCode.NONE
 
     # ================================================================ the group's epoch and target
-    def _bump(self, cg: ConsumerGroup, records: list) -> None:
+    def bump_epoch(self, cg: ConsumerGroup, records: list) -> None:
+        """A new group epoch (membership or subscriptions changed); its record goes to `records`."""
         cg.epoch += 1
-        cg.subscription_metadata = self._subscription_metadata(cg)
+        cg.subscription_metadata = self.subscription_metadata(cg)
         records.append(cgs.group_epoch_record(cg))
         log.info("consumer group %s: epoch %d", cg.group_id, cg.epoch)
 
-    def _assign(self, cg: ConsumerGroup, records: list) -> None:
+    def assign(self, cg: ConsumerGroup, records: list) -> None:
+        """Recompute the target assignment with the group's assignor, at the group epoch."""
         topics = self._topics()
         meta = cg.subscription_metadata
         by_id = {tid: n for tid, n in meta.values()}
@@ -181,13 +142,15 @@ class ConsumerGroupCoordinator:
         records.append(cgs.target_epoch_record(cg))
         log.info("consumer group %s: target assignment at epoch %d by %s", cg.group_id, cg.epoch, name)
 
-    def _fence(self, g: Group, m: ConsumerMember, records: list, why: str) -> None:
+    def fence(self, g: Group, m: ConsumerMember, records: list, why: str) -> None:
+        """Remove member `m` (left, expired or stuck revoking) and bump the epoch; a group left
+        with only classic members may turn classic again."""
         cg = g.consumer
         cg.members.pop(m.member_id, None)
         cg.target.pop(m.member_id, None)
         records.extend(cgs.member_tombstones(cg.group_id, m.member_id))
         log.info("consumer group %s: member %s %s", cg.group_id, m.member_id, why)
-        self._bump(cg, records)
+        self.bump_epoch(cg, records)
         if m.classic is None:
             self.migration.maybe_downgrade(g, records)
 
@@ -199,44 +162,12 @@ class ConsumerGroupCoordinator:
         except HeartbeatError as e:
             return heartbeat_error(e.code, e.message)
 
-    @staticmethod
-    def _validate(req: dict, version: int) -> None:
-        def bad(msg):
-            raise HeartbeatError(ErrorCode.INVALID_REQUEST, msg)
-
-        if not req["group_id"]:
-            bad("GroupId can't be empty.")
-        if req["instance_id"] == "":
-            bad("InstanceId can't be empty.")
-        if req["rack_id"] == "":
-            bad("RackId can't be empty.")
-        epoch = req["member_epoch"]
-        if version >= 1 and not req["member_id"]:
-            bad("MemberId can't be empty.")  # KIP-1082: the member makes up its own id
-        if epoch > 0 or epoch == LEAVE_EPOCH:
-            if not req["member_id"]:
-                bad("MemberId can't be empty.")
-        elif epoch == 0:
-            if req["rebalance_timeout_ms"] == -1:
-                bad("RebalanceTimeoutMs must be provided in first request.")
-            if req["topic_partitions"] is None or req["topic_partitions"]:
-                bad("TopicPartitions must be empty when (re-)joining.")
-            # an empty list or regex is a member subscribed to nothing (yet): the Java client's
-            # subscribe(Pattern) joins so before its first metadata answer
-            if req["subscribed_topic_names"] is None and req["subscribed_topic_regex"] is None:
-                bad("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
-        elif epoch == LEAVE_STATIC_EPOCH:
-            if req["instance_id"] is None:
-                bad("InstanceId can't be null.")
-        else:
-            bad("MemberEpoch is invalid.")
-
     def _group(self, gid: str, create: bool, records: list) -> Group:
-        g = self.gc.groups.get(gid)
+        g = self.groups.get(gid)
         if g is None:
             if not create:
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
-            g = self.gc.groups[gid] = Group(gid)
+            g = self.groups[gid] = Group(gid)
         if g.consumer is None:
             if g.members or g.pending:
                 if create and self.migration.can_upgrade(g):
@@ -248,33 +179,21 @@ class ConsumerGroupCoordinator:
             g.consumer = ConsumerGroup(gid)  # an empty classic group (offsets only) becomes a consumer group
         return g
 
-    @staticmethod
-    def _check_epoch(m: ConsumerMember, epoch: int, owned: set | None) -> None:
-        if epoch > m.epoch:
-            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                 f"The member epoch {epoch} is newer than the coordinator's {m.epoch}.")
-        if epoch < m.epoch:
-            # the answer that bumped the epoch may have been lost: accept the previous epoch
-            # from a member that owns nothing beyond its current assignment
-            if epoch != m.previous_epoch or owned is None or not owned <= m.assigned:
-                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                     f"The member epoch {epoch} is older than the coordinator's {m.epoch}.")
-
     def _heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
         if not self.enabled:
             raise HeartbeatError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is disabled")
-        self._validate(req, version)
+        validate(req, version)
         assignor = req["server_assignor"]
         if assignor is not None and assignor not in self.assignors:
             raise HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR,
                                  f"ServerAssignor {assignor} is not supported. Supported assignors: "
                                  f"{', '.join(self.assignors)}.")
         if req["subscribed_topic_regex"]:
-            _regex(req["subscribed_topic_regex"])
+            regex(req["subscribed_topic_regex"])
         gid, mid, epoch, inst = req["group_id"], req["member_id"], req["member_epoch"], req["instance_id"]
         if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             return self._leave(gid, mid, epoch, inst)
-        undo = _Undo(self.gc.groups, gid)
+        undo = Undo(self.groups, gid)
         try:
             return self._join_or_beat(req, gid, mid, epoch, inst, assignor, client_id, client_host, undo)
         except HeartbeatError:
@@ -282,7 +201,7 @@ class ConsumerGroupCoordinator:
             raise
 
     def _join_or_beat(self, req: dict, gid: str, mid: str, epoch: int, inst, assignor, client_id: str,
-                      client_host: str, undo: _Undo) -> dict:
+                      client_host: str, undo: Undo) -> dict:
         now = time.monotonic()
         records: list = []
         g = self._group(gid, epoch == 0, records)
@@ -304,7 +223,7 @@ class ConsumerGroupCoordinator:
             elif m is None:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
             else:
-                self._check_epoch(m, epoch, owned)
+                check_epoch(m, epoch, owned)
         else:
             sm = cg.static_member(inst)
             if epoch == 0:
@@ -319,7 +238,7 @@ class ConsumerGroupCoordinator:
                                          f"Static member {mid} with instance id {inst} cannot join the group "
                                          f"because the instance id is owned by {sm.member_id} member.")
                 else:
-                    m = self._replace_static(cg, sm, mid, records)
+                    m = self.replace_static(cg, sm, mid, records)
             else:
                 if sm is None:
                     raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {inst} is unknown.")
@@ -328,7 +247,7 @@ class ConsumerGroupCoordinator:
                                          f"Static member {mid} with instance id {inst} was fenced by member "
                                          f"{sm.member_id}.")
                 m = sm
-                self._check_epoch(m, epoch, owned)
+                check_epoch(m, epoch, owned)
         if is_new and len(cg.members) >= self.max_size:
             raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                  f"The consumer group has reached its maximum capacity of {self.max_size} members.")
@@ -351,11 +270,11 @@ class ConsumerGroupCoordinator:
         if is_new or cgs.member_description(m) != before_desc:
             records.append(cgs.member_record(gid, m))
         # 1. the group epoch: membership, subscriptions, subscribed topics' metadata
-        if is_new or m.subscription() != before_sub or self._subscription_metadata(cg) != cg.subscription_metadata:
-            self._bump(cg, records)
+        if is_new or m.subscription() != before_sub or self.subscription_metadata(cg) != cg.subscription_metadata:
+            self.bump_epoch(cg, records)
         # 2. the target assignment
         if cg.epoch > cg.assignment_epoch:
-            self._assign(cg, records)
+            self.assign(cg, records)
         # 3. this member's step toward its target
         was_unrevoked = m.state == M_UNREVOKED
         if reconcile(cg, m, owned) or is_new or epoch == 0:
@@ -365,7 +284,7 @@ class ConsumerGroupCoordinator:
         elif m.state != M_UNREVOKED:
             m.rebalance_deadline = 0.0
         m.session_deadline = now + self.session_ms / 1000.0
-        if self._write(gid, records) != ErrorCode.NONE:  # the caller puts the group back as it was
+        if self.write(gid, records) != ErrorCode.NONE:  # the caller puts the group back as it was
             raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "cannot write the group's records")
         full = epoch == 0 or (req["rebalance_timeout_ms"] != -1 and req["subscribed_topic_names"] is not None
                               and owned is not None)
@@ -375,7 +294,7 @@ class ConsumerGroupCoordinator:
             answer["assignment"] = {"topic_partitions": to_wire(m.assigned)}
         return answer
 
-    def _replace_static(self, cg: ConsumerGroup, old: ConsumerMember, mid: str, records: list) -> ConsumerMember:
+    def replace_static(self, cg: ConsumerGroup, old: ConsumerMember, mid: str, records: list) -> ConsumerMember:
         """A static member came back under a new member id: it takes over the old one's
         assignment and target; nothing is rebalanced."""
         cg.members.pop(old.member_id, None)
@@ -391,18 +310,18 @@ class ConsumerGroupCoordinator:
         return old
 
     def _leave(self, gid: str, mid: str, epoch: int, inst: str | None) -> dict:
-        g = self.gc.groups.get(gid)
+        g = self.groups.get(gid)
         if g is None or g.consumer is None:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
         cg = g.consumer
         records: list = []
-        undo = _Undo(self.gc.groups, gid)
+        undo = Undo(self.groups, gid)
         undo.member(cg.static_member(inst))
         if inst is None:
             m = cg.members.get(mid)
             if m is None:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
-            self._fence(g, m, records, "left")
+            self.fence(g, m, records, "left")
         else:
             m = cg.static_member(inst)
             if m is None:
@@ -417,9 +336,9 @@ class ConsumerGroupCoordinator:
                 records.append(cgs.current_assignment_record(gid, m))
                 log.info("consumer group %s: static member %s (%s) left for now", gid, mid, inst)
             else:
-                self._fence(g, m, records, "left")
+                self.fence(g, m, records, "left")
         # a downgrade to classic has written its own records
-        if g.consumer is not None and self._write(gid, records) != ErrorCode.NONE:
+        if g.consumer is not None and self.write(gid, records) != ErrorCode.NONE:
             undo.restore()
             raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "cannot write the group's records")
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "member_id": mid,
@@ -432,33 +351,33 @@ class ConsumerGroupCoordinator:
         sig = tuple((n, t.topic_id, t.num_partitions) for n, t in topics.items())
         topics_changed = sig != self._topics_sig
         self._topics_sig = sig
-        for g in list(self.gc.groups.values()):
+        for g in list(self.groups.values()):
             cg = g.consumer
             if cg is None or not cg.members:
                 continue
             records: list = []
-            undo = _Undo(self.gc.groups, g.group_id)
+            undo = Undo(self.groups, g.group_id)
             for m in list(cg.members.values()):
                 if g.consumer is None:
                     break  # downgraded to a classic group
                 if now >= m.session_deadline:
-                    self._fence(g, m, records, "session expired")
+                    self.fence(g, m, records, "session expired")
                 elif m.state == M_UNREVOKED and m.rebalance_deadline and now >= m.rebalance_deadline:
-                    self._fence(g, m, records, "did not revoke within its rebalance timeout")
+                    self.fence(g, m, records, "did not revoke within its rebalance timeout")
             if topics_changed and g.consumer is not None and cg.members \
-                    and self._subscription_metadata(cg) != cg.subscription_metadata:
-                self._bump(cg, records)  # e.g. a new topic matches a regex subscription
-            if self._write(g.group_id, records) != ErrorCode.NONE and g.consumer is not None:
+                    and self.subscription_metadata(cg) != cg.subscription_metadata:
+                self.bump_epoch(cg, records)  # e.g. a new topic matches a regex subscription
+            if self.write(g.group_id, records) != ErrorCode.NONE and g.consumer is not None:
                 undo.restore()  # as it was: the next tick tries again
                 self._topics_sig = None
 
     def after_load(self, now: float) -> None:
         """Members replayed from `__consumer_offsets` get a full session to come back."""
-        for g in self.gc.groups.values():
+        for g in self.groups.values():
             cg = g.consumer
             if cg is None:
                 continue
-            cg.subscription_metadata = self._subscription_metadata(cg)
+            cg.subscription_metadata = self.subscription_metadata(cg)
             for m in cg.members.values():
                 m.session_deadline = now + self.session_ms / 1000.0
                 if m.state == M_UNREVOKED:
@@ -494,7 +413,7 @@ class ConsumerGroupCoordinator:
         """One ConsumerGroupDescribe answer per group id."""
         out = []
         for gid in group_ids:
-            g = self.gc.groups.get(gid)
+            g = self.groups.get(gid)
             if g is None or g.consumer is None:
                 msg = f"Group {gid} not found." if g is None else f"Group {gid} is not a consumer group."
                 out.append(describe_error(gid, ErrorCode.GROUP_ID_NOT_FOUND, msg))
@@ -510,7 +429,7 @@ class ConsumerGroupCoordinator:
         return out
 
     def _described(self, tps) -> dict:
-        return {"topic_partitions": [{"topic_id": t, "topic_name": self._name_of(t), "partitions": ps}
+        return {"topic_partitions": [{"topic_id": t, "topic_name": self.topic_name(t), "partitions": ps}
                                      for t, ps in sorted(by_topic(tps).items(), key=lambda kv: str(kv[0]))]}
 
     def _described_member(self, cg: ConsumerGroup, m: ConsumerMember) -> dict:

@@ -1,0 +1,247 @@
+"""Where requests name topics, partitions, groups and transactional ids, and how an answer
+carries a per-partition error: what the fault engine needs to match a rule and to fail only
+the partitions it names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pylog.core.protocol import API_KEYS
+
+K = API_KEYS
+PRODUCE, FETCH, LIST_OFFSETS, METADATA = K["Produce"], K["Fetch"], K["ListOffsets"], K["Metadata"]
+OFFSET_COMMIT, TXN_OFFSET_COMMIT, OFFSET_FOR_LEADER_EPOCH = K["OffsetCommit"], K["TxnOffsetCommit"], \
+    K["OffsetForLeaderEpoch"]
+FIND_COORDINATOR = K["FindCoordinator"]
+
+
+@dataclass(frozen=True)
+class PartitionShape:
+    """A partitioned request and its answer: list/name/partition keys on each side, an error entry."""
+
+    req_topics: str
+    req_name: str
+    req_parts: str
+    req_index: str
+    resp_topics: str
+    resp_name: str
+    resp_parts: str
+    resp_index: str
+    entry: Callable[[int, int], dict]  # (partition, error code) -> the answer's partition entry
+    empty: Callable[[], dict]  # an answer with no topics
+
+
+SHAPES: dict[int, PartitionShape] = {
+    PRODUCE: PartitionShape(
+        "topic_data", "name", "partition_data", "index", "responses", "name", "partition_responses", "index",
+        lambda i, c: {"index": i, "error_code": c, "base_offset": -1, "log_append_time_ms": -1,
+                      "log_start_offset": -1, "record_errors": [], "error_message": None},
+        lambda: {"responses": [], "throttle_time_ms": 0}),
+    FETCH: PartitionShape(
+        "topics", "topic", "partitions", "partition", "responses", "topic", "partitions", "partition_index",
+        lambda i, c: {"partition_index": i, "error_code": c, "high_watermark": -1, "last_stable_offset": -1,
+                      "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
+                      "records": b""},
+        lambda: {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}),
+    LIST_OFFSETS: PartitionShape(
+        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
+        lambda i, c: {"partition_index": i, "error_code": c, "old_style_offsets": [], "timestamp": -1,
+                      "offset": -1, "leader_epoch": -1},
+        lambda: {"throttle_time_ms": 0, "topics": []}),
+    OFFSET_FOR_LEADER_EPOCH: PartitionShape(
+        "topics", "topic", "partitions", "partition", "topics", "topic", "partitions", "partition",
+        lambda i, c: {"error_code": c, "partition": i, "leader_epoch": -1, "end_offset": -1},
+        lambda: {"throttle_time_ms": 0, "topics": []}),
+    OFFSET_COMMIT: PartitionShape(
+        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
+        lambda i, c: {"partition_index": i, "error_code": c},
+        lambda: {"throttle_time_ms": 0, "topics": []}),
+    TXN_OFFSET_COMMIT: PartitionShape(
+        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
+        lambda i, c: {"partition_index": i, "error_code": c},
+        lambda: {"throttle_time_ms": 0, "topics": []}),
+}
+
+# the APIs an offline partition or an unavailable coordinator answers for
+OFFLINE_APIS = (METADATA, PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH)
+COORDINATOR_APIS = tuple(K[n] for n in (
+    "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+    "OffsetDelete", "DescribeGroups", "DeleteGroups", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
+    "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit") if n in K)
+
+
+def _field_names(fields) -> set:
+    from pylog.core.protocol.types import Array, Struct
+
+    out = set()
+    for f in fields:
+        out.add(f.name)
+        t = f.type
+        if isinstance(t, Array) and isinstance(t.elem, list):
+            out |= _field_names(t.elem)
+        elif isinstance(t, Struct):
+            out |= _field_names(t.fields)
+    return out
+
+
+def carries(api_key: int) -> set:
+    """What an API's requests can name: a subset of {"topic", "group", "transactional_id"}
+    (a rule filtering on anything else is never listed for it)."""
+    from pylog.core.protocol import SCHEMAS
+
+    schema = SCHEMAS.get(api_key)
+    names = _field_names(schema.request) if schema is not None else set()
+    out = set()
+    if names & {"topics", "topic_data", "v3_and_below_topics"}:
+        out.add("topic")
+    if names & {"group_id", "groups"} or api_key == FIND_COORDINATOR:
+        out.add("group")
+    if names & {"transactional_id", "v3_and_below_transactional_id"} or api_key == FIND_COORDINATOR:
+        out.add("transactional_id")
+    return out
+
+
+class RequestView:
+    """What a rule can match on in one request, extracted on first use."""
+
+    __slots__ = ("api_key", "version", "client_id", "principal", "body", "broker", "_parts", "_groups",
+                 "_txns", "_topics")
+
+    def __init__(self, broker, ctx, body: dict):
+        self.api_key, self.version, self.client_id = ctx.api_key, ctx.api_version, ctx.client_id
+        self.principal = getattr(ctx.conn, "principal", None)
+        self.body, self.broker = body, broker
+        self._parts = self._groups = self._txns = self._topics = None
+
+    def topic_name(self, t: dict, name_key: str) -> str | None:
+        name = t.get(name_key)
+        if not name and t.get("topic_id") is not None and self.broker is not None:
+            info = self.broker.topic_by_id(t["topic_id"])
+            name = info.name if info is not None else None
+        return name
+
+    def partitions(self) -> list[tuple[int, int, str | None, int]]:
+        """(topic position, partition position, topic name, partition) for a partitioned API."""
+        if self._parts is None:
+            shape = SHAPES.get(self.api_key)
+            out = []
+            if shape is not None:
+                for ti, t in enumerate(self.body.get(shape.req_topics) or ()):
+                    name = self.topic_name(t, shape.req_name)
+                    for pi, p in enumerate(t.get(shape.req_parts) or ()):
+                        out.append((ti, pi, name, p.get(shape.req_index)))
+            self._parts = out
+        return self._parts
+
+    def topics(self) -> set:
+        """Topic names an unpartitioned request names (Metadata, CreateTopics, AddPartitionsToTxn, ...)."""
+        if self._topics is None:
+            b = self.body
+            names = set()
+            for key in ("topics", "v3_and_below_topics"):
+                for t in b.get(key) or ():
+                    if isinstance(t, dict):
+                        n = self.topic_name(t, "name")
+                        if n:
+                            names.add(n)
+            for tx in b.get("transactions") or ():
+                names.update(t.get("name") for t in tx.get("topics") or ())
+            self._topics = names
+        return self._topics
+
+    def groups(self) -> set:
+        if self._groups is None:
+            b = self.body
+            out = set()
+            if b.get("group_id"):
+                out.add(b["group_id"])
+            for g in b.get("groups") or ():
+                out.add(g.get("group_id") if isinstance(g, dict) else g)
+            if self.api_key == FIND_COORDINATOR and b.get("key_type", 0) == 0:
+                out.update(coordinator_keys(b))
+            self._groups = out
+        return self._groups
+
+    def transactional_ids(self) -> set:
+        if self._txns is None:
+            b = self.body
+            out = set()
+            for k in ("transactional_id", "v3_and_below_transactional_id"):
+                if b.get(k):
+                    out.add(b[k])
+            for tx in b.get("transactions") or ():
+                out.add(tx.get("transactional_id"))
+            if self.api_key == FIND_COORDINATOR and b.get("key_type", 0) == 1:
+                out.update(coordinator_keys(b))
+            self._txns = out
+        return self._txns
+
+
+def coordinator_keys(body: dict) -> list[str]:
+    """FindCoordinator's keys: `key` (v0-3) or `coordinator_keys` (v4+)."""
+    keys = body.get("coordinator_keys")
+    return list(keys) if keys else ([body["key"]] if body.get("key") is not None else [])
+
+
+def split(shape: PartitionShape, body: dict, hit: set) -> tuple[dict, list]:
+    """(the body without the `hit` (topic pos, partition pos) entries, error topics to merge back
+    as (request topic entry, [partition ids]))."""
+    keep_topics, failed = [], []
+    for ti, t in enumerate(body.get(shape.req_topics) or ()):
+        keep, lost = [], []
+        for pi, p in enumerate(t.get(shape.req_parts) or ()):
+            (lost if (ti, pi) in hit else keep).append(p)
+        if keep:
+            nt = dict(t)
+            nt[shape.req_parts] = keep
+            keep_topics.append(nt)
+        if lost:
+            failed.append((t, [p.get(shape.req_index) for p in lost]))
+    new = dict(body)
+    new[shape.req_topics] = keep_topics
+    return new, failed
+
+
+def error_topics(shape: PartitionShape, failed: list, code: int) -> list[dict]:
+    """The answer's topic entries for partitions failed with `code`."""
+    out = []
+    for t, parts in failed:
+        entry = {shape.resp_name: t.get(shape.req_name), shape.resp_parts: [shape.entry(i, code) for i in parts]}
+        if "topic_id" in t:
+            entry["topic_id"] = t["topic_id"]
+        out.append(entry)
+    return out
+
+
+def merge(shape: PartitionShape, result: dict, extra: list[dict]) -> dict:
+    """Add error topic entries to an answer, into the same topic's entry when it has one."""
+    topics = result.setdefault(shape.resp_topics, [])
+    by_key = {_tkey(t, shape.resp_name): t for t in topics}
+    for e in extra:
+        t = by_key.get(_tkey(e, shape.resp_name))
+        if t is None:
+            topics.append(e)
+        else:
+            t[shape.resp_parts] = list(t.get(shape.resp_parts) or ()) + e[shape.resp_parts]
+    return result
+
+
+def overwrite(shape: PartitionShape, result: dict, failed: list, code: int) -> dict:
+    """An answer already computed, with the failed partitions' entries replaced by error entries."""
+    want = {}
+    for t, parts in failed:
+        for i in parts:
+            want[(_tkey(t, shape.req_name), i)] = True
+    for t in result.get(shape.resp_topics) or ():
+        key = _tkey(t, shape.resp_name)
+        parts = t.get(shape.resp_parts) or []
+        for n, p in enumerate(parts):
+            if (key, p.get(shape.resp_index)) in want:
+                parts[n] = shape.entry(p.get(shape.resp_index), code)
+    return result
+
+
+def _tkey(t: dict, name_key: str):
+    """A topic entry's identity: its name, or its id when it carries no name (Fetch v13+)."""
+    return t.get(name_key) or t.get("topic_id")

@@ -1,0 +1,195 @@
+"""Typed seams of the broker, and Kafka error codes by name, checked over the product tree.
+
+- Broker's components are attributes with a declared type, built in its
+  lifecycle (open_storage, serve): no `self.x = None` with the type in a comment;
+  a running broker's components are instances of their declared types.
+- A handler's RequestContext carries a typed connection.
+- Handlers read request fields as the schema declares them: the decoder fills
+  every field (a version without one gets its schema default), so a handler or
+  error builder never reads a declared field with `body.get(...)`.
+- No raw Kafka error numbers: pylog.core.errors.ErrorCode names them. Outside
+  core/errors.py and the protocol schema tables (core/protocol/apis), an
+  integer literal other than 0 is an error: as an `error_code=`/`code=`
+  keyword or dict entry, assigned to or compared with a name ending in `code`
+  (or `error`), or passed where a function of the same module takes a `code`.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+import typing
+from pathlib import Path
+
+from pylog.commands.broker.api.context import RequestContext
+from pylog.commands.broker.api.handlers import HANDLERS
+from pylog.commands.broker.net.server import Connection
+from pylog.commands.broker.node import broker as broker_module
+from pylog.testing import EmbeddedBroker
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ("cli", "commands", "core", "storage", "testing")
+COMPONENTS = ("recovery", "logs", "producer_ids", "group_coordinator", "txn_coordinator", "scheduler", "server",
+              "security", "authorizer", "metrics", "quotas", "dir_health")
+
+
+def _broker_init() -> ast.FunctionDef:
+    tree = ast.parse(Path(broker_module.__file__).read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Broker")
+    return next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+
+
+def _declared() -> dict[str, str]:
+    return {n.target.attr: ast.unparse(n.annotation) for n in ast.walk(_broker_init())
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Attribute)}
+
+
+def test_broker_components_are_declared_with_their_types():
+    init = _broker_init()
+    untyped = [ast.unparse(t) for n in ast.walk(init) if isinstance(n, ast.Assign)
+               and isinstance(n.value, ast.Constant) and n.value.value is None for t in n.targets]
+    assert not untyped, f"Broker attributes that start as None without a type: {untyped}"
+    declared = _declared()
+    missing = [c for c in COMPONENTS if c not in declared]
+    assert not missing, f"Broker components without a declared type: {missing}"
+    assert all("Any" not in a for a in declared.values()), declared
+
+
+def _check(value, annotation) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_check(value, a) for a in typing.get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if origin is not None:  # list[X]: the container, then each item
+        return isinstance(value, origin) and all(_check(v, typing.get_args(annotation)[0]) for v in value)
+    return isinstance(value, annotation)
+
+
+def test_a_running_broker_has_its_components_of_their_declared_types(tmp_path):
+    ns = vars(broker_module)
+    with EmbeddedBroker(tmp_path / "data", settings={"metrics.listener": "http://127.0.0.1:0",
+                                                     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                                     "allow.everyone.if.no.acl.found": "true"}) as eb:
+        b = eb.broker
+        for name, text in _declared().items():
+            value = getattr(b, name)
+            if name in COMPONENTS:
+                assert value is not None, f"{name} was not built by the lifecycle"
+            assert _check(value, eval(text, ns)), f"Broker.{name} is {type(value).__name__}, declared {text}"
+
+
+def test_request_context_has_a_typed_connection():
+    assert typing.get_type_hints(RequestContext)["conn"] is Connection
+
+
+def _field_names(fields, out: set) -> set:
+    for f in fields:
+        out.add(f.name)
+        sub = f.type if isinstance(f.type, list) else getattr(f.type, "fields", None)
+        if sub:
+            _field_names(sub, out)
+    return out
+
+
+def test_handlers_read_declared_request_fields_directly():
+    found = []
+    for h in HANDLERS:
+        declared = _field_names(h.schema.request, set())
+        for fn in (h.handle, h.error):
+            src = textwrap.dedent(inspect.getsource(fn))
+            where = f"{Path(inspect.getsourcefile(fn)).relative_to(ROOT)}:{fn.__name__}"
+            for n in ast.walk(ast.parse(src)):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == "body" and n.args \
+                        and isinstance(n.args[0], ast.Constant) and n.args[0].value in declared:
+                    found.append(f"{where}: {ast.unparse(n)} ({h.schema.name} declares it)")
+    assert not found, "\n".join(found)
+
+
+# ---------------------------------------------------------------- raw error numbers
+def _int(n) -> int | None:
+    if isinstance(n, ast.IfExp):
+        return next((v for v in (_int(n.body), _int(n.orelse)) if v), None)
+    if isinstance(n, ast.Constant) and type(n.value) is int:
+        return n.value
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        v = _int(n.operand)
+        return None if v is None else -v
+    return None
+
+
+def _codeish(name: str | None) -> bool:
+    return name is not None and (name in ("code", "error", "err") or name.endswith("_code"))
+
+
+def _name(n) -> str | None:
+    if isinstance(n, ast.Name):
+        return n.id
+    if isinstance(n, ast.Attribute):
+        return n.attr
+    if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
+        return n.slice.value
+    return None
+
+
+def raw_codes(source: str) -> list[int]:
+    """Line numbers where an integer other than 0 stands for an error code."""
+    tree = ast.parse(source)
+    params = {n.name: [a.arg for a in n.args.posonlyargs + n.args.args] for n in ast.walk(tree)
+              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    lines = []
+
+    def raw(n) -> bool:
+        return bool(_int(n))
+
+    for n in ast.walk(tree):
+        if isinstance(n, ast.keyword) and _codeish(n.arg) and raw(n.value):
+            lines.append(n.value.lineno)
+        elif isinstance(n, ast.Dict):
+            lines += [v.lineno for k, v in zip(n.keys, n.values)
+                      if isinstance(k, ast.Constant) and isinstance(k.value, str) and _codeish(k.value) and raw(v)]
+        elif isinstance(n, ast.Compare):
+            sides = [n.left, *n.comparators]
+            if any(_codeish(_name(s)) for s in sides) and any(raw(s) for s in sides):
+                lines.append(n.lineno)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple):
+                    if any(_codeish(_name(a)) and raw(b) for a, b in zip(t.elts, n.value.elts)):
+                        lines.append(n.lineno)
+                elif _codeish(_name(t)) and raw(n.value):
+                    lines.append(n.lineno)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params:
+            ps = params[n.func.id]
+            if any(i < len(ps) and _codeish(ps[i]) and raw(a) for i, a in enumerate(n.args)):
+                lines.append(n.lineno)
+    return sorted(lines)
+
+
+def test_no_raw_error_numbers():
+    found = []
+    for top in PRODUCT:
+        for p in sorted((ROOT / top).rglob("*.py")):
+            rel = p.relative_to(ROOT).as_posix()
+            if rel == "core/errors.py" or rel.startswith("core/protocol/apis/"):
+                continue
+            found += [f"{rel}:{line}" for line in raw_codes(p.read_text())]
+    assert not found, "raw error numbers (use ErrorCode):\n" + "\n".join(found)
+
+
+def test_the_raw_code_check_catches_what_it_names():
+    src = textwrap.dedent("""
+        def part(index, code, message=None):
+            return {"index": index, "error_code": code}
+        def f(x, e):
+            a = {"error_code": 21}
+            b = part(1, 19)
+            code = 100 if x else 3
+            global_code, msg = 21, "bad"
+            if e.code == -1:
+                pass
+            return part(1, ErrorCode.NONE), {"error_code": 0}, dict(error_code=87)
+    """)
+    assert raw_codes(src) == [5, 6, 7, 8, 9, 11]
