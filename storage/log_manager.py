@@ -451,7 +451,7 @@ class LogManager:
         topic's config is resolved again; its own overrides still win."""
         with self.lock:
             for name, info in self.topics.items():
-                info.config = self._resolve_config(info.overrides)
+                info.config = self.resolve_config(info.overrides)
                 for part in range(info.num_partitions):
                     lg = self.logs.get((name, part))
                     if lg is not None:
