@@ -10,11 +10,14 @@ Also the cleaner's peak RSS growth against the dedupe buffer size.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from bench._util import compare_implementations
 
 
 def build(path: Path, mb: int, codec: int, seed: int = 1):
@@ -132,6 +135,12 @@ def main(argv: list[str]) -> int:
               f"records {st.records_read:,} -> {st.records_written:,}; "
               f"bytes {st.bytes_read:,} -> {st.bytes_written:,}; passes {st.passes}; batches copied "
               f"{st.batches_copied:,}, rebuilt {st.batches_rebuilt:,}, removed {st.batches_removed:,}")
+        figures = {"cleaner records/s (wall)": recs(7), "cleaner records/s (CPU)": recs(8),
+                   "cleaner MB/s (wall)": med(2), "map pass MB/s": med(4), "rewrite pass MB/s": med(5),
+                   "cleaner vs plain read (CPU) x": ratio_cpu}
+        if os.environ.get("PYLOG_BENCH_FIGURES"):
+            compare_implementations("cleaner", argv, figures)
+            return 0
         # memory: one more cleaning under tracemalloc (slower, untimed), a fresh map
         import tracemalloc
 
@@ -153,4 +162,5 @@ def main(argv: list[str]) -> int:
               f"during the cleaning (tracemalloc) {peak:,} B")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    compare_implementations("cleaner", argv, figures)
     return 0

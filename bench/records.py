@@ -17,6 +17,7 @@ import time
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from bench._util import compare_implementations
 from pylog.core.records import BatchBuilder, RecordBatch, iter_headers
 from pylog.core.records.header import CODEC_IDS, set_base_offset
 
@@ -183,4 +184,10 @@ def main(argv: list[str]) -> int:
     walk.add_row("kafka-python MemoryRecords + validate_crc",
                  f"{gbs(len(walk_kp_buf), t_kp):.2f}", f"{(len(walk_kp_buf) // len(one)) / t_kp:,.0f}")
     console.print(walk)
+    figures = {}
+    for size, codec_name, op, r1, _m1, r2, _m2, ratio in rows:
+        figures[f"{size} {codec_name} {op} rec/s"] = r1
+        figures[f"{size} {codec_name} {op} vs kafka-python x"] = ratio
+    figures["header walk GB/s"] = gbs(len(buf), t_walk)
+    compare_implementations("records", argv, figures)
     return 0

@@ -28,7 +28,7 @@ import statistics
 import tempfile
 import time
 
-from bench._util import Timer, default_dir
+from bench._util import Timer, compare_implementations, default_dir
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records.batch import build_batch
 from pylog.core.records.header import iter_headers, parse_header
@@ -122,6 +122,7 @@ def main(argv: list[str]) -> int:
     root = tempfile.mkdtemp(prefix="pylog-bench-", dir=where)
     print(f"files in {root} ({args.mb} MB per run, {args.reps} interleaved runs per side, no fsync on either side)")
     cfg = TOPIC_CONFIGS.resolve({"segment.bytes": str(64 << 20), "max.message.bytes": str(2 << 20)})
+    figures: dict = {}
     try:
         for label, bsize in (("16 KB", 16384), ("1 MB", 1 << 20)):
             template = _batch(bsize)
@@ -149,7 +150,11 @@ def main(argv: list[str]) -> int:
             _rm(plain_path)
             app, plain = _med(app_times), _med(plain_times)
             print(f"append {label:5} batches: {mb / app:8.1f} MB/s {count * recs / app / 1e6:6.2f} M records/s"
+                  f" {app / count * 1e6:8.1f} us/batch (CPU {statistics.median(t.cpu for t in app_times) / count * 1e6:.1f})"
                   f" | plain write {mb / plain:8.1f} MB/s | ratio {_fmt_ratio(plain_times, app_times)}")
+            figures[f"append {label} batch (us)"] = app / count * 1e6
+            figures[f"append {label} batch, CPU (us)"] = statistics.median(t.cpu for t in app_times) / count * 1e6
+            figures[f"append {label} MB/s"] = mb / app
             if bsize == 16384:
                 lg = Log(logdir, cfg, fsync=False)
                 reads = [_sequential_read(lg) for _ in range(args.reps)]
@@ -174,6 +179,8 @@ def main(argv: list[str]) -> int:
         rec, plain = _med(rec_times), _med(plain_times)
         print(f"recovery: {total / 1e9 / rec:6.2f} GB/s | plain read {total / 1e9 / plain:6.2f} GB/s"
               f" | ratio {_fmt_ratio(plain_times, rec_times)}")
+        figures["recovery GB/s"] = total / 1e9 / rec
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    compare_implementations("storage", argv, figures)
     return 0

@@ -14,6 +14,7 @@ from importlib import metadata
 
 import click
 
+from pylog.core import fastpath
 from pylog.core.errors import PylogError
 
 # name -> "module:attribute". Commands load lazily so `pylog --help` and a
@@ -68,7 +69,8 @@ def version() -> str:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(version(), "--version", "-V", prog_name="pylog", message="%(prog)s %(version)s")
+@click.version_option(version(), "--version", "-V", prog_name="pylog",
+                      message="%(prog)s %(version)s\nimplementation: " + fastpath.implementation())
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
 def cli(ctx, debug):
@@ -84,6 +86,8 @@ def cli(ctx, debug):
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if debug:
+        logging.getLogger("pylog").debug("implementation: %s", fastpath.implementation())
 
 
 def _one_line(e: BaseException) -> str:

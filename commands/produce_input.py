@@ -13,6 +13,7 @@ import json
 from itertools import chain, repeat
 from operator import itemgetter
 
+from pylog.core import fastpath
 from pylog.core.errors import DataError
 
 BLOCK = 1 << 20
@@ -72,22 +73,36 @@ def read_blocks(stream, block_size: int = BLOCK):
         lineno += len(lines)
 
 
-def parse_text(first: int, lines: list, sep: bytes | None, sep_text: str | None) -> Block:
-    """Values, or KEY<sep>VALUE split at the first separator."""
-    if sep is None:
-        return Block(lines)
+def split_key_value(lines: list, sep: bytes) -> tuple[list, list, list]:
+    """(keys, values, bad): every line split at its first `sep`; the lines without one are
+    left out of keys and values, and `bad` lists their indexes."""
     parts = list(map(bytes.partition, lines, repeat(sep, len(lines))))
     keys = list(map(_first, parts))
     values = list(map(_third, parts))
     seps = list(map(_second, parts))
     if b"" not in seps:
-        return Block(values, keys)
+        return keys, values, []
     bad = [i for i, s in enumerate(seps) if not s]
-    errors = [(first + i, f"no key separator {sep_text!r} found") for i in bad]
     skip = set(bad)
     keep = [i for i in range(len(lines)) if i not in skip]
-    return Block([values[i] for i in keep], [keys[i] for i in keep], lines=[first + i for i in keep],
-                 errors=errors)
+    return [keys[i] for i in keep], [values[i] for i in keep], bad
+
+
+split_key_value_py = split_key_value
+split_key_value = fastpath.choose("split_key_value", split_key_value_py)
+
+
+def parse_text(first: int, lines: list, sep: bytes | None, sep_text: str | None) -> Block:
+    """Values, or KEY<sep>VALUE split at the first separator."""
+    if sep is None:
+        return Block(lines)
+    keys, values, bad = split_key_value(lines, sep)
+    if not bad:
+        return Block(values, keys)
+    errors = [(first + i, f"no key separator {sep_text!r} found") for i in bad]
+    skip = set(bad)
+    keep = [first + i for i in range(len(lines)) if i not in skip]
+    return Block(values, keys, lines=keep, errors=errors)
 
 
 def _to_bytes(v):

@@ -42,6 +42,7 @@ from operator import ge as _ge
 from typing import Callable, NamedTuple, Sequence
 
 
+from pylog.core import fastpath
 from pylog.core.records import compression
 from pylog.core.records.header import (
     CODEC_MASK,
@@ -54,17 +55,10 @@ from pylog.core.records.header import (
     BatchHeader,
     pack_batch,
 )
-from pylog.core.records.framing import ONE_BYTE_VARINTS as _ONE, TWO_BYTE_VARINTS as _TWO, slow_varint
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.varint import encode_varint
+from pylog.core.records.varint import decode_varint_py as decode_varint, decode_varlong_py as decode_varlong, encode_varint
 
 LONG_MAX = (1 << 63) - 1
-# Record lengths from one- and two-byte varints (batch.py's zig-zag tables);
-# a length that is not positive maps past any buffer, so a damaged records
-# section ends the scan (and raises) instead of looping in place.
-_PAST = 1 << 62
-_LEN1 = [n if n > 0 else _PAST for n in _ONE]
-_LEN2 = [n if n > 0 else _PAST for n in _TWO]
 
 
 # ---------------------------------------------------------------- which section is cleaned
@@ -180,149 +174,52 @@ def group_segments(sizes: Sequence[tuple[int, int, int]], max_size: int, max_ind
 
 
 # ---------------------------------------------------------------- records
-# Varints are decoded inline in the scans below (one byte: _ONE[b], two bytes:
-# _TWO[(b2 << 7) ^ b], both zig-zag decoded; longer ones by _varint_at): the
-# scans run once per record and per pass, so a call per field would dominate.
-_varint_at = slow_varint
-
-
 def record_keys(data, base_offset: int) -> tuple[list, list]:
-    """(keys, offsets) of every record in an uncompressed records section.
-
-    The map-building pass shares the filter pass's scan: one parser of the
-    record framing (the two extra list appends cost ~10% of the scan, ~4% of a
-    cleaning)."""
-    if type(data) is not bytes:
-        data = bytes(data)
-    _, keys, offsets, _ = _scan_for_filter(data, base_offset)
+    """(keys, offsets) of every record in an uncompressed records section (the map-building pass)."""
+    _, keys, offsets, _ = _scan_records(data, base_offset, True)
     return keys, offsets
 
 
-def _scan_for_filter(data: bytes, base_offset: int) -> tuple[list, list, list, list]:
-    """(starts, keys, offsets, value positions) of every record: what the
-    retention decision and a verbatim copy of the kept records need."""
+def scan_records(data, base_offset: int, with_keys: bool) -> tuple[list, list, list, list]:
+    """(starts, keys, offsets, value positions) of every record: what the retention
+    decision and a verbatim copy of the kept records need (keys and value positions
+    are empty lists unless `with_keys`). The cleaner's key scan, reference version:
+    the compiled fast path (pylog.core.fastpath) has the same contract."""
+    if type(data) is not bytes:
+        data = bytes(data)
     starts: list = []
     keys: list = []
     offsets: list = []
     vpos: list = []
-    sadd = starts.append
-    kadd = keys.append
-    oadd = offsets.append
-    vadd = vpos.append
-    one = _ONE
-    two = _TWO
-    len1 = _LEN1
-    len2 = _LEN2
     end = len(data)
     pos = 0
     try:
         while pos < end:
-            sadd(pos)
-            b = data[pos]
-            if b < 0x80:
-                p = pos + 2
-                pos = p + len1[b] - 1
-            else:
-                b2 = data[pos + 1]
-                if b2 < 0x80:
-                    p = pos + 3
-                    pos = p + len2[(b2 << 7) ^ b] - 1
+            starts.append(pos)
+            n, p = decode_varint(data, pos)
+            if n <= 0:
+                break
+            # attributes, then the timestamp delta
+            _, p2 = decode_varlong(data, p + 1)
+            od, p2 = decode_varint(data, p2)
+            offsets.append(base_offset + od)
+            if with_keys:
+                kl, p2 = decode_varint(data, p2)
+                if kl >= 0:
+                    keys.append(data[p2:p2 + kl])
+                    vpos.append(p2 + kl)
                 else:
-                    n, p = _varint_at(data, pos)
-                    pos = p + n if n > 0 else _PAST
-                    p += 1
-            if data[p] < 0x80:
-                p += 1
-            else:
-                p += 1
-                while data[p] & 0x80:
-                    p += 1
-                p += 1
-            b = data[p]
-            if b < 0x80:
-                oadd(base_offset + one[b])
-                p += 1
-            else:
-                b2 = data[p + 1]
-                if b2 < 0x80:
-                    oadd(base_offset + two[(b2 << 7) ^ b])
-                    p += 2
-                else:
-                    od, p = _varint_at(data, p)
-                    oadd(base_offset + od)
-            b = data[p]
-            if b < 0x80:
-                kl = one[b]
-                p += 1
-            else:
-                b2 = data[p + 1]
-                if b2 < 0x80:
-                    kl = two[(b2 << 7) ^ b]
-                    p += 2
-                else:
-                    kl, p = _varint_at(data, p)
-            if kl >= 0:
-                kadd(data[p:p + kl])
-                vadd(p + kl)
-            else:
-                kadd(None)
-                vadd(p)
-    except IndexError:
+                    keys.append(None)
+                    vpos.append(p2)
+            pos = p + n
+    except CorruptRecordError:
         raise CorruptRecordError("records run past the end of their batch") from None
     if pos != end:
         raise CorruptRecordError("records run past the end of their batch")
     return starts, keys, offsets, vpos
 
 
-def _scan_offsets(data: bytes, base_offset: int) -> tuple[list, list]:
-    """(starts, offsets) of every record: the survivors path needs no keys."""
-    starts: list = []
-    offsets: list = []
-    sadd = starts.append
-    oadd = offsets.append
-    one = _ONE
-    two = _TWO
-    len1 = _LEN1
-    len2 = _LEN2
-    end = len(data)
-    pos = 0
-    try:
-        while pos < end:
-            sadd(pos)
-            b = data[pos]
-            if b < 0x80:
-                p = pos + 2
-                pos = p + len1[b] - 1
-            else:
-                b2 = data[pos + 1]
-                if b2 < 0x80:
-                    p = pos + 3
-                    pos = p + len2[(b2 << 7) ^ b] - 1
-                else:
-                    n, p = _varint_at(data, pos)
-                    pos = p + n if n > 0 else _PAST
-                    p += 1
-            if data[p] < 0x80:
-                p += 1
-            else:
-                p += 1
-                while data[p] & 0x80:
-                    p += 1
-                p += 1
-            b = data[p]
-            if b < 0x80:
-                oadd(base_offset + one[b])
-            else:
-                b2 = data[p + 1]
-                if b2 < 0x80:
-                    oadd(base_offset + two[(b2 << 7) ^ b])
-                else:
-                    oadd(base_offset + _varint_at(data, p)[0])
-    except IndexError:
-        raise CorruptRecordError("records run past the end of their batch") from None
-    if pos != end:
-        raise CorruptRecordError("records run past the end of their batch")
-    return starts, offsets
+_scan_records = fastpath.choose("scan_records", scan_records)
 
 
 class RecordSpan(NamedTuple):
@@ -370,7 +267,7 @@ def filter_batch_many(raw, h: BatchHeader, latest_many: Callable[[list], list], 
     if h.attributes & CONTROL_MASK:
         return FilteredBatch(raw, h.record_count, 0, 0, False)
     data = batch_records_data(raw, h)
-    starts, keys, offsets, vpos = _scan_for_filter(data, h.base_offset)
+    starts, keys, offsets, vpos = _scan_records(data, h.base_offset, True)
     if None in keys:  # keyless records never stay (and are not looked up)
         latest = iter(latest_many([k for k in keys if k is not None]))
         keep = [k is not None and o >= next(latest) for k, o in zip(keys, offsets)]
@@ -395,7 +292,7 @@ def filter_marker(raw, h: BatchHeader, removable: bool, now_ms: int, delete_rete
             return FilteredBatch(empty_batch(h), 0, n, 0, True)
         return FilteredBatch(None, 0, n, 0, False)
     data = batch_records_data(raw, h)
-    starts, _ = _scan_offsets(data, h.base_offset)
+    starts = _scan_records(data, h.base_offset, False)[0]
     ends = starts[1:] + [len(data)]
     spans = [_span_of(data, s, e) for s, e in zip(starts, ends)]
     return FilteredBatch(rebuild_batch(h, data, spans, now_ms + delete_retention_ms), n, 0, 0, True)
@@ -430,12 +327,12 @@ def filter_batch_survivors(raw, h: BatchHeader, survivors: Sequence[int], now_ms
             return FilteredBatch(empty_batch(h), 0, n, 0, True)
         return FilteredBatch(None, 0, n, 0, False)
     data = batch_records_data(raw, h)
-    starts, offsets = _scan_offsets(data, h.base_offset)
+    starts, _, offsets, vpos = _scan_records(data, h.base_offset, True)
     keep = list(map(set(survivors[lo:hi]).__contains__, offsets))
-    return _filtered(raw, h, data, starts, keep, None, now_ms, delete_retention_ms, retain_empty)
+    return _filtered(raw, h, data, starts, keep, vpos, now_ms, delete_retention_ms, retain_empty)
 
 
-def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: list | None, now_ms: int,
+def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: list, now_ms: int,
               delete_retention_ms: int, retain_empty: bool) -> FilteredBatch:
     """The FilteredBatch of a batch once it is known which records are the latest
     of their key (`keep`): tombstones, verbatim copy, empty or rebuilt batch."""
@@ -444,10 +341,7 @@ def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: 
     new_horizon = horizon if horizon >= 0 else now_ms + delete_retention_ms
     kept = list(compress(range(n), keep))
     # the value length of a tombstone (-1) is the single byte 0x01
-    if vpos is not None:
-        kept_vlen = bytes(map(data.__getitem__, map(vpos.__getitem__, kept)))
-    else:
-        kept_vlen = bytes([data[_value_pos(data, starts[i])] for i in kept])
+    kept_vlen = bytes(map(data.__getitem__, map(vpos.__getitem__, kept)))
     tomb_gone = 0
     tomb_kept = False
     tombs = kept_vlen.count(1)
@@ -482,51 +376,19 @@ def _filtered(raw, h: BatchHeader, data: bytes, starts: list, keep: list, vpos: 
     return FilteredBatch(out, nk, n - nk, tomb_gone, True)
 
 
-def _value_pos(data, start: int) -> int:
-    """Position of the value length of the record at `start`."""
-    p = start
-    while data[p] & 0x80:  # length
-        p += 1
-    p += 2  # its last byte and the attributes
-    while data[p] & 0x80:  # timestamp delta
-        p += 1
-    p += 1
-    while data[p] & 0x80:  # offset delta
-        p += 1
-    p += 1
-    b = data[p]
-    if b < 0x80:
-        kl = _ONE[b]
-        p += 1
-    else:
-        kl, p = _varint_at(data, p)
-    return p + kl if kl > 0 else p
-
-
 def _span_of(data, start: int, end: int) -> RecordSpan:
     """The spans rebuild_batch needs of the record at [start, end)."""
-    _, body = _varint_at(data, start)
-    tsd, ts_end = _varint_at(data, body + 1)
+    _, body = decode_varint(data, start)
+    tsd, ts_end = decode_varlong(data, body + 1)
     return RecordSpan(0, None, False, tsd, start, body, ts_end, end)
 
 
-def _max_timestamp_delta(data, starts) -> int:
-    one = _ONE
-    two = _TWO
-    best = None
-    for s in starts:
-        p = s + 2 if data[s] < 0x80 else s + 3  # past the length and the attributes
-        if p == s + 3 and data[s + 1] >= 0x80:
-            p = _varint_at(data, s)[1] + 1
-        b = data[p]
-        if b < 0x80:
-            t = one[b]
-        else:
-            b2 = data[p + 1]
-            t = two[(b2 << 7) ^ b] if b2 < 0x80 else _varint_at(data, p)[0]
-        if best is None or t > best:
-            best = t
-    return best
+def max_timestamp_delta(data, starts) -> int:
+    """The largest timestamp delta of the records starting at `starts` (not empty)."""
+    return max(decode_varlong(data, decode_varint(data, s)[1] + 1)[0] for s in starts)
+
+
+_max_timestamp_delta = fastpath.choose("max_timestamp_delta", max_timestamp_delta)
 
 
 def rebuild_batch(h: BatchHeader, data, kept: Sequence[RecordSpan], set_horizon: int | None) -> bytes:

@@ -23,9 +23,9 @@ from pylog.core.records.header import (
     APPEND_PATCH_STRUCT,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
-    BatchHeader,
     iter_headers,
     set_log_append_time,
+    with_append_fields,
 )
 from pylog.storage import log_validator
 from pylog.storage.log_loader import LogLoader
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 
 # baseOffset, batchLength (unchanged) and partitionLeaderEpoch, written with one pack_into
 _PATCH = APPEND_PATCH_STRUCT
-_new_tuple = tuple.__new__
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -271,14 +270,13 @@ class Log(LogLoader, LogRetention):
         patched = []
         patch = _PATCH.pack_into
         for p, h in batches:
-            patch(mv, p, next_offset, h[1], leader_epoch)
+            patch(mv, p, next_offset, h.batch_length, leader_epoch)
             if log_append:
                 set_log_append_time(mv, p, h.batch_length + LOG_OVERHEAD, now)
                 h = h._replace(max_timestamp=now, attributes=h.attributes | TIMESTAMP_TYPE_MASK)
-            # the header as written: new base offset and epoch (a NamedTuple _replace costs ~10x this)
-            h = _new_tuple(BatchHeader, (next_offset, h[1], leader_epoch) + h[3:])
+            h = with_append_fields(h, next_offset, leader_epoch)  # the header as written
             patched.append((p, h))
-            next_offset += h[6] + 1
+            next_offset += h.last_offset_delta + 1
         seg.append(mv, patched, total)
         if has_pid:
             for p, h in patched:

@@ -145,19 +145,19 @@ def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
     has_pid = False
     try:
         for pos, h in iter_headers(mv, 0, total, verify_crc=True, max_batch_size=max_message):
-            attrs = h[5]
-            n = h[12]
-            if n <= 0 or h[6] + 1 != n or attrs & CONTROL_MASK or attrs & CODEC_MASK > _MAX_CODEC:
+            attrs = h.attributes
+            n = h.record_count
+            if n <= 0 or h.last_offset_delta + 1 != n or attrs & CONTROL_MASK or attrs & CODEC_MASK > _MAX_CODEC:
                 return None
-            if h[9] >= 0:
-                if h[11] < 0:
+            if h.producer_id >= 0:
+                if h.base_sequence < 0:
                     return None
                 has_pid = True
             elif attrs & TRANSACTIONAL_MASK:
                 return None
             if create_time:
-                if h[8] > hi or (lo_bounded and not (
-                        (n == 1 or attrs & TIMESTAMP_TYPE_MASK) and (h[8] >= lo or h[8] == NO_TIMESTAMP))):
+                if h.max_timestamp > hi or (lo_bounded and not (
+                        (n == 1 or attrs & TIMESTAMP_TYPE_MASK) and (h.max_timestamp >= lo or h.max_timestamp == NO_TIMESTAMP))):
                     return None  # out of range, or only the records can tell (see check_timestamps)
             elif attrs & TIMESTAMP_TYPE_MASK:
                 return None
@@ -167,8 +167,8 @@ def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
                 return None
             batches.append((pos, h))
             count += n
-            if h[8] > max_ts:
-                max_ts = h[8]
+            if h.max_timestamp > max_ts:
+                max_ts = h.max_timestamp
     except RecordFormatError:
         return None  # damage: validate() names it
     return Validated(batches, count, max_ts, has_pid)

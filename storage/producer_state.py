@@ -35,7 +35,7 @@ from pylog.core.errors import (
     TransactionCoordinatorFencedError,
 )
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.framing import slow_varint
+from pylog.core.records.varint import decode_varint, decode_varlong
 from pylog.core.records.header import HEADER_SIZE, BatchHeader
 from pylog.storage.checkpoint import atomic_write
 
@@ -251,16 +251,16 @@ def parse_control_record(buf, pos: int, header: BatchHeader) -> tuple[int, int]:
 
         records = memoryview(decompress(header.codec, records))
     try:
-        p = slow_varint(records, 0)[1]  # record length
+        p = decode_varint(records, 0)[1]  # record length
         p += 1  # attributes
-        p = slow_varint(records, p)[1]  # timestamp delta
-        p = slow_varint(records, p)[1]  # offset delta
-        key_len, p = slow_varint(records, p)
+        p = decode_varlong(records, p)[1]  # timestamp delta
+        p = decode_varint(records, p)[1]  # offset delta
+        key_len, p = decode_varint(records, p)
         if key_len < 4:
             raise DataError("control record key too short")
         _key_version, ctype = struct.unpack_from(">hh", records, p)
         p += key_len
-        value_len, p = slow_varint(records, p)
+        value_len, p = decode_varint(records, p)
         coordinator_epoch = struct.unpack_from(">i", records, p + 2)[0] if value_len >= 6 else NO_COORDINATOR_EPOCH
     except (IndexError, struct.error, CorruptRecordError):
         raise DataError(f"malformed control record in batch at offset {header.base_offset}") from None

@@ -152,8 +152,8 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                     # the common case: whole v2 batches, stepped through by the one batch walker
                     try:
                         for p, h in iter_headers(buf, pos, avail, verify_crc=False, max_batch_size=max_message_size):
-                            size = h[1] + LOG_OVERHEAD
-                            ok = (not check_crc) or crc32c(mv[p + ATTRIBUTES_OFFSET: p + size]) == h[4]
+                            size = h.batch_length + LOG_OVERHEAD
+                            ok = (not check_crc) or crc32c(mv[p + ATTRIBUTES_OFFSET: p + size]) == h.crc
                             yield new(Entry, (base + p, 2, h, buf, p, ok))
                             pos = p + size
                     except RecordFormatError as e:
@@ -271,8 +271,8 @@ def file_batches(fd: int, start: int, end: int, name, *, verify_crc: bool = True
         try:
             for off, h in iter_headers(buf, 0, n, verify_crc=verify_crc, partial_ok=True):
                 yield buf, off, pos + off, h
-                nxt = off + h[1] + LOG_OVERHEAD
-            if headers_only and not verify_crc and h[1] >= _BIG_BATCH:
+                nxt = off + h.batch_length + LOG_OVERHEAD
+            if headers_only and not verify_crc and h.batch_length >= _BIG_BATCH:
                 want = hsize
         except RecordFormatError as e:
             if quiet:

@@ -191,18 +191,16 @@ class LogSegment:
         interval = self.index_interval_bytes
         max_ts = self.max_timestamp_so_far
         oi = self.offset_index
-        # header fields by index (h[0] base offset, h[1] batch length, h[6] last offset
-        # delta, h[8] max timestamp): the properties cost a Python call each
         for pos, h in batches:
-            if h[8] > max_ts:
-                max_ts = h[8]
-                self.offset_of_max_timestamp = h[0] + h[6]
+            if h.max_timestamp > max_ts:
+                max_ts = h.max_timestamp
+                self.offset_of_max_timestamp = h.base_offset + h.last_offset_delta
             if since > interval:
                 # offsets and positions only grow on append: OffsetIndex.append's order checks cannot fail
-                oi.append_in_order(h[0] + h[6], start + pos)
+                oi.append_in_order(h.base_offset + h.last_offset_delta, start + pos)
                 self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
                 since = 0
-            since += h[1] + LOG_OVERHEAD
+            since += h.batch_length + LOG_OVERHEAD
         self.max_timestamp_so_far = max_ts
         self.bytes_since_last_index_entry = since
         self.size = start + total_size
@@ -340,13 +338,13 @@ class LogSegment:
                 mm.madvise(mmap.MADV_SEQUENTIAL)
             try:
                 for pos, h in walker:
-                    base = h[0]
+                    base = h.base_offset
                     if (base != expected) if contiguous else (base < expected):
                         reason = f"batch base offset {base} where {expected} was expected"
                         break
-                    delta = h[6]
+                    delta = h.last_offset_delta
                     last = base + delta
-                    size = h[1] + LOG_OVERHEAD
+                    size = h.batch_length + LOG_OVERHEAD
                     if delta < 0 or last - seg_base > INT_MAX:
                         reason = f"batch offsets {base}..{last} out of range for the segment"
                         break
@@ -357,8 +355,8 @@ class LogSegment:
                         if nxt is not None and nxt <= last:
                             reason = f"batch offsets {base}..{last} overlap the next batch's base offset {nxt}"
                             break
-                    if h[8] > max_ts:
-                        max_ts, max_ts_off = h[8], last
+                    if h.max_timestamp > max_ts:
+                        max_ts, max_ts_off = h.max_timestamp, last
                     if pos - last_index_entry > interval:
                         oi.append_in_order(last, pos)
                         if max_ts > ti_last:

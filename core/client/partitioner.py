@@ -12,6 +12,8 @@ import random
 import sys
 from itertools import repeat
 
+from pylog.core import fastpath
+
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
@@ -152,3 +154,7 @@ def murmur2_many(keys) -> list[int]:
     for c in range(0, len(keys), _CHUNK):
         out += _murmur2_chunk(keys[c:c + _CHUNK], lens[c:c + _CHUNK])
     return out
+
+
+murmur2_many_py = murmur2_many
+murmur2_many = fastpath.choose("murmur2_many", murmur2_many_py)

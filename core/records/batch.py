@@ -10,9 +10,9 @@ as one block when the codec bits are set. Each record (KIP-98):
 Lengths of -1 mean null (keys, values, header values). `length` counts the
 bytes after itself.
 
-The decoder is the consumer's and the dump tool's hot path, so it is one
-function with the varint decoding inlined (one- and two-byte cases via a
-lookup table) instead of a call per field.
+The decoder reads runs of same-framed records with strided slices
+(framing.run_shape) and everything else one record at a time through the one
+varint codec; the compiled fast path (pylog.core.fastpath) replaces both.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from pylog.core.records import compression
 from pylog.core.records.errors import (
     CorruptRecordError,
     CrcMismatchError,
+    MalformedVarintError,
     RecordCountMismatchError,
     RecordFormatError,
     UnknownCodecError,
@@ -47,8 +48,11 @@ from pylog.core.records.header import (
     pack_batch,
     read_batch_header,
 )
-from pylog.core.records.framing import ONE_BYTE_VARINTS as _ONE, TWO_BYTE_VARINTS as _TWO, SEQ1, SEQ2_HI, SEQ2_LO, run_shape, slow_varint
-from pylog.core.records.varint import ZIGZAG_VARINTS as _ZZ_TABLE, encode_varint
+from pylog.core.records.framing import SEQ1, SEQ2_HI, SEQ2_LO, ZIGZAG_1, ZIGZAG_2, run_shape
+from pylog.core import fastpath
+from pylog.core.records.varint import decode_varint_py as decode_varint
+from pylog.core.records.varint import decode_varlong_py as decode_varlong
+from pylog.core.records.varint import encode_varint_py as encode_varint
 
 __all__ = ["Record", "RecordBatch", "BatchBuilder", "build_batch", "decode_records", "encode_headers", "encode_record",
            "record_size", "record_sequence"]
@@ -83,31 +87,21 @@ def record_sequence(header: BatchHeader, record: "Record") -> int:
     return (header.base_sequence + record.offset - header.base_offset) & 0x7FFFFFFF
 
 
-_slow_varint = slow_varint
-
-
-def _decode_headers(data, pos: int, count: int) -> tuple[tuple, int]:
+def _decode_headers(data, pos: int, count: int, index: int) -> tuple[tuple, int]:
     headers = []
     for _ in range(count):
-        kl, pos = _slow_varint(data, pos)
+        kl, pos = decode_varint(data, pos)
         if kl < 0:
-            raise CorruptRecordError(f"header key length {kl}")
+            raise CorruptRecordError(f"record {index}: header key length {kl}")
         raw = data[pos : pos + kl]
         if len(raw) != kl:
-            raise CorruptRecordError("header key runs past the record")
+            raise CorruptRecordError(f"record {index}: header key runs past the record")
         try:
             hkey = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise CorruptRecordError("header key is not UTF-8") from None
+            raise CorruptRecordError(f"record {index}: header key is not UTF-8") from None
         pos += kl
-        vl, pos = _slow_varint(data, pos)
-        if vl < 0:
-            if vl != -1:
-                raise CorruptRecordError(f"header value length {vl}")
-            hval = None
-        else:
-            hval = data[pos : pos + vl]
-            pos += vl
+        hval, pos = _length_prefixed(data, pos, index, "header value")
         headers.append((hkey, hval))
     return tuple(headers), pos
 
@@ -130,21 +124,20 @@ def decode_records(
     C-level map/zip, about a third of the per-record cost. Everything else
     (and every error) goes through _decode_generic, one record at a time.
     """
+    if type(data) is not bytes:
+        data = bytes(data)
     out: list = []
     end = len(data)
-    if type(data) is bytes and end:
-        pos = 0
-        chunk = 4096
-        while pos < end:
-            nxt = _decode_run(data, pos, end, base_offset, base_timestamp, out)
-            if nxt == pos:
-                # no run here: decode some records one by one, and try runs less
-                # often when the records keep differing
-                nxt = _decode_generic(data, pos, min(end, pos + chunk), end, base_offset, base_timestamp, out)
-                chunk <<= 2
-            pos = nxt
-    else:
-        _decode_generic(data, 0, end, end, base_offset, base_timestamp, out)
+    pos = 0
+    chunk = 4096
+    while pos < end:
+        nxt = _decode_run(data, pos, end, base_offset, base_timestamp, out)
+        if nxt == pos:
+            # no run here: decode some records one by one, and try runs less
+            # often when the records keep differing
+            nxt = _decode_generic(data, pos, min(end, pos + chunk), end, base_offset, base_timestamp, out)
+            chunk <<= 2
+        pos = nxt
     if log_append_time is not None:
         # LogAppendTime: every record reads the batch's maxTimestamp (rare path)
         out = [r._replace(timestamp=log_append_time) for r in out]
@@ -179,8 +172,8 @@ def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int,
     if shape is None:
         return pos
     k, size, tj, tw, oj, ow, ks, kl, vs, vl = shape
-    one = _ONE
-    two = _TWO
+    one = ZIGZAG_1
+    two = ZIGZAG_2
     stop = pos + k * size
     if ow == 1:
         ob = data[pos + oj : stop : size]
@@ -239,113 +232,61 @@ def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int,
 def _decode_generic(data, pos: int, stop: int, end: int, base_offset: int, base_timestamp: int, out: list) -> int:
     """Decode records one at a time from `pos` until `stop` (<= end); return the position reached.
 
-    Each varint is decoded inline: one byte from _ONE, two bytes from _TWO,
-    longer ones by _slow_varint.
+    The reference decoder: every field through the one varint codec (varint.py).
     """
     append = out.append
-    one = _ONE
-    two = _TWO
     new = _new_tuple
-    R = Record
     no_headers = ()
-    try:
-        while pos < stop:
-            # record length
-            b = data[pos]
-            if b < 0x80:
-                n = one[b]
-                pos += 1
-            else:
-                b2 = data[pos + 1]
-                if b2 < 0x80:
-                    n = two[(b2 << 7) ^ b]
-                    pos += 2
-                else:
-                    n, pos = _slow_varint(data, pos)
+    while pos < stop:
+        index = len(out)
+        try:
+            n, pos = decode_varint(data, pos)
             rec_end = pos + n
             if n <= 0 or rec_end > end:
-                raise CorruptRecordError(f"record {len(out)}: length {n} does not fit the {end - pos} bytes left")
+                raise CorruptRecordError(f"record {index}: length {n} does not fit the {end - pos} bytes left")
             # attributes (pos) are unused by every Kafka version so far; timestampDelta follows
-            b = data[pos + 1]
-            if b < 0x80:
-                ts = base_timestamp + one[b]
-                pos += 2
-            else:
-                b2 = data[pos + 2]
-                if b2 < 0x80:
-                    ts = base_timestamp + two[(b2 << 7) ^ b]
-                    pos += 3
-                else:
-                    n, pos = _slow_varint(data, pos + 1)
-                    ts = base_timestamp + n
-            # offsetDelta
-            b = data[pos]
-            if b < 0x80:
-                offset = base_offset + one[b]
-                pos += 1
-            else:
-                b2 = data[pos + 1]
-                if b2 < 0x80:
-                    offset = base_offset + two[(b2 << 7) ^ b]
-                    pos += 2
-                else:
-                    n, pos = _slow_varint(data, pos)
-                    offset = base_offset + n
-            # key
-            b = data[pos]
-            if b < 0x80:
-                n = one[b]
-                pos += 1
-            else:
-                b2 = data[pos + 1]
-                if b2 < 0x80:
-                    n = two[(b2 << 7) ^ b]
-                    pos += 2
-                else:
-                    n, pos = _slow_varint(data, pos)
+            tsd, pos = decode_varlong(data, pos + 1)
+            od, pos = decode_varint(data, pos)
+            n, pos = decode_varint(data, pos)
             if n >= 0:
-                key = data[pos : pos + n]
+                key = data[pos:pos + n]
                 pos += n
             elif n == -1:
                 key = None
             else:
-                raise CorruptRecordError(f"record {len(out)}: key length {n}")
-            # value
-            b = data[pos]
-            if b < 0x80:
-                n = one[b]
-                pos += 1
-            else:
-                b2 = data[pos + 1]
-                if b2 < 0x80:
-                    n = two[(b2 << 7) ^ b]
-                    pos += 2
-                else:
-                    n, pos = _slow_varint(data, pos)
+                raise CorruptRecordError(f"record {index}: key length {n}")
+            n, pos = decode_varint(data, pos)
             if n >= 0:
-                value = data[pos : pos + n]
+                value = data[pos:pos + n]
                 pos += n
             elif n == -1:
                 value = None
             else:
-                raise CorruptRecordError(f"record {len(out)}: value length {n}")
-            # headers
-            if data[pos] == 0:
+                raise CorruptRecordError(f"record {index}: value length {n}")
+            n, pos = decode_varint(data, pos)
+            if n == 0:
                 headers = no_headers
-                pos += 1
+            elif n > 0:
+                headers, pos = _decode_headers(data, pos, n, index)
             else:
-                n, pos = _slow_varint(data, pos)
-                if n < 0:
-                    raise CorruptRecordError(f"record {len(out)}: header count {n}")
-                headers, pos = _decode_headers(data, pos, n)
-            if pos != rec_end:
-                raise CorruptRecordError(
-                    f"record {len(out)}: fields end at {pos}, its length says {rec_end}"
-                )
-            append(new(R, (offset, ts, key, value, headers)))
-    except IndexError:
-        raise CorruptRecordError(f"record {len(out)} runs past the end of the batch") from None
+                raise CorruptRecordError(f"record {index}: header count {n}")
+        except MalformedVarintError:
+            raise CorruptRecordError(f"record {index} runs past the end of the batch or holds a malformed varint") \
+                from None
+        if pos != rec_end:
+            raise CorruptRecordError(f"record {index}: fields end at {pos}, its length says {rec_end}")
+        append(new(Record, (base_offset + od, base_timestamp + tsd, key, value, headers)))
     return pos
+
+
+def _length_prefixed(data, pos: int, index: int, what: str):
+    """A key or value: (bytes or None, next position)."""
+    n, pos = decode_varint(data, pos)
+    if n >= 0:
+        return data[pos:pos + n], pos + n
+    if n == -1:
+        return None, pos
+    raise CorruptRecordError(f"record {index}: {what} length {n}")
 
 
 class BatchView:
@@ -492,6 +433,10 @@ def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers=(
     return encode_varint(len(body)) + body
 
 
+encode_record_py = encode_record
+encode_record = _encode_record = fastpath.choose("encode_record", encode_record_py)
+
+
 def record_size(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> int:
     """Encoded size of one record (length prefix included), for size estimates."""
     return len(encode_record(offset_delta, timestamp_delta, key, value, headers))
@@ -537,7 +482,7 @@ class BatchBuilder:
         self.delete_horizon = delete_horizon
         self._parts: list = []
         self._size = 0  # bytes of encoded records so far
-        # record count = len(_parts) // 2 and last offset delta = _next_delta - 1:
+        # record count = len(_parts) and last offset delta = _next_delta - 1:
         # derived instead of stored, two attribute stores fewer per append
         self._next_delta = 0
         self._base_ts = delete_horizon
@@ -546,7 +491,7 @@ class BatchBuilder:
     @property
     def record_count(self) -> int:
         """Records appended so far."""
-        return len(self._parts) >> 1
+        return len(self._parts)
 
     @property
     def next_offset(self) -> int:
@@ -560,8 +505,7 @@ class BatchBuilder:
     def append(self, timestamp: Optional[int], key, value, headers: Iterable = (), offset: Optional[int] = None) -> int:
         """Add a record; returns its offset. `offset` allows gaps (compaction), never going back.
 
-        The producer's hot path: the record encoding is inlined, small varints
-        come from a table and the record body is joined once.
+        The record is encoded by encode_record (compiled when the fast path is active).
         """
         if offset is None:
             od = self._next_delta
@@ -574,31 +518,11 @@ class BatchBuilder:
         base_ts = self._base_ts
         if base_ts is None:
             base_ts = self._base_ts = timestamp
-        zz = _ZZ_TABLE
-        tsd = timestamp - base_ts
-        tsd_b = zz[tsd + 0x2000] if -0x2000 <= tsd < 0x2000 else encode_varint(tsd)
-        od_b = zz[od + 0x2000] if od < 0x2000 else encode_varint(od)
-        if key is None:
-            kl_b = b"\x01"
-            key = b""
-        else:
-            kl = len(key)
-            kl_b = zz[kl + 0x2000] if kl < 0x2000 else encode_varint(kl)
-        if value is None:
-            vl_b = b"\x01"
-            value = b""
-        else:
-            vl = len(value)
-            vl_b = zz[vl + 0x2000] if vl < 0x2000 else encode_varint(vl)
-        body = b"".join((b"\x00", tsd_b, od_b, kl_b, key, vl_b, value, encode_headers(headers) if headers else b"\x00"))
-        n = len(body)
-        n_b = zz[n + 0x2000] if n < 0x2000 else encode_varint(n)
+        record = _encode_record(od, timestamp - base_ts, key, value, headers)
         # Parts are joined once in build(): a growing bytearray reallocates
         # (and may copy everything so far) every few kilobytes.
-        parts = self._parts
-        parts.append(n_b)
-        parts.append(body)
-        self._size += n + len(n_b)
+        self._parts.append(record)
+        self._size += len(record)
         if timestamp > self._max_ts:
             self._max_ts = timestamp
         self._next_delta = od + 1
@@ -609,7 +533,7 @@ class BatchBuilder:
         codec = self.codec
         records = b"".join(self._parts)
         payload = records if codec == CODEC_NONE else compression.compress(codec, records)
-        count = len(self._parts) >> 1
+        count = len(self._parts)
         base_ts = self._base_ts if self._base_ts is not None else NO_TIMESTAMP
         attrs = attributes_for(
             codec, self.timestamp_type, self.is_transactional, self.is_control, self.delete_horizon is not None
@@ -629,3 +553,7 @@ def build_batch(records: Iterable, **kwargs) -> bytes:
         b.append(*rec)
     return b.build()
 
+
+
+decode_records_py = decode_records
+decode_records = fastpath.choose("decode_records", decode_records_py)

@@ -60,3 +60,7 @@ class CorruptCompressedError(RecordFormatError):
 
 class CorruptRecordError(RecordFormatError):
     """A record inside a batch does not parse (bad varint, lengths past the end)."""
+
+
+class MalformedVarintError(CorruptRecordError):
+    """A varint that runs past the end of its buffer or is longer than its type allows."""

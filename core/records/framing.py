@@ -18,7 +18,8 @@ import re
 from typing import NamedTuple
 
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.varint import decode_uvarint
+from pylog.core import fastpath
+from pylog.core.records.varint import decode_varint_py as decode_varint, decode_varlong_py as decode_varlong
 
 
 def _tables():
@@ -34,9 +35,9 @@ def _tables():
     return one, two
 
 
-# zig-zag values of one-byte varints (_ONE[b]) and two-byte varints (_TWO[(b2 << 7) ^ b1])
-_ONE, _TWO = _tables()
-ONE_BYTE_VARINTS, TWO_BYTE_VARINTS = _ONE, _TWO  # for the other record walkers
+# zig-zag values of one-byte varints (ZIGZAG_1[b]) and two-byte varints
+# (ZIGZAG_2[(b2 << 7) ^ b1]): what the strided run checks look up for a whole column
+ZIGZAG_1, ZIGZAG_2 = _tables()
 _LOW_RUN = re.compile(rb"[\x00-\x7f]*")
 _HIGH_RUN = re.compile(rb"[\x80-\xff]*")
 # a zig-zag varint is negative when bit 0 of its first byte is set
@@ -55,10 +56,9 @@ MIN_RUN = 4
 _INT32_MAX = 0x7FFFFFFF
 
 
-def slow_varint(data, pos: int) -> tuple[int, int]:
-    """A zig-zag varint of any width at pos: (value, next position)."""
-    u, pos = decode_uvarint(data, pos)
-    return (u >> 1) ^ -(u & 1), pos
+def _small_varint(data, i: int, width: int) -> int:
+    """The one- or two-byte varint at i whose width _varint_width found."""
+    return ZIGZAG_1[data[i]] if width == 1 else ZIGZAG_2[(data[i + 1] << 7) ^ data[i]]
 
 
 def _varint_width(data, i: int, widest: int = 2) -> int:
@@ -99,16 +99,11 @@ def run_shape(data: bytes, pos: int, end: int, delta_width: int = 2) -> RunShape
     parse exactly as the first one does. Delta varints are at most
     `delta_width` bytes wide (the decoder reads one or two, the checker three).
     """
-    one = _ONE
-    two = _TWO
     try:
         lw = _varint_width(data, pos)
-        if lw == 1:
-            n = one[data[pos]]
-        elif lw == 2:
-            n = two[(data[pos + 1] << 7) ^ data[pos]]
-        else:
+        if not lw:
             return None
+        n = _small_varint(data, pos, lw)
         size = lw + n
         if n <= 0 or (end - pos) // size < MIN_RUN:
             return None
@@ -123,13 +118,13 @@ def run_shape(data: bytes, pos: int, end: int, delta_width: int = 2) -> RunShape
         kw = _varint_width(data, pos + kj)
         if not (tw and ow and kw):
             return None
-        kl = one[data[pos + kj]] if kw == 1 else two[(data[pos + kj + 1] << 7) ^ data[pos + kj]]
+        kl = _small_varint(data, pos + kj, kw)
         ks = kj + kw
         vj = ks + kl if kl > 0 else ks
         vw = _varint_width(data, pos + vj)
         if not vw:
             return None
-        vl = one[data[pos + vj]] if vw == 1 else two[(data[pos + vj + 1] << 7) ^ data[pos + vj]]
+        vl = _small_varint(data, pos + vj, vw)
         vs = vj + vw
         hj = vs + vl if vl > 0 else vs
         if kl < -1 or vl < -1 or hj + 1 != size or data[pos + hj] != 0:
@@ -230,11 +225,11 @@ def _max_offset_delta(data: bytes, start: int, stop: int, size: int, ow: int) ->
         return max(((x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)) >> 1 for x, y, z in zip(b0, b1, b2))
     lo = data[start:stop:size]
     hi = data[start + 1:stop:size]
-    first = _TWO[(hi[0] << 7) ^ lo[0]]
+    first = ZIGZAG_2[(hi[0] << 7) ^ lo[0]]
     k = len(lo)
     if lo == SEQ2_LO[first:first + k] and hi == SEQ2_HI[first:first + k]:
         return first + k - 1  # consecutive, as producers write them
-    return max(_TWO[(h << 7) ^ b] for b, h in zip(lo, hi))
+    return max(ZIGZAG_2[(h << 7) ^ b] for b, h in zip(lo, hi))
 
 
 def check_records(data, record_count: int, last_offset_delta: int) -> RecordsCheck:
@@ -254,97 +249,70 @@ def check_records(data, record_count: int, last_offset_delta: int) -> RecordsChe
     chunk = 1024
     while pos < end:
         shape = run_shape(data, pos, end, 3) if end - pos >= 64 else None
-        if shape is None:
+        if shape is not None:
+            k, size = shape.count, shape.size
+            stop = pos + k * size
+            o = pos + shape.oj
+            if not (index + k > record_count or data[o:stop:size].translate(None, _EVEN_BYTES)
+                    or _max_offset_delta(data, o, stop, size, shape.ow) > last_offset_delta):
+                if shape.kl < 0 and null_key < 0:
+                    null_key = index
+                index += k
+                pos = stop
+                continue
+            # something in this run is wrong: the record-by-record walk names the first bad record
+        else:
             # no run here: walk some records one by one, and try runs less often
             # when the records keep differing (headers, varying sizes)
             stop = min(end, pos + chunk)
             chunk <<= 1
-            while pos < stop:
-                pos, key_null = _check_one(data, pos, end, index, last_offset_delta)
-                if key_null and null_key < 0:
-                    null_key = index
-                index += 1
-                if index > record_count:
-                    raise InvalidRecordFraming(index - 1, f"more records than the {record_count} the batch declares")
-            continue
-        k, size = shape.count, shape.size
-        stop = pos + k * size
-        o = pos + shape.oj
-        if data[o:stop:size].translate(None, _EVEN_BYTES):
-            raise InvalidRecordFraming(index, "negative offset delta in the run starting here")
-        if _max_offset_delta(data, o, stop, size, shape.ow) > last_offset_delta:
-            raise InvalidRecordFraming(index, f"offset delta above the batch's last offset delta {last_offset_delta}")
-        if shape.kl < 0 and null_key < 0:
-            null_key = index
-        index += k
-        if index > record_count:
-            raise InvalidRecordFraming(record_count, f"more records than the {record_count} the batch declares")
-        pos = stop
+        while pos < stop:
+            pos, key_null = _check_one(data, pos, end, index, last_offset_delta)
+            if key_null and null_key < 0:
+                null_key = index
+            index += 1
+            if index > record_count:
+                raise InvalidRecordFraming(index - 1, f"more records than the {record_count} the batch declares")
     if index != record_count:
         raise InvalidRecordFraming(index, f"the batch declares {record_count} records but holds {index}")
     return RecordsCheck(index, null_key)
 
 
 def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: int) -> tuple[int, bool]:
-    """Check the one record at pos; returns (next position, key is null). Varints are read
-    inline (one byte from _ONE, wider ones by slow_varint): this runs once per record."""
-    one = _ONE
+    """Check the one record at pos; returns (next position, key is null). The reference
+    walk: every field through the one varint codec."""
     try:
-        b = data[pos]
-        if b < 0x80:
-            n, p = one[b], pos + 1
-        else:
-            n, p = slow_varint(data, pos)
+        n, p = decode_varint(data, pos)
         rec_end = p + n
         if n <= 0 or rec_end > end:
             raise InvalidRecordFraming(index, f"length {n} does not fit the {end - p} bytes left")
-        p += 1  # attributes: unused by every Kafka version so far
-        b = data[p]
-        if b < 0x80:  # timestamp delta (a varlong: any width up to 10 bytes)
-            p += 1
-        else:
-            p = slow_varint(data, p)[1]
-        b = data[p]
-        if b < 0x80:
-            od, p = one[b], p + 1
-        else:
-            od, p = slow_varint(data, p)
+        # attributes (unused by every Kafka version so far), then the timestamp delta
+        _, p = decode_varlong(data, p + 1)
+        od, p = decode_varint(data, p)
         if not 0 <= od <= last_offset_delta:
             raise InvalidRecordFraming(index, f"offset delta {od} outside [0, {last_offset_delta}]")
-        b = data[p]
-        if b < 0x80:
-            kl, p = one[b], p + 1
-        else:
-            kl, p = slow_varint(data, p)
+        kl, p = decode_varint(data, p)
         if kl < -1:
             raise InvalidRecordFraming(index, f"key length {kl}")
         if kl > 0:
             p += kl
-        b = data[p]
-        if b < 0x80:
-            vl, p = one[b], p + 1
-        else:
-            vl, p = slow_varint(data, p)
+        vl, p = decode_varint(data, p)
         if vl < -1:
             raise InvalidRecordFraming(index, f"value length {vl}")
         if vl > 0:
             p += vl
         if p >= rec_end:
             raise InvalidRecordFraming(index, "key and value leave no room for the header count")
-        b = data[p]
-        if b < 0x80:
-            hc, p = one[b], p + 1
-        else:
-            hc, p = slow_varint(data, p)
+        hc, p = decode_varint(data, p)
         if hc < 0:
             raise InvalidRecordFraming(index, f"header count {hc}")
         for _ in range(hc):
             # keys are not checked as UTF-8: Kafka decodes them leniently (U+FFFD)
-            hk, p = slow_varint(data, p)
+            hk, p = decode_varint(data, p)
             if hk < 0:
                 raise InvalidRecordFraming(index, f"header key length {hk}")
             p += hk
-            hv, p = slow_varint(data, p)
+            hv, p = decode_varint(data, p)
             if hv < -1:
                 raise InvalidRecordFraming(index, f"header value length {hv}")
             if hv > 0:
@@ -358,3 +326,7 @@ def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: i
         raise
     except (IndexError, CorruptRecordError):
         raise InvalidRecordFraming(index, "runs past the end of the batch or holds a malformed varint") from None
+
+
+check_records_py = check_records
+check_records = fastpath.choose("check_records", check_records_py)

@@ -161,6 +161,15 @@ def parse_header(buf, pos: int = 0) -> BatchHeader:
     return BatchHeader._make(_HEADER.unpack_from(buf, pos))
 
 
+def with_append_fields(h: BatchHeader, base_offset: int, partition_leader_epoch: int) -> BatchHeader:
+    """h with the two fields the leader sets on append (a NamedTuple _replace costs ~10x this)."""
+    return tuple.__new__(BatchHeader, (base_offset, h.batch_length, partition_leader_epoch) + h[MAGIC_INDEX:])
+
+
+# index of magic in BatchHeader: the fields from it on are the producer's, kept on append
+MAGIC_INDEX = BatchHeader._fields.index("magic")
+
+
 def compute_crc(buf, pos: int, size: int) -> int:
     """CRC-32C of a v2 batch of `size` bytes starting at `pos` (attributes..end)."""
     mv = memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]
@@ -277,16 +286,16 @@ def iter_headers(
     try:
         while pos < end:
             if end - pos >= HEADER_SIZE:
-                t = unpack(buf, pos)
-                size = t[1] + LOG_OVERHEAD
+                h = new(BatchHeader, unpack(buf, pos))
+                size = h.batch_length + LOG_OVERHEAD
                 # the common case, kept short: a whole, sane v2 batch
-                if t[3] == 2 and t[1] >= MIN_BATCH_LENGTH and size <= limit:
+                if h.magic == 2 and h.batch_length >= MIN_BATCH_LENGTH and size <= limit:
                     if pos + size <= end:
                         if mv is not None:
                             found = crc32c(mv[pos + ATTRIBUTES_OFFSET:pos + size])
-                            if found != t[4]:
-                                raise CrcMismatchError(t[4], found, pos)
-                        yield pos, new(BatchHeader, t)
+                            if found != h.crc:
+                                raise CrcMismatchError(h.crc, found, pos)
+                        yield pos, h
                         pos += size
                         continue
                     if partial_ok:

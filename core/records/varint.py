@@ -6,12 +6,13 @@ the flexible protocol versions use for compact lengths and tagged fields.
 
 Decoders take (buffer, position) and return (value, next_position); they
 index the buffer directly so bytes, bytearray and memoryview all work.
-The record decoder in batch.py inlines the one- and two-byte cases itself;
-these functions are the general path and the public API.
+This is the one varint codec of the pure-Python implementation; the compiled
+fast path (pylog.core.fastpath) has its own, tested against this one.
 """
 from __future__ import annotations
 
-from pylog.core.records.errors import CorruptRecordError
+from pylog.core import fastpath
+from pylog.core.records.errors import MalformedVarintError
 
 __all__ = [
     "zigzag",
@@ -107,21 +108,45 @@ def decode_uvarint(buf, pos: int = 0, max_bytes: int = _MAX_VARLONG_BYTES) -> tu
                 return result, pos
             shift += 7
             if pos - start >= max_bytes:
-                raise CorruptRecordError(f"varint longer than {max_bytes} bytes", start)
+                raise MalformedVarintError(f"varint longer than {max_bytes} bytes", start)
     except IndexError:
-        raise CorruptRecordError("varint runs past the end of the buffer", pos) from None
+        raise MalformedVarintError("varint runs past the end of the buffer", pos) from None
 
 
 def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
-    """Decode a zig-zag varint (32-bit) at `pos`."""
+    """Decode a zig-zag varint (32-bit) at `pos`. Bits beyond 32 are dropped, as Java's
+    int arithmetic in Kafka's ByteUtils.readVarint drops them."""
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise MalformedVarintError("varint runs past the end of the buffer", pos) from None
+    if b < 0x80:  # one byte: most lengths and deltas
+        return (b >> 1) ^ -(b & 1), pos + 1
     value, pos = decode_uvarint(buf, pos, _MAX_VARINT_BYTES)
+    value &= 0xFFFFFFFF
     return (value >> 1) ^ -(value & 1), pos
 
 
 def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
-    """Decode a zig-zag varlong (64-bit) at `pos`."""
+    """Decode a zig-zag varlong (64-bit) at `pos`; bits beyond 64 are dropped (Java's long)."""
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise MalformedVarintError("varint runs past the end of the buffer", pos) from None
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
     value, pos = decode_uvarint(buf, pos, _MAX_VARLONG_BYTES)
+    value &= 0xFFFFFFFFFFFFFFFF
     return (value >> 1) ^ -(value & 1), pos
+
+
+# The reference implementations (what the compiled twins are tested against), then the
+# public names bound to whichever implementation pylog.core.fastpath chose.
+encode_varint_py, decode_varint_py, decode_varlong_py = encode_varint, decode_varint, decode_varlong
+encode_varint = fastpath.choose("encode_varint", encode_varint_py)
+encode_varlong = encode_varint
+decode_varint = fastpath.choose("decode_varint", decode_varint_py)
+decode_varlong = fastpath.choose("decode_varlong", decode_varlong_py)
 
 
 def _build_tables():

@@ -1,0 +1,1108 @@
+/* pylog's optional compiled fast path.
+ *
+ * Each function here has a pure-Python twin that is the reference (named in
+ * its comment); tests/test_fastpath_*.py drive both with the same inputs,
+ * damaged ones included, and require the same bytes, records and errors.
+ * pylog.core.fastpath decides which one runs. Nothing here does I/O.
+ */
+#define _GNU_SOURCE /* memmem */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ lazily imported Python classes */
+
+static PyObject *CorruptRecordError, *MalformedVarintError, *InvalidRecordFraming, *RecordsCheck, *Record;
+
+static int
+load_classes(void)
+{
+    if (Record != NULL)
+        return 0;
+    PyObject *errors = PyImport_ImportModule("pylog.core.records.errors");
+    if (errors == NULL)
+        return -1;
+    CorruptRecordError = PyObject_GetAttrString(errors, "CorruptRecordError");
+    MalformedVarintError = PyObject_GetAttrString(errors, "MalformedVarintError");
+    Py_DECREF(errors);
+    if (CorruptRecordError == NULL || MalformedVarintError == NULL)
+        return -1;
+    PyObject *framing = PyImport_ImportModule("pylog.core.records.framing");
+    if (framing == NULL)
+        return -1;
+    InvalidRecordFraming = PyObject_GetAttrString(framing, "InvalidRecordFraming");
+    RecordsCheck = PyObject_GetAttrString(framing, "RecordsCheck");
+    Py_DECREF(framing);
+    if (InvalidRecordFraming == NULL || RecordsCheck == NULL)
+        return -1;
+    PyObject *batch = PyImport_ImportModule("pylog.core.records.batch");
+    if (batch == NULL)
+        return -1;
+    PyObject *rec = PyObject_GetAttrString(batch, "Record");
+    Py_DECREF(batch);
+    if (rec == NULL)
+        return -1;
+    if (!PyType_Check(rec) || !PyType_IsSubtype((PyTypeObject *)rec, &PyTuple_Type)) {
+        Py_DECREF(rec);
+        PyErr_SetString(PyExc_TypeError, "pylog.core.records.batch.Record is not a tuple type");
+        return -1;
+    }
+    Record = rec;
+    return 0;
+}
+
+/* raise cls(message) or cls(message, position) */
+static void
+raise_fmt(PyObject *cls, Py_ssize_t position, const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (msg == NULL)
+        return;
+    PyObject *exc = position >= 0 ? PyObject_CallFunction(cls, "On", msg, position)
+                                  : PyObject_CallFunctionObjArgs(cls, msg, NULL);
+    Py_DECREF(msg);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+static void
+raise_framing(Py_ssize_t index, const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (msg == NULL)
+        return;
+    PyObject *exc = PyObject_CallFunction(InvalidRecordFraming, "nO", index, msg);
+    Py_DECREF(msg);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+/* ------------------------------------------------------------------ varints (varint.py) */
+
+enum { V_OK = 0, V_PAST_END = -1, V_TOO_LONG = -2 };
+
+/* An unsigned base-128 varint of at most max_bytes at *pos, the same steps as
+ * varint.decode_uvarint; bits beyond 64 are dropped. On error *errpos is the
+ * position the Python reference reports. */
+static inline int
+read_uvarint(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, int max_bytes, uint64_t *out,
+             Py_ssize_t *errpos)
+{
+    Py_ssize_t p = *pos, start = p;
+    if (p < 0 || p >= end) {
+        *errpos = p;
+        return V_PAST_END;
+    }
+    unsigned b = d[p++];
+    if (b < 0x80) {
+        *out = b;
+        *pos = p;
+        return V_OK;
+    }
+    uint64_t r = b & 0x7F;
+    int shift = 7;
+    for (;;) {
+        if (p >= end) {
+            *errpos = p;
+            return V_PAST_END;
+        }
+        b = d[p++];
+        if (shift < 64)
+            r |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            *out = r;
+            *pos = p;
+            return V_OK;
+        }
+        shift += 7;
+        if (p - start >= max_bytes) {
+            *errpos = start;
+            return V_TOO_LONG;
+        }
+    }
+}
+
+/* zig-zag varint (32 bits kept, as Java's int) */
+static inline int
+read_varint(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, int64_t *out, Py_ssize_t *errpos)
+{
+    uint64_t u;
+    int rc = read_uvarint(d, end, pos, 5, &u, errpos);
+    if (rc == V_OK) {
+        uint32_t v = (uint32_t)u;
+        *out = (int64_t)(int32_t)((v >> 1) ^ (0u - (v & 1)));
+    }
+    return rc;
+}
+
+/* zig-zag varlong (64 bits) */
+static inline int
+read_varlong(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, int64_t *out, Py_ssize_t *errpos)
+{
+    uint64_t u;
+    int rc = read_uvarint(d, end, pos, 10, &u, errpos);
+    if (rc == V_OK)
+        *out = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+    return rc;
+}
+
+static void
+raise_varint(int rc, int max_bytes, Py_ssize_t errpos)
+{
+    if (load_classes() < 0)
+        return;
+    if (rc == V_TOO_LONG)
+        raise_fmt(MalformedVarintError, errpos, "varint longer than %d bytes", max_bytes);
+    else
+        raise_fmt(MalformedVarintError, errpos, "varint runs past the end of the buffer");
+}
+
+/* A readable view of any bytes-like object. */
+typedef struct {
+    Py_buffer view;
+    const unsigned char *d;
+    Py_ssize_t n;
+    int owned;
+} bytes_view;
+
+static int
+get_view(PyObject *obj, bytes_view *v)
+{
+    if (PyBytes_CheckExact(obj)) {
+        v->d = (const unsigned char *)PyBytes_AS_STRING(obj);
+        v->n = PyBytes_GET_SIZE(obj);
+        v->owned = 0;
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, &v->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    v->d = (const unsigned char *)v->view.buf;
+    v->n = v->view.len;
+    v->owned = 1;
+    return 0;
+}
+
+static void
+release_view(bytes_view *v)
+{
+    if (v->owned)
+        PyBuffer_Release(&v->view);
+}
+
+static PyObject *
+decode_zigzag(PyObject *const *args, Py_ssize_t nargs, int max_bytes, const char *name)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "%s(buf, pos=0)", name);
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    if (nargs == 2) {
+        pos = PyLong_AsSsize_t(args[1]);
+        if (pos == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    bytes_view v;
+    if (get_view(args[0], &v) < 0)
+        return NULL;
+    int64_t value;
+    Py_ssize_t errpos;
+    int rc = max_bytes == 5 ? read_varint(v.d, v.n, &pos, &value, &errpos)
+                            : read_varlong(v.d, v.n, &pos, &value, &errpos);
+    release_view(&v);
+    if (rc != V_OK) {
+        raise_varint(rc, max_bytes, errpos);
+        return NULL;
+    }
+    return Py_BuildValue("Ln", (long long)value, pos);
+}
+
+/* varint.decode_varint */
+static PyObject *
+sp_decode_varint(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return decode_zigzag(args, nargs, 5, "decode_varint");
+}
+
+/* varint.decode_varlong */
+static PyObject *
+sp_decode_varlong(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return decode_zigzag(args, nargs, 10, "decode_varlong");
+}
+
+static inline int
+put_uvarint(unsigned char *out, uint64_t u)
+{
+    int n = 0;
+    while (u >= 0x80) {
+        out[n++] = (unsigned char)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    out[n++] = (unsigned char)u;
+    return n;
+}
+
+static inline int
+put_varint(unsigned char *out, int64_t v)
+{
+    return put_uvarint(out, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static inline int
+size_varint(int64_t v)
+{
+    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    int n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* varint.encode_varint (values of Java's long) */
+static PyObject *
+sp_encode_varint(PyObject *self, PyObject *arg)
+{
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    unsigned char buf[10];
+    int n = put_varint(buf, (int64_t)v);
+    return PyBytes_FromStringAndSize((const char *)buf, n);
+}
+
+/* ------------------------------------------------------------------ int helpers */
+
+static PyObject *
+add_i64(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r))
+        return PyLong_FromLongLong(r);
+    PyObject *x = PyLong_FromLongLong(a), *y = PyLong_FromLongLong(b), *s = NULL;
+    if (x && y)
+        s = PyNumber_Add(x, y);
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return s;
+}
+
+/* ------------------------------------------------------------------ records (batch.decode_records) */
+
+#define VARINT_OR_FAIL(call) \
+    do { \
+        if ((call) != V_OK) \
+            goto malformed; \
+    } while (0)
+
+/* A key, value or header value: *out is bytes, None, or NULL with an error set. */
+static int
+length_prefixed(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, Py_ssize_t index, const char *what,
+                PyObject **out)
+{
+    int64_t n;
+    Py_ssize_t errpos;
+    if (read_varint(d, end, pos, &n, &errpos) != V_OK)
+        return -2;
+    if (n >= 0) {
+        Py_ssize_t a = *pos, b = a + (Py_ssize_t)n;
+        if (b > end)
+            b = end;
+        *out = PyBytes_FromStringAndSize((const char *)d + a, b - a);
+        *pos += (Py_ssize_t)n;
+        return *out == NULL ? -1 : 0;
+    }
+    if (n == -1) {
+        Py_INCREF(Py_None);
+        *out = Py_None;
+        return 0;
+    }
+    raise_fmt(CorruptRecordError, -1, "record %zd: %s length %lld", index, what, (long long)n);
+    return -1;
+}
+
+static PyObject *
+decode_headers(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, int64_t count, Py_ssize_t index,
+               int *malformed)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t kl;
+        Py_ssize_t errpos;
+        if (read_varint(d, end, pos, &kl, &errpos) != V_OK) {
+            *malformed = 1;
+            goto fail;
+        }
+        if (kl < 0) {
+            raise_fmt(CorruptRecordError, -1, "record %zd: header key length %lld", index, (long long)kl);
+            goto fail;
+        }
+        if (kl > end - *pos) {
+            raise_fmt(CorruptRecordError, -1, "record %zd: header key runs past the record", index);
+            goto fail;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)d + *pos, (Py_ssize_t)kl, NULL);
+        if (key == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                goto fail;
+            PyErr_Clear();
+            raise_fmt(CorruptRecordError, -1, "record %zd: header key is not UTF-8", index);
+            goto fail;
+        }
+        *pos += (Py_ssize_t)kl;
+        PyObject *val;
+        int rc = length_prefixed(d, end, pos, index, "header value", &val);
+        if (rc < 0) {
+            Py_DECREF(key);
+            if (rc == -2)
+                *malformed = 1;
+            goto fail;
+        }
+        PyObject *pair = PyTuple_Pack(2, key, val);
+        Py_DECREF(key);
+        Py_DECREF(val);
+        if (pair == NULL || PyList_Append(list, pair) < 0) {
+            Py_XDECREF(pair);
+            goto fail;
+        }
+        Py_DECREF(pair);
+    }
+    PyObject *t = PyList_AsTuple(list);
+    Py_DECREF(list);
+    return t;
+fail:
+    Py_DECREF(list);
+    return NULL;
+}
+
+/* decode_records(data, base_offset, base_timestamp, log_append_time=None) -> [Record] */
+static PyObject *
+sp_decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || nargs > 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_records(data, base_offset, base_timestamp, log_append_time=None)");
+        return NULL;
+    }
+    if (load_classes() < 0)
+        return NULL;
+    long long base_offset = PyLong_AsLongLong(args[1]);
+    if (base_offset == -1 && PyErr_Occurred())
+        return NULL;
+    long long base_ts = PyLong_AsLongLong(args[2]);
+    if (base_ts == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *lat = nargs == 4 ? args[3] : Py_None;
+    bytes_view v;
+    if (get_view(args[0], &v) < 0)
+        return NULL;
+    const unsigned char *d = v.d;
+    Py_ssize_t end = v.n, pos = 0, index = 0;
+    PyTypeObject *rtype = (PyTypeObject *)Record;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        goto error;
+    PyObject *empty = PyTuple_New(0);
+    if (empty == NULL)
+        goto error;
+    while (pos < end) {
+        int64_t n, tsd, od, hc;
+        Py_ssize_t errpos, rec_end;
+        PyObject *key = NULL, *value = NULL, *headers = NULL;
+        int malformed = 0, rc;
+        index = PyList_GET_SIZE(out);
+        VARINT_OR_FAIL(read_varint(d, end, &pos, &n, &errpos));
+        rec_end = pos + (Py_ssize_t)n;
+        if (n <= 0 || n > end - pos) {
+            raise_fmt(CorruptRecordError, -1, "record %zd: length %lld does not fit the %zd bytes left", index,
+                      (long long)n, end - pos);
+            goto fail_empty;
+        }
+        pos += 1;
+        VARINT_OR_FAIL(read_varlong(d, end, &pos, &tsd, &errpos));
+        VARINT_OR_FAIL(read_varint(d, end, &pos, &od, &errpos));
+        rc = length_prefixed(d, end, &pos, index, "key", &key);
+        if (rc == -2)
+            goto malformed;
+        if (rc < 0)
+            goto fail_empty;
+        rc = length_prefixed(d, end, &pos, index, "value", &value);
+        if (rc < 0) {
+            Py_DECREF(key);
+            if (rc == -2)
+                goto malformed;
+            goto fail_empty;
+        }
+        if (read_varint(d, end, &pos, &hc, &errpos) != V_OK) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            goto malformed;
+        }
+        if (hc == 0) {
+            Py_INCREF(empty);
+            headers = empty;
+        } else if (hc < 0) {
+            raise_fmt(CorruptRecordError, -1, "record %zd: header count %lld", index, (long long)hc);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            goto fail_empty;
+        } else {
+            headers = decode_headers(d, end, &pos, hc, index, &malformed);
+            if (headers == NULL) {
+                Py_DECREF(key);
+                Py_DECREF(value);
+                if (malformed)
+                    goto malformed;
+                goto fail_empty;
+            }
+        }
+        if (pos != rec_end) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            raise_fmt(CorruptRecordError, -1, "record %zd: fields end at %zd, its length says %zd", index, pos,
+                      rec_end);
+            goto fail_empty;
+        }
+        PyObject *o = add_i64(base_offset, od);
+        PyObject *ts;
+        if (lat != Py_None) {
+            Py_INCREF(lat);
+            ts = lat;
+        } else {
+            ts = add_i64(base_ts, tsd);
+        }
+        PyObject *rec = rtype->tp_alloc(rtype, 5);
+        if (o == NULL || ts == NULL || rec == NULL) {
+            Py_XDECREF(o);
+            Py_XDECREF(ts);
+            Py_XDECREF(rec);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            goto fail_empty;
+        }
+        PyTuple_SET_ITEM(rec, 0, o);
+        PyTuple_SET_ITEM(rec, 1, ts);
+        PyTuple_SET_ITEM(rec, 2, key);
+        PyTuple_SET_ITEM(rec, 3, value);
+        PyTuple_SET_ITEM(rec, 4, headers);
+        if (PyList_Append(out, rec) < 0) {
+            Py_DECREF(rec);
+            goto fail_empty;
+        }
+        Py_DECREF(rec);
+        continue;
+    malformed:
+        raise_fmt(CorruptRecordError, -1, "record %zd runs past the end of the batch or holds a malformed varint",
+                  index);
+        goto fail_empty;
+    }
+    Py_DECREF(empty);
+    release_view(&v);
+    return out;
+fail_empty:
+    Py_DECREF(empty);
+error:
+    Py_XDECREF(out);
+    release_view(&v);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ the validating walk (framing.check_records) */
+
+/* framing._check_one: 0 with next and key_null set, or -1 with InvalidRecordFraming raised */
+static int
+check_one(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t index, long long last_delta,
+          Py_ssize_t *next, int *key_null)
+{
+    int64_t n, tsd, od, kl, vl, hc, hk, hv;
+    Py_ssize_t p = pos, errpos, rec_end;
+    VARINT_OR_FAIL(read_varint(d, end, &p, &n, &errpos));
+    rec_end = p + (Py_ssize_t)n;
+    if (n <= 0 || n > end - p) {
+        raise_framing(index, "length %lld does not fit the %zd bytes left", (long long)n, end - p);
+        return -1;
+    }
+    p += 1;
+    VARINT_OR_FAIL(read_varlong(d, end, &p, &tsd, &errpos));
+    VARINT_OR_FAIL(read_varint(d, end, &p, &od, &errpos));
+    if (!(0 <= od && od <= last_delta)) {
+        raise_framing(index, "offset delta %lld outside [0, %lld]", (long long)od, last_delta);
+        return -1;
+    }
+    VARINT_OR_FAIL(read_varint(d, end, &p, &kl, &errpos));
+    if (kl < -1) {
+        raise_framing(index, "key length %lld", (long long)kl);
+        return -1;
+    }
+    if (kl > 0)
+        p += (Py_ssize_t)kl;
+    VARINT_OR_FAIL(read_varint(d, end, &p, &vl, &errpos));
+    if (vl < -1) {
+        raise_framing(index, "value length %lld", (long long)vl);
+        return -1;
+    }
+    if (vl > 0)
+        p += (Py_ssize_t)vl;
+    if (p >= rec_end) {
+        raise_framing(index, "key and value leave no room for the header count");
+        return -1;
+    }
+    VARINT_OR_FAIL(read_varint(d, end, &p, &hc, &errpos));
+    if (hc < 0) {
+        raise_framing(index, "header count %lld", (long long)hc);
+        return -1;
+    }
+    for (int64_t i = 0; i < hc; i++) {
+        VARINT_OR_FAIL(read_varint(d, end, &p, &hk, &errpos));
+        if (hk < 0) {
+            raise_framing(index, "header key length %lld", (long long)hk);
+            return -1;
+        }
+        p += (Py_ssize_t)hk;
+        VARINT_OR_FAIL(read_varint(d, end, &p, &hv, &errpos));
+        if (hv < -1) {
+            raise_framing(index, "header value length %lld", (long long)hv);
+            return -1;
+        }
+        if (hv > 0)
+            p += (Py_ssize_t)hv;
+        if (p > rec_end) {
+            raise_framing(index, "headers run past the record's length");
+            return -1;
+        }
+    }
+    if (p != rec_end) {
+        raise_framing(index, "fields end at byte %zd of a record of %zd bytes", p - pos, rec_end - pos);
+        return -1;
+    }
+    *next = rec_end;
+    *key_null = kl == -1;
+    return 0;
+malformed:
+    raise_framing(index, "runs past the end of the batch or holds a malformed varint");
+    return -1;
+}
+
+/* check_records(data, record_count, last_offset_delta) -> RecordsCheck(count, first_null_key) */
+static PyObject *
+sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "check_records(data, record_count, last_offset_delta)");
+        return NULL;
+    }
+    if (load_classes() < 0)
+        return NULL;
+    long long count = PyLong_AsLongLong(args[1]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    long long last = PyLong_AsLongLong(args[2]);
+    if (last == -1 && PyErr_Occurred())
+        return NULL;
+    bytes_view v;
+    if (get_view(args[0], &v) < 0)
+        return NULL;
+    Py_ssize_t pos = 0, index = 0, null_key = -1;
+    PyObject *result = NULL;
+    while (pos < v.n) {
+        int key_null;
+        if (check_one(v.d, pos, v.n, index, last, &pos, &key_null) < 0)
+            goto done;
+        if (key_null && null_key < 0)
+            null_key = index;
+        index++;
+        if (index > count) {
+            raise_framing(index - 1, "more records than the %lld the batch declares", count);
+            goto done;
+        }
+    }
+    if (index != count) {
+        raise_framing(index, "the batch declares %lld records but holds %zd", count, index);
+        goto done;
+    }
+    result = PyObject_CallFunction(RecordsCheck, "nn", index, null_key);
+done:
+    release_view(&v);
+    return result;
+}
+
+/* ------------------------------------------------------------------ the cleaner's key scan (compaction_rules.scan_records) */
+
+static int
+append_ssize(PyObject *list, Py_ssize_t x)
+{
+    PyObject *o = PyLong_FromSsize_t(x);
+    if (o == NULL)
+        return -1;
+    int rc = PyList_Append(list, o);
+    Py_DECREF(o);
+    return rc;
+}
+
+/* scan_records(data, base_offset, with_keys) -> (starts, keys, offsets, value positions) */
+static PyObject *
+sp_scan_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "scan_records(data, base_offset, with_keys)");
+        return NULL;
+    }
+    if (load_classes() < 0)
+        return NULL;
+    long long base = PyLong_AsLongLong(args[1]);
+    if (base == -1 && PyErr_Occurred())
+        return NULL;
+    int with_keys = PyObject_IsTrue(args[2]);
+    if (with_keys < 0)
+        return NULL;
+    bytes_view v;
+    if (get_view(args[0], &v) < 0)
+        return NULL;
+    const unsigned char *d = v.d;
+    Py_ssize_t end = v.n, pos = 0;
+    PyObject *starts = PyList_New(0), *keys = PyList_New(0), *offsets = PyList_New(0), *vpos = PyList_New(0);
+    PyObject *result = NULL;
+    if (!starts || !keys || !offsets || !vpos)
+        goto done;
+    while (pos < end) {
+        int64_t n, tsd, od, kl;
+        Py_ssize_t p, p2, errpos;
+        if (append_ssize(starts, pos) < 0)
+            goto done;
+        p = pos;
+        if (read_varint(d, end, &p, &n, &errpos) != V_OK)
+            goto corrupt;
+        if (n <= 0)
+            break;
+        p2 = p + 1;
+        if (read_varlong(d, end, &p2, &tsd, &errpos) != V_OK || read_varint(d, end, &p2, &od, &errpos) != V_OK)
+            goto corrupt;
+        PyObject *o = add_i64(base, od);
+        if (o == NULL || PyList_Append(offsets, o) < 0) {
+            Py_XDECREF(o);
+            goto done;
+        }
+        Py_DECREF(o);
+        if (with_keys) {
+            if (read_varint(d, end, &p2, &kl, &errpos) != V_OK)
+                goto corrupt;
+            if (kl >= 0) {
+                Py_ssize_t b = kl > end - p2 ? end : p2 + (Py_ssize_t)kl;
+                PyObject *k = PyBytes_FromStringAndSize((const char *)d + p2, b - p2);
+                if (k == NULL || PyList_Append(keys, k) < 0) {
+                    Py_XDECREF(k);
+                    goto done;
+                }
+                Py_DECREF(k);
+                if (append_ssize(vpos, p2 + (Py_ssize_t)kl) < 0)
+                    goto done;
+            } else {
+                if (PyList_Append(keys, Py_None) < 0 || append_ssize(vpos, p2) < 0)
+                    goto done;
+            }
+        }
+        pos = p + (Py_ssize_t)n;
+    }
+    if (pos != end)
+        goto corrupt;
+    result = PyTuple_Pack(4, starts, keys, offsets, vpos);
+    goto done;
+corrupt:
+    raise_fmt(CorruptRecordError, -1, "records run past the end of their batch");
+done:
+    Py_XDECREF(starts);
+    Py_XDECREF(keys);
+    Py_XDECREF(offsets);
+    Py_XDECREF(vpos);
+    release_view(&v);
+    return result;
+}
+
+/* max_timestamp_delta(data, starts) -> the largest timestamp delta of the records at these positions
+ * (compaction_rules.max_timestamp_delta; the positions come from scan_records) */
+static PyObject *
+sp_max_timestamp_delta(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "max_timestamp_delta(data, starts)");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(args[1], "starts must be a sequence of positions");
+    if (seq == NULL)
+        return NULL;
+    bytes_view v;
+    if (get_view(args[0], &v) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int64_t best = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i)), errpos;
+        if (p == -1 && PyErr_Occurred())
+            goto done;
+        int64_t len, tsd;
+        int rc = read_varint(v.d, v.n, &p, &len, &errpos), max_bytes = 5;
+        if (rc == V_OK) {
+            p += 1;
+            max_bytes = 10;
+            rc = read_varlong(v.d, v.n, &p, &tsd, &errpos);
+        }
+        if (rc != V_OK) {
+            raise_varint(rc, max_bytes, errpos);
+            goto done;
+        }
+        if (i == 0 || tsd > best)
+            best = tsd;
+    }
+    if (n == 0)
+        PyErr_SetString(PyExc_ValueError, "max() arg is an empty sequence");
+    else
+        result = PyLong_FromLongLong(best);
+done:
+    release_view(&v);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------ encoding (batch.encode_record) */
+
+typedef struct {
+    unsigned char *p;
+    Py_ssize_t len, cap;
+} outbuf;
+
+static int
+ob_reserve(outbuf *b, Py_ssize_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    unsigned char *np = PyMem_Realloc(b->p, cap);
+    if (np == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = np;
+    b->cap = cap;
+    return 0;
+}
+
+static int
+ob_put(outbuf *b, const void *data, Py_ssize_t n)
+{
+    if (ob_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+static int
+ob_varint(outbuf *b, int64_t v)
+{
+    if (ob_reserve(b, 10) < 0)
+        return -1;
+    b->len += put_varint(b->p + b->len, v);
+    return 0;
+}
+
+/* a length-prefixed field: None -> -1; str -> UTF-8 when allow_str; else any bytes-like */
+static int
+ob_field(outbuf *b, PyObject *obj, int allow_str)
+{
+    if (obj == Py_None)
+        return ob_varint(b, -1);
+    if (allow_str && PyUnicode_Check(obj)) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(obj, &n);
+        if (s == NULL)
+            return -1;
+        if (ob_varint(b, n) < 0)
+            return -1;
+        return ob_put(b, s, n);
+    }
+    if (PyBytes_CheckExact(obj)) {
+        Py_ssize_t n = PyBytes_GET_SIZE(obj);
+        if (ob_varint(b, n) < 0)
+            return -1;
+        return ob_put(b, PyBytes_AS_STRING(obj), n);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    int rc = ob_varint(b, view.len);
+    if (rc == 0)
+        rc = ob_put(b, view.buf, view.len);
+    PyBuffer_Release(&view);
+    return rc;
+}
+
+static int
+ob_headers(outbuf *b, PyObject *headers)
+{
+    PyObject *seq = PySequence_Fast(headers, "headers must be a sequence of (key, value) pairs");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int rc = ob_varint(b, n);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *pair = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i), "a header must be a (key, value) pair");
+        if (pair == NULL) {
+            rc = -1;
+            break;
+        }
+        if (PySequence_Fast_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_ValueError, "a header must be a (key, value) pair");
+            rc = -1;
+        } else {
+            PyObject *k = PySequence_Fast_GET_ITEM(pair, 0);
+            if (k == Py_None) {
+                PyErr_SetString(PyExc_TypeError, "a header key cannot be None");
+                rc = -1;
+            } else {
+                rc = ob_field(b, k, 1);
+                if (rc == 0)
+                    rc = ob_field(b, PySequence_Fast_GET_ITEM(pair, 1), 1);
+            }
+        }
+        Py_DECREF(pair);
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+/* encode_record(offset_delta, timestamp_delta, key, value, headers=()) -> bytes, length prefix included */
+static PyObject *
+sp_encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 4 || nargs > 5) {
+        PyErr_SetString(PyExc_TypeError, "encode_record(offset_delta, timestamp_delta, key, value, headers=())");
+        return NULL;
+    }
+    long long od = PyLong_AsLongLong(args[0]);
+    if (od == -1 && PyErr_Occurred())
+        return NULL;
+    long long tsd = PyLong_AsLongLong(args[1]);
+    if (tsd == -1 && PyErr_Occurred())
+        return NULL;
+    outbuf b = {NULL, 0, 0};
+    PyObject *result = NULL;
+    /* the body after a 5-byte gap for its length (a varint of at most 5 bytes here) */
+    if (ob_reserve(&b, 64) < 0)
+        return NULL;
+    b.len = 5;
+    b.p[b.len++] = 0; /* attributes */
+    if (ob_varint(&b, tsd) < 0 || ob_varint(&b, od) < 0 || ob_field(&b, args[2], 0) < 0 ||
+        ob_field(&b, args[3], 0) < 0)
+        goto done;
+    if (nargs == 5 && args[4] != Py_None && PyObject_IsTrue(args[4])) {
+        if (ob_headers(&b, args[4]) < 0)
+            goto done;
+    } else if (ob_varint(&b, 0) < 0) {
+        goto done;
+    }
+    {
+        Py_ssize_t body = b.len - 5;
+        unsigned char pre[10];
+        int w = put_varint(pre, body);
+        if (w > 5) {
+            PyErr_SetString(PyExc_OverflowError, "record too large");
+            goto done;
+        }
+        memcpy(b.p + 5 - w, pre, w);
+        result = PyBytes_FromStringAndSize((const char *)b.p + 5 - w, body + w);
+    }
+done:
+    PyMem_Free(b.p);
+    return result;
+}
+
+/* ------------------------------------------------------------------ murmur2 (partitioner.murmur2_many) */
+
+static inline uint32_t
+murmur2(const unsigned char *data, Py_ssize_t length)
+{
+    const uint32_t m = 0x5bd1e995;
+    uint32_t h = 0x9747b28c ^ (uint32_t)length;
+    Py_ssize_t n4 = length & ~(Py_ssize_t)3;
+    for (Py_ssize_t i = 0; i < n4; i += 4) {
+        uint32_t k = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8) | ((uint32_t)data[i + 2] << 16) |
+                     ((uint32_t)data[i + 3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)data[n4 + 2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)data[n4 + 1] << 8;
+        /* fall through */
+    case 1:
+        h ^= data[n4];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
+
+/* murmur2_many(keys) -> [murmur2(k) & 0x7fffffff for k in keys] */
+static PyObject *
+sp_murmur2_many(PyObject *self, PyObject *keys)
+{
+    PyObject *seq = PySequence_Fast(keys, "murmur2_many takes an iterable of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PySequence_Fast_GET_ITEM(seq, i);
+        uint32_t h;
+        if (PyBytes_CheckExact(k)) {
+            h = murmur2((const unsigned char *)PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k));
+        } else {
+            Py_buffer view;
+            if (PyObject_GetBuffer(k, &view, PyBUF_SIMPLE) < 0)
+                goto fail;
+            h = murmur2(view.buf, view.len);
+            PyBuffer_Release(&view);
+        }
+        PyObject *o = PyLong_FromUnsignedLong(h & 0x7fffffffu);
+        if (o == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, o);
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ produce input (produce_input.split_key_value) */
+
+/* split_key_value(lines, sep) -> (keys, values, bad): each line split at the first sep;
+ * lines without it are left out of keys and values and their indexes listed in bad */
+static PyObject *
+sp_split_key_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "split_key_value(lines, sep)");
+        return NULL;
+    }
+    if (!PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "the separator must be bytes");
+        return NULL;
+    }
+    const char *sep = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t sl = PyBytes_GET_SIZE(args[1]);
+    if (sl == 0) {
+        PyErr_SetString(PyExc_ValueError, "empty separator");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(args[0], "lines must be a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *keys = PyList_New(n), *values = PyList_New(n), *bad = PyList_New(0), *result = NULL;
+    Py_ssize_t good = 0;
+    if (!keys || !values || !bad)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *line = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyBytes_Check(line)) {
+            PyErr_Format(PyExc_TypeError, "a line must be bytes, not %.100s", Py_TYPE(line)->tp_name);
+            goto done;
+        }
+        const char *d = PyBytes_AS_STRING(line);
+        Py_ssize_t len = PyBytes_GET_SIZE(line);
+        const char *hit = sl == 1 ? memchr(d, sep[0], len) : (len >= sl ? memmem(d, len, sep, sl) : NULL);
+        if (hit == NULL) {
+            if (append_ssize(bad, i) < 0)
+                goto done;
+            continue;
+        }
+        PyObject *k = PyBytes_FromStringAndSize(d, hit - d);
+        if (k == NULL)
+            goto done;
+        PyObject *v = PyBytes_FromStringAndSize(hit + sl, len - (hit - d) - sl);
+        if (v == NULL) {
+            Py_DECREF(k);
+            goto done;
+        }
+        PyList_SET_ITEM(keys, good, k);
+        PyList_SET_ITEM(values, good, v);
+        good++;
+    }
+    if (PyList_SetSlice(keys, good, n, NULL) < 0 || PyList_SetSlice(values, good, n, NULL) < 0)
+        goto done;
+    result = PyTuple_Pack(3, keys, values, bad);
+done:
+    if (result == NULL && keys && values) {
+        /* unfilled slots are NULL: shrink to what was filled before releasing */
+        Py_SET_SIZE(keys, good);
+        Py_SET_SIZE(values, good);
+    }
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    Py_XDECREF(bad);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef methods[] = {
+    {"decode_varint", (PyCFunction)(void (*)(void))sp_decode_varint, METH_FASTCALL, "varint.decode_varint"},
+    {"decode_varlong", (PyCFunction)(void (*)(void))sp_decode_varlong, METH_FASTCALL, "varint.decode_varlong"},
+    {"encode_varint", (PyCFunction)sp_encode_varint, METH_O, "varint.encode_varint"},
+    {"decode_records", (PyCFunction)(void (*)(void))sp_decode_records, METH_FASTCALL, "batch.decode_records"},
+    {"check_records", (PyCFunction)(void (*)(void))sp_check_records, METH_FASTCALL, "framing.check_records"},
+    {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
+    {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},
+    {"murmur2_many", (PyCFunction)sp_murmur2_many, METH_O, "partitioner.murmur2_many"},
+    {"max_timestamp_delta", (PyCFunction)(void (*)(void))sp_max_timestamp_delta, METH_FASTCALL,
+     "compaction_rules.max_timestamp_delta"},
+    {"split_key_value", (PyCFunction)(void (*)(void))sp_split_key_value, METH_FASTCALL,
+     "produce_input.split_key_value"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_speedups", "pylog's optional compiled fast path (see pylog.core.fastpath).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModule_Create(&module);
+}

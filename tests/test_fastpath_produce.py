@@ -1,0 +1,42 @@
+"""The compiled produce-input splitting against its pure-Python reference: the same
+lines and separators give the same keys, values and bad-line indexes."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pylog.commands import produce_input
+from pylog.core import fastpath
+
+native = fastpath.native
+_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
+pytestmark = pytest.mark.skipif(
+    native is None and (_FORCED or not os.environ.get("CI")),
+    reason=f"the compiled extension is not active: {fastpath.reason}",
+)
+
+line = st.binary(max_size=30).map(lambda b: b.replace(b"\n", b""))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(line, max_size=40), st.sampled_from([b":", b"\t", b"::", b"=>", b"\xff", b"ab"]))
+def test_split_key_value_agrees(lines, sep):
+    assert native.split_key_value(lines, sep) == produce_input.split_key_value_py(lines, sep)
+
+
+def test_split_key_value_refuses_what_the_reference_refuses():
+    for args in (([b"a:b"], b""), ([b"a:b", "c:d"], b":"), ([b"a"], ":")):
+        with pytest.raises((TypeError, ValueError)) as py:
+            produce_input.split_key_value_py(*args)
+        with pytest.raises(py.type):
+            native.split_key_value(*args)
+
+
+def test_parse_text_reports_lines_without_the_separator():
+    block = produce_input.parse_text(10, [b"k:v", b"novalue", b"k2:v2"], b":", ":")
+    assert block.keys == [b"k", b"k2"] and block.values == [b"v", b"v2"]
+    assert block.lines == [10, 12]
+    assert block.errors == [(11, "no key separator ':' found")]
