@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.meta import INTERNAL_TOPICS
 from pylog.commands.broker.api.context import NONE, RequestContext, code_of
+from pylog.commands.broker.txn import epoch_bump
 from pylog.core.errors import ErrorCode
 from pylog.core.records.header import (
     ATTRIBUTES_OFFSET,
@@ -84,6 +85,12 @@ def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, v
         return 0, None
     (pid,) = _I64.unpack_from(records, PRODUCER_ID_OFFSET)
     (epoch,) = _I16.unpack_from(records, PRODUCER_EPOCH_OFFSET)
+    if version >= epoch_bump.FIRST_V2_PRODUCE:
+        # transaction.version 2: the batch adds its partition to the transaction (KIP-890 part 2)
+        code = epoch_bump.add_implicitly(broker.txn_coordinator, tid, pid, epoch, [(name, idx)])
+        if code == ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return code, None
     code = broker.txn_coordinator.verify_partition(tid, pid, epoch, name, idx)
     if code == ErrorCode.INVALID_TXN_STATE:
         if version >= FIRST_ABORTABLE_PRODUCE:
