@@ -468,7 +468,7 @@ def _ck_version() -> str:
 
 
 def render(limits, results, counts, argv, load, cpu=None) -> str:
-    lines = ["## broker (issue 5)", "",
+    lines = ["## broker", "",
              f"Command: `python -m bench broker {' '.join(argv)}`".rstrip() + f" — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores shared by client and broker, Python {sys.version.split()[0]}; "
              f"confluent-kafka {_ck_version()} ({counts[100]:,} x 100 B, {counts[1024]:,} x 1 KiB, one partition, "

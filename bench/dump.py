@@ -1,4 +1,4 @@
-"""Benchmark for issue 4: dump-segment (batch level, deep iteration) and verify
+"""Benchmark: dump-segment (batch level, deep iteration) and verify
 against a plain read of the same files.
 
     python -m bench dump [--mb 200] [--reps 5] [--dir DIR]

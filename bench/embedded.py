@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
             ("EmbeddedBroker stop (clean shutdown)", med(emb_stop)),
             ("`pylog broker start` subprocess, to Metadata answered", med(sub)),
             (f"Apache Kafka {KAFKA_VERSION} KRaft node, to Metadata answered (format excluded)", med(kafka))]
-    lines = ["## embedded broker start-up (issue 20)", "",
+    lines = ["## embedded broker start-up", "",
              f"Command: `python -m bench embedded {' '.join(argv)}`".rstrip() + f" — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores, Python {sys.version.split()[0]}; median of {args.runs} runs "
              f"({args.kafka_runs} for Kafka); 1-minute load average {os.getloadavg()[0]:.1f}.", "",

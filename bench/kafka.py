@@ -315,7 +315,7 @@ def cleaner(work: Path, records: int, keys: int) -> dict:
 
 
 def render(argv, counts, tp, life, clean, load) -> str:
-    lines = ["## kafka: Apache Kafka and pylog side by side (issue 17)", "",
+    lines = ["## kafka: Apache Kafka and pylog side by side", "",
              f"Command: `python -m bench kafka {' '.join(argv)}`".rstrip() + f" — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores shared by clients and broker, Apache Kafka {KAFKA_VERSION} (KRaft, one "
              f"combined node, Java {_java_version()}) and pylog (Python {sys.version.split()[0]}), each with its "

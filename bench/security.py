@@ -131,7 +131,7 @@ def render(results, n, size, argv, load) -> str:
     import confluent_kafka
 
     brokers = sorted({k[0] for k in results}, key=lambda b: b != "pylog")
-    lines = ["## security (issue 16): produce and fetch over TLS and SASL_SSL", "",
+    lines = ["## security: produce and fetch over TLS and SASL_SSL", "",
              "`" + " ".join(["python -m bench security", *argv]) + f"` — {n} x {size} B messages, acks=1, "
              f"one partition, confluent-kafka {confluent_kafka.__version__} / librdkafka "
              f"{confluent_kafka.libversion()[0]}; SASL_SSL uses SCRAM-SHA-512; best of the rounds, MB/s; "

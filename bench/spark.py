@@ -1,4 +1,4 @@
-"""Benchmark for issues 9 and 18: spark-ingest (both modes) and spark-compaction on
+"""Benchmark: spark-ingest (both modes) and spark-compaction on
 local[1], local[2] and a two-worker standalone cluster, against single-process
 pylog equivalents.
 

@@ -1,14 +1,16 @@
 """`python -m bench txn`: transactional produce throughput against non-transactional, pylog's broker
-against Apache Kafka in the same run (issue 15).
+at transaction.version 2 and at 1 against Apache Kafka (at its default, 2) in the same run.
 
-Both brokers with their defaults on loopback (bench.kafka's Kafka and Pylog), one topic of three
-partitions per row, 100-byte records. Each client sends the same records three ways: without
-transactions (idempotent, acks=all), and in transactions of 1,000 and of 10,000 records (begin,
-send, commit; the clock stops when the last commit returns, the non-transactional run's when
-flush returns). Clients: pylog's Producer (the `send_many` bulk path) and confluent-kafka
-(librdkafka `produce_batch`). A broker that refuses transactions shows the error instead of a
-figure. A check after every row reads the topic back with isolation.level=read_committed and
-counts the records.
+The brokers with their defaults on loopback (bench.kafka's Kafka and Pylog; pylog twice, started
+with --feature transaction.version=2 and =1), one topic of three partitions per row, 100-byte
+records. Each client sends the same records three ways: without transactions (idempotent,
+acks=all), and in transactions of 1,000 and of 10,000 records (begin, send, commit; the clock
+stops when the last commit returns, the non-transactional run's when flush returns). Clients:
+Kafka's Java producer (the one client here that uses transaction.version 2 when the broker
+finalizes it: partitions added by Produce v12, an epoch bump at every EndTxn), pylog's Producer
+(the `send_many` bulk path) and confluent-kafka (librdkafka `produce_batch`), both level-1
+clients. A broker that refuses transactions shows the error instead of a figure. A check after
+every row reads the topic back with isolation.level=read_committed and counts the records.
 
 Options: --quick, --rounds N (best of), --records N, --record (append to bench/RESULTS.md).
 """
@@ -27,7 +29,7 @@ from bench.broker import _ck_version
 from bench.kafka import Kafka, Pylog, _java_version, create_topic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support.kafka_peer import KAFKA_VERSION  # noqa: E402
+from support.kafka_peer import KAFKA_VERSION, compile_java, java_command  # noqa: E402
 
 SIZE = 100
 PARTITIONS = 3
@@ -97,6 +99,62 @@ def ck_produce(bootstrap, topic, n, txn_size) -> float:
     return time.perf_counter() - t0
 
 
+JAVA_PRODUCER = """
+import java.util.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/** Args: bootstrap, topic, records, transaction size (0: none), transactional id. Prints seconds. */
+public class TxnBench {
+    public static void main(String[] a) throws Exception {
+        int n = Integer.parseInt(a[2]), txn = Integer.parseInt(a[3]);
+        Properties p = new Properties();
+        p.put("bootstrap.servers", a[0]);
+        p.put("acks", "all");
+        p.put("enable.idempotence", "true");
+        p.put("linger.ms", "5");
+        p.put("batch.size", "262144");
+        p.put("buffer.memory", String.valueOf(256L << 20));
+        if (txn > 0) p.put("transactional.id", a[4]);
+        byte[] v = new byte[100];
+        Arrays.fill(v, (byte) 'p');
+        try (Producer<byte[], byte[]> pr = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            if (txn > 0) pr.initTransactions();
+            int step = txn > 0 ? txn : 10000;
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n / step; i++) {
+                if (txn > 0) pr.beginTransaction();
+                for (int j = 0; j < step; j++) pr.send(new ProducerRecord<>(a[1], null, v));
+                if (txn > 0) pr.commitTransaction();
+            }
+            pr.flush();
+            System.out.println((System.nanoTime() - t0) / 1e9);
+        }
+    }
+}
+"""
+
+
+def java_produce(bootstrap, topic, n, txn_size) -> float:
+    import subprocess
+
+    classes, name = compile_java(JAVA_PRODUCER)
+    proc = subprocess.run(java_command(name, bootstrap, topic, n, txn_size or 0, f"bench-java-{os.getpid()}-{next(_ids)}",
+                                      extra_cp=classes), capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+class PylogAt(Pylog):
+    """pylog's broker finalizing transaction.version `level`."""
+
+    def __init__(self, work: Path, level: int):
+        super().__init__(work)
+        self.name = f"pylog tv{level}"
+        self.sets += ["--feature", f"transaction.version={level}"]
+
+
 def committed_count(bootstrap, topic) -> int:
     """Records a read_committed consumer sees (end offsets are the LSO; markers are not records)."""
     from pylog.core.client import Consumer, TopicPartition
@@ -119,7 +177,9 @@ def committed_count(bootstrap, topic) -> int:
         c.close()
 
 
-CLIENTS = {"pylog": pylog_produce, "confluent-kafka": ck_produce}
+CLIENTS = {"Java (tv2 where finalized)": java_produce, "pylog (tv1 client)": pylog_produce,
+           "confluent-kafka (tv1 client)": ck_produce}
+BROKERS = ("kafka", "pylog tv2", "pylog tv1")
 
 
 def run(brokers, n, rounds) -> dict:
@@ -127,7 +187,7 @@ def run(brokers, n, rounds) -> dict:
     out: dict = {}
     for b in brokers:  # warm-up (connections, JIT, the first segment): not measured
         for client, fn in CLIENTS.items():
-            topic = f"txn-warmup-{client}"
+            topic = f"txn-warmup-{client.split()[0]}"
             create_topic(b.bootstrap, topic, PARTITIONS)
             fn(b.bootstrap, topic, 10000, None)
     for r in range(rounds):
@@ -137,7 +197,7 @@ def run(brokers, n, rounds) -> dict:
                     row = out.setdefault((client, mode), {})
                     if isinstance(row.get(b.name), str):
                         continue  # refused once: refused again
-                    topic = f"txn-{client}-{txn_size or 0}-{r}"
+                    topic = f"txn-{client.split()[0]}-{txn_size or 0}-{r}-{b.name.replace(' ', '')}"
                     try:
                         create_topic(b.bootstrap, topic, PARTITIONS)
                         took = fn(b.bootstrap, topic, n, txn_size)
@@ -161,28 +221,31 @@ def run(brokers, n, rounds) -> dict:
 
 
 def render(argv, n, results, load) -> str:
-    lines = ["## txn: transactional produce throughput (issue 15)", "",
+    lines = ["## txn: transactional produce throughput, transaction.version 2 against 1 and against Kafka", "",
              f"Command: `{' '.join(['python -m bench txn', *argv])}` — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores shared by clients and brokers, Apache Kafka {KAFKA_VERSION} (KRaft, one "
-             f"combined node, Java {_java_version()}) and pylog's broker (Python {sys.version.split()[0]}), "
-             f"each with its defaults; {n:,} x {SIZE} B records per row to a topic of {PARTITIONS} "
-             f"partitions, acks=all, idempotent; clients: pylog's Producer and confluent-kafka {_ck_version()}; "
+             f"combined node, transaction.version 2, Java {_java_version()}) and pylog's broker (Python "
+             f"{sys.version.split()[0]}) at transaction.version 2 and 1, each with its defaults; {n:,} x {SIZE} B "
+             f"records per row to a topic of {PARTITIONS} partitions, acks=all, idempotent; clients: Kafka's "
+             f"Java producer {KAFKA_VERSION}, pylog's Producer and confluent-kafka {_ck_version()}; "
              f"best of the rounds; every row read back with read_committed and counted. 1-minute load "
              f"average {load[0]:.1f} before, {load[1]:.1f} after.", "",
-             "| client | mode | Kafka msgs/s | pylog broker msgs/s | pylog / Kafka |", "|---|---|---:|---:|---:|"]
+             "| client | mode | Kafka (tv2) msgs/s | pylog tv2 msgs/s | pylog tv1 msgs/s | pylog tv2 / Kafka "
+             "| pylog tv2 / tv1 |", "|---|---|---:|---:|---:|---:|---:|"]
 
     def cell(v):
         return f"{v:,.0f}" if isinstance(v, float) else (v or "-")
+    def ratio(a, b):
+        return f"{a / b:.2f}x" if isinstance(a, float) and isinstance(b, float) else "-"
     for (client, mode), row in results.items():
-        k, p = row.get("kafka"), row.get("pylog")
-        ratio = f"{p / k:.2f}x" if isinstance(k, float) and isinstance(p, float) else "-"
-        lines.append(f"| {client} | {mode} | {cell(k)} | {cell(p)} | {ratio} |")
+        k, p2, p1 = (row.get(b) for b in BROKERS)
+        lines.append(f"| {client} | {mode} | {cell(k)} | {cell(p2)} | {cell(p1)} | {ratio(p2, k)} | {ratio(p2, p1)} |")
     lines.append("")
     for client in CLIENTS:
         base = results.get((client, MODES[0][0]), {})
         for mode, _ in MODES[1:]:
             row = results.get((client, mode), {})
-            parts = [f"{name} {row[name] / base[name]:.2f}x" for name in ("kafka", "pylog")
+            parts = [f"{name} {row[name] / base[name]:.2f}x" for name in BROKERS
                      if isinstance(row.get(name), float) and isinstance(base.get(name), float)]
             if parts:
                 lines.append(f"- {client}, {mode} against non-transactional: " + ", ".join(parts))
@@ -201,7 +264,7 @@ def main(argv: list[str]) -> int:
     rounds = 1 if args.quick else args.rounds
     work = Path(tempfile.mkdtemp(prefix="pylog-bench-txn-"))
     load0 = os.getloadavg()[0]
-    brokers = [Kafka(work / "kafka"), Pylog(work / "pylog")]
+    brokers = [Kafka(work / "kafka"), PylogAt(work / "pylog-tv2", 2), PylogAt(work / "pylog-tv1", 1)]
     try:
         for b in brokers:
             b.start()

@@ -144,22 +144,7 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
                                          int(time.time() * 1000))
             results.append((desc, rows, totals))
     if as_json:
-        emit_json([{
-            "group": d.group_id, "state": d.state, "protocol_type": d.protocol_type, "protocol": d.protocol,
-            "type": d.type, "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
-            "coordinator": {"node_id": d.coordinator[0], "host": d.coordinator[1], "port": d.coordinator[2]}
-            if d.coordinator else None,
-            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                         "client_id": m.client_id, "host": m.client_host,
-                         "assignment": _tps_json(m.assignment),
-                         **({"member_epoch": m.member_epoch, "target_assignment": _tps_json(m.target_assignment),
-                             "subscribed_topic_names": m.subscribed_topic_names,
-                             "subscribed_topic_regex": m.subscribed_topic_regex, "rack": m.rack}
-                            if d.type == "consumer" else {})}
-                        for m in d.members],
-            "offsets": rows,
-            **({"lag": totals} if totals is not None else {}),
-        } for d, rows, totals in results])
+        emit_json(_describe_json(results))
     missing = [d.group_id for d, _, _ in results if d.state == "Dead"]
     for i, (d, rows, totals) in enumerate([] if as_json else results):
         if i:
@@ -207,6 +192,26 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
         # kafka-consumer-groups prints an error for a group that does not exist; pylog also
         # says so in the exit code (1, a data error), as `groups delete` does
         raise click.exceptions.Exit(1)
+
+
+def _describe_json(results) -> list[dict]:
+    """`groups describe --json`: one object per group (its members, offsets and lag)."""
+    return [{
+        "group": d.group_id, "state": d.state, "protocol_type": d.protocol_type, "protocol": d.protocol,
+        "type": d.type, "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
+        "coordinator": {"node_id": d.coordinator[0], "host": d.coordinator[1], "port": d.coordinator[2]}
+        if d.coordinator else None,
+        "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                     "client_id": m.client_id, "host": m.client_host,
+                     "assignment": _tps_json(m.assignment),
+                     **({"member_epoch": m.member_epoch, "target_assignment": _tps_json(m.target_assignment),
+                         "subscribed_topic_names": m.subscribed_topic_names,
+                         "subscribed_topic_regex": m.subscribed_topic_regex, "rack": m.rack}
+                        if d.type == "consumer" else {})}
+                    for m in d.members],
+        "offsets": rows,
+        **({"lag": totals} if totals is not None else {}),
+    } for d, rows, totals in results]
 
 
 def _tps_json(tps):

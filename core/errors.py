@@ -156,6 +156,7 @@ class ErrorCode(IntEnum):
     INVALID_SHARE_SESSION_EPOCH = 123
     FENCED_STATE_EPOCH = 124
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
     SHARE_SESSION_LIMIT_REACHED = 133
 
 
@@ -911,6 +912,12 @@ class InvalidRegularExpressionError(KafkaError):
     code = ErrorCode.INVALID_REGULAR_EXPRESSION
 
 
+class RebootstrapRequiredError(KafkaError):
+    """The client reached a node of another cluster or another node: it should bootstrap again."""
+
+    code = ErrorCode.REBOOTSTRAP_REQUIRED
+
+
 _DESCRIPTIONS: dict[int, str] = {
     ErrorCode.UNKNOWN_SERVER_ERROR: 'The server experienced an unexpected error when processing the request.',
     ErrorCode.NONE: '',
@@ -1040,6 +1047,7 @@ _DESCRIPTIONS: dict[int, str] = {
     ErrorCode.INVALID_SHARE_SESSION_EPOCH: 'The share session epoch is invalid.',
     ErrorCode.FENCED_STATE_EPOCH: 'The coordinator rejected the request because the state epoch did not match.',
     ErrorCode.SHARE_SESSION_LIMIT_REACHED: 'The limit of share sessions has been reached.',
+    ErrorCode.REBOOTSTRAP_REQUIRED: 'Client metadata is stale; the client should bootstrap again.',
 }
 
 # Name and code maps kept for readers of earlier versions of this module.

@@ -446,6 +446,17 @@ class LogManager:
             self._write_registry()
             return info
 
+    def refresh_topic_defaults(self) -> None:
+        """The broker configs that set topic defaults changed (dynamic broker configs): every
+        topic's config is resolved again; its own overrides still win."""
+        with self.lock:
+            for name, info in self.topics.items():
+                info.config = self.resolve_config(info.overrides)
+                for part in range(info.num_partitions):
+                    lg = self.logs.get((name, part))
+                    if lg is not None:
+                        lg.update_config(info.config)
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         """The log of a partition, or None."""
         return self.logs.get((topic, partition))

@@ -9,53 +9,44 @@ Validation follows Kafka's ProducerAppendInfo (3.x/4.x, origin = client):
 - a batch whose epoch, first and last sequence match one of the producer's last
   5 batches is a duplicate: `check_batch` returns the original metadata.
 
-Snapshot file `<offset:020d>.snapshot` (Kafka's ProducerSnapshot, version 1):
-  version int16 | crc uint32 (CRC-32C of everything after it) | int32 count |
-  per entry: producerId int64, epoch int16, lastSequence int32,
-  lastOffset int64, offsetDelta int32, timestamp int64, coordinatorEpoch int32,
-  currentTxnFirstOffset int64 (-1 = none).
-Only the newest batch of each producer survives a snapshot, as in Kafka.
+Only the newest batch of each producer survives a snapshot, as in Kafka; the snapshot files'
+format is storage/producer_snapshot.py's.
 """
 from __future__ import annotations
 
 import os
-import struct
 import threading
 from collections import deque
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from crc32c import crc32c
-
 from pylog.core.errors import (
-    DataError,
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
 )
-from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.varint import decode_varint, decode_varlong
-from pylog.core.records.header import HEADER_SIZE, BatchHeader
+from pylog.core.records.control import parse_control_record
+from pylog.core.records.header import BatchHeader
 from pylog.storage.checkpoint import atomic_write
+from pylog.storage.producer_snapshot import (  # noqa: F401 - the snapshot API, also imported from here
+    SNAPSHOT_SUFFIX,
+    CorruptSnapshotError,
+    SnapshotEntry,
+    decode_snapshot,
+    encode_snapshot,
+    offset_from_snapshot_name,
+    read_snapshot,
+    snapshot_file_name,
+)
 
-SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 1
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = (1 << 31) - 1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_COORDINATOR_EPOCH = -1
 
-_SNAP_HEAD = struct.Struct(">hIi")  # version, crc, array length
-_SNAP_ENTRY = struct.Struct(">qhiqiqiq")
-ENTRIES_OFFSET = 6  # the CRC covers bytes from here (the array) to the end
-
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
-
-
-class CorruptSnapshotError(DataError):
-    """A producer snapshot that cannot be trusted (bad CRC, version, length)."""
 
 
 def decrement_sequence(seq: int, dec: int) -> int:
@@ -96,19 +87,6 @@ class CompletedTxn(NamedTuple):
     first_offset: int
     last_offset: int
     is_aborted: bool
-
-
-class SnapshotEntry(NamedTuple):
-    """One producer entry exactly as stored in a snapshot file."""
-
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_offset: int
-    offset_delta: int
-    timestamp: int
-    coordinator_epoch: int
-    current_txn_first_offset: int
 
 
 class ProducerStateEntry:
@@ -190,81 +168,6 @@ class ProducerStateEntry:
     def __repr__(self) -> str:
         return (f"ProducerStateEntry(pid={self.producer_id}, epoch={self.producer_epoch}, batches={list(self.batches)}, "
                 f"coordinator_epoch={self.coordinator_epoch}, txn_first={self.current_txn_first_offset})")
-
-
-# ---- snapshot file format ----
-
-def encode_snapshot(entries: Iterable[SnapshotEntry]) -> bytes:
-    """A producer snapshot file's bytes (Kafka's version 1 layout, CRC-32C over the entries)."""
-    entries = list(entries)
-    body = bytearray(_SNAP_HEAD.size + _SNAP_ENTRY.size * len(entries))
-    _SNAP_HEAD.pack_into(body, 0, SNAPSHOT_VERSION, 0, len(entries))
-    pos = _SNAP_HEAD.size
-    for e in entries:
-        _SNAP_ENTRY.pack_into(body, pos, *e)
-        pos += _SNAP_ENTRY.size
-    struct.pack_into(">I", body, 2, crc32c(memoryview(body)[ENTRIES_OFFSET:]))
-    return bytes(body)
-
-
-def decode_snapshot(data: bytes, name: str = "snapshot") -> list[SnapshotEntry]:
-    """The entries of a producer snapshot file; CorruptSnapshotError when it cannot be trusted."""
-    if len(data) < _SNAP_HEAD.size:
-        raise CorruptSnapshotError(f"{name}: truncated producer snapshot ({len(data)} bytes)")
-    version, crc, count = _SNAP_HEAD.unpack_from(data, 0)
-    if version != SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"{name}: unknown producer snapshot version {version}")
-    computed = crc32c(memoryview(data)[ENTRIES_OFFSET:])
-    if computed != crc:
-        raise CorruptSnapshotError(f"{name}: producer snapshot is corrupt (stored crc {crc}, computed crc {computed})")
-    if count < 0 or len(data) != _SNAP_HEAD.size + count * _SNAP_ENTRY.size:
-        raise CorruptSnapshotError(f"{name}: producer snapshot length {len(data)} does not match {count} entries")
-    return [SnapshotEntry._make(_SNAP_ENTRY.unpack_from(data, _SNAP_HEAD.size + i * _SNAP_ENTRY.size)) for i in range(count)]
-
-
-def read_snapshot(path: str | os.PathLike) -> list[SnapshotEntry]:
-    """decode_snapshot of the file at `path`."""
-    path = Path(path)
-    return decode_snapshot(path.read_bytes(), str(path))
-
-
-def snapshot_file_name(offset: int) -> str:
-    """`<offset, 20 digits>.snapshot`, as Kafka names them."""
-    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
-
-
-def offset_from_snapshot_name(name: str) -> int | None:
-    """The offset in a snapshot file name, or None for any other file."""
-    if not name.endswith(SNAPSHOT_SUFFIX):
-        return None
-    stem = name[: -len(SNAPSHOT_SUFFIX)]
-    return int(stem) if stem.isdigit() else None
-
-
-# ---- control records (end-transaction markers) ----
-
-def parse_control_record(buf, pos: int, header: BatchHeader) -> tuple[int, int]:
-    """(control type, coordinator epoch) of the control batch at `pos` (uncompressed, as Kafka writes it)."""
-    records = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
-    if header.codec:
-        from pylog.core.records.compression import decompress
-
-        records = memoryview(decompress(header.codec, records))
-    try:
-        p = decode_varint(records, 0)[1]  # record length
-        p += 1  # attributes
-        p = decode_varlong(records, p)[1]  # timestamp delta
-        p = decode_varint(records, p)[1]  # offset delta
-        key_len, p = decode_varint(records, p)
-        if key_len < 4:
-            raise DataError("control record key too short")
-        _key_version, ctype = struct.unpack_from(">hh", records, p)
-        p += key_len
-        value_len, p = decode_varint(records, p)
-        coordinator_epoch = struct.unpack_from(">i", records, p + 2)[0] if value_len >= 6 else NO_COORDINATOR_EPOCH
-    except (IndexError, struct.error, CorruptRecordError):
-        raise DataError(f"malformed control record in batch at offset {header.base_offset}") from None
-    return ctype, coordinator_epoch
 
 
 class ProducerStateManager:

@@ -1,5 +1,5 @@
 """dump-segment and verify on files and folders that are not Kafka's: one line naming the
-file and why, a non-zero exit, never a traceback or "Ignoring" with exit 0 (issue 19)."""
+file and why, a non-zero exit, never a traceback or "Ignoring" with exit 0."""
 from __future__ import annotations
 
 import os

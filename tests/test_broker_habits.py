@@ -1,4 +1,4 @@
-"""The broker's manners (issue 19): a start that fails (port in use) leaves no files
+"""The broker's manners: a start that fails (port in use) leaves no files
 behind, and clients that disconnect normally, even with a reset, are not WARNINGs."""
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from support.cli import pylog
 
 
 def kafka_configs(sh, b, *args):
-    return sh.run("kafka.admin.ConfigCommand", "--bootstrap-server", b.bootstrap, *args)
+    return sh.run("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", b.bootstrap, *args)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Kafka's and kcat's spellings, one-line usage errors, --debug anywhere (issue 19), no broker needed."""
+"""Kafka's and kcat's spellings, one-line usage errors, --debug anywhere, no broker needed."""
 import signal
 import subprocess
 import sys

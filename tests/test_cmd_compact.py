@@ -134,7 +134,7 @@ def test_compact_dry_run_says_why_per_partition(tmp_path):
 
 
 def test_compact_dry_run_predicts_transactional_cleaning(tmp_path):
-    """Aborted records and transaction markers (issue 15): the dry run's figures are the cleaning's."""
+    """Aborted records and transaction markers: the dry run's figures are the cleaning's."""
     from pylog.core.records import BatchBuilder
     from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch
 

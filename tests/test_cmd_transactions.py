@@ -147,7 +147,7 @@ def test_dump_segment_transaction_log_decoder_like_kafka(kafka_node):
     def completed():  # the coordinator writes CompleteCommit just after answering EndTxn
         segments = sorted(f for f in kafka_node.log_dir.glob("__transaction_state-*/*.log") if f.stat().st_size)
         mine = [line for line in dump_text(segments).splitlines() if f'"transactionalId":"{tid}"' in line]
-        return segments if mine and '"transactionStatus":4' in mine[-1] else None
+        return segments if mine and '"transactionStatus":"CompleteCommit"' in mine[-1] else None
     segments = wait_until(completed, 30, "CompleteCommit of the transaction in __transaction_state")
     out = assert_same_dump(segments, "--transaction-log-decoder")
     assert f'"transactionalId":"{tid}"' in out and '"transactionPartitions":[{"topic"' in out

@@ -1,4 +1,4 @@
-"""`pylog consume` with kcat's and Kafka's habits (issue 19), against `pylog broker start`:
+"""`pylog consume` with kcat's and Kafka's habits, against `pylog broker start`:
 -J checked against kcat itself, --property print.*, -o s@/e@/stored, --filter,
 binary-safe output, and SIGTERM making a group member leave and commit."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The Java client 4.3.1 (`group.protocol=consumer`) against a real `pylog broker` in issue 21's
-scenarios: a handover without duplicates, static members restarting, regex subscriptions
+"""The Java client 4.3.1 (`group.protocol=consumer`) against a real `pylog broker` in the
+scenarios of KIP-848's client: a handover without duplicates, static members restarting, regex subscriptions
 picking up a new topic, a mixed group moving from classic to the new protocol and back (also
 run against Apache Kafka 4.3.1 for comparison), the broker killed -9 and restarted under the group.
 

@@ -1,4 +1,4 @@
-"""`pylog dump-segment` and `pylog verify` (issue 4)."""
+"""`pylog dump-segment` and `pylog verify`."""
 from __future__ import annotations
 
 import json

@@ -220,7 +220,7 @@ def test_consume_cli_with_group_and_groups_commands(gbroker):
 def test_wire_protocol_details(gbroker):
     """Member-id handshake, generations, static membership fencing, batched leave,
     batched FindCoordinator, multi-group OffsetFetch."""
-    from pylog.core.client.consumer_protocol import Subscription, encode_subscription
+    from pylog.core.client.subscription import Subscription, encode_subscription
 
     s = connect(gbroker)
     meta = encode_subscription(Subscription(["wire"]))

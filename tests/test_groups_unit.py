@@ -13,7 +13,7 @@ from pylog.commands.broker.groups.state import (
 from pylog.core.client.assignors import (
     ASSIGNORS, CooperativeStickyAssignor, MemberSubscription, RangeAssignor, RoundRobinAssignor, assignors_for,
 )
-from pylog.core.client.consumer_protocol import (
+from pylog.core.client.subscription import (
     Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 )
 from pylog.core.errors import ErrorCode

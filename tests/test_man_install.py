@@ -1,5 +1,5 @@
 """Man pages are installed with the package (share/man/man1) and pylog.1 has ENVIRONMENT,
-EXIT STATUS, SHELL COMPLETION and EXAMPLES sections whose commands parse (issue 19)."""
+EXIT STATUS, SHELL COMPLETION and EXAMPLES sections whose commands parse."""
 from __future__ import annotations
 
 import re

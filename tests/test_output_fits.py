@@ -1,4 +1,4 @@
-"""Output that fits (issue 19): tables within 80 columns on a terminal and plain columns
+"""Output that fits: tables within 80 columns on a terminal and plain columns
 when piped, paths never cut with an ellipsis, empty internal partitions hidden unless
 asked for, English plurals and dry-run wording."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`pylog produce`: the interrupted summary (Ctrl-C and SIGTERM) and one line per distinct
-delivery error with its count (issue 19), against `pylog broker start`."""
+delivery error with its count, against `pylog broker start`."""
 from __future__ import annotations
 
 import json

@@ -1,7 +1,7 @@
 """Cross-check every pylog declaration against Kafka's own message specs.
 
-kafka-python 3.x ships Kafka's message JSON files; for each API and version
-pylog declares, the fields present (order, snake_case name, type,
+The reference peer's kafka-clients jar (tests/kafka/pom.xml) holds Kafka's message JSON
+files; for each API and version pylog declares, the fields present (order, snake_case name, type,
 nullability, tag, default) must match the spec's. This catches a field
 declared in the wrong place or version range even where two fields share a
 type (which a pure byte round trip cannot)."""
@@ -18,8 +18,6 @@ from pylog.core.protocol import types as T
 from pylog.core.protocol.schema import MISSING, parse_versions
 from pylog.core.protocol.types import Array, Prim, Struct
 
-import kafka.protocol as kafka_protocol  # noqa: E402 - kafka-python 3.x, pinned in constraints.txt
-RES = os.path.join(os.path.dirname(kafka_protocol.__file__), "schemas", "resources")
 
 _TYPES = {"int8": T.INT8, "int16": T.INT16, "int32": T.INT32, "int64": T.INT64, "uint16": T.UINT16,
           "uint32": T.UINT32, "float64": T.FLOAT64, "bool": T.BOOL, "uuid": T.UUID, "string": T.STRING,
@@ -33,15 +31,9 @@ def snake(name):
 
 
 def load(name):
-    path = os.path.join(RES, name + ".json")
-    if os.path.exists(path):
-        with open(path) as fh:
-            text = fh.read()
-    else:
-        # APIs kafka-python does not ship (KIP-848's): the spec inside the pinned
-        # kafka-clients jar of the reference peer.
-        text = _kafka_clients_spec(name)
-    return json.loads(re.sub(r"//.*", "", text))
+    """The spec of the reference peer (the pinned kafka-clients jar): the versions Kafka
+    serves are the ones pylog declares against."""
+    return json.loads(re.sub(r"//.*", "", _kafka_clients_spec(name)))
 
 
 def _kafka_clients_spec(name):

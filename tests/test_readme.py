@@ -1,5 +1,5 @@
-"""README's examples, run in order in a temporary directory against `pylog broker start`
-(issue 19): what a newcomer types must work as written.
+"""README's examples, run in order in a temporary directory against `pylog broker start`:
+what a newcomer types must work as written.
 
 Every indented code block of README.md runs: shell blocks with bash (-e -o pipefail),
 Python blocks with this Python. `pylog broker start` lines start the test's broker

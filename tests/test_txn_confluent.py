@@ -317,7 +317,7 @@ def test_transactional_offsets_are_replayed_by_their_markers(broker_factory):
         def txn(offset, end):
             ids = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch}
             assert call(s, 25, 3, {**ids, "group_id": group})["error_code"] == 0
-            r = call(s, 28, 3, {**ids, "group_id": group, "generation_id": -1, "member_id": "",
+            r = call(s, 28, 3, {**ids, "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
                                 "group_instance_id": None, "topics": [{"name": "tx-off", "partitions": [
                                     {"partition_index": 0, "committed_offset": offset,
                                      "committed_leader_epoch": -1, "committed_metadata": ""}]}]})

@@ -1,9 +1,11 @@
-"""The Java client's transactions (kafka-clients 4.3.1) against pylog's broker and Apache Kafka.
+"""The Java client's transactions (kafka-clients 4.4.0) against pylog's broker and Apache Kafka,
+at transaction.version 2 (KIP-890 part 2) and 1.
 
 tests/kafka/java/TxnJava.java runs one workload (commit, abort, consume-transform-produce
 with sendOffsetsToTransaction, fencing by a second producer) and prints the
 read_committed and read_uncommitted view of each partition. pylog's answers must be
-exactly the expected ones, and the same as Apache Kafka 4.3.1's for the same workload.
+exactly the expected ones, and the same as Apache Kafka 4.4.0's (at the same transaction.version)
+for the same workload, down to the producer epoch the transactional id ends with.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.kafka_peer import java_program
+from support.kafka_peer import KafkaNode, java_program
 
 JAVA = Path(__file__).parent / "kafka" / "java" / "TxnJava.java"
 FENCED = {"ProducerFencedException", "InvalidProducerEpochException"}
@@ -22,18 +24,41 @@ def run(bootstrap: str, prefix: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
 
 
+LEVELS = (2, 1)  # transaction.version: Kafka 4's default, and the level before KIP-890 part 2
+
+
+@pytest.fixture(scope="module", params=LEVELS, ids=lambda v: f"tv{v}")
+def level(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def pylog_views(tmp_path_factory):
+def pylog_views(tmp_path_factory, level):
     from support.broker_fixtures import BrokerProcess
 
-    b = BrokerProcess(tmp_path_factory.mktemp("txn-java") / "data").start()
+    b = BrokerProcess(tmp_path_factory.mktemp(f"txn-java-tv{level}") / "data",
+                      "--feature", f"transaction.version={level}").start()
     try:
         yield run(b.bootstrap, "jtx")
     finally:
         b.stop_clean()
 
 
-def test_java_transactions_on_pylog(pylog_views):
+@pytest.fixture(scope="module")
+def kafka_views(tmp_path_factory, level, kafka_node):
+    """Kafka 4.4 at the same transaction.version (the shared node is formatted at 2)."""
+    if level == 2:
+        yield run(kafka_node.bootstrap, "jtx")
+        return
+    node = KafkaNode(tmp_path_factory.mktemp(f"kafka-tv{level}"),
+                     format_args=("--feature", f"transaction.version={level}")).format().start()
+    try:
+        yield run(node.bootstrap, "jtx")
+    finally:
+        node.stop()
+
+
+def test_java_transactions_on_pylog(pylog_views, level):
     r = pylog_views
     assert r["read_committed.0"] == "[c0, c2, c4, " + ", ".join(f"in{i}!" for i in range(10)) + "]"
     assert r["read_committed.1"] == "[c1, c3, c5, second]"
@@ -41,10 +66,14 @@ def test_java_transactions_on_pylog(pylog_views):
     assert r["read_uncommitted.1"].startswith("[c1, c3, c5, a1, a3, ")
     assert r["group.offset"] == "10"
     assert r["fenced"] in FENCED
+    assert r["txn.state"] == "CompleteCommit"
+    # level 2 bumps the epoch at each of the second producer's and the first's transaction ends
+    assert (int(r["txn.epoch"]) >= 4) if level == 2 else (int(r["txn.epoch"]) <= 3), r["txn.epoch"]
 
 
-def test_same_views_as_apache_kafka(pylog_views, kafka_node):
-    k = run(kafka_node.bootstrap, "jtx")
-    for key in ("read_committed.0", "read_committed.1", "read_uncommitted.0", "group.offset"):
+def test_same_views_as_apache_kafka(pylog_views, kafka_views):
+    k = kafka_views
+    for key in ("read_committed.0", "read_committed.1", "read_uncommitted.0", "group.offset", "txn.epoch",
+                "txn.state"):
         assert pylog_views[key] == k[key], key
     assert k["fenced"] in FENCED

@@ -52,6 +52,10 @@ def broker():
 @click.option("--schema-registry", "schema_registry", metavar="HOST:PORT", default=None,
               help="Serve a schema registry (Confluent's REST API) on HOST:PORT: "
                    "schema.registry.listeners=http://HOST:PORT.")
+@click.option("--feature", "features", multiple=True, metavar="NAME=LEVEL",
+              help="Finalize a feature at a level, like kafka-storage format --feature: "
+                   "transaction.version=2 (the default: an epoch bump at every transaction's end, "
+                   "partitions added by Produce v12), 1 (AddPartitionsToTxn, as before Kafka 4) or 0.")
 @click.option("--log-level", type=click.Choice(LEVELS, case_sensitive=False), default="info", show_default=True,
               help="Broker log verbosity (log lines go to stderr).")
 @click.option("--allow-faults", is_flag=True,
@@ -60,8 +64,8 @@ def broker():
 @click.option("--faults", "faults_file", type=click.Path(dir_okay=False, exists=True), default=None,
               metavar="FILE", help="Load fault rules from a JSON file at start-up (faults.file; implies "
                                    "--allow-faults). See `pylog broker faults`.")
-def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schema_registry, log_level, allow_faults,
-          faults_file):
+def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schema_registry, features, log_level,
+          allow_faults, faults_file):
     """Start the broker and serve until SIGINT or SIGTERM.
 
     On start it loads every partition in the log dirs (recovering those not
@@ -81,6 +85,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schem
       pylog broker start --config secure.properties \\
           --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
       pylog broker start --set metrics.listener=http://127.0.0.1:9404 --allow-faults
+      pylog broker start --feature transaction.version=1
     """
     from pylog.commands.broker.node.broker import Broker
 
@@ -95,6 +100,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schem
         set_map["faults.file"] = faults_file
     settings = build_settings(file_props, set_map, log_dirs, listen, advertised)
     settings.add_scram = _parse_add_scram(add_scram)
+    settings.transaction_version = _parse_features(features)
 
     # a start that fails leaves no files behind: ports are checked before anything is
     # written, and log dirs this start created (or found empty) are emptied again on failure
@@ -188,6 +194,26 @@ def _parse_add_scram(values) -> list:
         except ValueError as e:
             raise UsageError(str(e)) from None
     return out
+
+
+def _parse_features(values) -> int:
+    """--feature NAME=LEVEL values: the transaction.version level (the only feature served)."""
+    from pylog.commands.broker.txn.epoch_bump import DEFAULT_LEVEL, SUPPORTED_LEVELS
+    from pylog.core.errors import UsageError
+
+    level = DEFAULT_LEVEL
+    for v in values:
+        name, _, text = v.partition("=")
+        if name.strip() != "transaction.version":
+            raise UsageError(f"--feature {v}: unknown feature {name.strip()!r} (transaction.version is served)")
+        try:
+            level = int(text)
+        except ValueError:
+            raise UsageError(f"--feature {v}: the level must be a number") from None
+        if level not in SUPPORTED_LEVELS:
+            raise UsageError(f"--feature {v}: transaction.version supports levels "
+                             f"{SUPPORTED_LEVELS[0]}-{SUPPORTED_LEVELS[-1]}")
+    return level
 
 
 def _show_host(host: str) -> str:

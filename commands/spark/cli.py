@@ -54,7 +54,8 @@ def spark_options(f=None, *, when: str | None = None):
     return wrapper
 
 
-def _progress_factory(run, enabled):
+def progress_factory(run, enabled):
+    """The progress display a Spark command's job reports to (none when not `enabled`)."""
     from pylog.commands.spark.progress import JobProgress, stage
 
     if run.connect:  # no status tracker through Spark Connect: a spinner per job
@@ -70,20 +71,21 @@ def _progress_factory(run, enabled):
     return make
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
     """Progress lines before any task runs (stderr, so --json output stays clean)."""
     from pylog.commands.console import err
 
     err.print(line, markup=False)
 
 
-def _run_info(run) -> dict:
+def run_info(run) -> dict:
+    """The Spark session's facts for a command's --json answer."""
     return {"master": run.master, "spark_startup_seconds": round(run.startup_seconds, 3),
             "session_reused": run.reused, "spark_log": run.log_file,
             "executor_python": run.executor_python.as_dict() if run.executor_python else None}
 
 
-def _spark_job(job):
+def spark_job(job):
     """job(): Spark's own errors (a failed task, a lost executor) become pylog's one-line DataError."""
     try:
         return job()
@@ -104,14 +106,15 @@ def run_spark_diff(settings, a, b, ignore: set, by_key: bool, say=None) -> tuple
     t0 = time.monotonic()
     run = open_session(settings, say=say or (lambda line: None))
     try:
-        result = _spark_job(lambda: (spark_diff_by_key if by_key else spark_diff_by_position)(run.spark, a, b,
+        result = spark_job(lambda: (spark_diff_by_key if by_key else spark_diff_by_position)(run.spark, a, b,
                                                                                               ignore))
     finally:
-        _finish_session(run)
-    return result, {**_run_info(run), "job_seconds": round(time.monotonic() - t0, 3)}
+        finish_session(run)
+    return result, {**run_info(run), "job_seconds": round(time.monotonic() - t0, 3)}
 
 
-def _finish_session(run) -> None:
+def finish_session(run) -> None:
+    """Stop the Spark session of `run` (and what it started)."""
     from pylog.commands.spark import session
 
     if not session.KEEP_SESSION:
@@ -241,12 +244,12 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
     check_inputs(opts.inputs)
     preflight(settings)  # Java and Spark are there before the topic is created
     prep = prepare_ingest(opts)  # inputs, format, broker or log dir: all before Spark starts
-    run = open_session(settings, say=_say)
+    run = open_session(settings, say=say)
     try:
-        doc = run_ingest(run.spark, opts, _progress_factory(run, not as_json), prep=prep, run=run, say=_say)
+        doc = run_ingest(run.spark, opts, progress_factory(run, not as_json), prep=prep, run=run, say=say)
     finally:
-        _finish_session(run)
-    doc.update(_run_info(run))
+        finish_session(run)
+    doc.update(run_info(run))
     doc["total_seconds"] = round(time.monotonic() - t0, 3)
     doc["job_seconds"] = round(doc["job_seconds"], 3)
     if as_json:
@@ -360,14 +363,14 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
 
     find_partitions(path, list(topics))  # a path with no partitions fails before Spark starts
     t0 = time.monotonic()
-    run = open_session(settings, say=_say)
+    run = open_session(settings, say=say)
     try:
-        doc = _spark_job(lambda: run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys,
+        doc = spark_job(lambda: run_compaction_report(run.spark, path, topics=list(topics), top_keys=top_keys,
                                                        now_ms=now_ms, force=not if_dirty, overrides=overrides,
-                                                       progress_factory=_progress_factory(run, not as_json)))
+                                                       progress_factory=progress_factory(run, not as_json)))
     finally:
-        _finish_session(run)
-    doc.update(_run_info(run))
+        finish_session(run)
+    doc.update(run_info(run))
     doc["total_seconds"] = round(time.monotonic() - t0, 3)
     if html_path:
         write_html(doc, html_path)

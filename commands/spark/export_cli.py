@@ -6,7 +6,7 @@ import time
 import click
 
 from pylog.commands.options import json_option, merge_properties
-from pylog.commands.spark.cli import _finish_session, _progress_factory, _run_info, _say, _spark_job, spark_options
+from pylog.commands.spark.cli import finish_session, progress_factory, run_info, say, spark_job, spark_options
 from pylog.core.errors import UsageError
 
 
@@ -94,12 +94,12 @@ def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table,
     find_partition_dirs(from_dir, list(topics))  # a dir without the topics fails before Spark starts
     t0 = time.monotonic()
     preflight(settings)
-    run = open_session(settings, say=_say)
+    run = open_session(settings, say=say)
     try:
-        doc = _spark_job(lambda: run_export(run.spark, opts, _progress_factory(run, not as_json), say=_say))
+        doc = spark_job(lambda: run_export(run.spark, opts, progress_factory(run, not as_json), say=say))
     finally:
-        _finish_session(run)
-    doc.update(_run_info(run))
+        finish_session(run)
+    doc.update(run_info(run))
     doc["total_seconds"] = round(time.monotonic() - t0, 3)
     if as_json:
         from pylog.commands.spark.progress import print_json

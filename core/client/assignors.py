@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from pylog.core.client.consumer_protocol import Subscription
+from pylog.core.client.subscription import Subscription
 
 EAGER = "eager"
 COOPERATIVE = "cooperative"

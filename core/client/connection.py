@@ -43,6 +43,11 @@ CLIENT_MAX_VERSIONS = {
     "FindCoordinator": 4,
     "OffsetCommit": 8,
     "OffsetFetch": 8,
+    # transaction.version 1's client: partitions and offsets added explicitly, names not ids
+    "AddPartitionsToTxn": 3,
+    "AddOffsetsToTxn": 3,
+    "EndTxn": 4,
+    "TxnOffsetCommit": 4,
 }
 
 

@@ -31,7 +31,7 @@ __all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerEngine", "GroupHooks", "Of
 
 
 class GroupHooks:
-    """What a group coordinator provides to the consumer (issue 7 implements it).
+    """What a group coordinator provides to the consumer (core/client/group.py implements it).
 
     All coroutines run on the consumer's event loop.
     """

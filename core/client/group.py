@@ -39,7 +39,7 @@ import time
 from pylog.core.client.assignors import COOPERATIVE, MemberSubscription, assignors_for
 from pylog.core.client.connection import BrokerConnection
 from pylog.core.client.consumer import GroupHooks, TopicPartition
-from pylog.core.client.consumer_protocol import (
+from pylog.core.client.subscription import (
     Assignment,
     Subscription,
     decode_assignment,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pylog.core.client.admin import AdminBase
 from pylog.core.client.admin import raise_for as _check
 from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets  # noqa: F401 - re-exported
-from pylog.core.client.consumer_protocol import decode_assignment
+from pylog.core.client.subscription import decode_assignment
 from pylog.core.errors import ErrorCode
 
 

@@ -49,6 +49,7 @@ STATIC_LEAVE_EPOCH = -2
 
 _COORDINATOR_ERRORS = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT}
 _EPOCH_APIS = ("OffsetCommit", "OffsetFetch")
+_NEWEST_BY_NAME = 9  # OffsetCommit/OffsetFetch v10 address topics by id
 _FENCED = {ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID}
 
 # Options of the classic protocol the broker owns under KIP-848: the Java client refuses them.
@@ -333,7 +334,8 @@ class ConsumerGroupMember(GroupMembership):
         conn = await self._ensure_coordinator()
         key = protocol.API_KEYS[api]
         lo, hi = conn.broker_ranges.get(key, (0, -1))
-        version = min(hi, protocol.SCHEMAS[key].max_version)
+        # v10 names topics by id only; this client fills in names
+        version = min(hi, protocol.SCHEMAS[key].max_version, _NEWEST_BY_NAME)
         if version < 9:
             raise error_for_code(ErrorCode.UNSUPPORTED_VERSION,
                                  f"the broker does not serve {api} v9, which group.protocol=consumer needs")

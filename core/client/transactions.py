@@ -430,7 +430,7 @@ class TransactionManager:
                 "committed_leader_epoch": -1, "committed_metadata": md})
         body = {"transactional_id": self.transactional_id, "group_id": meta.group_id,
                 "producer_id": self.idem.producer_id, "producer_epoch": self.idem.producer_epoch,
-                "generation_id": meta.generation_id, "member_id": meta.member_id,
+                "generation_id_or_member_epoch": meta.generation_id, "member_id": meta.member_id,
                 "group_instance_id": meta.group_instance_id,
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
         while True:

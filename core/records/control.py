@@ -12,9 +12,11 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple, Optional
 
+from pylog.core.errors import DataError
 from pylog.core.records.batch import BatchBuilder, Record
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core.records.header import NO_PARTITION_LEADER_EPOCH, NO_SEQUENCE
+from pylog.core.records.header import HEADER_SIZE, NO_PARTITION_LEADER_EPOCH, NO_SEQUENCE, BatchHeader
+from pylog.core.records.varint import decode_varint, decode_varlong
 
 __all__ = [
     "ABORT",
@@ -132,3 +134,28 @@ def read_control_record(record: Record) -> ControlMarker:
     if ctype in (ABORT, COMMIT):
         _, epoch = decode_end_txn_marker(record.value)
     return ControlMarker(ctype, version, epoch, record.value, record.offset, record.timestamp)
+
+
+def parse_control_record(buf, pos: int, header: BatchHeader) -> tuple[int, int]:
+    """(control type, coordinator epoch) of the first record of the control batch at `pos` in
+    `buf` (coordinator epoch -1 when the value is too short); DataError when it is malformed."""
+    records = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+    if header.codec:
+        from pylog.core.records.compression import decompress
+
+        records = memoryview(decompress(header.codec, records))
+    try:
+        p = decode_varint(records, 0)[1]  # record length
+        p += 1  # attributes
+        p = decode_varlong(records, p)[1]  # timestamp delta
+        p = decode_varint(records, p)[1]  # offset delta
+        key_len, p = decode_varint(records, p)
+        if key_len < 4:
+            raise DataError("control record key too short")
+        _key_version, ctype = struct.unpack_from(">hh", records, p)
+        p += key_len
+        value_len, p = decode_varint(records, p)
+        coordinator_epoch = struct.unpack_from(">i", records, p + 2)[0] if value_len >= 6 else -1  # no coordinator epoch
+    except (IndexError, struct.error, CorruptRecordError):
+        raise DataError(f"malformed control record in batch at offset {header.base_offset}") from None
+    return ctype, coordinator_epoch

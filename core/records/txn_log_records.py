@@ -20,8 +20,16 @@ def decode_transaction_log_key(key: bytes) -> tuple[int, dict]:
 
 
 def decode_transaction_log_value(value: bytes) -> tuple[int, dict]:
-    """(value version, Kafka JSON data) of a TransactionLogValue."""
-    return decode_versioned(tl.TRANSACTION_LOG_VALUE, value)
+    """(value version, Kafka JSON data) of a TransactionLogValue; the status by its state's name,
+    as Kafka 4.4's decoder prints it ("Ongoing", not 1)."""
+    version, data = decode_versioned(tl.TRANSACTION_LOG_VALUE, value)
+    status = data.get("transactionStatus")
+    if isinstance(status, int):
+        try:
+            data["transactionStatus"] = tl.TxnState(status).kafka_name
+        except ValueError:
+            pass  # a status Kafka does not define: printed as the number it is
+    return version, data
 
 
 def format_transaction_log_record(key: bytes | None, value: bytes | None,

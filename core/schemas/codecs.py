@@ -320,7 +320,7 @@ class ProtobufSchema:
         try:
             for d in [*dep_fdps, self.fdp]:
                 for dep in d.dependency:
-                    self.add_well_known(pool, dep, added)
+                    _add_well_known(pool, dep, added)
                 if d.name not in added:
                     pool.Add(d)
                     added.add(d.name)
@@ -343,27 +343,6 @@ class ProtobufSchema:
             raise SchemaError("a .proto schema in source form needs protoc (pip install grpcio-tools); "
                               "base64 of a FileDescriptorProto is always accepted")
         return ProtobufSchema.compile_text(name, text, deps)
-
-    @staticmethod
-    def add_well_known(pool, dep, added):
-        from google.protobuf import descriptor_pb2, descriptor_pool as dp
-
-        if dep in added or not dep.startswith("google/protobuf/"):
-            return
-        try:
-            f = dp.Default().FindFileByName(dep)
-        except KeyError:
-            _import_well_known(dep)
-            try:
-                f = dp.Default().FindFileByName(dep)
-            except KeyError:
-                raise SchemaError(f"unknown import {dep!r}") from None
-        fdp = descriptor_pb2.FileDescriptorProto()
-        f.CopyToProto(fdp)
-        for d in fdp.dependency:
-            ProtobufSchema.add_well_known(pool, d, added)
-        pool.Add(fdp)
-        added.add(dep)
 
     def serialized(self) -> str:
         """Base64 of the FileDescriptorProto (the registry's `format=serialized`)."""
@@ -422,6 +401,28 @@ class ProtobufSchema:
         msg = self.message_class(self.message_by_indexes(idx))()
         msg.ParseFromString(bytes(payload[n:]))
         return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+
+def _add_well_known(pool, dep, added):
+    """Google's well-known .proto files a schema imports, from protobuf's own pool."""
+    from google.protobuf import descriptor_pb2, descriptor_pool as dp
+
+    if dep in added or not dep.startswith("google/protobuf/"):
+        return
+    try:
+        f = dp.Default().FindFileByName(dep)
+    except KeyError:
+        _import_well_known(dep)
+        try:
+            f = dp.Default().FindFileByName(dep)
+        except KeyError:
+            raise SchemaError(f"unknown import {dep!r}") from None
+    fdp = descriptor_pb2.FileDescriptorProto()
+    f.CopyToProto(fdp)
+    for d in fdp.dependency:
+        _add_well_known(pool, d, added)
+    pool.Add(fdp)
+    added.add(dep)
 
 
 def _import_well_known(dep: str) -> None:

@@ -189,11 +189,22 @@ def _is_bitfield(kf):
     return getattr(getattr(kf, "_type", None), "__name__", "") == "BitField"
 
 
+# fields Kafka renamed after the specs kafka-python ships (kafka-python name -> Kafka 4.4's)
+_KP_RENAMES = {"generation_id": "generation_id_or_member_epoch"}
+
+
 def _our_name(kp_name, by_name):
     for alias in _KP_ALIASES.get(kp_name, ()):
         if alias in by_name:
             return alias
-    return kp_name
+    renamed = _KP_RENAMES.get(kp_name)
+    return renamed if renamed in by_name and kp_name not in by_name else kp_name
+
+
+def kp_max_version(kp, key, direction) -> int:
+    """The newest version kafka-python's classes know of an API."""
+    req, resp = kp[key]
+    return (req if direction == "request" else resp)._valid_versions[1]
 
 
 def to_kp(cls, fields, version, flexible, value):
@@ -209,7 +220,7 @@ def to_kp(cls, fields, version, flexible, value):
             continue
         v = value[ours]
         pf = by_name[ours]
-        if ours != name or _is_bitfield(kf):
+        if (ours != name and name in _KP_ALIASES) or _is_bitfield(kf):
             kwargs[name] = _bits_from_int(v)
             continue
         if pf.tag is not None and flexible:
@@ -237,7 +248,9 @@ def from_kp(obj, fields, version, flexible):
         if kp_name is not None:
             out[f.name] = _int_from_bits(getattr(obj, kp_name))
             continue
-        v = getattr(obj, f.name)
+        kp_field = next((k for k, ours in _KP_RENAMES.items()
+                         if ours == f.name and k in obj._struct.fields), f.name)
+        v = getattr(obj, kp_field)
         if _is_bitfield(obj._struct.fields.get(f.name)):
             out[f.name] = _int_from_bits(v)
             continue

@@ -310,7 +310,7 @@ def _created_configs(broker: Broker, overrides: dict[str, str]) -> list[dict]:
             value, source = overrides[name], DYNAMIC_TOPIC
         else:
             value = d.render(defaults[name])
-            source = default_source(broker.config, name)
+            source = default_source(broker.config, name, broker.dynamic_configs)
         out.append({"name": name, "value": value, "read_only": False, "config_source": source,
                     "is_sensitive": d.sensitive})
     return out

@@ -327,7 +327,8 @@ def describe_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         g = groups.get(gid)
         if g is None or g.consumer is not None:  # Kafka describes only classic groups here
             code = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.NONE
-            out.append({"error_code": code, "group_id": gid, "group_state": DEAD, "protocol_type": "",
+            out.append({"error_code": code, "error_message": f"Group {gid} not found." if code else None,
+                        "group_id": gid, "group_state": DEAD, "protocol_type": "",
                         "protocol_data": "", "members": [], "authorized_operations": AUTHORIZED_OPS_OMITTED})
             continue
         out.append(_described(g))

@@ -19,6 +19,7 @@ from pylog.commands.broker.api import (
     meta as apis_meta,
     produce as apis_produce,
     quotas as apis_quotas,
+    reassign as apis_reassign,
     security as apis_security,
     share as apis_share,
     share_admin as apis_share_admin,
@@ -28,7 +29,8 @@ from pylog.commands.broker.net import sasl
 from pylog.commands.broker.api.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
-    configs, consumer_groups, fetch, groups, meta, produce, quotas, security, share_groups, topics, txn,
+    configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups, topics,
+    txn,
 )
 
 
@@ -77,6 +79,12 @@ HANDLERS: tuple[Handler, ...] = (
     Handler(topics.CREATE_PARTITIONS, apis_admin.create_partitions, apis_admin.create_partitions_error),
     Handler(topics.DELETE_RECORDS, apis_admin.delete_records, apis_admin.delete_records_error),
     Handler(configs.DESCRIBE_LOG_DIRS, apis_admin.describe_log_dirs, apis_admin.describe_log_dirs_error),
+    # partition placement (one node: nothing to elect or move)
+    Handler(reassign.ELECT_LEADERS, apis_reassign.elect_leaders, apis_reassign.elect_leaders_error),
+    Handler(reassign.ALTER_PARTITION_REASSIGNMENTS, apis_reassign.alter_partition_reassignments,
+            apis_reassign.alter_partition_reassignments_error),
+    Handler(reassign.LIST_PARTITION_REASSIGNMENTS, apis_reassign.list_partition_reassignments,
+            apis_reassign.list_partition_reassignments_error),
     # configs
     Handler(configs.DESCRIBE_CONFIGS, apis_configs.describe_configs, apis_configs.describe_configs_error),
     Handler(configs.ALTER_CONFIGS, apis_configs.alter_configs, apis_configs.alter_error),

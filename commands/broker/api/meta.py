@@ -24,22 +24,47 @@ def invalid_name_code(name: str) -> int:
 
 # ---- ApiVersions -----------------------------------------------------------
 
-# Feature levels (KIP-584) clients look at. transaction.version 1: clients add partitions with
-# AddPartitionsToTxn and keep their epoch across transactions (level 2, KIP-890 part 2, is not
-# served); the coordinator writes TransactionLogValue v1. The epoch only moves when they change.
+# Feature levels (KIP-584) clients look at. transaction.version 2 (KIP-890 part 2, the default,
+# as Kafka 4 formats new clusters): clients add partitions implicitly and the epoch moves at every
+# transaction's end (txn/epoch_bump.py); at 1 they use AddPartitionsToTxn and keep their epoch.
+# A level of 0 is not listed as finalized (Kafka lists only features above 0).
 # share.version 1: share groups (KIP-932) are served.
 SUPPORTED_FEATURES = [{"name": "share.version", "min_version": 0, "max_version": 1},
-                      {"name": "transaction.version", "min_version": 0, "max_version": 1}]
-FINALIZED_FEATURES = [{"name": "share.version", "min_version_level": 1, "max_version_level": 1},
-                      {"name": "transaction.version", "min_version_level": 1, "max_version_level": 1}]
+                      {"name": "transaction.version", "min_version": 0, "max_version": 2}]
 FINALIZED_FEATURES_EPOCH = 1
+
+
+def finalized_features(broker: Broker) -> list:
+    """The finalized levels: share.version 1, and transaction.version as the broker was started with."""
+    out = [{"name": "share.version", "min_version_level": 1, "max_version_level": 1}]
+    level = broker.settings.transaction_version
+    if level > 0:
+        out.append({"name": "transaction.version", "min_version_level": level, "max_version_level": level})
+    return out
+
+
+def _wrong_target(broker: Broker, body: dict) -> int:
+    """ApiVersions v5 (KIP-1242): a client names the cluster and node it means to reach, both or
+    neither (INVALID_REQUEST); another cluster or node answers REBOOTSTRAP_REQUIRED."""
+    cluster_id, node_id = body.get("cluster_id"), body.get("node_id", -1)
+    if cluster_id is None and node_id == -1:
+        return ErrorCode.NONE
+    if cluster_id is None or node_id == -1:
+        return ErrorCode.INVALID_REQUEST
+    if cluster_id != broker.cluster_id or node_id != broker.node_id:
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return ErrorCode.NONE
 
 
 def api_versions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """The APIs this broker serves with their version ranges, and its feature levels."""
+    if ctx.api_version >= 5:
+        code = _wrong_target(broker, body)
+        if code:
+            return api_versions_error(body, ctx.api_version, code, None)
     return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_ranges(), "throttle_time_ms": 0,
             "supported_features": SUPPORTED_FEATURES, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
-            "finalized_features": FINALIZED_FEATURES}
+            "finalized_features": finalized_features(broker)}
 
 
 def api_versions_error(body, version, code, msg):

@@ -14,7 +14,8 @@ import uuid
 from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.meta import INTERNAL_TOPICS
-from pylog.commands.broker.api.context import RequestContext, code_of
+from pylog.commands.broker.api.context import NONE, RequestContext, code_of
+from pylog.commands.broker.txn import epoch_bump
 from pylog.core.errors import ErrorCode
 from pylog.core.records.header import (
     ATTRIBUTES_OFFSET,
@@ -84,6 +85,12 @@ def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, v
         return 0, None
     (pid,) = _I64.unpack_from(records, PRODUCER_ID_OFFSET)
     (epoch,) = _I16.unpack_from(records, PRODUCER_EPOCH_OFFSET)
+    if version >= epoch_bump.FIRST_V2_PRODUCE:
+        # transaction.version 2: the batch adds its partition to the transaction (KIP-890 part 2)
+        code = epoch_bump.add_implicitly(broker.txn_coordinator, tid, pid, epoch, [(name, idx)])
+        if code == ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return code, None
     code = broker.txn_coordinator.verify_partition(tid, pid, epoch, name, idx)
     if code == ErrorCode.INVALID_TXN_STATE:
         if version >= FIRST_ABORTABLE_PRODUCE:
@@ -106,10 +113,10 @@ def has_transactional_records(body: dict) -> bool:
 
 def produce(broker: Broker, ctx: RequestContext, body: dict):
     """Append each partition's batch as leader; None for acks=0 (no response)."""
-    if body.get("transactional_id") is None and has_transactional_records(body):
+    if body["transactional_id"] is None and has_transactional_records(body):
         # Kafka: a transactional batch needs a transactional id the producer may write
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        if body.get("acks", 1) == 0:
+        if body["acks"] == 0:
             ctx.conn.close("transactional records without a transactional id")
             return None
         return produce_error(body, ctx.api_version, code, None)
@@ -118,7 +125,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
     logs = broker.logs
     failed = False
     out_topics = []
-    global_code = ErrorCode.NONE
+    global_code = NONE
     global_msg = None
     txn_id = body["transactional_id"]
     if acks not in (-1, 0, 1):
@@ -182,7 +189,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
             if not info.duplicate:
                 broker.stats.produced(name, info.record_count, info.bytes)
                 broker.wake(name, idx)
-            parts.append(_part_response(idx, ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset))
+            parts.append(_part_response(idx, NONE, info.first_offset, info.log_append_time, info.log_start_offset))
         entry = {"name": name if name is not None else "", "partition_responses": parts}
         if tid is not None:
             entry["topic_id"] = tid

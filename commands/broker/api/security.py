@@ -126,7 +126,7 @@ def describe_scram_error(body, version, code, msg):
     # Kafka: one result per requested user, with the code and no user name
     return {"throttle_time_ms": 0, "error_code": code, "error_message": msg, "results": [
         {"user": "", "error_code": code, "error_message": msg, "credential_infos": []}
-        for _ in body.get("users") or ()]}
+        for _ in body["users"] or ()]}
 
 def alter_scram(broker, ctx, body: dict) -> dict:
     """AlterUserScramCredentials: upserts (salted password from the client) and deletions; a user

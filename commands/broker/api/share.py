@@ -33,7 +33,7 @@ RENEW_UNFLAGGED = "Renew acknowledgements need IsRenewAck (ShareFetch/ShareAckno
 
 def _renew_unflagged(body: dict, version: int) -> bool:
     """RENEW (type 4) in a request that does not say IsRenewAck (or is v1, which has no RENEW)."""
-    if body.get("is_renew_ack") and version >= 2:
+    if body["is_renew_ack"] and version >= 2:
         return False
     return any(4 in b["acknowledge_types"] for t in body["topics"] for p in t["partitions"]
                for b in p["acknowledgement_batches"])
@@ -200,7 +200,7 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
                 e = entries.setdefault((t["topic_id"], p["partition_index"]), _entry(broker, p["partition_index"]))
                 e["acknowledge_error_code"], e["acknowledge_error_message"] = _acknowledge(
                     broker, gid, mid, t["topic_id"], p["partition_index"], p["acknowledgement_batches"], changed)
-    if epoch == FINAL_EPOCH or body.get("is_renew_ack"):
+    if epoch == FINAL_EPOCH or body["is_renew_ack"]:
         if _persist(broker, changed):
             for e in entries.values():
                 e["acknowledge_error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -18,6 +18,7 @@ from pylog.commands.broker.api.meta import INTERNAL_TOPICS
 from pylog.commands.broker.security.authorizer import topic_filter
 from pylog.core.security.acl import AclOperation as Op
 from pylog.commands.broker.groups.offsets_topic import TOPIC as OFFSETS_TOPIC
+from pylog.commands.broker.txn import epoch_bump
 from pylog.core.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -43,7 +44,10 @@ def init_transactional(broker: Broker, body: dict) -> dict:
 # ---- AddPartitionsToTxn ------------------------------------------------------
 
 def add_partitions_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
-    """Add partitions to the producer's transaction (v0-3: one transaction per request)."""
+    """Add partitions to the producer's transaction (v0-3: one transaction per request; v4+, a
+    partition leader's form: several transactions, each added or only verified)."""
+    if ctx.api_version >= 4:
+        return _add_partitions_batched(broker, body)
     topics = body["v3_and_below_topics"]
     wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
     # Kafka: WRITE on each topic, and never an internal topic (with or without an authorizer)
@@ -71,9 +75,37 @@ def add_partitions_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> di
         for t in topics]}
 
 
+def _add_partitions_batched(broker: Broker, body: dict) -> dict:
+    tc = broker.txn_coordinator
+    results = []
+    for txn in body["transactions"]:
+        tid, pid, epoch = txn["transactional_id"], txn["producer_id"], txn["producer_epoch"]
+        topics = txn["topics"]
+        if txn["verify_only"]:
+            def entry(t, p, tid=tid, pid=pid, epoch=epoch):
+                return tc.verify_partition(tid, pid, epoch, t, p)
+        else:
+            wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
+            unknown = {tp for tp in wanted if broker.logs.get_log(*tp) is None}
+            code = (ErrorCode.OPERATION_NOT_ATTEMPTED if unknown else
+                    epoch_bump.add_implicitly(tc, tid, pid, epoch, wanted))
+
+            def entry(t, p, unknown=unknown, code=code):
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (t, p) in unknown else code
+        results.append({"transactional_id": tid, "topic_results": [
+            {"name": t["name"], "results_by_partition": [
+                {"partition_index": p, "partition_error_code": entry(t["name"], p)} for p in t["partitions"]]}
+            for t in topics]})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results_by_transaction": results}
+
+
 def add_partitions_to_txn_error(body, version, code, msg):
     """Every partition with `code`."""
-    return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": [],
+    return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": [
+                {"transactional_id": t["transactional_id"], "topic_results": [
+                    {"name": tp["name"], "results_by_partition": [
+                        {"partition_index": p, "partition_error_code": code} for p in tp["partitions"]]}
+                    for tp in t["topics"]]} for t in body.get("transactions") or ()],
             "results_by_topic_v3_and_below": [
                 {"name": t["name"], "results_by_partition": [
                     {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
@@ -103,8 +135,14 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Offsets committed inside the transaction: visible to the group at its COMMIT."""
     topics = body["topics"]
     gid = body["group_id"]
-    code = broker.txn_coordinator.check_offsets_commit(body["transactional_id"], body["producer_id"],
-                                                       body["producer_epoch"], gid)
+    tc = broker.txn_coordinator
+    code = ErrorCode.NONE
+    if ctx.api_version >= epoch_bump.FIRST_V2_TXN_OFFSET_COMMIT and gid:
+        # transaction.version 2: this request also does AddOffsetsToTxn's work
+        code = epoch_bump.add_implicitly(tc, body["transactional_id"], body["producer_id"],
+                                         body["producer_epoch"], [(OFFSETS_TOPIC, tc.offsets_partition(gid))])
+    if code == ErrorCode.NONE:
+        code = tc.check_offsets_commit(body["transactional_id"], body["producer_id"], body["producer_epoch"], gid)
     if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH
     known = known_partitions(broker, topics)
@@ -115,7 +153,7 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         codes = []
     elif code == ErrorCode.NONE:
         codes = broker.group_coordinator.txn_commit_offsets(
-            gid, body["producer_id"], body["producer_epoch"], body["generation_id"], body["member_id"],
+            gid, body["producer_id"], body["producer_epoch"], body["generation_id_or_member_epoch"], body["member_id"],
             body["group_instance_id"], offsets)
     else:
         codes = [code] * len(offsets)
@@ -135,7 +173,12 @@ def txn_offset_commit_error(body, version, code, msg):
 # ---- EndTxn ------------------------------------------------------------------
 
 def end_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
-    """Commit or abort: markers on every partition of the transaction."""
+    """Commit or abort: markers on every partition of the transaction (v5, transaction.version 2:
+    after an epoch bump, answering the producer id and epoch of the next transaction)."""
+    if ctx.api_version >= epoch_bump.FIRST_V2_END_TXN:
+        code, pid, epoch = epoch_bump.end_txn(broker.txn_coordinator, body["transactional_id"],
+                                              body["producer_id"], body["producer_epoch"], body["committed"])
+        return _err(code, producer_id=pid, producer_epoch=epoch)
     code = broker.txn_coordinator.end_txn(body["transactional_id"], body["producer_id"], body["producer_epoch"],
                                           body["committed"])
     if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
@@ -145,7 +188,7 @@ def end_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
 
 def end_txn_error(body, version, code, msg):
     """`code`."""
-    return _err(code)
+    return _err(code, producer_id=-1, producer_epoch=-1)
 
 
 # ---- DescribeTransactions, ListTransactions ----------------------------------

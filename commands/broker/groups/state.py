@@ -211,7 +211,7 @@ class Group:
         """Topics the members subscribe to (consumer protocol), None when unknown."""
         if self.protocol_type != "consumer" or not self.protocol_name:
             return None
-        from pylog.core.client.consumer_protocol import decode_subscription
+        from pylog.core.client.subscription import decode_subscription
 
         topics: set = set()
         for m in self.members.values():

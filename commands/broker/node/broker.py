@@ -28,9 +28,11 @@ from pylog.commands.broker.api.quotas import throttle
 from pylog.commands.broker.api.context import RequestContext, code_of
 from pylog.commands.broker.api.fetch_waiters import FetchWaiters
 from pylog.commands.broker.groups.coordinator import GroupCoordinator
+from pylog.commands.broker.groups.share.coordinator import ShareCoordinator
 from pylog.commands.broker.api.handlers import HANDLERS, Handler
 from pylog.commands.broker.ops.admin_http import MetricsListener
 from pylog.commands.broker.ops.log_dirs import LogDirMonitor
+from pylog.commands.broker.api import topic_ids
 from pylog.commands.broker.ops.metrics import BrokerStats
 from pylog.commands.broker.ops.quotas import QuotaManager, QuotaStore
 from pylog.commands.broker.ops.request_faults import FaultEngine
@@ -75,8 +77,8 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
-        self.share_coordinator = None  # groups.share.coordinator.ShareCoordinator
-        self.coordinators: list = []  # each with load(), start(loop), stop()
+        self.share_coordinator: ShareCoordinator | None = None  # share groups (KIP-932)
+        self.coordinators: list[GroupCoordinator | TransactionCoordinator | ShareCoordinator] = []  # load, start, stop
         self.scheduler: Scheduler | None = None
         self.server: Server | None = None  # the first listener's
         self.servers: list[Server] = []
@@ -87,6 +89,7 @@ class Broker:
         self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
         self.quotas: QuotaManager | None = None  # client quota configs and their rates
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
+        self.dynamic_configs = None  # ops.dynamic_config.DynamicBrokerConfigs
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
@@ -103,6 +106,11 @@ class Broker:
     # ---- start-up --------------------------------------------------------
     def open_storage(self):
         """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
+        from pylog.commands.broker.ops.dynamic_config import DynamicBrokerConfigs
+
+        # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
+        self.dynamic_configs = DynamicBrokerConfigs(self)
+        self.dynamic_configs.load()
         self.logs = LogManager(list(self.settings.log_dirs), self.config)
         self.recovery = self.logs.startup(start_cleaner=False)
         metas = list(self.logs.meta.values())
@@ -143,8 +151,6 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self)
         # after the group coordinator: completing a prepared transaction at load applies its offsets
         self.txn_coordinator = TransactionCoordinator(self)
-        from pylog.commands.broker.groups.share.coordinator import ShareCoordinator
-
         self.share_coordinator = ShareCoordinator(self)  # share groups (KIP-932)
         self.coordinators = [self.group_coordinator, self.txn_coordinator, self.share_coordinator]
         for c in self.coordinators:
@@ -361,12 +367,16 @@ class Broker:
         # authorization runs here, before the handler: it refuses the request or takes
         # out what the principal may not touch (their error entries are merged back)
         body, denied = req.body, None
+        # topics named by id (Produce 13, OffsetCommit 10, ...): names for the rules and handlers
+        body, complete = topic_ids.resolve(self, ctx.api_key, ctx.api_version, body)
         if self.authorizer is not None:
             try:
                 body, denied = self.authorizer.check(ctx, handler, body)
             except Exception as e:  # noqa: BLE001 - a bug in a rule: this request fails, the broker stays
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, self._handler_error(handler, ctx, body, e)))
             if body is None:
+                if complete is not None:
+                    denied = complete(denied)
                 self.stats.request_done(ctx.api_key, ctx.api_version, started, denied)
                 return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
         try:
@@ -380,6 +390,8 @@ class Broker:
                 result = self.authorizer.merge(ctx, result, denied)
             else:
                 result = self._merge_later(result, ctx, denied)
+        if complete is not None and result is not None:
+            result = complete(result) if isinstance(result, dict) else self._complete_later(result, complete)
         if self.quotas is not None and self.quotas.active:
             result = throttle(self, ctx, len(frame), started, result)
         if result is None or isinstance(result, dict):
@@ -410,6 +422,11 @@ class Broker:
     async def _merge_later(self, awaitable, ctx: RequestContext, denied):
         res = await awaitable
         return None if res is None else self.authorizer.merge(ctx, res, denied)
+
+    @staticmethod
+    async def _complete_later(awaitable, complete):
+        res = await awaitable
+        return None if res is None else complete(res)
 
     def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None:
         """Answer this request, then close the connection once the answer is written."""

@@ -34,6 +34,7 @@ class BrokerSettings:
     config: Config
     listeners: list[ListenerSpec] = field(default_factory=list)  # the first is host/port above
     add_scram: list[str] = field(default_factory=list)  # --add-scram bootstrap credentials
+    transaction_version: int = 2  # --feature transaction.version=N: the finalized level (KIP-890)
 
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:

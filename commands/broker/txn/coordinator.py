@@ -14,9 +14,10 @@ in one step; a kill -9 between them leaves a Prepare state in the log, which
 `load()` completes (markers written again are harmless: the partition has no
 open transaction of that producer any more).
 
-Clients speak transaction.version 1 to this broker (no KIP-890 part 2): they
-add partitions with AddPartitionsToTxn, and a transactional produce to a
-partition not added is refused (KIP-890 part 1). A ticker aborts transactions
+Clients at transaction.version 1 add partitions with AddPartitionsToTxn, and
+a transactional produce to a partition not added is refused (KIP-890 part 1);
+at level 2 (KIP-890 part 2, txn/epoch_bump.py) partitions join implicitly and
+the epoch moves at every EndTxn. A ticker aborts transactions
 past their timeout (bumping the epoch, which fences the old producer) and
 removes transactional ids idle past `transactional.id.expiration.ms`.
 """
@@ -38,7 +39,6 @@ from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch
 log = logging.getLogger("pylog.broker.txn")
 
 COORDINATOR_EPOCH = 0  # one node: the __transaction_state leader epoch never changes
-TRANSACTION_VERSION = 1  # the finalized transaction.version this broker advertises
 
 
 def _exhausted(epoch: int) -> bool:

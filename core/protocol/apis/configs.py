@@ -83,7 +83,7 @@ INCREMENTAL_ALTER_CONFIGS = Api(44, "IncrementalAlterConfigs", "0-1", "1+",
     ],
 )
 
-DESCRIBE_LOG_DIRS = Api(35, "DescribeLogDirs", "1-4", "2+",
+DESCRIBE_LOG_DIRS = Api(35, "DescribeLogDirs", "1-5", "2+",
     request=[
         # null: every topic
         F("topics", [
@@ -108,6 +108,7 @@ DESCRIBE_LOG_DIRS = Api(35, "DescribeLogDirs", "1-4", "2+",
             ]),
             F("total_bytes", INT64, "4+", default=-1),
             F("usable_bytes", INT64, "4+", default=-1),
+            F("is_cordoned", BOOL, "5+", default=False),
         ]),
     ],
 )

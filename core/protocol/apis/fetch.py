@@ -1,9 +1,9 @@
 """Fetch, ListOffsets, OffsetForLeaderEpoch."""
 from pylog.core.protocol.apis.produce import NODE_ENDPOINT
 from pylog.core.protocol.schema import Api, Field as F
-from pylog.core.protocol.types import Array, INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, Struct
+from pylog.core.protocol.types import Array, INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, ZERO_UUID, Struct
 
-FETCH = Api(1, "Fetch", "4-16", "12+",
+FETCH = Api(1, "Fetch", "4-18", "12+",
     request=[
         F("cluster_id", STRING, "12+", nullable="12+", tag=0, default=None),
         F("replica_id", INT32, "0-14", default=-1),
@@ -27,6 +27,8 @@ FETCH = Api(1, "Fetch", "4-16", "12+",
                 F("last_fetched_epoch", INT32, "12+", default=-1),
                 F("log_start_offset", INT64, "5+", default=-1),
                 F("partition_max_bytes", INT32),
+                F("replica_directory_id", UUID, "17+", tag=0, default=ZERO_UUID),
+                F("high_watermark", INT64, "18+", tag=1, default=0x7FFFFFFFFFFFFFFF),
             ]),
         ]),
         F("forgotten_topics_data", [
@@ -73,7 +75,7 @@ FETCH = Api(1, "Fetch", "4-16", "12+",
     ],
 )
 
-LIST_OFFSETS = Api(2, "ListOffsets", "1-9", "6+",
+LIST_OFFSETS = Api(2, "ListOffsets", "1-11", "6+",
     request=[
         F("replica_id", INT32),
         F("isolation_level", INT8, "2+"),
@@ -86,6 +88,7 @@ LIST_OFFSETS = Api(2, "ListOffsets", "1-9", "6+",
                 F("max_num_offsets", INT32, "0", default=1),
             ]),
         ]),
+        F("timeout_ms", INT32, "10+", default=0),
     ],
     response=[
         F("throttle_time_ms", INT32, "2+"),

@@ -1,6 +1,6 @@
 """Consumer-group APIs: coordinator lookup, membership, offsets, admin."""
 from pylog.core.protocol.schema import Api, Field as F
-from pylog.core.protocol.types import Array, BOOL, BYTES, INT8, INT16, INT32, INT64, STRING
+from pylog.core.protocol.types import Array, BOOL, BYTES, INT8, INT16, INT32, INT64, STRING, UUID, ZERO_UUID
 
 FIND_COORDINATOR = Api(10, "FindCoordinator", "0-6", "3+",
     request=[
@@ -113,7 +113,7 @@ SYNC_GROUP = Api(14, "SyncGroup", "0-5", "4+",
     ],
 )
 
-DESCRIBE_GROUPS = Api(15, "DescribeGroups", "0-5", "5+",
+DESCRIBE_GROUPS = Api(15, "DescribeGroups", "0-6", "5+",
     request=[
         F("groups", Array(STRING)),
         F("include_authorized_operations", BOOL, "3+"),
@@ -157,18 +157,19 @@ LIST_GROUPS = Api(16, "ListGroups", "0-5", "3+",
     ],
 )
 
-DELETE_GROUPS = Api(42, "DeleteGroups", "0-2", "2+",
+DELETE_GROUPS = Api(42, "DeleteGroups", "0-3", "2+",
     request=[F("groups_names", Array(STRING))],
     response=[
         F("throttle_time_ms", INT32),
         F("results", [
             F("group_id", STRING),
             F("error_code", INT16),
+            F("error_message", STRING, "3+", nullable="3+", default=None),
         ]),
     ],
 )
 
-OFFSET_COMMIT = Api(8, "OffsetCommit", "2-9", "8+",
+OFFSET_COMMIT = Api(8, "OffsetCommit", "2-10", "8+",
     request=[
         F("group_id", STRING),
         F("generation_id_or_member_epoch", INT32, "1+", default=-1),
@@ -176,7 +177,8 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", "2-9", "8+",
         F("group_instance_id", STRING, "7+", nullable="7+", default=None),
         F("retention_time_ms", INT64, "2-4", default=-1),
         F("topics", [
-            F("name", STRING),
+            F("name", STRING, "0-9", default=""),
+            F("topic_id", UUID, "10+", default=ZERO_UUID),
             F("partitions", [
                 F("partition_index", INT32),
                 F("committed_offset", INT64),
@@ -189,7 +191,8 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", "2-9", "8+",
     response=[
         F("throttle_time_ms", INT32, "3+"),
         F("topics", [
-            F("name", STRING),
+            F("name", STRING, "0-9", default=""),
+            F("topic_id", UUID, "10+", default=ZERO_UUID),
             F("partitions", [
                 F("partition_index", INT32),
                 F("error_code", INT16),
@@ -198,7 +201,7 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", "2-9", "8+",
     ],
 )
 
-OFFSET_FETCH = Api(9, "OffsetFetch", "1-9", "6+",
+OFFSET_FETCH = Api(9, "OffsetFetch", "1-10", "6+",
     request=[
         F("group_id", STRING, "0-7"),
         # v2-7: null means every partition the group committed
@@ -211,7 +214,8 @@ OFFSET_FETCH = Api(9, "OffsetFetch", "1-9", "6+",
             F("member_id", STRING, "9+", nullable="9+", default=None),
             F("member_epoch", INT32, "9+", default=-1),
             F("topics", [
-                F("name", STRING),
+                F("name", STRING, "8-9", default=""),
+                F("topic_id", UUID, "10+", default=ZERO_UUID),
                 F("partition_indexes", Array(INT32)),
             ], nullable="8+"),
         ], "8+"),
@@ -233,7 +237,8 @@ OFFSET_FETCH = Api(9, "OffsetFetch", "1-9", "6+",
         F("groups", [
             F("group_id", STRING),
             F("topics", [
-                F("name", STRING),
+                F("name", STRING, "8-9", default=""),
+                F("topic_id", UUID, "10+", default=ZERO_UUID),
                 F("partitions", [
                     F("partition_index", INT32),
                     F("committed_offset", INT64),

@@ -2,10 +2,13 @@
 from pylog.core.protocol.schema import API_VERSIONS_KEY, Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UUID
 
-API_VERSIONS = Api(API_VERSIONS_KEY, "ApiVersions", "0-4", "3+",
+API_VERSIONS = Api(API_VERSIONS_KEY, "ApiVersions", "0-5", "3+",
     request=[
         F("client_software_name", STRING, "3+"),
         F("client_software_version", STRING, "3+"),
+        # v5 (KIP-1242): the cluster and node the client means to reach, checked by the broker
+        F("cluster_id", STRING, "5+", nullable="5+", default=None),
+        F("node_id", INT32, "5+", default=-1),
     ],
     response=[
         F("error_code", INT16),
@@ -30,7 +33,7 @@ API_VERSIONS = Api(API_VERSIONS_KEY, "ApiVersions", "0-4", "3+",
     ],
 )
 
-METADATA = Api(3, "Metadata", "0-12", "9+",
+METADATA = Api(3, "Metadata", "0-13", "9+",
     request=[
         # v0: an empty array means "all topics"; v1+: null means all, [] none.
         F("topics", [
@@ -68,13 +71,15 @@ METADATA = Api(3, "Metadata", "0-12", "9+",
             F("topic_authorized_operations", INT32, "8+", default=-2147483648),
         ]),
         F("cluster_authorized_operations", INT32, "8-10", default=-2147483648),
+        F("error_code", INT16, "13+", default=0),
     ],
 )
 
-DESCRIBE_CLUSTER = Api(60, "DescribeCluster", "0-1", "0+",
+DESCRIBE_CLUSTER = Api(60, "DescribeCluster", "0-2", "0+",
     request=[
         F("include_cluster_authorized_operations", BOOL),
         F("endpoint_type", INT8, "1+", default=1),
+        F("include_fenced_brokers", BOOL, "2+", default=False),
     ],
     response=[
         F("throttle_time_ms", INT32),
@@ -88,6 +93,7 @@ DESCRIBE_CLUSTER = Api(60, "DescribeCluster", "0-1", "0+",
             F("host", STRING),
             F("port", INT32),
             F("rack", STRING, nullable="0+", default=None),
+            F("is_fenced", BOOL, "2+", default=False),
         ]),
         F("cluster_authorized_operations", INT32, default=-2147483648),
     ],

@@ -1,6 +1,6 @@
 """Produce and InitProducerId."""
 from pylog.core.protocol.schema import Api, Field as F
-from pylog.core.protocol.types import INT16, INT32, INT64, RECORDS, STRING, Struct
+from pylog.core.protocol.types import INT16, INT32, INT64, RECORDS, STRING, UUID, ZERO_UUID, Struct
 
 # Shared shape of the leader hints returned with NOT_LEADER errors (KIP-951).
 NODE_ENDPOINT = [
@@ -10,13 +10,14 @@ NODE_ENDPOINT = [
     F("rack", STRING, nullable="0+", default=None),
 ]
 
-PRODUCE = Api(0, "Produce", "3-11", "9+",
+PRODUCE = Api(0, "Produce", "3-13", "9+",
     request=[
         F("transactional_id", STRING, "3+", nullable="3+", default=None),
         F("acks", INT16),
         F("timeout_ms", INT32),
         F("topic_data", [
-            F("name", STRING),
+            F("name", STRING, "0-12", default=""),
+            F("topic_id", UUID, "13+", default=ZERO_UUID),
             F("partition_data", [
                 F("index", INT32),
                 F("records", RECORDS, nullable="0+"),
@@ -25,7 +26,8 @@ PRODUCE = Api(0, "Produce", "3-11", "9+",
     ],
     response=[
         F("responses", [
-            F("name", STRING),
+            F("name", STRING, "0-12", default=""),
+            F("topic_id", UUID, "13+", default=ZERO_UUID),
             F("partition_responses", [
                 F("index", INT32),
                 F("error_code", INT16),

@@ -1,9 +1,9 @@
 """Transaction APIs: the client's (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
 TxnOffsetCommit) and the admin's (DescribeProducers, DescribeTransactions,
-ListTransactions), at the versions a transaction.version 1 broker serves, and
+ListTransactions), at the versions a transaction.version 2 broker serves, and
 WriteTxnMarkers, which kafka-transactions.sh's abort sends to a partition leader."""
 from pylog.core.protocol.schema import Api, Field as F
-from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING
+from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UUID, ZERO_UUID
 
 _TXN_TOPIC = [
     F("name", STRING),
@@ -17,7 +17,7 @@ _TXN_TOPIC_RESULT = [
     ]),
 ]
 
-ADD_PARTITIONS_TO_TXN = Api(24, "AddPartitionsToTxn", "0-3", "3+",
+ADD_PARTITIONS_TO_TXN = Api(24, "AddPartitionsToTxn", "0-5", "3+",
     request=[
         F("transactions", [
             F("transactional_id", STRING),
@@ -42,7 +42,7 @@ ADD_PARTITIONS_TO_TXN = Api(24, "AddPartitionsToTxn", "0-3", "3+",
     ],
 )
 
-ADD_OFFSETS_TO_TXN = Api(25, "AddOffsetsToTxn", "0-3", "3+",
+ADD_OFFSETS_TO_TXN = Api(25, "AddOffsetsToTxn", "0-4", "3+",
     request=[
         F("transactional_id", STRING),
         F("producer_id", INT64),
@@ -55,7 +55,7 @@ ADD_OFFSETS_TO_TXN = Api(25, "AddOffsetsToTxn", "0-3", "3+",
     ],
 )
 
-END_TXN = Api(26, "EndTxn", "0-3", "3+",
+END_TXN = Api(26, "EndTxn", "0-5", "3+",
     request=[
         F("transactional_id", STRING),
         F("producer_id", INT64),
@@ -65,20 +65,24 @@ END_TXN = Api(26, "EndTxn", "0-3", "3+",
     response=[
         F("throttle_time_ms", INT32),
         F("error_code", INT16),
+        # v5 (transaction.version 2): the producer id and epoch the next transaction uses
+        F("producer_id", INT64, "5+", default=-1),
+        F("producer_epoch", INT16, "5+", default=-1),
     ],
 )
 
-TXN_OFFSET_COMMIT = Api(28, "TxnOffsetCommit", "0-3", "3+",
+TXN_OFFSET_COMMIT = Api(28, "TxnOffsetCommit", "0-6", "3+",
     request=[
         F("transactional_id", STRING),
         F("group_id", STRING),
         F("producer_id", INT64),
         F("producer_epoch", INT16),
-        F("generation_id", INT32, "3+", default=-1),
+        F("generation_id_or_member_epoch", INT32, "3+", default=-1),
         F("member_id", STRING, "3+", default=""),
         F("group_instance_id", STRING, "3+", nullable="3+", default=None),
         F("topics", [
-            F("name", STRING),
+            F("name", STRING, "0-5", default=""),
+            F("topic_id", UUID, "6+", default=ZERO_UUID),
             F("partitions", [
                 F("partition_index", INT32),
                 F("committed_offset", INT64),
@@ -90,7 +94,8 @@ TXN_OFFSET_COMMIT = Api(28, "TxnOffsetCommit", "0-3", "3+",
     response=[
         F("throttle_time_ms", INT32),
         F("topics", [
-            F("name", STRING),
+            F("name", STRING, "0-5", default=""),
+            F("topic_id", UUID, "6+", default=ZERO_UUID),
             F("partitions", [
                 F("partition_index", INT32),
                 F("error_code", INT16),

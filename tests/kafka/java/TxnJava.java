@@ -97,6 +97,10 @@ public class TxnJava {
             OffsetAndMetadata om = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()
                 .get(new TopicPartition(in, 0));
             System.out.println("group.offset=" + (om == null ? "none" : om.offset()));
+            // transaction.version 2 moves the epoch at every transaction's end, level 1 only at init
+            TransactionDescription d = admin.describeTransactions(List.of(tid)).description(tid).get();
+            System.out.println("txn.epoch=" + d.producerEpoch());
+            System.out.println("txn.state=" + d.state());
         }
         for (int p = 0; p < 2; p++) {
             TopicPartition tp = new TopicPartition(out, p);
