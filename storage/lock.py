@@ -66,7 +66,9 @@ def in_use(log_dir: str | os.PathLike) -> bool:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
+        # Apache Kafka (Java's FileChannel.tryLock) takes a POSIX record lock, which flock does not see
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except (BlockingIOError, PermissionError):
         return True
     except OSError:
         return False

@@ -56,12 +56,13 @@ def test_offset_checkpoint_bytes_and_roundtrip(tmp_path):
     write_offset_checkpoint(p, {})
     assert p.read_bytes() == b"0\n0\n"
     assert read_offset_checkpoint(p) == {}
+    p.write_bytes(b"")  # as Kafka leaves cleaner-offset-checkpoint until its cleaner runs; Kafka reads it as empty
+    assert read_offset_checkpoint(p) == {}
 
 
 @pytest.mark.parametrize(
     "content, fragment",
     [
-        (b"", "empty checkpoint"),
         (b"1\n0\n", "line 1: unsupported checkpoint version 1"),
         (b"x\n0\n", "line 1: version 'x'"),
         (b"0\n", "missing the entry count"),

@@ -1,6 +1,7 @@
 """`pylog verify` and `dump-segment` judge files as Kafka's own tools do: an empty
 cleaner-offset-checkpoint (as Apache Kafka leaves it) is clean, a live dir's active segment
-gets the stopped dir's verdict, and an index with no segment beside it is refused."""
+gets the stopped dir's verdict (a running Kafka node's as pylog's broker's), and an index with no
+segment beside it is refused, as Kafka's DumpLogSegments refuses it."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import shutil
 import subprocess
 
 from support.cli import pylog
-from support.kafka_peer import KafkaNode
+from support.kafka_peer import KafkaNode, run_main
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -54,11 +55,28 @@ def test_live_dir_right_after_one_record_is_clean(broker_factory):
     assert (live_rc, live["verdict"]) == (stopped_rc, stopped["verdict"]) == (0, "clean"), live
 
 
+def test_live_kafka_dir_right_after_one_record_gets_the_stopped_verdict(tmp_path):
+    node = KafkaNode(tmp_path / "kafka").format().start()
+    try:
+        r = subprocess.run([KCAT, "-b", node.bootstrap, "-P", "-t", "v14"], input="one\n", capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert (node.log_dir / "v14-0" / "00000000000000000000.log").stat().st_size > 0
+        live_rc, live = verify(node.log_dir)
+        assert live["in_use"] == [str(node.log_dir)]  # Kafka's lock (a POSIX record lock) is seen
+    finally:
+        node.stop()
+    stopped_rc, stopped = verify(node.log_dir)
+    assert (live_rc, live["verdict"], live["problem_count"]) == \
+        (stopped_rc, stopped["verdict"], stopped["problem_count"]) == (0, "clean", 0), live
+
+
 def test_random_index_without_a_segment_is_refused(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     path.write_bytes(os.urandom(4096))
+    kafka = run_main("org.apache.kafka.tools.DumpLogSegments", "--files", str(path), timeout=300)
     r = pylog("dump-segment", path)
-    assert r.returncode == 1
+    assert kafka.returncode == r.returncode == 1, (kafka.stdout[-2000:], kafka.stderr[-2000:])
     assert r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"pylog: error: {path}: no log segment 00000000000000000000.log "
                                              "beside it"]
