@@ -60,7 +60,7 @@ def elect_leaders_error(body, version, code, msg):
     """`code` for the request (v0, which has no top-level code: for every named partition)."""
     results = [] if version >= 1 else [
         {"topic": t["topic"], "partition_result": [_result(p, code, msg) for p in t["partitions"]]}
-        for t in body.get("topic_partitions") or ()]
+        for t in body["topic_partitions"] or ()]
     return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": results}
 
 
@@ -105,7 +105,7 @@ def alter_partition_reassignments(broker: Broker, ctx: RequestContext, body: dic
 
 def alter_partition_reassignments_error(body, version, code, msg):
     """`code` for the whole request."""
-    return {"throttle_time_ms": 0, "allow_replication_factor_change": body.get("allow_replication_factor_change", True),
+    return {"throttle_time_ms": 0, "allow_replication_factor_change": body["allow_replication_factor_change"],
             "error_code": code, "error_message": msg, "responses": []}
 
 

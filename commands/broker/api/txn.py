@@ -105,7 +105,7 @@ def add_partitions_to_txn_error(body, version, code, msg):
                 {"transactional_id": t["transactional_id"], "topic_results": [
                     {"name": tp["name"], "results_by_partition": [
                         {"partition_index": p, "partition_error_code": code} for p in tp["partitions"]]}
-                    for tp in t["topics"]]} for t in body.get("transactions") or ()],
+                    for tp in t["topics"]]} for t in body["transactions"] or ()],
             "results_by_topic_v3_and_below": [
                 {"name": t["name"], "results_by_partition": [
                     {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}

@@ -31,6 +31,7 @@ from pylog.commands.broker.groups.coordinator import GroupCoordinator
 from pylog.commands.broker.groups.share.coordinator import ShareCoordinator
 from pylog.commands.broker.api.handlers import HANDLERS, Handler
 from pylog.commands.broker.ops.admin_http import MetricsListener
+from pylog.commands.broker.ops.dynamic_config import DynamicBrokerConfigs
 from pylog.commands.broker.ops.log_dirs import LogDirMonitor
 from pylog.commands.broker.api import topic_ids
 from pylog.commands.broker.ops.metrics import BrokerStats
@@ -89,7 +90,7 @@ class Broker:
         self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
         self.quotas: QuotaManager | None = None  # client quota configs and their rates
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
-        self.dynamic_configs = None  # ops.dynamic_config.DynamicBrokerConfigs
+        self.dynamic_configs: DynamicBrokerConfigs | None = None
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
@@ -106,7 +107,6 @@ class Broker:
     # ---- start-up --------------------------------------------------------
     def open_storage(self):
         """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
-        from pylog.commands.broker.ops.dynamic_config import DynamicBrokerConfigs
 
         # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
         self.dynamic_configs = DynamicBrokerConfigs(self)

@@ -105,7 +105,7 @@ class TransactionCoordinator:
         for m in list(self.txns.values()):
             if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 log.info("completing %s of %s after restart", m.state.kafka_name, m.transactional_id)
-                self._complete(m, m.state == TxnState.PREPARE_COMMIT)
+                self.complete(m, m.state == TxnState.PREPARE_COMMIT)
             elif m.state == TxnState.PREPARE_EPOCH_FENCE:
                 self._abort(m, fence=False)
 
@@ -173,7 +173,7 @@ class TransactionCoordinator:
             log.error("cannot write to %s: %s", TOPIC, e)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    def _set(self, m: TxnMetadata, **changes) -> int:
+    def set_state(self, m: TxnMetadata, **changes) -> int:
         """Write `m` with `changes` applied; the in-memory state changes only when the write succeeded."""
         old = {k: getattr(m, k) for k in changes}
         for k, v in changes.items():
@@ -215,7 +215,7 @@ class TransactionCoordinator:
             return ErrorCode.PRODUCER_FENCED, -1, -1
         if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             # Kafka answers CONCURRENT_TRANSACTIONS while markers are pending; the client retries
-            code = self._complete(m, m.state == TxnState.PREPARE_COMMIT)
+            code = self.complete(m, m.state == TxnState.PREPARE_COMMIT)
             return (code if code != ErrorCode.NONE else ErrorCode.CONCURRENT_TRANSACTIONS), -1, -1
         if m.state in (TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE):
             # As Kafka: fence (epoch + 1) and abort the older producer's transaction, then answer
@@ -244,7 +244,7 @@ class TransactionCoordinator:
         else:
             return ErrorCode.PRODUCER_FENCED
         # __transaction_state carries a previous producer id only across a producer id rotation
-        code = self._set(m, producer_epoch=epoch, previous_producer_id=NO_PRODUCER_ID, timeout_ms=timeout_ms,
+        code = self.set_state(m, producer_epoch=epoch, previous_producer_id=NO_PRODUCER_ID, timeout_ms=timeout_ms,
                          state=TxnState.EMPTY, partitions=set(), start_ms=-1)
         if code == ErrorCode.NONE:
             m.last_producer_epoch = last
@@ -254,7 +254,7 @@ class TransactionCoordinator:
         """The epoch is exhausted: a new producer id at epoch 0 (Kafka's prepareProducerIdRotation)."""
         old_pid, old_epoch = m.producer_id, m.producer_epoch
         pid = self.broker.producer_ids.next_id()
-        code = self._set(m, producer_id=pid, producer_epoch=0, previous_producer_id=old_pid, timeout_ms=timeout_ms,
+        code = self.set_state(m, producer_id=pid, producer_epoch=0, previous_producer_id=old_pid, timeout_ms=timeout_ms,
                          state=TxnState.EMPTY, partitions=set(), start_ms=-1)
         if code == ErrorCode.NONE:
             m.last_producer_epoch = old_epoch if record_last else NO_EPOCH
@@ -284,7 +284,7 @@ class TransactionCoordinator:
         if m.state == TxnState.ONGOING and not new:
             return ErrorCode.NONE
         start = m.start_ms if m.state == TxnState.ONGOING else now_ms()
-        return self._set(m, state=TxnState.ONGOING, partitions=m.partitions | new, start_ms=start)
+        return self.set_state(m, state=TxnState.ONGOING, partitions=m.partitions | new, start_ms=start)
 
     def verify_partition(self, tid: str, pid: int, epoch: int, topic: str, partition: int) -> int:
         """KIP-890 part 1, for a transactional produce: the producer is current and the partition
@@ -321,13 +321,13 @@ class TransactionCoordinator:
         if s == TxnState.ONGOING:
             if not commit:
                 return self._abort(m, fence=False)
-            code = self._set(m, state=TxnState.PREPARE_COMMIT)
-            return code if code != ErrorCode.NONE else self._complete(m, True)
+            code = self.set_state(m, state=TxnState.PREPARE_COMMIT)
+            return code if code != ErrorCode.NONE else self.complete(m, True)
         # a retried EndTxn whose first attempt completed answers the same
         if s == TxnState.COMPLETE_COMMIT and commit or s == TxnState.COMPLETE_ABORT and not commit:
             return ErrorCode.NONE
         if s == TxnState.PREPARE_COMMIT and commit or s == TxnState.PREPARE_ABORT and not commit:
-            return self._complete(m, commit)
+            return self.complete(m, commit)
         # transaction.version 1: nothing was added (Empty), or the other outcome of a completed
         # transaction, is not a transaction to end (Kafka's INVALID_TXN_STATE)
         return ErrorCode.INVALID_TXN_STATE
@@ -338,16 +338,16 @@ class TransactionCoordinator:
         so the producer that opened it can no longer write."""
         if fence and m.producer_epoch + 1 < MAX_EPOCH:
             last = m.producer_epoch
-            code = self._set(m, producer_epoch=m.producer_epoch + 1, state=TxnState.PREPARE_ABORT)
+            code = self.set_state(m, producer_epoch=m.producer_epoch + 1, state=TxnState.PREPARE_ABORT)
             # as Kafka: the fenced epoch is the last one, so the producer that held it recovers
             # with KIP-360 (its retry gets the fenced epoch); a fresh init forgets it (_bump)
             if code == ErrorCode.NONE:
                 m.last_producer_epoch = last
         else:
-            code = self._set(m, state=TxnState.PREPARE_ABORT)
-        return code if code != ErrorCode.NONE else self._complete(m, False)
+            code = self.set_state(m, state=TxnState.PREPARE_ABORT)
+        return code if code != ErrorCode.NONE else self.complete(m, False)
 
-    def _complete(self, m: TxnMetadata, commit: bool) -> int:
+    def complete(self, m: TxnMetadata, commit: bool) -> int:
         """Markers on every partition of the transaction, then the Complete state."""
         marker = COMMIT if commit else ABORT
         logs = self.broker.logs
@@ -366,7 +366,7 @@ class TransactionCoordinator:
             if topic == ot.TOPIC and groups is not None:
                 groups.complete_txn(m.producer_id, p, commit)
             self.broker.wake(topic, p)
-        return self._set(m, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
+        return self.set_state(m, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                          partitions=set())
 
     def abort_timed_out(self, now: int) -> list[str]:

@@ -53,7 +53,7 @@ def end_txn(tc: TransactionCoordinator, tid: str, pid: int, epoch: int, commit: 
         if m.state == _DONE[commit]:
             return _answer(m)
         if m.state == _PREPARE[commit]:
-            code = tc._complete(m, commit)
+            code = tc.complete(m, commit)
             return (code, -1, -1) if code else _answer(m)
         return ErrorCode.INVALID_TXN_STATE, -1, -1
     if pid != m.producer_id:
@@ -79,15 +79,15 @@ def _bump_and_end(tc: TransactionCoordinator, m: TxnMetadata, commit: bool) -> i
         # the markers close the old id at its last epoch; the next transaction gets a new id
         next_pid = tc.broker.producer_ids.next_id()
     start = m.start_ms if m.state == TxnState.ONGOING else -1
-    code = tc._set(m, producer_epoch=old_epoch + 1, state=_PREPARE[commit], next_producer_id=next_pid,
+    code = tc.set_state(m, producer_epoch=old_epoch + 1, state=_PREPARE[commit], next_producer_id=next_pid,
                    client_txn_version=CLIENT_V2, start_ms=start)
     if code:
         return code
     m.last_producer_epoch = old_epoch
-    code = tc._complete(m, commit)
+    code = tc.complete(m, commit)
     if code or next_pid == NO_PRODUCER_ID:
         return code
-    code = tc._set(m, producer_id=next_pid, producer_epoch=0, previous_producer_id=old_pid,
+    code = tc.set_state(m, producer_id=next_pid, producer_epoch=0, previous_producer_id=old_pid,
                    next_producer_id=NO_PRODUCER_ID)
     if code == ErrorCode.NONE:
         tc.by_producer.pop(old_pid, None)
