@@ -41,13 +41,14 @@ def test_dump_index_with_garbage_content_reports_mismatches(tmp_path):
     (tmp_path / "00000000000000000000.log").write_bytes(os.urandom(300))
     idx = tmp_path / "00000000000000000000.index"
     idx.write_bytes(bytes.fromhex("00000001ffffff00" "00000002fffffff0"))  # negative positions
-    r = pylog("dump-segment", idx)
-    assert r.returncode == 1 and "Traceback" not in r.stderr and "pylog: error" not in r.stderr, r.stderr
-    assert "Index offset: 1, log offset: -1" in r.stderr
+    r = pylog("dump-segment", idx)  # negative positions: one line naming the file, as Kafka's tool fails
+    assert r.returncode == 1 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert str(idx) in r.stderr and "negative position" in r.stderr
     tidx = tmp_path / "00000000000000000000.timeindex"
     tidx.write_bytes(bytes.fromhex("0000000000000001" "fffffff0") * 2)
     r = pylog("dump-segment", tidx)
-    assert r.returncode == 1 and "Traceback" not in r.stderr and "pylog: error" not in r.stderr, r.stderr
+    assert r.returncode == 1 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert str(tidx) in r.stderr and "below the base offset" in r.stderr
 
 
 def test_dump_unreadable_file_names_it(tmp_path):

@@ -247,7 +247,7 @@ def test_produce_is_listed_from_v0_and_v0_to_v2_close_the_connection(broker):
 
     s = connect(broker)
     produce_range = [k for k in call(s, 18, 2, {})["api_keys"] if k["api_key"] == 0][0]
-    assert (produce_range["min_version"], produce_range["max_version"]) == (0, 11)
+    assert (produce_range["min_version"], produce_range["max_version"]) == (0, 13)
     for version in (0, 2):
         s = connect(broker)
         body = struct.pack(">hii", 1, 5000, 1) + struct.pack(">h", 1) + b"t" + struct.pack(">iii", 1, 0, 0)
