@@ -222,6 +222,7 @@ def test_wire_protocol_details(gbroker):
     batched FindCoordinator, multi-group OffsetFetch."""
     from pylog.core.client.subscription import Subscription, encode_subscription
 
+    create_topic(gbroker, "wire", 1)  # commits name a topic that exists (else UNKNOWN_TOPIC_OR_PARTITION, as Kafka)
     s = connect(gbroker)
     meta = encode_subscription(Subscription(["wire"]))
     fc = call(s, 10, 4, {"key_type": 0, "coordinator_keys": ["w1", "w2"]})
