@@ -35,6 +35,11 @@ def broker(tmp_path_factory):
 def sock(broker):
     s = connect(broker)
     call(s, 19, 5, {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 5000})
+    # one record from the start, so Fetch and OffsetForLeaderEpoch find data whichever worker and
+    # order the Produce case runs in
+    r = call(s, 0, 9, {"acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": TOPIC, "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [])])}]}]})
+    assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
     yield s
     s.close()
 
