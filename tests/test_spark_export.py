@@ -19,6 +19,14 @@ from support.spark_fixtures import run_pylog
 MASTER = "local[2]"
 
 
+@pytest.fixture(autouse=True)
+def classic_spark(monkeypatch):
+    """A Spark Connect test earlier in this worker leaves pyspark in remote mode (its environment
+    flag); these tests run Spark in this process."""
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+
+
 @pytest.fixture(scope="module")
 def export_dir(tmp_path_factory):
     return write_export_dir(tmp_path_factory.mktemp("export-src"))
