@@ -33,12 +33,17 @@ def test_ingest_and_compaction_ship_the_environment(spark_cluster, keep_session,
     res = run_pylog("spark-ingest", src, "-t", "events", "--mode", "segments", "--log-dir", log_dir,
                     "--partitions", PARTITIONS, "--batch-size", "2000", *COLUMNS,
                     *cluster_args(spark_cluster), "--json")
-    assert "shipped with spark.archives" in res.stderr  # said before any task runs
+    # auto: one probe job finds the bare workers lacking pylog's dependencies, then Spark
+    # restarts with the environment shipped, said before any task of the job runs
+    assert "probing the executors' Python" in res.stderr
+    assert "shipped with spark.archives" in res.stderr and "the executors lack " in res.stderr
     assert "shared with the executors" in res.stderr
-    assert res.stderr.index("executors' Python") < res.stderr.index("starting Spark")
+    assert res.stderr.index("executors' Python: the driver's environment") < res.stderr.rindex("starting Spark") \
+        < res.stderr.index("shared with the executors")
     doc = json.loads(res.stdout)
     assert doc["master"] == spark_cluster.url
     assert doc["executor_python"]["how"] == "shipped"
+    assert "crc32c" in doc["executor_python"]["probe"] or "and " in doc["executor_python"]["probe"]
     assert doc["records"] == N_ROWS and doc["partitions_mismatched"] == 0
     by_p = {p: [r[1:] for r in read_partition_dir(log_dir / f"events-{p}")] for p in range(PARTITIONS)}
     check_partitions(by_p, rows, ordered=True)
@@ -74,7 +79,7 @@ def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_
     assert "the workers' own python3 (--ship-env never)" in res.stderr
     err = res.stderr.strip().splitlines()[-1]
     assert err.startswith("pylog: error: Spark job failed: an executor cannot import ")
-    assert "--ship-env always" in err and "spark.pyspark.python" in err
+    assert "--ship-env auto or always" in err and "--conf spark.pyspark.python=" in err
     assert "Traceback" not in res.output
 
 

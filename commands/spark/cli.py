@@ -27,9 +27,11 @@ def spark_options(f=None, *, when: str | None = None):
                   help="Run through Spark Connect instead of a JVM here (env SPARK_REMOTE); pylog's code is "
                        "uploaded as an artifact.")
     @click.option("--ship-env", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
-                  help="Ship this Python environment to the executors (spark.archives) so they have pylog's "
-                       "dependencies. auto: when the master is not local; --conf spark.pyspark.python=PYTHON "
-                       "(executors that have them) wins.")
+                  help="Ship this Python environment to the executors (spark.archives; through Spark Connect "
+                       "a session artifact) so they have pylog's dependencies. auto: on a cluster, probe the "
+                       "executors once and ship only when they lack one; --conf spark.pyspark.python=PYTHON "
+                       "(Spark Connect: spark.sql.execution.pyspark.python) names executors' Python that has "
+                       "them and wins.")
     @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
                   help="Any Spark setting, e.g. --conf spark.executor.memory=2g (repeatable).")
     @click.option("--app-name", default=None, metavar="NAME", help="Spark application name.")

@@ -192,6 +192,34 @@ class PylogDataSource(DataSource):
         return PylogReader(path, self.options)
 
 
+def tasks_frame(spark, plans):
+    """The rows of `plans` (planned here, by log_plan.plan_log_dir) as a DataFrame without the
+    data source API: one row per segment task, spread one per partition, read by mapInArrow.
+    For a Spark Connect server whose own Python (which plans a data source) lacks pylog's
+    dependencies while its executors run a shipped environment."""
+    import pickle
+
+    from pylog.commands.spark.log_rows import SPARK_SCHEMA
+
+    tasks = [t for p in plans for t in p.tasks]
+    if not tasks:
+        return spark.createDataFrame([], SPARK_SCHEMA)
+    rows = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
+    # round-robin from one local partition: task i lands in partition i
+    df = spark.createDataFrame(rows, "i int, task binary").repartition(len(tasks))
+
+    def read(batches):
+        import pickle as _pickle
+
+        from pylog.commands.spark.log_rows import read_task
+
+        for b in batches:
+            for blob in b.column("task").to_pylist():
+                yield from read_task(_pickle.loads(blob))
+
+    return df.mapInArrow(read, SPARK_SCHEMA)
+
+
 def register(spark) -> None:
     """Make `spark.read.format("pylog")` available in `spark` (and let it push filters down)."""
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")

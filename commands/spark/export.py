@@ -75,9 +75,18 @@ def _columns(df, opts: ExportOptions, spark):
     return df
 
 
+def _server_plans_without_deps() -> bool:
+    """Through Spark Connect with a shipped environment, the server plans a Python data source
+    with its own Python, which the environment does not reach: plan here, read by mapInArrow."""
+    from pylog.commands.spark.session import live_run
+
+    run = live_run()
+    return bool(run and run.connect and run.executor_python and run.executor_python.how == "shipped")
+
+
 def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> dict:
     """Export once; the summary document."""
-    from pylog.commands.spark.datasource import register
+    from pylog.commands.spark.datasource import register, tasks_frame
     from pylog.commands.spark.export_tables import FILES_SCHEMA, file_writer, offsets_to_json, open_table
     from pylog.commands.spark.log_plan import ReadOptions, plan_log_dir
 
@@ -101,11 +110,14 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
     ends = {(p.topic, p.partition): p.end for p in plans}
     starts = {(p.topic, p.partition): p.start for p in plans}
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-    register(spark)
-    df = (spark.read.format("pylog").option("topics", ",".join(sorted({p.topic for p in plans})))
-          .option("isolation", opts.isolation)
-          .option("startingOffsets", offsets_to_json(starts)).option("endingOffsets", offsets_to_json(ends))
-          .load(opts.from_dir))
+    if _server_plans_without_deps():
+        df = tasks_frame(spark, plans)
+    else:
+        register(spark)
+        df = (spark.read.format("pylog").option("topics", ",".join(sorted({p.topic for p in plans})))
+              .option("isolation", opts.isolation)
+              .option("startingOffsets", offsets_to_json(starts)).option("endingOffsets", offsets_to_json(ends))
+              .load(opts.from_dir))
     df = _columns(df, opts, spark)
     from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -53,7 +53,8 @@ class SessionSettings:
 
     def key(self) -> tuple:
         """What a live session must match to be reused."""
-        return (self.master, self.remote, self.ship_env, self.conf.get("spark.pyspark.python"))
+        return (self.master, self.remote, self.ship_env, self.conf.get("spark.pyspark.python"),
+                self.conf.get("spark.jars"), self.conf.get("spark.jars.packages"))
 
 
 @dataclass
@@ -265,13 +266,66 @@ def open_session(settings: SessionSettings, say=None) -> SparkRun:
         stop_session()
     if url:
         return _open_remote(settings, url, say)
+    from pylog.commands.spark.shipenv import choose_executor_python
+
     t0 = time.monotonic()
     find_java()
     ensure_spark_home()
-    from pylog.commands.spark.shipenv import ENV_ALIAS, choose_executor_python
-
     executor_python = choose_executor_python(settings.master, settings.ship_env, settings.conf)
-    say(executor_python.describe())
+    if executor_python.how != "probe":
+        say(executor_python.describe())
+        return _start_classic(settings, executor_python, say, t0)
+    # --ship-env auto on a cluster: ask the executors, restart with the archive only if they need it
+    run = _start_classic(settings, executor_python, say, t0)
+    ship = probe_executors(run, settings, say)
+    if ship is None:
+        return run
+    say(ship.describe())
+    stop_session()
+    return _start_classic(settings, ship, say, t0)
+
+
+def probe_executors(run: SparkRun, settings: SessionSettings, say):
+    """--ship-env auto: one probe job on the executors. The ExecutorPython to ship when they lack
+    a dependency (after saying so), else None (run's executor_python then says what was found)."""
+    from pylog.commands.spark.shipenv import ENV_PYTHON, ExecutorPython, pack_environment, probe_missing, \
+        probe_modules
+
+    say("probing the executors' Python for pylog's dependencies...")
+    try:
+        missing = probe_missing(run.spark, probe_modules())
+    except Exception as e:
+        msg = " ".join(str(e).split())[:300]
+        raise DataError(f"the executors' Python did not run pylog's probe task on {settings.master}: {msg}; "
+                        f"see {run.log_file}") from None
+    if missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        return ExecutorPython("shipped", ENV_PYTHON, pack_environment(), source="connect" if run.connect else "",
+                              reason=f"the executors lack {shown}")
+    run.executor_python = ExecutorPython("server" if run.connect else "workers", run.executor_python.python,
+                                         reason="probed: they have pylog's dependencies")
+    say(run.executor_python.describe())
+    return None
+
+
+def driver_env_dir(work: Path) -> str:
+    """The driver JVM's working folder when the environment is shipped: Spark runs the driver's
+    own Python workers (a Python data source's planning) with the executors' relative
+    ./pylog-env/bin/python too, so here that path leads to this interpreter."""
+    from pylog.commands.spark.shipenv import ENV_PYTHON
+
+    exe = work / ENV_PYTHON
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    exe.chmod(0o755)
+    return str(work)
+
+
+def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -> SparkRun:
+    """A SparkSession in this process's JVM (a new one) whose executors run `executor_python`."""
+    global _live
+    from pylog.commands.spark.shipenv import ENV_ALIAS
+
     # a one-machine job has no business on the network: bind to loopback
     if _is_local(settings.master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -308,7 +362,10 @@ def open_session(settings: SessionSettings, say=None) -> SparkRun:
         try:
             # the JVM's own stdout/stderr (launcher warnings, executor output in
             # local mode) go to the log file, never to the user's terminal
-            gateway = launch_gateway(sconf, popen_kwargs={"stdout": lf, "stderr": lf})
+            popen = {"stdout": lf, "stderr": lf}
+            if executor_python.how == "shipped":
+                popen["cwd"] = driver_env_dir(work)
+            gateway = launch_gateway(sconf, popen_kwargs=popen)
         except Exception as e:
             raise DataError(f"Spark did not start ({e.__class__.__name__}: {e}); see {log_file}") from None
     # PySpark takes the executors' interpreter from PYSPARK_PYTHON when the context starts
@@ -340,12 +397,13 @@ def open_session(settings: SessionSettings, say=None) -> SparkRun:
 def _open_remote(settings: SessionSettings, url: str, say) -> SparkRun:
     """A Spark Connect session; pylog's code goes up with the artifact API."""
     global _live
-    from pylog.commands.spark.shipenv import ExecutorPython
+    from pylog.commands.spark.shipenv import ship_through_connect
 
     t0 = time.monotonic()
     say(f"starting Spark Connect session ({url})...")
     from pyspark.sql import SparkSession
 
+    executor_python = connect_executor_python(settings)
     try:
         spark = SparkSession.builder.remote(url).appName(settings.app_name).getOrCreate()
         for k, v in settings.conf.items():
@@ -357,11 +415,36 @@ def _open_remote(settings: SessionSettings, url: str, say) -> SparkRun:
     except Exception as e:
         msg = " ".join(str(e).split())[:300]
         raise DataError(f"Spark Connect session at {url} did not start: {msg}") from None
-    executor_python = ExecutorPython("server", "the Spark Connect server's", source=url)
-    say(executor_python.describe())
     _live = SparkRun(spark, url, "(on the Spark Connect server)", time.monotonic() - t0, False, zip_path,
                      settings.key(), executor_python, connect=True)
+    if executor_python.how == "probe":
+        executor_python = probe_executors(_live, settings, say) or executor_python
+    if executor_python.how == "shipped":
+        try:
+            ship_through_connect(spark, executor_python.archive)
+        except Exception as e:
+            msg = " ".join(str(e).split())[:300]
+            raise DataError(f"Spark Connect at {url} did not take the environment archive: {msg}") from None
+        _live.executor_python = executor_python
+    if executor_python.how != "probe":
+        say(executor_python.describe())
     return _live
+
+
+def connect_executor_python(settings: SessionSettings):
+    """--ship-env and --conf against a Spark Connect server (whose executors' Python only the
+    session's spark.sql.execution.pyspark.python can change)."""
+    from pylog.commands.spark.shipenv import CONNECT_PYTHON_CONF, ENV_PYTHON, SHIP_CHOICES, ExecutorPython, \
+        pack_environment
+
+    if settings.ship_env not in SHIP_CHOICES:
+        raise UsageError(f"--ship-env must be one of {', '.join(SHIP_CHOICES)}, not {settings.ship_env!r}")
+    given = settings.conf.get(CONNECT_PYTHON_CONF)
+    if given:
+        return ExecutorPython("given", given, source=f"--conf {CONNECT_PYTHON_CONF}")
+    if settings.ship_env == "always":
+        return ExecutorPython("shipped", ENV_PYTHON, pack_environment(), source="connect")
+    return ExecutorPython("probe" if settings.ship_env == "auto" else "server", "the Spark Connect server's")
 
 
 def _alive(run: SparkRun) -> bool:

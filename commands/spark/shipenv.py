@@ -35,6 +35,8 @@ from pylog.core.errors import DataError, UsageError
 ENV_ALIAS = "pylog-env"  # the folder the archive unpacks to in each executor's work dir
 ENV_PYTHON = f"./{ENV_ALIAS}/bin/python"
 SHIP_CHOICES = ("auto", "always", "never")
+# the executors' Python of one session, the setting Spark Connect lets a client change
+CONNECT_PYTHON_CONF = "spark.sql.execution.pyspark.python"
 # Spark brings these to every executor itself
 PROVIDED_BY_SPARK = {"pyspark", "py4j", "pyspark-client", "pyspark-connect"}
 # pylog's distributions whose requirements (with these extras) the executors need
@@ -182,31 +184,40 @@ class ExecutorPython:
     python: str
     archive: PackedEnv | None = None
     source: str = ""
+    reason: str = ""  # what the probe found (--ship-env auto)
 
     def describe(self) -> str:
         if self.how == "shipped":
             a = self.archive
             state = "cached" if a.cached else f"packed in {a.seconds:.1f} s"
-            return (f"executors' Python: the driver's environment shipped with spark.archives "
-                    f"({a.path}, {a.size / 1e6:.0f} MB, {state})")
+            via = "as a Spark Connect artifact" if self.source == "connect" else "with spark.archives"
+            why = f"; {self.reason}" if self.reason else ""
+            return (f"executors' Python: the driver's environment shipped {via} "
+                    f"({a.path}, {a.size / 1e6:.0f} MB, {state}{why})")
         if self.how == "given":
             return f"executors' Python: {self.python} ({self.source}); it must have pylog's dependencies"
         if self.how == "driver":
             return f"executors' Python: this one ({self.python})"
         if self.how == "server":
-            return "executors' Python: the Spark Connect server's (pylog's code uploaded as an artifact)"
+            why = f"; {self.reason}" if self.reason else ""
+            return f"executors' Python: the Spark Connect server's (pylog's code uploaded as an artifact{why})"
+        if self.reason:
+            return f"executors' Python: the workers' own {self.python} ({self.reason})"
         return (f"executors' Python: the workers' own {self.python} (--ship-env never); it must have "
                 f"pylog's dependencies (pyarrow, pandas, lz4, zstandard, crc32c, cramjam)")
 
     def as_dict(self) -> dict:
         d = {"how": self.how, "python": self.python}
+        if self.reason:
+            d["probe"] = self.reason
         if self.archive:
             d.update(archive=self.archive.path, archive_bytes=self.archive.size, archive_cached=self.archive.cached)
         return d
 
 
 def choose_executor_python(master: str, ship_env: str, conf: dict[str, str]) -> ExecutorPython:
-    """--ship-env auto|always|never against the master and what the user set."""
+    """--ship-env auto|always|never against the master and what the user set. "probe" (auto on
+    a cluster): ask the executors once (`probe_missing`) and ship only when they lack something."""
     if ship_env not in SHIP_CHOICES:
         raise UsageError(f"--ship-env must be one of {', '.join(SHIP_CHOICES)}, not {ship_env!r}")
     given = conf.get("spark.pyspark.python")
@@ -214,23 +225,80 @@ def choose_executor_python(master: str, ship_env: str, conf: dict[str, str]) -> 
         return ExecutorPython("given", given, source="--conf spark.pyspark.python")
     local = master.startswith("local")
     env_python = os.environ.get("PYSPARK_PYTHON")
-    if ship_env == "always" or (ship_env == "auto" and not local and not env_python):
+    if ship_env == "always":
         return ExecutorPython("shipped", ENV_PYTHON, pack_environment())
     if env_python:
         return ExecutorPython("given", env_python, source="PYSPARK_PYTHON")
     if local:
         return ExecutorPython("driver", sys.executable)
-    return ExecutorPython("workers", "python3")
+    return ExecutorPython("probe" if ship_env == "auto" else "workers", "python3")
+
+
+def probe_modules() -> list[str]:
+    """The top-level modules of pylog's runtime dependencies (what `pack_environment` ships)."""
+    wanted = {_norm(d.metadata["Name"]) for d in dependency_closure()}
+    mods = set()
+    for mod, dists in metadata.packages_distributions().items():
+        if mod.isidentifier() and not mod.startswith("_") and any(_norm(d) in wanted for d in dists):
+            mods.add(mod)
+    return sorted(mods)
+
+
+def probe_missing(spark, modules: list[str], tasks: int = 4) -> list[str]:
+    """The modules of `modules` some executor's Python cannot find: one small job, whose tasks
+    need nothing but Python itself (a pickled UDF, defined here so it travels by value)."""
+    from pyspark.sql.functions import udf
+
+    wanted = list(modules)
+
+    def missing(_):
+        import importlib.util
+
+        out = []
+        for m in wanted:
+            try:
+                if importlib.util.find_spec(m) is None:
+                    out.append(m)
+            except (ImportError, ValueError):
+                out.append(m)
+        return ",".join(out)
+
+    probe = udf(missing, "string", useArrow=False)  # an Arrow UDF would need pyarrow to run at all
+    try:
+        rows = spark.range(0, tasks, 1, tasks).select(probe("id").alias("m")).distinct().collect()
+    except Exception as e:
+        m = _MISSING.search(str(e))
+        if m:  # Spark's own worker needed a module (e.g. pyarrow) before the probe ran: one missing
+            return [m.group(1)]
+        raise
+    return sorted({m for r in rows for m in (r.m or "").split(",") if m})
+
+
+def ship_through_connect(spark, archive: PackedEnv) -> None:
+    """Spark Connect's way to `spark.archives`: the archive as a session artifact, unpacked as
+    ENV_ALIAS in each executor's session folder, and the session's Python executable set to it."""
+    spark.addArtifacts(f"{archive.path}#{ENV_ALIAS}", archive=True)
+    spark.conf.set(CONNECT_PYTHON_CONF, ENV_PYTHON)
 
 
 _MISSING = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 
-def missing_module_hint(message: str) -> str | None:
-    """The one-line explanation for an executor that cannot import a dependency."""
+def missing_module_hint(message: str, executor_python: ExecutorPython | None = None, connect: bool = False) -> str | None:
+    """The one-line explanation for an executor that cannot import a dependency, suggesting
+    only what can help with the Python the executors ran (`executor_python`)."""
     m = _MISSING.search(message)
     if not m:
         return None
     mod = m.group(1)
+    name_it = f"--conf {CONNECT_PYTHON_CONF if connect else 'spark.pyspark.python'}=PYTHON (one that has them)"
+    how = executor_python.how if executor_python else "workers"
+    if how == "shipped":
+        return (f"an executor cannot import {mod!r} even from the shipped environment: its bin/python links to "
+                f"{_interpreter()}, which every worker must have at that path; or run with {name_it}")
+    if how == "given":
+        return (f"an executor cannot import {mod!r}: the Python given ({executor_python.python}, "
+                f"{executor_python.source}) lacks pylog's dependencies; name one that has them, or leave it "
+                f"out and run with --ship-env auto (ship this environment when the executors lack them)")
     return (f"an executor cannot import {mod!r}: its Python lacks pylog's dependencies; run with "
-            f"--ship-env always (ship this environment) or --conf spark.pyspark.python=PYTHON (one that has them)")
+            f"--ship-env auto or always (ship this environment) or {name_it}")

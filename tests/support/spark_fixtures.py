@@ -304,14 +304,27 @@ class ConnectServer:
         self.proc = None
 
 
-@pytest.fixture(scope="session")
-def spark_connect(spark_cluster, tmp_path_factory):
-    """A Spark Connect server on the standalone cluster for the run. Its executors run a
-    Python that has pylog's dependencies but not pylog: the code must come up as an artifact."""
-    work = tmp_path_factory.mktemp("spark-connect")
-    server = ConnectServer(work, spark_cluster, _python_without_pylog(work)).start()
-    yield server
+def _connect_server(cluster: StandaloneCluster, work: Path, python: str):
     from pylog.commands.spark import session
 
+    session.stop_session()  # a live session's application holds the workers' cores
+    server = ConnectServer(work, cluster, python).start()
+    yield server
     session.stop_session()
     server.stop()
+
+
+# module-scoped: a Connect server's application holds the cluster's cores while it runs
+@pytest.fixture(scope="module")
+def spark_connect(spark_cluster, tmp_path_factory):
+    """A Spark Connect server on the standalone cluster. Its executors run a Python that has
+    pylog's dependencies but not pylog: the code must come up as an artifact."""
+    work = tmp_path_factory.mktemp("spark-connect")
+    yield from _connect_server(spark_cluster, work, _python_without_pylog(work))
+
+
+@pytest.fixture(scope="module")
+def spark_connect_bare(spark_cluster, tmp_path_factory):
+    """A Spark Connect server on the standalone cluster whose executors run the workers' bare
+    python3: pylog's dependencies reach them only as a shipped environment."""
+    yield from _connect_server(spark_cluster, tmp_path_factory.mktemp("spark-connect-bare"), spark_cluster.python_bin)

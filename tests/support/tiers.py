@@ -30,6 +30,7 @@ HEAVY = ("jvm", "spark", "kcat", "node", "broker_process", "slow")
 FIXTURE_MARKS = {
     "kafka_node": "jvm", "kafka_cluster": "jvm",
     "spark_master": "spark", "spark_cluster": "spark", "spark_connect": "spark", "keep_session": "spark",
+    "spark_connect_bare": "spark",
     "broker": "broker_process", "broker_factory": "broker_process", "module_broker": "broker_process",
     "tansu": "broker_process",
     "share_pylog": "broker_process", "share_kafka": "jvm", "share_brokers": "jvm",
@@ -39,6 +40,7 @@ FIXTURE_MARKS = {
 MODULE_MARKS = {
     "support.kafka_peer": "jvm", "support.kafka_fixtures": "jvm", "support.kafka_log_dirs": "jvm",
     "support.spark_fixtures": "spark", "support.spark_rows": "spark", "pyspark": "spark",
+    "support.spark_kafka": "spark",
     "support.js": "node",
     "support.broker_fixtures": "broker_process", "support.member_procs": "broker_process",
     "support.group_members": "broker_process", "support.cgroup_members": "broker_process",
