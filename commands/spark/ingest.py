@@ -605,13 +605,10 @@ def check_shared_dir(spark, log_dir: str, say=None) -> None:
 
 def job_failed(e: BaseException) -> DataError:
     """The one-line error for a failed Spark job."""
-    from pylog.commands.spark.session import live_run
     from pylog.commands.spark.shipenv import missing_module_hint
 
     line = _task_error(e)
-    run = live_run()
-    ctx = (run.executor_python, run.connect) if run else (None, False)
-    hint = missing_module_hint(line, *ctx) or missing_module_hint(str(e), *ctx)
+    hint = missing_module_hint(line) or missing_module_hint(str(e))
     return DataError(f"Spark job failed: {hint or line}")
 
 
