@@ -100,10 +100,13 @@ def test_compaction_through_spark_connect_on_bare_workers(spark_connect_bare, ke
     assert "--ship-env auto or always" in err and "spark.sql.execution.pyspark.python" in err
     assert "spark.pyspark.python" not in err.replace("spark.sql.execution.pyspark.python", "")
     assert "Traceback" not in res.output
+    docs = {}
     for ship in ("always", "auto"):
         session.stop_session()
         res = run_pylog("spark-compaction", export_dir.path, "--remote", url, "--ship-env", ship, "--json")
-        doc = json.loads(res.stdout)
+        docs[ship] = doc = json.loads(res.stdout)
         assert doc["executor_python"]["how"] == "shipped", ship
         records = sum(len(export_dir.uncommitted[t]) for t in ("tx", "plain", "users"))
-        assert doc["totals"]["records"] >= records  # the log's records, control batches' markers aside
+        assert doc["totals"]["records"] >= records  # every record a consumer reads, and the markers
+    assert docs["auto"]["executor_python"]["probe"].startswith("the executors lack ")
+    assert docs["auto"]["totals"] == docs["always"]["totals"]
