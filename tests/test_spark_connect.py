@@ -28,6 +28,9 @@ def test_both_jobs_through_spark_connect(spark_connect, keep_session, tmp_path, 
     assert "Spark Connect" in res.stderr and "uploaded as an artifact" in res.stderr
     doc = json.loads(res.stdout)
     assert doc["master"] == spark_connect.url and doc["executor_python"]["how"] == "server"
+    # --ship-env auto asked the server's executors once: they have the dependencies, nothing shipped
+    assert doc["executor_python"]["probe"] == "probed: they have pylog's dependencies"
+    assert "probing the executors' Python" in res.stderr and "shipped" not in res.stderr
     assert doc["records"] == N_ROWS and doc["partitions_mismatched"] == 0
     by_p = {p: [r[1:] for r in read_partition_dir(log_dir / f"events-{p}")] for p in range(PARTITIONS)}
     check_partitions(by_p, rows, ordered=True)

@@ -397,13 +397,13 @@ def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -
 def _open_remote(settings: SessionSettings, url: str, say) -> SparkRun:
     """A Spark Connect session; pylog's code goes up with the artifact API."""
     global _live
-    from pylog.commands.spark.shipenv import ship_through_connect
+    from pylog.commands.spark.shipenv import connect_executor_python, ship_through_connect
 
     t0 = time.monotonic()
     say(f"starting Spark Connect session ({url})...")
     from pyspark.sql import SparkSession
 
-    executor_python = connect_executor_python(settings)
+    executor_python = connect_executor_python(settings.ship_env, settings.conf)
     try:
         spark = SparkSession.builder.remote(url).appName(settings.app_name).getOrCreate()
         for k, v in settings.conf.items():
@@ -429,22 +429,6 @@ def _open_remote(settings: SessionSettings, url: str, say) -> SparkRun:
     if executor_python.how != "probe":
         say(executor_python.describe())
     return _live
-
-
-def connect_executor_python(settings: SessionSettings):
-    """--ship-env and --conf against a Spark Connect server (whose executors' Python only the
-    session's spark.sql.execution.pyspark.python can change)."""
-    from pylog.commands.spark.shipenv import CONNECT_PYTHON_CONF, ENV_PYTHON, SHIP_CHOICES, ExecutorPython, \
-        pack_environment
-
-    if settings.ship_env not in SHIP_CHOICES:
-        raise UsageError(f"--ship-env must be one of {', '.join(SHIP_CHOICES)}, not {settings.ship_env!r}")
-    given = settings.conf.get(CONNECT_PYTHON_CONF)
-    if given:
-        return ExecutorPython("given", given, source=f"--conf {CONNECT_PYTHON_CONF}")
-    if settings.ship_env == "always":
-        return ExecutorPython("shipped", ENV_PYTHON, pack_environment(), source="connect")
-    return ExecutorPython("probe" if settings.ship_env == "auto" else "server", "the Spark Connect server's")
 
 
 def _alive(run: SparkRun) -> bool:

@@ -234,6 +234,19 @@ def choose_executor_python(master: str, ship_env: str, conf: dict[str, str]) -> 
     return ExecutorPython("probe" if ship_env == "auto" else "workers", "python3")
 
 
+def connect_executor_python(ship_env: str, conf: dict[str, str]) -> ExecutorPython:
+    """--ship-env and --conf against a Spark Connect server, whose executors' Python only the
+    session's spark.sql.execution.pyspark.python can change."""
+    if ship_env not in SHIP_CHOICES:
+        raise UsageError(f"--ship-env must be one of {', '.join(SHIP_CHOICES)}, not {ship_env!r}")
+    given = conf.get(CONNECT_PYTHON_CONF)
+    if given:
+        return ExecutorPython("given", given, source=f"--conf {CONNECT_PYTHON_CONF}")
+    if ship_env == "always":
+        return ExecutorPython("shipped", ENV_PYTHON, pack_environment(), source="connect")
+    return ExecutorPython("probe" if ship_env == "auto" else "server", "the Spark Connect server's")
+
+
 def probe_modules() -> list[str]:
     """The top-level modules of pylog's runtime dependencies (what `pack_environment` ships)."""
     wanted = {_norm(d.metadata["Name"]) for d in dependency_closure()}
