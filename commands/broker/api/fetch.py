@@ -21,6 +21,7 @@ from pylog.commands.broker.api.context import (
     code_of,
     mirror_partitions,
 )
+from pylog.commands.broker.api.quotas import fetch_byte_cap
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
 
@@ -138,9 +139,12 @@ def fetch(broker: Broker, ctx: RequestContext, body: dict):
         # full requests with session_id 0, so no session ever exists)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
                 "responses": []}
-    req = _FetchRequest(body["topics"], ctx.api_version >= 13, body["isolation_level"] == READ_COMMITTED,
-                        min(body["max_bytes"], broker.config["fetch.max.bytes"]))
-    min_bytes = body["min_bytes"]
+    max_bytes = min(body["max_bytes"], broker.config["fetch.max.bytes"])
+    cap = fetch_byte_cap(broker, ctx)  # more than the quota allows would be throttled for sure
+    if cap is not None:
+        max_bytes = min(max_bytes, cap)
+    req = _FetchRequest(body["topics"], ctx.api_version >= 13, body["isolation_level"] == READ_COMMITTED, max_bytes)
+    min_bytes = min(body["min_bytes"], max_bytes)
     max_wait = body["max_wait_ms"]
     responses, total, errors = _read_all(broker, req)
     if total >= min_bytes or max_wait <= 0 or errors or not responses or broker.stopping:
