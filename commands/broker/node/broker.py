@@ -40,7 +40,7 @@ from pylog.commands.broker.ops.request_faults import FaultEngine
 from pylog.commands.broker.security.authorizer import Authorizer, make_authorizer
 from pylog.commands.broker.security.store import SecurityStore
 from pylog.commands.broker.node.producer_ids import ProducerIdManager
-from pylog.commands.broker.net.sasl import ALLOWED_BEFORE_AUTH, raw_token
+from pylog.commands.broker.net.sasl import raw_token
 from pylog.commands.broker.node.scheduler import Scheduler
 from pylog.commands.broker.net.server import Connection, Server
 from pylog.commands.broker.node.settings import BrokerSettings
@@ -359,9 +359,9 @@ class Broker:
         handler = self.handlers.get(req.api_key)
         if handler is None:
             return conn.close(f"api {protocol.API_NAMES.get(req.api_key, req.api_key)} is not served by this broker")
-        if sasl is not None and not sasl.authenticated and req.api_key not in ALLOWED_BEFORE_AUTH:
-            # Kafka: any other request before authentication ends the connection
-            return conn.close(f"unexpected {handler.schema.name} request before SASL authentication")
+        if sasl is not None and (why := sasl.gate(req.api_key)) is not None:
+            # Kafka: any other request before authentication, or after the session expired, ends it
+            return conn.close(f"unexpected {handler.schema.name} request {why}")
         ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn)
         # the decoder checked the version against the schema, which is what we advertise;
         # authorization runs here, before the handler: it refuses the request or takes
