@@ -8,7 +8,8 @@ A scenario is a dict:
                 "body": {...}, "compare": True, "wait_ms": 0, "repeat_until": {...}}]
 A body value "$N.path.to.field" is the value at that path of step N's answer (on the same
 broker: producer ids, epochs and member ids differ between brokers). A "records" value that is
-a dict {"values": [...], "producer_id", "producer_epoch", "base_sequence", "transactional"}
+a dict {"values": [...], "producer_id", "producer_epoch", "base_sequence", "transactional",
+"keys", "timestamps", "codec"}
 is built into a v2 batch with pylog's BatchBuilder (the same bytes for both brokers).
 `ignore`: extra field names left out of the comparison of that step, with the reason in
 `why` (README's Compatibility section lists them).
@@ -93,7 +94,7 @@ def render(value, u: str, answers: list):
         return [render(v, u, answers) for v in value]
     if isinstance(value, dict):
         if "values" in value and set(value) <= {"values", "producer_id", "producer_epoch", "base_sequence",
-                                                 "transactional"}:
+                                                 "transactional", "keys", "timestamps", "codec"}:
             return _batch({k: render(v, u, answers) for k, v in value.items()})
         if set(value) == {"subscription"}:  # a classic consumer's JoinGroup metadata
             return encode_subscription({"topics": render(value["subscription"], u, answers), "user_data": None,
@@ -103,10 +104,16 @@ def render(value, u: str, answers: list):
 
 
 def _batch(spec: dict) -> bytes:
+    """`keys` and `timestamps` (ms, or "now") per record when given; else no key and FIXED_TS + i."""
     b = BatchBuilder(producer_id=spec.get("producer_id", -1), producer_epoch=spec.get("producer_epoch", -1),
-                     base_sequence=spec.get("base_sequence", -1), is_transactional=spec.get("transactional", False))
+                     base_sequence=spec.get("base_sequence", -1), is_transactional=spec.get("transactional", False),
+                     codec=spec.get("codec", 0))
+    keys, stamps = spec.get("keys"), spec.get("timestamps")
     for i, v in enumerate(spec["values"]):
-        b.append(FIXED_TS + i, None, v.encode() if isinstance(v, str) else v, [])
+        ts = stamps[i] if stamps else FIXED_TS + i
+        key = keys[i] if keys else None
+        b.append(int(time.time() * 1000) if ts == "now" else ts, key.encode() if isinstance(key, str) else key,
+                 v.encode() if isinstance(v, str) else v, [])
     return bytes(b.build())
 
 
@@ -173,10 +180,14 @@ def run(peer: Peer, sc: dict) -> list[dict]:
 
 
 RETRIABLE = {14, 15}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+NOT_LEADER = 6  # a partition just created, its leader not yet serving on Kafka: producers retry
 
 
 def _loading(ans: dict) -> bool:
     if ans.get("error_code") in RETRIABLE:
+        return True
+    if any(p.get("error_code") == NOT_LEADER for t in ans.get("responses") or ()
+           for p in t.get("partition_responses") or ()):
         return True
     return any(c.get("error_code") in RETRIABLE for c in ans.get("coordinators") or ())
 

@@ -241,13 +241,17 @@ def list_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     now = int(time.time() * 1000)
     out = []
     for m in sorted(broker.txn_coordinator.list(), key=lambda x: x.transactional_id):
+        if m.state == TxnState.DEAD:  # being expired: Kafka never lists it
+            continue
         if states and m.state.kafka_name not in states:
             continue
         if pids and m.producer_id not in pids:
             continue
         if regex is not None and not regex.fullmatch(m.transactional_id):
             continue
-        if duration >= 0 and (m.start_ms < 0 or now - m.start_ms <= duration or not m.is_open):
+        # as Kafka: the time since the transaction started, whatever its state (an Empty one has
+        # no start, -1, so it is always older than the filter)
+        if duration >= 0 and now - m.start_ms <= duration:
             continue
         out.append({"transactional_id": m.transactional_id, "producer_id": m.producer_id,
                     "transaction_state": m.state.kafka_name})
