@@ -136,6 +136,7 @@ def test_librdkafka_reauthenticates_and_keeps_producing(reauth_ports, broker):
         p.poll(0.2)
     assert p.flush(30) == 0
     assert not errors and len(delivered) == sent, (errors, len(delivered), sent)
-    text = "\n".join(lines).lower()
-    assert "reauth" in text, "librdkafka never re-authenticated"
-    assert "disconnected" not in text, [ln for ln in lines if "isconnect" in ln]
+    # librdkafka's log of each re-authentication it starts on a live connection
+    reauths = [ln for ln in lines if ln.startswith("REAUTH ") and "Received REAUTH op" in ln]
+    assert len(reauths) >= 2, "librdkafka re-authenticated fewer than twice in three session lifetimes"
+    assert not [ln for ln in lines if "isconnected" in ln], [ln for ln in lines if "isconnected" in ln]
