@@ -200,6 +200,24 @@ release_view(bytes_view *v)
         PyBuffer_Release(&v->view);
 }
 
+/* lo <= nargs <= hi: 0; else -1 with a TypeError showing the call (`usage`) */
+static int
+check_nargs(Py_ssize_t nargs, Py_ssize_t lo, Py_ssize_t hi, const char *usage)
+{
+    if (nargs >= lo && nargs <= hi)
+        return 0;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
+}
+
+/* A Python int as a long long: 0, or -1 with the error set */
+static inline int
+as_long_long(PyObject *o, long long *out)
+{
+    *out = PyLong_AsLongLong(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *
 decode_zigzag(PyObject *const *args, Py_ssize_t nargs, int max_bytes, const char *name)
 {
@@ -394,17 +412,11 @@ fail:
 static PyObject *
 sp_decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 3 || nargs > 4) {
-        PyErr_SetString(PyExc_TypeError, "decode_records(data, base_offset, base_timestamp, log_append_time=None)");
+    if (check_nargs(nargs, 3, 4, "decode_records(data, base_offset, base_timestamp, log_append_time=None)") < 0
+        || load_classes() < 0)
         return NULL;
-    }
-    if (load_classes() < 0)
-        return NULL;
-    long long base_offset = PyLong_AsLongLong(args[1]);
-    if (base_offset == -1 && PyErr_Occurred())
-        return NULL;
-    long long base_ts = PyLong_AsLongLong(args[2]);
-    if (base_ts == -1 && PyErr_Occurred())
+    long long base_offset, base_ts;
+    if (as_long_long(args[1], &base_offset) < 0 || as_long_long(args[2], &base_ts) < 0)
         return NULL;
     PyObject *lat = nargs == 4 ? args[3] : Py_None;
     bytes_view v;
@@ -603,17 +615,10 @@ malformed:
 static PyObject *
 sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "check_records(data, record_count, last_offset_delta)");
+    if (check_nargs(nargs, 3, 3, "check_records(data, record_count, last_offset_delta)") < 0 || load_classes() < 0)
         return NULL;
-    }
-    if (load_classes() < 0)
-        return NULL;
-    long long count = PyLong_AsLongLong(args[1]);
-    if (count == -1 && PyErr_Occurred())
-        return NULL;
-    long long last = PyLong_AsLongLong(args[2]);
-    if (last == -1 && PyErr_Occurred())
+    long long count, last;
+    if (as_long_long(args[1], &count) < 0 || as_long_long(args[2], &last) < 0)
         return NULL;
     bytes_view v;
     if (get_view(args[0], &v) < 0)
@@ -659,14 +664,10 @@ append_ssize(PyObject *list, Py_ssize_t x)
 static PyObject *
 sp_scan_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "scan_records(data, base_offset, with_keys)");
+    if (check_nargs(nargs, 3, 3, "scan_records(data, base_offset, with_keys)") < 0 || load_classes() < 0)
         return NULL;
-    }
-    if (load_classes() < 0)
-        return NULL;
-    long long base = PyLong_AsLongLong(args[1]);
-    if (base == -1 && PyErr_Occurred())
+    long long base;
+    if (as_long_long(args[1], &base) < 0)
         return NULL;
     int with_keys = PyObject_IsTrue(args[2]);
     if (with_keys < 0)
@@ -739,10 +740,8 @@ done:
 static PyObject *
 sp_max_timestamp_delta(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "max_timestamp_delta(data, starts)");
+    if (check_nargs(nargs, 2, 2, "max_timestamp_delta(data, starts)") < 0)
         return NULL;
-    }
     PyObject *seq = PySequence_Fast(args[1], "starts must be a sequence of positions");
     if (seq == NULL)
         return NULL;
@@ -895,15 +894,10 @@ ob_headers(outbuf *b, PyObject *headers)
 static PyObject *
 sp_encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 4 || nargs > 5) {
-        PyErr_SetString(PyExc_TypeError, "encode_record(offset_delta, timestamp_delta, key, value, headers=())");
+    if (check_nargs(nargs, 4, 5, "encode_record(offset_delta, timestamp_delta, key, value, headers=())") < 0)
         return NULL;
-    }
-    long long od = PyLong_AsLongLong(args[0]);
-    if (od == -1 && PyErr_Occurred())
-        return NULL;
-    long long tsd = PyLong_AsLongLong(args[1]);
-    if (tsd == -1 && PyErr_Occurred())
+    long long od, tsd;
+    if (as_long_long(args[0], &od) < 0 || as_long_long(args[1], &tsd) < 0)
         return NULL;
     outbuf b = {NULL, 0, 0};
     PyObject *result = NULL;
@@ -1014,10 +1008,8 @@ fail:
 static PyObject *
 sp_split_key_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "split_key_value(lines, sep)");
+    if (check_nargs(nargs, 2, 2, "split_key_value(lines, sep)") < 0)
         return NULL;
-    }
     if (!PyBytes_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "the separator must be bytes");
         return NULL;
