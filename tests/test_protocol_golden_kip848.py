@@ -108,6 +108,7 @@ def kafka_bytes():
     return java_named_bytes(SOURCE)
 
 
+@pytest.mark.parametrize("v", [0, 1])
 def test_same_bytes_as_kafka(kafka_bytes, v):
     for name, (key, direction, body) in bodies(v).items():
         theirs = kafka_bytes[(name, v)]

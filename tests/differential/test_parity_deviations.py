@@ -40,6 +40,13 @@ def heartbeat(c, group, member, epoch=0, topics=None, regex=None, owned=(), inst
         time.sleep(0.2)
 
 
+def reader_of(peer, topics: dict, group: str, described: str):
+    """Create `topics`; a client as alice, who may READ `group` and DESCRIBE only topic `described`."""
+    create_topics(peer, topics)
+    grant_acls(peer, [acl("alice", "GROUP", group, "READ"), acl("alice", "TOPIC", described, "DESCRIBE")])
+    return peer.client("alice")
+
+
 def regex_assignment(c, group, member, regex, what):
     """Join `group` as `member` subscribed to `regex` and heartbeat until the broker has
     resolved the regex to an assignment; its topic_partitions (the member then leaves)."""
@@ -80,9 +87,7 @@ def init_pid(c, tid, pid=-1, epoch=-1):
 @pytest.mark.parametrize("broker", BROKERS)
 def test_kip848_heartbeat_and_describe_authorized_per_group_and_topic(peers, broker):
     peer = peers[broker]
-    create_topics(peer, {"d1-t": 2, "d1-secret": 1})
-    grant_acls(peer, [acl("alice", "GROUP", "d1-g", "READ"), acl("alice", "TOPIC", "d1-t", "DESCRIBE")])
-    alice = peer.client("alice")
+    alice = reader_of(peer, {"d1-t": 2, "d1-secret": 1}, "d1-g", "d1-t")
     # READ on the group and DESCRIBE on the topic: a consumer joins (no CLUSTER_ACTION needed)
     r = heartbeat(alice, "d1-g", "d1-m1", topics=["d1-t"])
     assert r["error_code"] == E.NONE and r["member_epoch"] > 0, r
@@ -102,9 +107,7 @@ def test_kip848_heartbeat_and_describe_authorized_per_group_and_topic(peers, bro
 @pytest.mark.parametrize("broker", BROKERS)
 def test_kip848_regex_keeps_only_topics_the_member_may_describe(peers, broker):
     peer = peers[broker]
-    create_topics(peer, {"d1r-open": 1, "d1r-closed": 1})
-    grant_acls(peer, [acl("alice", "GROUP", "d1r-g", "READ"), acl("alice", "TOPIC", "d1r-open", "DESCRIBE")])
-    alice = peer.client("alice")
+    alice = reader_of(peer, {"d1r-open": 1, "d1r-closed": 1}, "d1r-g", "d1r-open")
     open_id = topic_id(peer, "d1r-open")
     tps = regex_assignment(alice, "d1r-g", "d1r-m", "d1r-.*", "the regex resolved to an assignment")
     assert [(t["topic_id"], t["partitions"]) for t in tps] == [(open_id, [0])]
