@@ -9,7 +9,6 @@ turns them into file ranges that the server sends with os.sendfile.
 """
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -159,13 +158,7 @@ async def _long_poll(broker: Broker, req: _FetchRequest, keys: list, min_bytes: 
         left = deadline - broker.loop.time()
         if left <= 0 or broker.stopping:
             break
-        fut = broker.new_waiter(keys)
-        try:
-            await asyncio.wait_for(fut, left)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            broker.drop_waiter(fut, keys)
+        await broker.wait_for_append(keys, left)
         resps, got, errs = _read_all(broker, req)
         if got >= min_bytes or errs:
             return _fetch_answer(broker, resps)

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.context import RequestContext, mirror_partitions
-from pylog.commands.broker.api.groups import known_partitions
+from pylog.commands.broker.api.groups import commit_answer, commit_requests, offset_commit_error
 from pylog.commands.broker.api.meta import INTERNAL_TOPICS
 from pylog.commands.broker.security.authorizer import topic_filter
 from pylog.core.security.acl import AclOperation as Op
@@ -145,10 +145,7 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         code = tc.check_offsets_commit(body["transactional_id"], body["producer_id"], body["producer_epoch"], gid)
     if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH
-    known = known_partitions(broker, topics)
-    offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
-                p["committed_metadata"]) for t in topics for p in t["partitions"]
-               if (t["name"], p["partition_index"]) in known]
+    _, offsets = commit_requests(broker, topics)
     if not offsets:
         codes = []
     elif code == ErrorCode.NONE:
@@ -157,17 +154,10 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             body["group_instance_id"], offsets)
     else:
         codes = [code] * len(offsets)
-    # partitions that do not exist: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis answers them
-    by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": by_tp.get(
-            (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
+    return commit_answer(topics, {tp: c for (tp, *_), c in zip(offsets, codes)})
 
 
-def txn_offset_commit_error(body, version, code, msg):
-    """Every partition with `code`."""
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        body["topics"], lambda t, p: {"partition_index": p["partition_index"], "error_code": code})}
+txn_offset_commit_error = offset_commit_error  # every partition with the code
 
 
 # ---- EndTxn ------------------------------------------------------------------

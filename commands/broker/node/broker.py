@@ -297,13 +297,16 @@ class Broker:
             self.logs.shutdown()
 
     # ---- fetch long polls --------------------------------------------------
-    def new_waiter(self, keys) -> asyncio.Future:
-        """A future woken by the next append to any (topic, partition) in `keys`."""
-        return self.fetch_waiters.add(self.loop, keys)
-
-    def drop_waiter(self, fut: asyncio.Future, keys) -> None:
-        """Forget a waiter from new_waiter (woken or timed out)."""
-        self.fetch_waiters.remove(fut, keys)
+    async def wait_for_append(self, keys, timeout: float) -> None:
+        """Return at the next append to any (topic, partition) in `keys`, or after `timeout` s
+        (a parked fetch's wait)."""
+        fut = self.fetch_waiters.add(self.loop, keys)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self.fetch_waiters.remove(fut, keys)
 
     def wake(self, topic: str, partition: int) -> None:
         """New data in a partition: parked fetches on it read again."""
