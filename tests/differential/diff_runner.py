@@ -160,7 +160,7 @@ def run(peer: Peer, sc: dict) -> list[dict]:
     return answers
 
 
-RETRIABLE = {14, 15}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
 
 def _loading(ans: dict) -> bool:
