@@ -94,7 +94,27 @@ def sequences(av, ev, iv):
     ]
 
 
-KIP360 = [
+def txn_commit_v6(pid, epoch, topic_id, generation=-1, member="", group="g-{u}"):
+    """TxnOffsetCommit v6 names the topic by id (`topic_id`: a `$N` reference)."""
+    return {"api": "TxnOffsetCommit", "v": 6, "body": {
+        "transactional_id": "tx-{u}", "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+        "generation_id_or_member_epoch": generation, "member_id": member, "group_instance_id": None,
+        "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                          "committed_leader_epoch": -1, "committed_metadata": ""}]}]}}
+
+
+METADATA_DT = {"api": "Metadata", "v": 12, "body": {"topics": [{"name": T, "topic_id": None}],
+                                                    "allow_auto_topic_creation": False,
+                                                    "include_topic_authorized_operations": False}}
+V6 = [
+    # a member's commit to a group that does not exist: v6 names it, older versions say ILLEGAL_GENERATION
+    ("offsets-v6-unknown-group", [init(), METADATA_DT, add_offsets(3, P, E),
+                                  txn_commit_v6(P, E, "$1.topics.0.topic_id", generation=3, member="m"),
+                                  txn_commit(3, P, E, generation=3, member="m"),
+                                  txn_commit_v6(P, E, "$1.topics.0.topic_id"), end(3, P, E, False)]),
+]
+
+KIP360 = V6 + [
     # a producer recovering with its current epoch bumps it; the retry gets the same epoch
     ("kip360-recover", [init(), init(pid=P, epoch=E), init(pid=P, epoch=E), describe()]),
     # a re-init by another producer: the old epoch is fenced for good
