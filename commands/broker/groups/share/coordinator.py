@@ -195,50 +195,52 @@ class ShareCoordinator:
         if req["rack_id"] is not None:
             m.rack_id = req["rack_id"]
         m.last_seen = time.monotonic()
-        topology = self._topology(g)
-        if changed or topology != g.topology:
-            self._reassign(g, topology)
+        self._advance(g, changed)
+        if m.epoch != g.assignment_epoch:  # the member moves to the target assignment as it heartbeats
+            m.epoch = g.assignment_epoch
+            m.assignment = g.target.get(mid, {})
         answer = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": mid,
                   "member_epoch": m.epoch, "assignment": None,
                   "heartbeat_interval_ms": self.configs.value(gid, "share.heartbeat.interval.ms")}
-        if epoch == 0 or m.sent_epoch != m.epoch:
+        if epoch == 0 or m.sent_assignment != m.assignment:
             answer["assignment"] = {"topic_partitions": [
                 {"topic_id": tid, "partitions": ps} for tid, ps in sorted(m.assignment.items(), key=str)]}
-            m.sent_epoch = m.epoch
+            m.sent_assignment = m.assignment
         return answer
 
     def _topology(self, g: ShareGroup) -> tuple:
         topics = self.broker.logs.topics
         return tuple((n, topics[n].topic_id, topics[n].num_partitions) for n in g.subscribed_topics() if n in topics)
 
-    def _reassign(self, g: ShareGroup, topology: tuple) -> None:
-        g.epoch += 1
-        g.assignment_epoch = g.epoch
-        g.topology = topology
-        assignment = simple_assign(g.members, {n: (tid, np) for n, tid, np in topology})
-        new_parts = []
-        for mid, a in assignment.items():
-            m = g.members[mid]
-            m.assignment = a
-            m.epoch = g.epoch
-            for tid, ps in a.items():
-                for p in ps:
-                    if (g.group_id, tid, p) not in self.parts:
-                        new_parts.append((tid, p))
-        for tid, p in new_parts:
-            self.partition(g.group_id, tid, p)
+    def _advance(self, g: ShareGroup, changed: bool) -> None:
+        """Kafka's group epoch steps: a change of members, subscriptions or the subscribed topics'
+        partitions bumps it (a group's first bump counts twice, as its subscription metadata is
+        recorded too); share-partitions not yet initialized for the group are initialized and that
+        bumps it again; the target assignment follows the group epoch at the next heartbeat."""
+        topology = self._topology(g)
+        if changed or topology != g.topology:
+            g.epoch += 2 if g.epoch == 0 else 1
+            g.topology = topology
+            fresh = [(tid, p) for _, tid, n in topology for p in range(n) if (g.group_id, tid, p) not in self.parts]
+            for tid, p in fresh:
+                self.partition(g.group_id, tid, p)
+            if fresh:
+                g.epoch += 1
+        if g.assignment_epoch != g.epoch:
+            g.assignment_epoch = g.epoch
+            g.target = simple_assign(g.members, {n: (tid, np) for n, tid, np in g.topology})
 
     def _remove(self, g: ShareGroup, mid: str, release: bool = False) -> None:
         # a member leaving on its own may still acknowledge (its session closes after the leave
         # heartbeat); one whose session timed out is gone, and its records are released at once
         g.members.pop(mid, None)
+        g.target.pop(mid, None)
         if release:
             self.release_member(g.group_id, mid)
-        if g.members:
-            self._reassign(g, self._topology(g))
-        else:
-            g.epoch += 1
+        g.epoch += 1  # the new target assignment is computed at the next heartbeat, as on Kafka
+        if not g.members:
             g.assignment_epoch = g.epoch
+            g.target = {}
 
     def release_member(self, gid: str, mid: str, only=None) -> None:
         """Release the records `mid` holds (in the partitions `only`, or all), persist, wake fetches."""
