@@ -16,6 +16,7 @@ import logging
 import time
 
 from pylog.commands.broker.groups.share.configs import GroupConfigs, parse_duration_ms
+from pylog.commands.broker.groups.share.dead_letters import DeadLetters
 from pylog.commands.broker.groups.share.group import ASSIGNOR, ShareGroup, ShareMember, simple_assign
 from pylog.commands.broker.groups.share.partition import SharePartition
 from pylog.commands.broker.groups.share.store import ShareStateStore
@@ -54,6 +55,7 @@ class ShareCoordinator:
         self.sessions: dict[tuple, ShareSession] = {}  # (group, member)
         self.configs = GroupConfigs(broker.settings.log_dirs[0], broker.config)
         self.store = ShareStateStore(broker)
+        self.dead_letters = DeadLetters(self)
         self.loop = None
         self._ticker = None
         self.persist_failures = 0
@@ -131,6 +133,7 @@ class ShareCoordinator:
             self.persist_failures += 1
             log.error("cannot write %s: %s", self.store.__class__.__name__, e)
             raise
+        self.dead_letters.drain(parts)
 
     def count_acks(self, batches: list) -> None:
         """Acknowledgements by type, for the metrics."""
