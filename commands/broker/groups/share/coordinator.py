@@ -18,6 +18,7 @@ import time
 from pylog.commands.broker.groups.share.configs import GroupConfigs, parse_duration_ms
 from pylog.commands.broker.groups.share.dead_letters import DeadLetters
 from pylog.commands.broker.groups.share.group import ASSIGNOR, ShareGroup, ShareMember, simple_assign
+from pylog.commands.broker.groups.share.members import ShareGroupRecords, metadata_hash
 from pylog.commands.broker.groups.share.partition import SharePartition
 from pylog.commands.broker.groups.share.store import ShareStateStore
 from pylog.commands.broker.groups.store import now_ms
@@ -56,6 +57,7 @@ class ShareCoordinator:
         self.configs = GroupConfigs(broker.settings.log_dirs[0], broker.config)
         self.store = ShareStateStore(broker)
         self.dead_letters = DeadLetters(self)
+        self.records = ShareGroupRecords(self)
         self.loop = None
         self._ticker = None
         self.persist_failures = 0
@@ -76,6 +78,12 @@ class ShareCoordinator:
             sp.state_epoch, sp.snapshot_epoch = st["state_epoch"], st["snapshot_epoch"]
             self.parts[(gid, tid, p)] = sp
             self.groups.setdefault(gid, ShareGroup(gid))
+        store = self.broker.group_coordinator.store
+        for gid, g in self.records.replay(store.share_records).items():
+            topology = self._topology(g)
+            g.topology = topology if metadata_hash(topology) == g.metadata_hash else ()
+            self.groups[gid] = g
+        store.share_records = []
 
     def start(self, loop) -> None:
         self.loop = loop
@@ -176,6 +184,8 @@ class ShareCoordinator:
             g = self.groups[gid] = ShareGroup(gid)
         m = g.members.get(mid)
         changed = False
+        before = (g.epoch, g.assignment_epoch, m.epoch if m is not None else None,
+                  (m.rack_id, m.subscribed) if m is not None else None)
         if m is None:
             if epoch != 0:
                 return heartbeat_error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
@@ -202,6 +212,7 @@ class ShareCoordinator:
         if m.epoch != g.assignment_epoch:  # the member moves to the target assignment as it heartbeats
             m.epoch = g.assignment_epoch
             m.assignment = g.target.get(mid, {})
+        self._record(g, m, before)
         answer = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": mid,
                   "member_epoch": m.epoch, "assignment": None,
                   "heartbeat_interval_ms": self.configs.value(gid, "share.heartbeat.interval.ms")}
@@ -233,6 +244,21 @@ class ShareCoordinator:
             g.assignment_epoch = g.epoch
             g.target = simple_assign(g.members, {n: (tid, np) for n, tid, np in g.topology})
 
+    def _record(self, g: ShareGroup, m: ShareMember, before: tuple) -> None:
+        """Write what the heartbeat changed to `__consumer_offsets`, in Kafka's order."""
+        epoch, assignment_epoch, member_epoch, member = before
+        rs = self.records
+        out = []
+        if member != (m.rack_id, m.subscribed):
+            out.append(rs.member(g.group_id, m))
+        if epoch != g.epoch:
+            out += [rs.epoch(g), rs.initialized(g)]
+        if assignment_epoch != g.assignment_epoch:
+            out += rs.target(g)
+        if member_epoch != m.epoch:
+            out.append(rs.current(g.group_id, m, member_epoch or 0))
+        rs.write(g.group_id, out)
+
     def _remove(self, g: ShareGroup, mid: str, release: bool = False) -> None:
         # a member leaving on its own may still acknowledge (its session closes after the leave
         # heartbeat); one whose session timed out is gone, and its records are released at once
@@ -241,9 +267,12 @@ class ShareCoordinator:
         if release:
             self.release_member(g.group_id, mid)
         g.epoch += 1  # the new target assignment is computed at the next heartbeat, as on Kafka
+        out = self.records.member_gone(g.group_id, mid) + [self.records.epoch(g)]
         if not g.members:
             g.assignment_epoch = g.epoch
             g.target = {}
+            out += self.records.target(g)
+        self.records.write(g.group_id, out)
 
     def release_member(self, gid: str, mid: str, only=None) -> None:
         """Release the records `mid` holds (in the partitions `only`, or all), persist, wake fetches."""
@@ -356,6 +385,7 @@ class ShareCoordinator:
         if g.members:
             return ErrorCode.NON_EMPTY_GROUP
         keys = [k for k in self.parts if k[0] == gid]
+        self.records.write(gid, self.records.group_gone(g))
         if keys:
             self.store.delete(gid, [(tid, p) for _, tid, p in keys])
         for k in keys:

@@ -39,6 +39,7 @@ class ShareGroup:
         self.assignment_epoch = 0
         self.topology: tuple = ()  # the subscribed topics' (name, id, partitions) at the last bump
         self.target: dict[str, dict] = {}  # member -> its part of the target assignment
+        self.metadata_hash = 0  # as read back from __consumer_offsets
         self.created_ms = int(time.time() * 1000)
 
     @property
