@@ -7,17 +7,20 @@ assignment epoch and member epochs (which partitions a member gets is the assign
 not compared here)."""
 from __future__ import annotations
 
-import socket
-
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from support import share_scenarios as sc
-from support.share_members import Member, describe
+from support.share_members import Member, connect, describe
+
+
+@pytest.fixture(scope="module")
+def brokers(share_brokers):
+    return share_brokers
+
 
 def _scenario(bs):
-    host, port = bs.rsplit(":", 1)
-    s = socket.create_connection((host, int(port)), timeout=30)
+    s = connect(bs)
     topic, group = sc.name("ep"), sc.name("ep-g")
     sc.create_topic(bs, topic, 2)
     steps = []
