@@ -50,3 +50,12 @@ def pytest_collection_modifyitems(config, items):
     expr = config.getoption("markexpr", "") or ""
     tiers.apply_marks(items, fast_tier="fast" in expr)
     tiers.group_node_ids(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: `-p no:xdist` runs without it
+def pytest_xdist_make_scheduler(config, log):
+    """README's `--dist loadgroup`, handing out the longest groups first (tests/support/schedule.py)."""
+    if config.getvalue("dist") == "loadgroup":
+        from support import schedule
+        return schedule.make_scheduler(config, log)
+    return None

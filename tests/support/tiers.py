@@ -11,7 +11,7 @@ test module uses:
 Every other test is `fast`: pure Python, in-process, no tool beyond the pip packages.
 
 Under pytest-xdist (`--dist loadgroup`, set in pyproject) each module's tests run on one worker,
-and all Spark tests on one worker: `group_node_ids` puts each test's group into its node id (the
+and the modules sharing one Spark on one worker: `group_node_ids` puts each test's group into its node id (the
 `@group` suffix the loadgroup scheduler reads), because xdist 3.8 writes that suffix to an
 attribute pytest 9.2 no longer reads (`Node._nodeid`; pytest 9.2 keeps the id in `Node._id`).
 
@@ -86,12 +86,29 @@ def module_marks(path: str) -> frozenset[str]:
     return frozenset(marks)
 
 
-def xdist_group(item, marks: set[str]) -> str:
-    """The parallel worker group of a test: Spark tests share one worker (one cluster, one
-    SparkSession at a time on 2 cores), so do the 3-node Kafka cluster tests; any other test runs
-    with the rest of its module, so module-scoped brokers start once."""
+# Spark fixtures shared for the whole run, and the group of every module that uses one: a Spark
+# group runs on one worker so its sessions or cluster start once; the two groups (and Spark
+# modules that start their own session) run side by side, each Spark needing at most 2 cores.
+SPARK_SHARED = (("spark_standalone", ("spark_cluster", "spark_connect")), ("spark_local", ("spark_master",)))
+
+
+def module_fixtures(items) -> dict:
+    """Every fixture name a module's tests use, by module path."""
+    names: dict = {}
+    for item in items:
+        names.setdefault(item.path, set()).update(item.fixturenames)
+    return names
+
+
+def xdist_group(item, marks: set[str], module_uses: set[str] = frozenset()) -> str:
+    """The parallel worker group of a test: the modules sharing one Spark (a standalone cluster,
+    or the session per master) run together, so do the 3-node Kafka cluster tests; any other test
+    runs with the rest of its module, so module-scoped brokers and sessions start once."""
     if "spark" in marks:
-        return "spark"
+        for group, fixtures in SPARK_SHARED:
+            if module_uses.intersection(fixtures):
+                return group
+        return item.path.stem
     if "kafka_cluster" in item.fixturenames:
         return "kafka_cluster"
     if "peers" in item.fixturenames:  # the differential harness: one Kafka node and one pylog broker
@@ -123,6 +140,7 @@ def group_node_ids(config, items) -> None:
 
 def apply_marks(items, fast_tier: bool) -> None:
     """Mark every collected test; in the fast tier, skip one whose tool is missing, saying why."""
+    uses = module_fixtures(items)
     for item in items:
         marks = set(module_marks(str(item.path)))
         marks.update(FIXTURE_MARKS[f] for f in item.fixturenames if f in FIXTURE_MARKS)
@@ -131,7 +149,7 @@ def apply_marks(items, fast_tier: bool) -> None:
             item.add_marker(m)
         if not marks:
             item.add_marker("fast")
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item, marks)))
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item, marks, uses[item.path])))
         if fast_tier:
             for mark in marks:
                 missing = [t for t in TOOLS.get(mark, ()) if shutil.which(t) is None]

@@ -1,0 +1,85 @@
+"""The order xdist hands out test groups: the longest first, so no long group starts last.
+
+pytest-xdist's loadgroup scheduler hands out groups (tests/support/tiers.py names them) largest
+test count first. Count is a poor guess at time here: one Kafka-cluster test outlasts a hundred
+codec cases. `CostFirstScheduling` hands out groups by their seconds in a recorded run instead
+(group_seconds.json; a group not in it is guessed from its test count), so the long groups run
+side by side from the start and the short ones fill in at the end.
+
+Regenerate the record from a full run's JUnit XML:
+    pytest --junitxml=/tmp/run.xml && python tests/support/schedule.py /tmp/run.xml
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+RECORD = Path(__file__).resolve().parent / "group_seconds.json"
+GUESS_PER_TEST = 0.5  # seconds per test for a group the record does not know yet
+
+
+def group_of_nodeid(nodeid: str) -> str:
+    """The group in a node id's `@group` suffix, or the node id itself (a group of one)."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):
+        return nodeid.rsplit("@", 1)[-1]
+    return nodeid
+
+
+def load_record(path: Path = RECORD) -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(path.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
+
+
+def cost(group: str, tests: int, record: dict[str, float]) -> float:
+    """A group's expected seconds: recorded, or guessed from its test count."""
+    return record.get(group, tests * GUESS_PER_TEST)
+
+
+def make_scheduler(config, log):
+    """The loadgroup scheduler with cost-first order (pytest_xdist_make_scheduler's answer)."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    record = load_record()
+
+    class CostFirstScheduling(LoadGroupScheduling):
+        _ordered = False
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:
+                self._ordered = True
+                order = sorted(self.workqueue.items(), key=lambda kv: -cost(kv[0], len(kv[1]), record))
+                self.workqueue.clear()
+                self.workqueue.update(order)
+            super()._assign_work_unit(node)
+
+    return CostFirstScheduling(config, log)
+
+
+def seconds_by_group(junit_xml: Path) -> dict[str, float]:
+    """Each group's seconds (setup, call and teardown of its tests) in a JUnit XML report."""
+    import xml.etree.ElementTree as ET
+
+    seconds: dict[str, float] = defaultdict(float)
+    for case in ET.parse(junit_xml).getroot().iter("testcase"):
+        name = case.get("name", "")
+        if "@" in name:  # a run under xdist's loadgroup: the name ends with its group
+            seconds[group_of_nodeid(name)] += float(case.get("time") or 0)
+    return {g: round(s, 1) for g, s in sorted(seconds.items(), key=lambda kv: -kv[1])}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python tests/support/schedule.py RUN.xml  (a JUnit XML report of a full run)", file=sys.stderr)
+        return 2
+    groups = seconds_by_group(Path(argv[0]))
+    RECORD.write_text(json.dumps(groups, indent=1) + "\n")
+    print(f"{len(groups)} groups, {sum(groups.values()):.0f} s in all -> {RECORD}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
