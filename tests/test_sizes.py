@@ -22,7 +22,6 @@ OVER_LIMIT = {
     "commands/spark/ingest.py": 623,
     "core/client/consumer.py": 542,
     "core/client/group.py": 628,
-    "core/config.py": 541,
     "storage/log_manager.py": 505,
     "core/records/batch.py": 559,
     "storage/cleaner.py": 618,
