@@ -244,7 +244,7 @@ class LogManager:
         self.cleaner = None
         cfg = self.broker_config
         if cfg.get("log.cleaner.enable", False) and cfg.get("log.cleaner.threads", 1) > 0:
-            from pylog.storage.cleaner import CleanerManager
+            from pylog.storage.cleaner_manager import CleanerManager
 
             self.cleaner = CleanerManager(self.all_logs, cfg, clock=self._clock)
             self.cleaner.startup()

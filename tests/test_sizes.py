@@ -23,7 +23,6 @@ OVER_LIMIT = {
     "core/client/consumer.py": 542,
     "core/client/group.py": 628,
     "storage/log_manager.py": 505,
-    "storage/cleaner.py": 618,
     "commands/compact.py:compact": 154,
     "commands/consume.py:consume": 148,
     "commands/produce.py:produce": 204,
