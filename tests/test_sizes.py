@@ -22,7 +22,6 @@ OVER_LIMIT = {
     "commands/spark/ingest.py": 623,
     "core/client/consumer.py": 542,
     "core/client/group.py": 628,
-    "storage/log_manager.py": 505,
     "commands/compact.py:compact": 154,
     "commands/consume.py:consume": 148,
     "commands/produce.py:produce": 204,
