@@ -6,7 +6,7 @@ are converted and validated here once, so the rest of the code reads typed value
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from pylog.core.errors import UsageError
