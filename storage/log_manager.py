@@ -16,7 +16,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from pylog.core.config import TOPIC_CONFIGS, ConfigError, topic_defaults_from_broker
 from pylog.core.errors import (

@@ -16,7 +16,6 @@ MAX_FUNCTION_LINES = 100
 
 # still to split (lines when listed); files other work is rewriting now are among them
 OVER_LIMIT = {
-    "commands/compact.py:compact": 154,
     "commands/consume.py:consume": 148,
     "commands/produce.py:produce": 204,
     "commands/verify.py:verify": 140,
