@@ -13,16 +13,14 @@ build for the installed pyspark.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench.spark import make_input
+from bench.spark import make_input, spark_bench_parser, work_dir
 
 
 def _pylog(*args: str, timeout: float = 3600) -> dict:
@@ -53,13 +51,8 @@ def reference(log_dir: Path, out: Path) -> tuple[float, int]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench spark-export")
-    ap.add_argument("--records", type=int, default=10_000_000)
-    ap.add_argument("--dir", default=None)
-    ap.add_argument("--masters", default="local[1],local[2]")
-    a = ap.parse_args(argv)
-    work = Path(a.dir or tempfile.mkdtemp(prefix="bench-spark-export-"))
-    work.mkdir(parents=True, exist_ok=True)
+    a = spark_bench_parser("python -m bench spark-export", "local[1],local[2]").parse_args(argv)
+    work = work_dir(a.dir, "bench-spark-export-")
     src = work / "input.csv"
     log_dir = work / "logs"
     t0 = time.monotonic()
