@@ -11,13 +11,15 @@ from pylog.core.config.topic import TOPIC_CONFIGS
 
 
 def _share_bounded(name: str, default: int, smallest: int, largest: int, floor: int, doc: str, *,
-                   bounds_floor: int = 1) -> list[ConfigDef]:
+                   bounds_floor: int = 1,
+                   bounds_doc: tuple[str, str] = ("Smallest share.{} of a group.", "Largest share.{} of a group.")
+                   ) -> list[ConfigDef]:
     """group.share.NAME with the broker's bounds group.share.min.NAME and group.share.max.NAME on a
     group's share.NAME."""
     return [
         _d(f"group.share.{name}", INT, default, doc, at_least(floor)),
-        _d(f"group.share.min.{name}", INT, smallest, f"Smallest share.{name} of a group.", at_least(bounds_floor)),
-        _d(f"group.share.max.{name}", INT, largest, f"Largest share.{name} of a group.", at_least(bounds_floor)),
+        _d(f"group.share.min.{name}", INT, smallest, bounds_doc[0].format(name), at_least(bounds_floor)),
+        _d(f"group.share.max.{name}", INT, largest, bounds_doc[1].format(name), at_least(bounds_floor)),
     ]
 
 
@@ -83,17 +85,18 @@ _BROKER_OWN = [
        one_of("bidirectional", "upgrade", "downgrade", "disabled")),
     # share groups (KIP-932): broker defaults of the group configs share.* and their bounds
     _d("group.share.session.timeout.ms", INT, 45000, "Session timeout of share group members.", at_least(1)),
-    _d("group.share.heartbeat.interval.ms", INT, 5000, "Heartbeat interval given to share group members.",
-       at_least(1)),
+    _d("group.share.heartbeat.interval.ms", INT, 5000, "Heartbeat interval of share group members.", at_least(1)),
     _d("group.share.max.size", INT, 200, "Largest number of members in one share group.", at_least(1)),
     *_share_bounded("record.lock.duration.ms", 30000, 15000, 60000, 1,
                     "How long a share consumer holds a record it acquired before it becomes available again."),
     *_share_bounded("delivery.count.limit", 5, 2, 10, 2,
-                    "Deliveries of a record to a share group before it is archived.", bounds_floor=2),
+                    "Deliveries of a record to a share group before it is archived.", bounds_floor=2,
+                    bounds_doc=("Least share.{}.", "Most share.{}.")),
+    _d("errors.deadletterqueue.topic.name.prefix", STRING, "dlq.", "Required prefix of share groups' DLQ topics."),
+    _d("errors.deadletterqueue.auto.create.topics.enable", BOOLEAN, False, "Create missing share group DLQ topics."),
     *_share_bounded("partition.max.record.locks", 2000, 100, 4000, 100, "Records in flight per share-partition."),
     _d("group.share.max.share.sessions", INT, 2000, "Share sessions (ShareFetch) a broker keeps.", at_least(1)),
-    _d("share.coordinator.state.topic.num.partitions", INT, 50, "Partitions of __share_group_state.",
-       at_least(1)),
+    _d("share.coordinator.state.topic.num.partitions", INT, 50, "Partitions of __share_group_state.", at_least(1)),
     _d("share.coordinator.state.topic.segment.bytes", INT, 104857600, "Segment size of __share_group_state.",
        at_least(1)),
     _d("producer.id.expiration.ms", INT, 86400000, "Idle time after which a producer id's state expires."),

@@ -54,6 +54,7 @@ TOPIC_CONFIGS = ConfigSet("topic", [
        "log.roll.ms"),
     _d("unclean.leader.election.enable", BOOLEAN, False, "Allow out-of-sync replicas to become leader.", None,
        "unclean.leader.election.enable"),
+    _d("errors.deadletterqueue.group.enable", BOOLEAN, False, "Share groups may use this topic as their DLQ."),
     # kafka-reassign-partitions sets and clears these; one node has no followers to throttle
     _d("leader.replication.throttled.replicas", LIST, [],
        "Replicas whose log replication is throttled on the leader side (partition:broker, or *)."),

@@ -4,7 +4,8 @@ Keys start with an int16 version that names the record type: 0 and 1 are
 OffsetCommitKey (group, topic, partition), 2 is GroupMetadataKey (group).
 Values start with their own int16 version: OffsetCommitValue v0-v4 (v4
 flexible) and GroupMetadataValue v0-v4 (v4 flexible). Types 3-8 and 16 are the
-KIP-848 consumer-group records (`pylog.core.protocol.consumer_group_records`). The schemas are the
+KIP-848 consumer-group records (`pylog.core.protocol.consumer_group_records`), 10-15 the
+share-group ones (`pylog.core.protocol.share_group_records`). The schemas are the
 group coordinator's own declarations (`pylog.core.protocol.internal_records`),
 decoded by the protocol codec; this module only renders them with Kafka's
 JSON field names (`schema_json`) so the text matches kafka-dump-log's
@@ -17,6 +18,7 @@ import base64
 from pylog.core.protocol import consumer_group_records as cgr
 from pylog.core.protocol import consumer_protocol as cp
 from pylog.core.protocol import internal_records as ir
+from pylog.core.protocol import share_group_records as sgr
 from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.schema_json import decode_versioned, format_dump_record, to_kafka_json
 
@@ -33,6 +35,8 @@ def decode_offsets_key(key: bytes) -> tuple[int, dict]:
         return decode_versioned(ir.GROUP_METADATA_KEY, key)
     if version in cgr.RECORD_TYPES:
         return decode_versioned(cgr.RECORD_TYPES[version][0], key)
+    if version in sgr.RECORD_TYPES:
+        return decode_versioned(sgr.RECORD_TYPES[version][0], key)
     raise CorruptRecordError(f"unknown __consumer_offsets key type {version}")
 
 
@@ -75,4 +79,6 @@ def _decode_offsets_value(ktype: int, value: bytes) -> tuple[int, dict]:
         return decode_group_metadata_value(value)
     if ktype in cgr.RECORD_TYPES:
         return decode_versioned(cgr.RECORD_TYPES[ktype][1], value)
+    if ktype in sgr.RECORD_TYPES:
+        return decode_versioned(sgr.RECORD_TYPES[ktype][1], value)
     return decode_offset_commit_value(value)

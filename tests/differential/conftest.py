@@ -23,10 +23,22 @@ SHARED_TOPIC = "dt"
 
 @pytest.fixture(scope="session")
 def peers(tmp_path_factory):
-    """{"kafka": Peer, "pylog": Peer}, ready: ACLs granted, `dt` created with 3 records."""
-    root = tmp_path_factory.mktemp("differential")
-    node, kport = start_kafka(root / "kafka")
-    broker, pport = start_pylog(root / "pylog")
+    """{"kafka": Peer, "pylog": Peer}, ready: ACLs granted, `dt` created with 3 records; both at
+    their default transaction.version (2)."""
+    yield from _peers(tmp_path_factory.mktemp("differential"), None)
+
+
+@pytest.fixture(scope="session")
+def peers_tv1(tmp_path_factory):
+    """The same pair, both started at transaction.version 1 (Kafka formatted with
+    `--feature transaction.version=1`, pylog started with it): scenarios with
+    "transaction_version": 1 run here."""
+    yield from _peers(tmp_path_factory.mktemp("differential-tv1"), 1)
+
+
+def _peers(root, transaction_version):
+    node, kport = start_kafka(root / "kafka", transaction_version=transaction_version)
+    broker, pport = start_pylog(root / "pylog", transaction_version=transaction_version)
     out = {"kafka": Peer("kafka", "127.0.0.1", kport), "pylog": Peer("pylog", "127.0.0.1", pport)}
     creations = [acl_creation(p, r, o) for p, (r, o) in ACL_PRINCIPALS.items()]
     try:
@@ -39,6 +51,10 @@ def peers(tmp_path_factory):
                 "transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
                     {"name": SHARED_TOPIC, "partition_data": [
                         {"index": 0, "records": batch({"values": ["a", "b", "c"]})}]}]})), 60)
+            # both at the transaction.version the scenarios expect (Kafka's default level is 2)
+            finalized = {f["name"]: f["max_version_level"] for f in peer.client("admin").call(18, 3, {
+                "client_software_name": "pylog-differential", "client_software_version": "1"})["finalized_features"]}
+            assert finalized.get("transaction.version") == (transaction_version or 2), (peer.name, finalized)
             # both coordinators loaded before the first scenario asks for them
             for key_type, key in ((0, "warm-up"), (1, "warm-up")):
                 wait_until(lambda: peer.client("admin").call(10, 4, {"key_type": key_type, "coordinator_keys": [key]})[

@@ -134,9 +134,12 @@ class Peer:
         self._clients.clear()
 
 
-def start_kafka(root: Path, extra: dict | None = None) -> tuple[KafkaNode, int]:
+def start_kafka(root: Path, extra: dict | None = None, transaction_version: int | None = None
+                ) -> tuple[KafkaNode, int]:
+    """A Kafka node (formatted at `transaction_version` when given, else at Kafka's default)."""
     sport = free_port()
-    node = KafkaNode(root)
+    node = KafkaNode(root, format_args=("--feature", f"transaction.version={transaction_version}")
+                     if transaction_version is not None else ())
     node.overrides.update({
         "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
                      f"SASL_PLAINTEXT://127.0.0.1:{sport}",
@@ -149,13 +152,16 @@ def start_kafka(root: Path, extra: dict | None = None) -> tuple[KafkaNode, int]:
     return node, sport
 
 
-def start_pylog(root: Path, extra: dict | None = None) -> tuple[BrokerProcess, int]:
+def start_pylog(root: Path, extra: dict | None = None, transaction_version: int | None = None
+                ) -> tuple[BrokerProcess, int]:
+    """A pylog broker (started with --feature transaction.version=N when given)."""
     root.mkdir(parents=True, exist_ok=True)
     props = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
              "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas(), **SETTINGS, **(extra or {})}
     path = root / "differential.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    b = BrokerProcess(root / "data", "--config", str(path)).start(timeout=60)
+    feature = ("--feature", f"transaction.version={transaction_version}") if transaction_version is not None else ()
+    b = BrokerProcess(root / "data", "--config", str(path), *feature).start(timeout=60)
     return b, listener_line(b, "SASL_PLAINTEXT")
 
 

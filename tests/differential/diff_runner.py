@@ -179,7 +179,7 @@ def run(peer: Peer, sc: dict) -> list[dict]:
     return answers
 
 
-RETRIABLE = {14, 15}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 NOT_LEADER = 6  # a partition just created, its leader not yet serving on Kafka: producers retry
 
 

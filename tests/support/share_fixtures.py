@@ -1,6 +1,6 @@
 """Brokers for the share-group tests: one pylog broker and one Apache Kafka 4.4 node for the run,
 with the same settings (acquisition locks may be as short as 1 s, for the lock-timeout tests).
-Kafka 4.4 formats new clusters with share.version 1, so share groups are on."""
+Kafka 4.4 formats new clusters with share.version 2: share groups and their dead-letter topics are on."""
 from __future__ import annotations
 
 import pytest

@@ -28,15 +28,16 @@ def invalid_name_code(name: str) -> int:
 # as Kafka 4 formats new clusters): clients add partitions implicitly and the epoch moves at every
 # transaction's end (txn/epoch_bump.py); at 1 they use AddPartitionsToTxn and keep their epoch.
 # A level of 0 is not listed as finalized (Kafka lists only features above 0).
-# share.version 1: share groups (KIP-932) are served.
-SUPPORTED_FEATURES = [{"name": "share.version", "min_version": 0, "max_version": 1},
+# share.version 2, as Kafka 4.4 formats new clusters: share groups (KIP-932) with dead-letter
+# topics (KIP-1191).
+SUPPORTED_FEATURES = [{"name": "share.version", "min_version": 0, "max_version": 2},
                       {"name": "transaction.version", "min_version": 0, "max_version": 2}]
 FINALIZED_FEATURES_EPOCH = 1
 
 
 def finalized_features(broker: Broker) -> list:
-    """The finalized levels: share.version 1, and transaction.version as the broker was started with."""
-    out = [{"name": "share.version", "min_version_level": 1, "max_version_level": 1}]
+    """The finalized levels: share.version 2, and transaction.version as the broker was started with."""
+    out = [{"name": "share.version", "min_version_level": 2, "max_version_level": 2}]
     level = broker.settings.transaction_version
     if level > 0:
         out.append({"name": "transaction.version", "min_version_level": level, "max_version_level": level})

@@ -151,7 +151,7 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     elif code == ErrorCode.NONE:
         codes = broker.group_coordinator.txn_commit_offsets(
             gid, body["producer_id"], body["producer_epoch"], body["generation_id_or_member_epoch"], body["member_id"],
-            body["group_instance_id"], offsets)
+            body["group_instance_id"], offsets, stale_epoch_error=ctx.api_version >= 6)
     else:
         codes = [code] * len(offsets)
     return commit_answer(topics, {tp: c for (tp, *_), c in zip(offsets, codes)})

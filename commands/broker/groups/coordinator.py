@@ -211,7 +211,7 @@ class GroupCoordinator:
     def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                        offsets: list) -> list[int]:
         """Commit [((topic, partition), offset, leader_epoch, metadata)]; an error code for each."""
-        code = self._commit_check(group_id, generation, member_id, instance_id)
+        code = self._commit_check(group_id, generation, member_id, instance_id, [tp for tp, *_ in offsets])
         if code != ErrorCode.NONE:
             return [code] * len(offsets)
         g = self.groups.get(group_id)
@@ -238,11 +238,18 @@ class GroupCoordinator:
         return written, errors
 
     def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
-                           member_id: str, instance_id: str | None, offsets: list) -> list[int]:
+                           member_id: str, instance_id: str | None, offsets: list,
+                           stale_epoch_error: bool = False) -> list[int]:
         """TxnOffsetCommit: write [((topic, partition), offset, leader_epoch, metadata)] in the
-        producer's transaction; they become the group's offsets when its COMMIT marker is written."""
-        code = self._commit_check(group_id, generation, member_id or "", instance_id) \
+        producer's transaction; they become the group's offsets when its COMMIT marker is written.
+        A member's stale epoch is ILLEGAL_GENERATION unless the request version knows
+        STALE_MEMBER_EPOCH (`stale_epoch_error`, v6), as Kafka answers older clients."""
+        code = self._commit_check(group_id, generation, member_id or "", instance_id, [tp for tp, *_ in offsets]) \
             if generation >= 0 or member_id else (ErrorCode.NONE if group_id else ErrorCode.INVALID_GROUP_ID)
+        if code == ErrorCode.STALE_MEMBER_EPOCH and not stale_epoch_error:
+            code = ErrorCode.ILLEGAL_GENERATION
+        elif code == ErrorCode.ILLEGAL_GENERATION and stale_epoch_error and group_id not in self.groups:
+            code = ErrorCode.GROUP_ID_NOT_FOUND  # v6 names an unknown group as such
         if code != ErrorCode.NONE:
             return [code] * len(offsets)
         written, errors = self._entries(offsets)
@@ -272,7 +279,7 @@ class GroupCoordinator:
         """An open transaction holds an offset for this partition (OffsetFetch require_stable)."""
         return any(tp in by_group.get(group_id, ()) for by_group in self.txn_offsets.values())
 
-    def _commit_check(self, gid: str, gen: int, mid: str, inst: str | None) -> int:
+    def _commit_check(self, gid: str, gen: int, mid: str, inst: str | None, partitions: list) -> int:
         if not gid:
             return ErrorCode.INVALID_GROUP_ID
         g = self.groups.get(gid)
@@ -281,7 +288,7 @@ class GroupCoordinator:
         if g.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if g.consumer is not None:
-            return self.consumer.offset_check(g.consumer, mid, gen)
+            return self.consumer.commit_check(g.consumer, mid, gen, partitions)
         if gen < 0 and g.is_(EMPTY):
             return ErrorCode.NONE
         if inst is not None and g.static.get(inst) not in (None, mid):

@@ -15,6 +15,7 @@ from pylog.commands.broker.groups.consumer import store as cgs
 from pylog.commands.broker.groups import offsets_topic as ot
 from pylog.commands.broker.groups.state import EMPTY, STABLE, Group, Member, OffsetEntry
 from pylog.core.errors import ErrorCode, MessageTooLargeError, RecordListTooLargeError
+from pylog.core.protocol.share_group_records import is_share_record
 from pylog.core.records import BatchBuilder, RecordBatch
 from pylog.core.records.control import COMMIT, read_control_record
 from pylog.core.records.errors import TruncatedBatchError
@@ -82,6 +83,7 @@ class GroupStore:
         self.config = broker.config
         self.num_partitions = self.config["offsets.topic.num.partitions"]
         self.loaded_records = 0
+        self.share_records: list = []  # share-group records met at load, for the share coordinator
 
     # ---- start-up ------------------------------------------------------------
     def load(self, groups: dict[str, Group], txn_offsets: dict | None = None) -> None:
@@ -126,6 +128,9 @@ class GroupStore:
 
     def _apply(self, groups: dict[str, Group], key, value) -> None:
         if key is None:
+            return
+        if is_share_record(key):
+            self.share_records.append((bytes(key), None if value is None else bytes(value)))
             return
         try:
             if cgs.is_consumer_record(key):

@@ -314,10 +314,11 @@ class TransactionCoordinator:
         if fence and m.producer_epoch + 1 < MAX_EPOCH:
             last = m.producer_epoch
             code = self.set_state(m, producer_epoch=m.producer_epoch + 1, state=TxnState.PREPARE_ABORT)
-            # as Kafka: the fenced epoch is the last one, so the producer that held it recovers
-            # with KIP-360 (its retry gets the fenced epoch); a fresh init forgets it (_bump)
+            # as Kafka: at transaction.version 2 the fenced epoch is the last one, so the producer
+            # that held it recovers with KIP-360 (its retry gets the fenced epoch; a fresh init
+            # forgets it, _bump); at level 1 the fence keeps no last epoch and it stays fenced
             if code == ErrorCode.NONE:
-                m.last_producer_epoch = last
+                m.last_producer_epoch = last if self.broker.settings.transaction_version >= 2 else NO_EPOCH
         else:
             code = self.set_state(m, state=TxnState.PREPARE_ABORT)
         return code if code != ErrorCode.NONE else self.complete(m, False)

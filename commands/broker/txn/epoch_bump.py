@@ -38,10 +38,13 @@ def _answer(m: TxnMetadata) -> tuple[int, int, int]:
 
 
 def _is_retry(m: TxnMetadata, pid: int, epoch: int) -> bool:
-    """The request names the producer id and epoch the last bump replaced."""
-    if m.last_producer_epoch == NO_EPOCH or epoch != m.last_producer_epoch:
+    """The request names the epoch the last bump replaced, as Kafka tells a retried EndTxn: one
+    below the current epoch, or the last epoch of the producer id a rotation replaced."""
+    if m.state not in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT, *_PREPARE.values()):
         return False
-    return pid == m.producer_id or (pid == m.previous_producer_id and m.producer_epoch == 0)
+    if pid == m.producer_id and epoch != NO_EPOCH and epoch + 1 == m.producer_epoch:
+        return True
+    return pid == m.previous_producer_id and epoch == MAX_EPOCH - 1 and m.producer_epoch == 0
 
 
 def end_txn(tc: TransactionCoordinator, tid: str, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:

@@ -5,13 +5,16 @@ TOPIC = "c-{u}"
 
 
 def hb(member, epoch=0, topics=(TOPIC,), instance=None, owned=(), group="cg-{u}", rebalance=30000,
-       regex=None, assignor=None, **kw):
+       regex=None, assignor=None, full=False, **kw):
+    """A heartbeat; `full`: with everything a joining member sends (after a lost answer)."""
+    first = epoch == 0 or full
     return {"api": "ConsumerGroupHeartbeat", "v": 1, "body": {
         "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": instance, "rack_id": None,
-        "rebalance_timeout_ms": rebalance if epoch == 0 else -1,
-        "subscribed_topic_names": list(topics) if topics is not None and epoch == 0 else None,
+        "rebalance_timeout_ms": rebalance if first else -1,
+        "subscribed_topic_names": list(topics) if topics is not None and first else None,
         "subscribed_topic_regex": regex, "server_assignor": assignor,
-        "topic_partitions": owned if isinstance(owned, str) else list(owned) if epoch == 0 else None}, **kw}
+        "topic_partitions": owned if isinstance(owned, (str, dict)) else list(owned) if epoch == 0 or owned or full
+        else None}, **kw}
 
 
 def describe(group="cg-{u}"):
@@ -91,3 +94,58 @@ SETTLING = ["member_epoch", "group_epoch", "assignment_epoch", "assignment", "ta
 
 SCENARIOS = [{"name": f"kip848 {label}", "topics": {TOPIC: 2}, "steps": steps, "ignore": SETTLING,
               **({"known": rest[0]} if rest else {})} for label, steps, *rest in LIFECYCLES]
+
+
+def owns(ref_step, *partitions):
+    """The owned-partitions list of a heartbeat: `partitions` of the topic step `ref_step` was given."""
+    return [{"topic_id": f"${ref_step}.assignment.topic_partitions.0.topic_id", "partitions": list(partitions)}]
+
+
+def given(*partitions, **kw):
+    """Repeat the heartbeat until the answer assigns exactly `partitions` (Kafka assigns a moment
+    after the heartbeat that changed the group; pylog within it)."""
+    return {"repeat_until": {"assignment.topic_partitions.0.partitions": list(partitions)}, **kw}
+
+
+# These lifecycles wait for each assignment (given), so the assignment itself is compared
+# (topic ids are each broker's own); epochs still move differently (SETTLING) and are only used.
+# A join's own answer is not compared (Kafka may assign a moment later); a full heartbeat
+# after it (owning nothing yet) answers the member's assignment on both.
+def joined(member, **kw):
+    """A join, then full heartbeats until it owns both partitions (two steps)."""
+    return [{**hb(member, **kw), "ignore": ["assignment"]},
+            hb(member, "@epoch", owned=[], full=True, **kw, **given(0, 1))]
+
+
+def settled_steps(*parts):
+    """Steps with "@epoch" (in a member_epoch) meaning the epoch step 1 answered."""
+    steps = [st for part in parts for st in (part if isinstance(part, list) else [part])]
+    for st in steps:
+        if st["body"].get("member_epoch") == "@epoch":
+            st["body"]["member_epoch"] = "$0.member_epoch" if st is steps[1] else "$1.member_epoch"
+    return steps
+
+
+E1 = "$1.member_epoch"
+# m1 owns both (steps 0-1); m2 joins (2); m1 is asked to give partition 1 up (3) and does (4)
+ONE_REBALANCE = [joined(M1), {**hb(M2), "ignore": ["assignment"]}, hb(M1, E1, owned=owns(1, 0, 1), **given(0)),
+                 hb(M1, E1, owned=owns(1, 0))]
+SETTLED = [
+    # an older epoch commits for partitions owned since then; not for one given up, nor from the future
+    ("commit-older-epoch-owned-since", ONE_REBALANCE + [
+        commit(M1, E1, partition=0), commit(M1, E1, partition=1), commit(M1, "$4.member_epoch", partition=0),
+        fetch(M1, "$4.member_epoch")]),
+    # a static member leaving (-2) while it revokes: the partition it held goes to m2 at once
+    ("static-leave-while-revoking", [
+        joined(M1, instance="i1"), {**hb(M2), "ignore": ["assignment"]},
+        hb(M1, E1, instance="i1", owned=owns(1, 0, 1), **given(0)), hb(M1, -2, instance="i1"),
+        hb(M2, "$2.member_epoch", **given(1))]),
+    # a regex member's full heartbeat gets its assignment back; a plain one nothing new
+    ("regex-full-heartbeat", [
+        joined(M1, topics=None, regex="c-{u}"),
+        hb(M1, E1, topics=None, regex="c-{u}", owned=owns(1, 0, 1), full=True), hb(M1, E1)]),
+]
+SETTLED = [(label, settled_steps(*parts)) for label, parts in SETTLED]
+SCENARIOS += [{"name": f"kip848 {label}", "topics": {TOPIC: 2}, "steps": steps,
+               "ignore": [f for f in SETTLING if f not in ("assignment", "target_assignment")]}
+              for label, steps in SETTLED]

@@ -1,6 +1,9 @@
 """The transaction state machine: init, fence, KIP-360 re-init, add, end, timeout, offsets in a
 transaction, the admin's view (DescribeTransactions, ListTransactions). Each sequence runs at
-several request versions. `$N.field` is step N's answer on the same broker."""
+several request versions, on brokers at transaction.version 2 (both brokers' default) and at
+transaction.version 1 ("transaction_version": 1: the harness starts both at that level). The
+level-2 client's sequences (Produce v12 and TxnOffsetCommit v5 adding implicitly, EndTxn v5
+bumping the epoch) run at both levels too. `$N.field` is step N's answer on the same broker."""
 
 T = "dt"
 
@@ -32,7 +35,7 @@ def add_offsets(v, pid, epoch, group="g-{u}", **kw):
 def txn_commit(v, pid, epoch, topic=T, offset=1, group="g-{u}", generation=-1, member="", **kw):
     return {"api": "TxnOffsetCommit", "v": v, "body": {
         "transactional_id": "tx-{u}", "group_id": group, "producer_id": pid, "producer_epoch": epoch,
-        "generation_id": generation, "member_id": member, "group_instance_id": None,
+        "generation_id_or_member_epoch": generation, "member_id": member, "group_instance_id": None,
         "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
                                                    "committed_leader_epoch": -1, "committed_metadata": ""}]}]}, **kw}
 
@@ -91,7 +94,27 @@ def sequences(av, ev, iv):
     ]
 
 
-KIP360 = [
+def txn_commit_v6(pid, epoch, topic_id, generation=-1, member="", group="g-{u}"):
+    """TxnOffsetCommit v6 names the topic by id (`topic_id`: a `$N` reference)."""
+    return {"api": "TxnOffsetCommit", "v": 6, "body": {
+        "transactional_id": "tx-{u}", "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+        "generation_id_or_member_epoch": generation, "member_id": member, "group_instance_id": None,
+        "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                          "committed_leader_epoch": -1, "committed_metadata": ""}]}]}}
+
+
+METADATA_DT = {"api": "Metadata", "v": 12, "body": {"topics": [{"name": T, "topic_id": None}],
+                                                    "allow_auto_topic_creation": False,
+                                                    "include_topic_authorized_operations": False}}
+V6 = [
+    # a member's commit to a group that does not exist: v6 names it, older versions say ILLEGAL_GENERATION
+    ("offsets-v6-unknown-group", [init(), METADATA_DT, add_offsets(3, P, E),
+                                  txn_commit_v6(P, E, "$1.topics.0.topic_id", generation=3, member="m"),
+                                  txn_commit(3, P, E, generation=3, member="m"),
+                                  txn_commit_v6(P, E, "$1.topics.0.topic_id"), end(3, P, E, False)]),
+]
+
+KIP360 = V6 + [
     # a producer recovering with its current epoch bumps it; the retry gets the same epoch
     ("kip360-recover", [init(), init(pid=P, epoch=E), init(pid=P, epoch=E), describe()]),
     # a re-init by another producer: the old epoch is fenced for good
@@ -115,9 +138,42 @@ KIP360 = [
     ("describe-unknown", [describe()]),
 ]
 
+def v2_sequences():
+    """A level-2 client: no AddPartitionsToTxn/AddOffsetsToTxn; EndTxn v5 answers the producer
+    id and epoch of the next transaction ($N.producer_epoch of that step)."""
+    def end5(epoch, commit=True, **kw):
+        return end(5, P, epoch, commit, **kw)
+
+    return [
+        ("produce-and-commit", [init(5), produce(P, E, v=12), end5(E), settled(),
+                                produce(P, "$2.producer_epoch", v=12), end5("$2.producer_epoch", False), settled()]),
+        ("end-retried", [init(5), produce(P, E, v=12), end5(E), settled(), end5(E), end5(E, False), settled()]),
+        ("abort-nothing-added", [init(5), end5(E, False), settled(), end5("$1.producer_epoch", False), settled()]),
+        ("commit-nothing-added", [init(5), end5(E), describe()]),
+        ("old-epoch-after-end", [init(5), produce(P, E, v=12), end5(E), settled(), produce(P, E, seq=1, v=12),
+                                 end5(E, False)]),
+        ("offsets-implicitly-added", [init(5), txn_commit(5, P, E, offset=4), end5(E), offsets()]),
+        ("offsets-aborted", [init(5), txn_commit(5, P, E, offset=5), end5(E, False), offsets()]),
+        ("reinit-fences", [init(5), init(5), produce(P, E, v=12), end5(E)]),
+        ("kip360-after-end", [init(5), produce(P, E, v=12), end5(E), settled(),
+                              init(5, pid=P, epoch="$2.producer_epoch"), describe()]),
+        ("unknown-partition", [init(5), produce(P, E, v=12, topic="nx-{u}"), end5(E, False)]),
+        ("timeout-aborts", [init(5, timeout=1000), produce(P, E, v=12),
+                            {**describe(), "repeat_until": {"transaction_states.0.transaction_state":
+                                                            "CompleteAbort"}}, end5(E)]),
+    ]
+
+
 SCENARIOS = []
-for av, ev, iv in ((3, 3, 4), (2, 2, 3), (1, 1, 2), (0, 0, 1)):
-    for label, steps in sequences(av, ev, iv):
-        SCENARIOS.append({"name": f"txn {label} add-v{av} end-v{ev} init-v{iv}", "steps": steps})
-for label, steps in KIP360:
-    SCENARIOS.append({"name": f"txn {label}", "steps": steps})
+for level in (2, 1):
+    tv = {} if level == 2 else {"transaction_version": 1}
+    at = "" if level == 2 else " tv1"
+    for av, ev, iv in ((3, 3, 4), (2, 2, 3), (1, 1, 2), (0, 0, 1)):
+        if level == 1 and av < 2:
+            continue  # the request versions below 2 change nothing a level could
+        for label, steps in sequences(av, ev, iv):
+            SCENARIOS.append({"name": f"txn{at} {label} add-v{av} end-v{ev} init-v{iv}", "steps": steps, **tv})
+    for label, steps in KIP360:
+        SCENARIOS.append({"name": f"txn{at} {label}", "steps": steps, **tv})
+    for label, steps in v2_sequences():
+        SCENARIOS.append({"name": f"txn{at} v2-client {label}", "steps": steps, **tv})

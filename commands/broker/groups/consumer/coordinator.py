@@ -31,7 +31,9 @@ from pylog.commands.broker.groups.consumer.group import (
     ConsumerGroup,
     ConsumerMember,
     by_topic,
+    commit_epoch_error,
     from_wire,
+    leave_for_now,
     reconcile,
     to_wire,
 )
@@ -224,6 +226,7 @@ class ConsumerGroupCoordinator:
                     m = ConsumerMember(mid)
                 else:  # a member that lost its state rejoins: it owns nothing now
                     m.assigned, m.pending_revocation, m.state, m.epoch, m.previous_epoch = set(), set(), 0, 0, 0
+                    m.epochs = {}
             elif m is None:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
             else:
@@ -283,8 +286,9 @@ class ConsumerGroupCoordinator:
         m.session_deadline = now + self.session_ms / 1000.0
         if self.write(gid, records) != ErrorCode.NONE:  # the caller puts the group back as it was
             raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "cannot write the group's records")
-        full = epoch == 0 or (req["rebalance_timeout_ms"] != -1 and req["subscribed_topic_names"] is not None
-                              and owned is not None)
+        # a full heartbeat (after a lost answer): by topic names or by regex, with what it owns
+        subscribed = req["subscribed_topic_names"] is not None or req["subscribed_topic_regex"] is not None
+        full = epoch == 0 or (req["rebalance_timeout_ms"] != -1 and subscribed and owned is not None)
         answer = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "member_id": mid,
                   "member_epoch": m.epoch, "heartbeat_interval_ms": self.heartbeat_ms, "assignment": None}
         if full or frozenset(m.assigned) != before_assigned:
@@ -322,8 +326,9 @@ class ConsumerGroupCoordinator:
         else:
             m = static_member_of(cg.static_member(inst), mid, inst)
             if epoch == LEAVE_STATIC_EPOCH:
-                # it will be back: keep its partitions (and the group's epoch) until its session expires
-                m.epoch = LEAVE_STATIC_EPOCH
+                # it will be back: keep its partitions (and the group's epoch) until its session
+                # expires; what it was revoking goes to the members waiting for it now
+                leave_for_now(m, LEAVE_STATIC_EPOCH)
                 records.append(cgs.current_assignment_record(gid, m))
                 log.info("consumer group %s: static member %s (%s) left for now", gid, mid, inst)
             else:
@@ -388,6 +393,19 @@ class ConsumerGroupCoordinator:
         if epoch != m.epoch:
             return ErrorCode.ILLEGAL_GENERATION if m.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
+
+    def commit_check(self, cg: ConsumerGroup, member_id: str | None, epoch: int, partitions) -> int:
+        """OffsetCommit/TxnOffsetCommit of [(topic, partition)] from a member. An epoch older
+        than the member's is accepted for partitions it has owned (or is revoking) since that
+        epoch, as Kafka checks each partition's assignment epoch: a commit sent just before a
+        rebalance bumped the member's epoch still lands."""
+        code = self.offset_check(cg, member_id, epoch)
+        m = cg.members.get(member_id or "")
+        if code == ErrorCode.NONE or m is None or epoch > m.epoch:
+            return code
+        topics = self._topics()
+        tps = [(topics[t].topic_id, p) for t, p in partitions if t in topics]
+        return code if commit_epoch_error(m, epoch, tps) else ErrorCode.NONE
 
     def subscribed_topic_names(self, cg: ConsumerGroup) -> set:
         """Topics the group's members subscribe to (by name or regex)."""

@@ -46,6 +46,9 @@ class ConsumerMember:
     state: int = M_STABLE
     assigned: set = field(default_factory=set)  # {(topic_id, partition)}
     pending_revocation: set = field(default_factory=set)
+    # {(topic_id, partition): the member epoch it was assigned at}, for assigned and revoking
+    # partitions: a commit with an older member epoch is fine for partitions owned since then
+    epochs: dict = field(default_factory=dict)
     session_deadline: float = 0.0  # monotonic seconds
     rebalance_deadline: float = 0.0  # set while UNREVOKED_PARTITIONS
     # a member speaking the classic protocol (a migrating group): {"session_timeout_ms", "protocols"}
@@ -155,14 +158,30 @@ def _next(group: ConsumerGroup, m: ConsumerMember, target_epoch: int, owned: set
         holder = owners.get(tp)
         if holder is None or holder == m.member_id:
             keep.add(tp)
+            m.epochs[tp] = target_epoch  # newly assigned; kept ones keep their epoch
         else:
             unreleased = True
     m.assigned = keep
     m.pending_revocation = set()
+    m.epochs = {tp: m.epochs.get(tp, target_epoch) for tp in keep}
     if m.epoch != target_epoch:
         m.previous_epoch = m.epoch
         m.epoch = target_epoch
     m.state = M_UNRELEASED if unreleased else M_STABLE
+
+
+def leave_for_now(m: ConsumerMember, leave_epoch: int) -> None:
+    """A static member leaving with epoch -2: what it was revoking is free for others at once,
+    and what it keeps is held at epoch 0 (a commit from its next incarnation is accepted)."""
+    m.epoch = leave_epoch
+    m.pending_revocation = set()
+    m.epochs = {tp: 0 for tp in m.assigned}
+
+
+def commit_epoch_error(m: ConsumerMember, epoch: int, tps) -> bool:
+    """An offset commit at `epoch`, older than the member's: refused unless each partition
+    (topic_id, partition) is assigned or being revoked, at an epoch no newer than `epoch`."""
+    return any(tp not in m.epochs or epoch < m.epochs[tp] for tp in tps)
 
 
 def by_topic(tps) -> dict:

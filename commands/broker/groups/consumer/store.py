@@ -71,7 +71,20 @@ def current_assignment_record(group_id: str, m: ConsumerMember) -> tuple:
     """ConsumerGroupCurrentMemberAssignment: epochs, state and owned/revoking partitions."""
     return (cr.encode_key(cr.CURRENT_ASSIGNMENT, _mk(group_id, m.member_id)), cr.encode_value(cr.CURRENT_ASSIGNMENT, {
         "member_epoch": m.epoch, "previous_member_epoch": m.previous_epoch, "state": m.state,
-        "assigned_partitions": to_wire(m.assigned), "partitions_pending_revocation": to_wire(m.pending_revocation)}))
+        "assigned_partitions": _with_epochs(m.assigned, m),
+        "partitions_pending_revocation": _with_epochs(m.pending_revocation, m)}))
+
+
+def _with_epochs(tps, m: ConsumerMember) -> list:
+    """[{topic_id, partitions, assignment_epochs}]: each partition's assignment epoch beside it."""
+    return [{**t, "assignment_epochs": [m.epochs.get((t["topic_id"], p), m.epoch) for p in t["partitions"]]}
+            for t in to_wire(tps)]
+
+
+def _epochs(wire: list, default: int) -> dict:
+    """{(topic_id, partition): assignment epoch} of a replayed record (the member epoch when absent)."""
+    return {(t["topic_id"], p): (t["assignment_epochs"][i] if t.get("assignment_epochs") else default)
+            for t in wire for i, p in enumerate(t["partitions"])}
 
 
 def member_tombstones(group_id: str, member_id: str) -> list:
@@ -142,9 +155,10 @@ def apply(groups: dict, key, value) -> None:
             m = cg.members[k["member_id"]] = ConsumerMember(k["member_id"])
         if v is None:
             m.epoch = m.previous_epoch = m.state = 0
-            m.assigned, m.pending_revocation = set(), set()
+            m.assigned, m.pending_revocation, m.epochs = set(), set(), {}
             return
         m.epoch, m.previous_epoch, m.state = v["member_epoch"], v["previous_member_epoch"], v["state"]
         m.assigned = from_wire(v["assigned_partitions"])
         m.pending_revocation = from_wire(v["partitions_pending_revocation"])
+        m.epochs = {**_epochs(v["assigned_partitions"], m.epoch), **_epochs(v["partitions_pending_revocation"], m.epoch)}
     # PartitionMetadata (no longer written by Kafka) and RegularExpression: recomputed from the topics

@@ -79,6 +79,8 @@ def validate(name: str, value: str, broker_config) -> None:
             raise ConfigError(f"Invalid value {value} for configuration {name}: String must be one of: "
                               "read_committed, read_uncommitted")
         return
+    if name == "errors.deadletterqueue.topic.name" and value.startswith("__"):
+        raise ConfigError(f"{name}: DLQ topic name must not start with '__'")
     if name in FIXED_DEFAULTS:
         return
     raise ConfigError(f"Unknown group config name: {name}")

@@ -16,7 +16,9 @@ import logging
 import time
 
 from pylog.commands.broker.groups.share.configs import GroupConfigs, parse_duration_ms
+from pylog.commands.broker.groups.share.dead_letters import DeadLetters
 from pylog.commands.broker.groups.share.group import ASSIGNOR, ShareGroup, ShareMember, simple_assign
+from pylog.commands.broker.groups.share.members import ShareGroupRecords, metadata_hash
 from pylog.commands.broker.groups.share.partition import SharePartition
 from pylog.commands.broker.groups.share.store import ShareStateStore
 from pylog.commands.broker.groups.store import now_ms
@@ -54,6 +56,8 @@ class ShareCoordinator:
         self.sessions: dict[tuple, ShareSession] = {}  # (group, member)
         self.configs = GroupConfigs(broker.settings.log_dirs[0], broker.config)
         self.store = ShareStateStore(broker)
+        self.dead_letters = DeadLetters(self)
+        self.records = ShareGroupRecords(self)
         self.loop = None
         self._ticker = None
         self.persist_failures = 0
@@ -74,6 +78,12 @@ class ShareCoordinator:
             sp.state_epoch, sp.snapshot_epoch = st["state_epoch"], st["snapshot_epoch"]
             self.parts[(gid, tid, p)] = sp
             self.groups.setdefault(gid, ShareGroup(gid))
+        store = self.broker.group_coordinator.store
+        for gid, g in self.records.replay(store.share_records).items():
+            topology = self._topology(g)
+            g.topology = topology if metadata_hash(topology) == g.metadata_hash else ()
+            self.groups[gid] = g
+        store.share_records = []
 
     def start(self, loop) -> None:
         self.loop = loop
@@ -131,6 +141,7 @@ class ShareCoordinator:
             self.persist_failures += 1
             log.error("cannot write %s: %s", self.store.__class__.__name__, e)
             raise
+        self.dead_letters.drain(parts)
 
     def count_acks(self, batches: list) -> None:
         """Acknowledgements by type, for the metrics."""
@@ -173,6 +184,8 @@ class ShareCoordinator:
             g = self.groups[gid] = ShareGroup(gid)
         m = g.members.get(mid)
         changed = False
+        before = (g.epoch, g.assignment_epoch, m.epoch if m is not None else None,
+                  (m.rack_id, m.subscribed) if m is not None else None)
         if m is None:
             if epoch != 0:
                 return heartbeat_error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
@@ -195,50 +208,71 @@ class ShareCoordinator:
         if req["rack_id"] is not None:
             m.rack_id = req["rack_id"]
         m.last_seen = time.monotonic()
-        topology = self._topology(g)
-        if changed or topology != g.topology:
-            self._reassign(g, topology)
+        self._advance(g, changed)
+        if m.epoch != g.assignment_epoch:  # the member moves to the target assignment as it heartbeats
+            m.epoch = g.assignment_epoch
+            m.assignment = g.target.get(mid, {})
+        self._record(g, m, before)
         answer = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": mid,
                   "member_epoch": m.epoch, "assignment": None,
                   "heartbeat_interval_ms": self.configs.value(gid, "share.heartbeat.interval.ms")}
-        if epoch == 0 or m.sent_epoch != m.epoch:
+        if epoch == 0 or m.sent_assignment != m.assignment:
             answer["assignment"] = {"topic_partitions": [
                 {"topic_id": tid, "partitions": ps} for tid, ps in sorted(m.assignment.items(), key=str)]}
-            m.sent_epoch = m.epoch
+            m.sent_assignment = m.assignment
         return answer
 
     def _topology(self, g: ShareGroup) -> tuple:
         topics = self.broker.logs.topics
         return tuple((n, topics[n].topic_id, topics[n].num_partitions) for n in g.subscribed_topics() if n in topics)
 
-    def _reassign(self, g: ShareGroup, topology: tuple) -> None:
-        g.epoch += 1
-        g.assignment_epoch = g.epoch
-        g.topology = topology
-        assignment = simple_assign(g.members, {n: (tid, np) for n, tid, np in topology})
-        new_parts = []
-        for mid, a in assignment.items():
-            m = g.members[mid]
-            m.assignment = a
-            m.epoch = g.epoch
-            for tid, ps in a.items():
-                for p in ps:
-                    if (g.group_id, tid, p) not in self.parts:
-                        new_parts.append((tid, p))
-        for tid, p in new_parts:
-            self.partition(g.group_id, tid, p)
+    def _advance(self, g: ShareGroup, changed: bool) -> None:
+        """Kafka's group epoch steps: a change of members, subscriptions or the subscribed topics'
+        partitions bumps it (a group's first bump counts twice, as its subscription metadata is
+        recorded too); share-partitions not yet initialized for the group are initialized and that
+        bumps it again; the target assignment follows the group epoch at the next heartbeat."""
+        topology = self._topology(g)
+        if changed or topology != g.topology:
+            g.epoch += 2 if g.epoch == 0 else 1
+            g.topology = topology
+            fresh = [(tid, p) for _, tid, n in topology for p in range(n) if (g.group_id, tid, p) not in self.parts]
+            for tid, p in fresh:
+                self.partition(g.group_id, tid, p)
+            if fresh:
+                g.epoch += 1
+        if g.assignment_epoch != g.epoch:
+            g.assignment_epoch = g.epoch
+            g.target = simple_assign(g.members, {n: (tid, np) for n, tid, np in g.topology})
+
+    def _record(self, g: ShareGroup, m: ShareMember, before: tuple) -> None:
+        """Write what the heartbeat changed to `__consumer_offsets`, in Kafka's order."""
+        epoch, assignment_epoch, member_epoch, member = before
+        rs = self.records
+        out = []
+        if member != (m.rack_id, m.subscribed):
+            out.append(rs.member(g.group_id, m))
+        if epoch != g.epoch:
+            out += [rs.epoch(g), rs.initialized(g)]
+        if assignment_epoch != g.assignment_epoch:
+            out += rs.target(g)
+        if member_epoch != m.epoch:
+            out.append(rs.current(g.group_id, m, member_epoch or 0))
+        rs.write(g.group_id, out)
 
     def _remove(self, g: ShareGroup, mid: str, release: bool = False) -> None:
         # a member leaving on its own may still acknowledge (its session closes after the leave
         # heartbeat); one whose session timed out is gone, and its records are released at once
         g.members.pop(mid, None)
+        g.target.pop(mid, None)
         if release:
             self.release_member(g.group_id, mid)
-        if g.members:
-            self._reassign(g, self._topology(g))
-        else:
-            g.epoch += 1
+        g.epoch += 1  # the new target assignment is computed at the next heartbeat, as on Kafka
+        out = self.records.member_gone(g.group_id, mid) + [self.records.epoch(g)]
+        if not g.members:
             g.assignment_epoch = g.epoch
+            g.target = {}
+            out += self.records.target(g)
+        self.records.write(g.group_id, out)
 
     def release_member(self, gid: str, mid: str, only=None) -> None:
         """Release the records `mid` holds (in the partitions `only`, or all), persist, wake fetches."""
@@ -351,6 +385,7 @@ class ShareCoordinator:
         if g.members:
             return ErrorCode.NON_EMPTY_GROUP
         keys = [k for k in self.parts if k[0] == gid]
+        self.records.write(gid, self.records.group_gone(g))
         if keys:
             self.store.delete(gid, [(tid, p) for _, tid, p in keys])
         for k in keys:

@@ -2,8 +2,8 @@
 
 Share groups have no revocation: a partition may be assigned to several
 members at once (records, not partitions, are what members hold exclusively),
-so a new target assignment is the members' assignment at once and the group
-epoch and assignment epoch move together.
+so a member takes its part of a new target assignment at its next heartbeat,
+with the target assignment's epoch as its member epoch.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ShareMember:
     subscribed: list
     epoch: int = 0
     assignment: dict = field(default_factory=dict)  # topic id -> sorted partitions
-    sent_epoch: int = -1  # the member epoch whose assignment was last sent to it
+    sent_assignment: dict | None = None  # the assignment last sent to it
     last_seen: float = field(default_factory=time.monotonic)
 
 
@@ -37,7 +37,9 @@ class ShareGroup:
         self.members: dict[str, ShareMember] = {}
         self.epoch = 0
         self.assignment_epoch = 0
-        self.topology: tuple = ()  # the subscribed topics' (name, id, partitions) at the last assignment
+        self.topology: tuple = ()  # the subscribed topics' (name, id, partitions) at the last bump
+        self.target: dict[str, dict] = {}  # member -> its part of the target assignment
+        self.metadata_hash = 0  # as read back from __consumer_offsets
         self.created_ms = int(time.time() * 1000)
 
     @property

@@ -20,6 +20,8 @@ import os
 import struct
 
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
+REJECTED = "Offset rejected by client."  # the __dlq.errors.message of a dead letter
+EXCEEDED = "Offset delivery count exceeded the threshold."
 STATE_NAMES = {AVAILABLE: "Available", ACQUIRED: "Acquired", ACKNOWLEDGED: "Acknowledged", ARCHIVED: "Archived"}
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 _DONE = (ACKNOWLEDGED, ARCHIVED)
@@ -77,6 +79,7 @@ class SharePartition:
         # after the write: describe shows that one until the next write (see described())
         self.described_start = start_offset
         self._pre_start: int | None = None
+        self.dead: list = []  # (offset, delivery count, why) archived since the last write: dead letters
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -168,6 +171,7 @@ class SharePartition:
         rec[DEADLINE] = 0
         if rec[COUNT] >= limit:
             rec[STATE] = ARCHIVED
+            self.dead.append((off, rec[COUNT], EXCEEDED))
         else:
             rec[STATE] = AVAILABLE
             self.available.add(off)
@@ -256,6 +260,8 @@ class SharePartition:
             self.acquired -= 1
             rec[MEMBER] = None
             rec[STATE] = ARCHIVED if t == REJECT else ACKNOWLEDGED
+            if t == REJECT:
+                self.dead.append((off, rec[COUNT], REJECTED))
         self.advance()
         return released
 

@@ -1,0 +1,85 @@
+"""Share group membership survives kill -9 of the broker, as on Apache Kafka 4.4 (tested on both in
+the same test): the group's records in `__consumer_offsets` (Kafka's ShareGroup* record types)
+bring back its epoch, assignment epoch and members, and a member heartbeating with the epoch it
+had keeps it without joining again. The records pylog wrote decode as Kafka's types."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import share_scenarios as sc
+from support.broker_fixtures import BrokerProcess
+from support.kafka_peer import KafkaNode
+from support.share_members import Member, connect, describe
+from pylog.core.protocol import share_group_records as sr
+
+
+def _scenario(bs: str, restart) -> tuple:
+    topic, group = sc.name("mr"), sc.name("mr-g")
+    sc.create_topic(bs, topic, 2)
+    s = connect(bs)
+    a, b = Member(s, group, [topic]), Member(s, group, [topic])
+    a.heartbeat()
+    a.until(2)
+    b.heartbeat()
+    b.until(1)
+    before = a.until(1)
+    s.close()
+    bs = restart()
+    s = connect(bs)
+    after = describe(s, group)
+    a.s = b.s = s
+    epoch = a.epoch
+    a.heartbeat()  # raises unless the broker still knows the member at its epoch
+    b.heartbeat()
+    kept = a.epoch == epoch
+    s.close()
+    return before, after, kept, group
+
+
+def test_membership_survives_kill9(tmp_path):
+    b = BrokerProcess(tmp_path / "pylog").start(timeout=120)
+    node = KafkaNode(tmp_path / "kafka").format().start()
+
+    def restart_pylog():
+        b.kill9()
+        b.start(port=b.port, timeout=120)
+        return b.bootstrap
+
+    def restart_kafka():
+        node.kill9()
+        node.start()
+        return node.bootstrap
+
+    try:
+        out = sc.on_both({"pylog": (b.bootstrap, restart_pylog), "kafka": (node.bootstrap, restart_kafka)},
+                         lambda arg: _scenario(*arg))
+    finally:
+        b.stop_clean()
+        node.stop()
+    for which, (before, after, kept, _) in out.items():
+        assert before == ("Stable", 4, 4, [4, 4]), (which, before)
+        assert after == before and kept, (which, after, kept)
+    _records_are_kafkas(tmp_path / "pylog", out["pylog"][3])
+
+
+def _records_are_kafkas(log_dir: Path, group: str) -> None:
+    from pylog.commands.broker.groups import offsets_topic as ot  # noqa: PLC0415
+    from pylog.commands.broker.groups.store import iter_log_batches  # noqa: PLC0415
+    from pylog.core.config import BROKER_CONFIGS  # noqa: PLC0415
+    from pylog.storage import LogManager  # noqa: PLC0415
+
+    seen = set()
+    mgr = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({"log.dirs": str(log_dir), "log.cleaner.enable": "false"}))
+    mgr.startup(start_cleaner=False)
+    try:
+        for p in range(mgr.topics[ot.TOPIC].num_partitions):
+            for _h, batch, _start in iter_log_batches(mgr.get_log(ot.TOPIC, p)):
+                for r in batch.records():
+                    if sr.is_share_record(r.key):
+                        rtype, k, _v = sr.decode(bytes(r.key), None if r.value is None else bytes(r.value))
+                        if k["group_id"] == group:
+                            seen.add(rtype)
+    finally:
+        mgr.shutdown()
+    assert seen == {sr.MEMBER_METADATA, sr.GROUP_METADATA, sr.TARGET_METADATA, sr.TARGET_MEMBER,
+                    sr.CURRENT_ASSIGNMENT, sr.STATE_PARTITION_METADATA}, seen
