@@ -122,21 +122,13 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
     with --json one JSON document with the cleaner statistics. Exit status 0
     on success, 1 on errors (locked log dir, corrupt data), 2 on usage errors.
     """
-    from pylog.commands.console import emit_json, err, out, plural, print_table
-    from pylog.core.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigError
-    from pylog.core.properties import parse_assignment
+    from pylog.commands.console import emit_json
+    from pylog.core.config import BROKER_CONFIGS
     from pylog.storage.cleaner import Cleaner, update_cleaner_checkpoint, read_cleaner_checkpoint
     from pylog.storage.log_manager import LogManager
     from pylog.storage.offset_map import OffsetMap
 
-    overrides = dict(parse_assignment(s, "--set") for s in sets)
-    for k in overrides:
-        if k not in TOPIC_CONFIGS:
-            raise UsageError(f"--set {k}: not a topic config")
-    try:
-        TOPIC_CONFIGS.resolve(overrides)
-    except ConfigError as e:
-        raise UsageError(f"--set: {e}") from None
+    overrides = _topic_overrides(sets)
     buffer = parse_size(buffer_size)
     log_dir, only = _targets(Path(path))
     broker_config = BROKER_CONFIGS.resolve({"log.dirs": str(log_dir), "log.cleaner.enable": "false"})
@@ -159,22 +151,9 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
             checkpoints = read_cleaner_checkpoint(log_dir)
             for lg in logs:
                 decisions[lg.dir.name] = _decision(lg, checkpoints.get((lg.topic, lg.partition)))
-        for lg in logs:
-            if not lg.is_compacted:
-                results.append({"topic": lg.topic, "partition": lg.partition, "cleaned": False,
-                                "reason": f"cleanup.policy={','.join(lg.config['cleanup.policy'])} "
-                                          f"(use --set cleanup.policy=compact to compact it anyway)",
-                                **decisions.get(lg.dir.name, {})})
+        results += [_not_compacted_row(lg, decisions) for lg in logs if not lg.is_compacted]
         total = sum(s.size for lg in todo for s in lg.segments[:-1]) * 2
-        show_bar = not no_progress and not as_json and total > (64 << 20) and sys.stderr.isatty()
-        bar = task = None
-        if show_bar:
-            from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
-
-            bar = Progress(TextColumn("compact {task.description}"), BarColumn(), TransferSpeedColumn(), console=err,
-                           transient=True)
-            bar.start()
-            task = bar.add_task("", total=total)
+        bar, task = _progress_bar(total, not no_progress and not as_json)
         offset_map = None
         try:
             for lg in todo:
@@ -186,21 +165,9 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
                                   progress=(lambda n: bar.advance(task, n)) if bar is not None else None)
                 cp = read_cleaner_checkpoint(lg.dir.parent).get((lg.topic, lg.partition))
                 res = cleaner.clean(lg, cp, dry_run=dry_run, force=not if_dirty)
-                row = {"topic": lg.topic, "partition": lg.partition, "cleaned": res.cleaned,
-                       "dirty_ratio": round(res.section.dirty_ratio, 4),
-                       "first_dirty": res.section.first_dirty, "first_uncleanable": res.section.first_uncleanable}
-                if not res.cleaned:
-                    row["reason"] = "nothing cleanable" if res.section.dirty_bytes == 0 or \
-                        res.section.first_uncleanable <= res.section.first_dirty else \
-                        f"dirty ratio {res.section.dirty_ratio:.3f} below min.cleanable.dirty.ratio " \
-                        f"{lg.config['min.cleanable.dirty.ratio']}"
-                else:
-                    row.update(res.stats.to_dict())
-                    row.pop("log", None)
-                    if not dry_run:
-                        update_cleaner_checkpoint(lg.dir.parent, lg.topic, lg.partition, res.checkpoint)
-                row.update(decisions.get(lg.dir.name, {}))
-                results.append(row)
+                if res.cleaned and not dry_run:
+                    update_cleaner_checkpoint(lg.dir.parent, lg.topic, lg.partition, res.checkpoint)
+                results.append(_cleaned_row(lg, res, decisions))
         finally:
             if bar is not None:
                 bar.stop()
@@ -215,6 +182,67 @@ def compact(path, dry_run, sets, buffer_size, if_dirty, no_progress, as_json):
         emit_json({"log_dir": str(log_dir), "dry_run": dry_run, "seconds": round(seconds, 3),
                    "partitions": results, "totals": totals})
         return
+    _print_report(results, done, totals, log_dir, dry_run, seconds)
+
+
+def _topic_overrides(sets) -> dict[str, str]:
+    """--set NAME=VALUE pairs, each a topic config with a valid value."""
+    from pylog.core.config import TOPIC_CONFIGS, ConfigError
+    from pylog.core.properties import parse_assignment
+
+    overrides = dict(parse_assignment(s, "--set") for s in sets)
+    for k in overrides:
+        if k not in TOPIC_CONFIGS:
+            raise UsageError(f"--set {k}: not a topic config")
+    try:
+        TOPIC_CONFIGS.resolve(overrides)
+    except ConfigError as e:
+        raise UsageError(f"--set: {e}") from None
+    return overrides
+
+
+def _not_compacted_row(lg, decisions: dict) -> dict:
+    return {"topic": lg.topic, "partition": lg.partition, "cleaned": False,
+            "reason": f"cleanup.policy={','.join(lg.config['cleanup.policy'])} "
+                      f"(use --set cleanup.policy=compact to compact it anyway)",
+            **decisions.get(lg.dir.name, {})}
+
+
+def _cleaned_row(lg, res, decisions: dict) -> dict:
+    """One partition's result: the cleaner's statistics, or why it cleaned nothing."""
+    row = {"topic": lg.topic, "partition": lg.partition, "cleaned": res.cleaned,
+           "dirty_ratio": round(res.section.dirty_ratio, 4),
+           "first_dirty": res.section.first_dirty, "first_uncleanable": res.section.first_uncleanable}
+    if not res.cleaned:
+        row["reason"] = "nothing cleanable" if res.section.dirty_bytes == 0 or \
+            res.section.first_uncleanable <= res.section.first_dirty else \
+            f"dirty ratio {res.section.dirty_ratio:.3f} below min.cleanable.dirty.ratio " \
+            f"{lg.config['min.cleanable.dirty.ratio']}"
+    else:
+        row.update(res.stats.to_dict())
+        row.pop("log", None)
+    row.update(decisions.get(lg.dir.name, {}))
+    return row
+
+
+def _progress_bar(total: int, wanted: bool):
+    """(bar, task) of a progress bar over `total` bytes on a terminal for long work, else (None, None)."""
+    if not (wanted and total > (64 << 20) and sys.stderr.isatty()):
+        return None, None
+    from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+
+    from pylog.commands.console import err
+
+    bar = Progress(TextColumn("compact {task.description}"), BarColumn(), TransferSpeedColumn(), console=err,
+                   transient=True)
+    bar.start()
+    return bar, bar.add_task("", total=total)
+
+
+def _print_report(results: list[dict], done: list[dict], totals: dict, log_dir, dry_run: bool,
+                  seconds: float) -> None:
+    """The table of partitions before and after, the dry run's decisions and the summary line."""
+    from pylog.commands.console import out, plural, print_table
     from rich.markup import escape
 
     rows = []

@@ -233,51 +233,16 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     --timeout-ms, or Ctrl-C/SIGTERM after records), 1 on errors (such as a
     topic that does not exist), 2 on usage errors.
     """
-    from pylog.core.client import Consumer, TopicPartition
+    from pylog.core.client import Consumer
 
     properties = dict(properties)
     reg_props = pop_registry_props(properties)
     if value_format or key_format:
-        client = make_client(registry_url, registry_auth, reg_props)
-        value_decoder = schema_decoder(client, value_format) or value_decoder
-        key_decoder = schema_decoder(client, key_format) or key_decoder
-    if from_beginning and offsets:
-        raise UsageError("use either --from-beginning or --offset")
-    start, stop_ts = parse_offsets(offsets)
-    if from_beginning:
-        start = Start("earliest")
-    if sum([fmt is not None, as_json, kcat_envelope]) > 1:
-        raise UsageError("use one of --format, -J and --json")
-    formatter = {k: properties.pop(k) for k in list(properties) if k in FORMATTER_PROPS}
-    for item in formatter_props:
-        k, sep, v = item.partition("=")
-        if not sep or k not in FORMATTER_PROPS:
-            raise UsageError(f"--formatter-property {item!r}: expected KEY=VALUE with KEY one of "
-                             f"{', '.join(sorted(FORMATTER_PROPS))}")
-        formatter[k] = v
-    if formatter and (fmt is not None or as_json or kcat_envelope):
-        raise UsageError(f"--property {next(iter(formatter))}: a formatter setting; it cannot be combined "
-                         "with --format, -J or --json")
-    if start is not None and start.kind == "stored" and group is None:
-        raise UsageError("--offset stored: the stored offsets are a group's; give --group")
-    extra = {"group.id": group, "isolation.level": isolation}
-    if group_protocol is not None:
-        if group is None:
-            raise UsageError("--group-protocol needs --group")
-        extra["group.protocol"] = group_protocol
-    if group is not None and start is not None and start.kind != "stored":
-        # a group member starts at its committed offsets; earliest/latest only apply where there are none
-        if start.kind not in ("earliest", "latest") or partitions:
-            raise UsageError("with --group the positions come from the group: use --from-beginning, "
-                             "--offset earliest|latest|stored, or no --partition")
-        if "auto.offset.reset" not in properties:
-            extra["auto.offset.reset"] = start.kind
-    if group is not None and partitions:
-        raise UsageError("with --group the group assigns the partitions: drop --partition")
-    if (start is None or start.kind == "stored") and "auto.offset.reset" not in properties:
-        extra["auto.offset.reset"] = "latest"
-    if group is None:
-        extra["enable.auto.commit"] = "false"
+        key_decoder, value_decoder = _schema_decoders(make_client(registry_url, registry_auth, reg_props),
+                                                      key_format, value_format, key_decoder, value_decoder)
+    start, stop_ts = _start_position(offsets, from_beginning)
+    formatter = _formatter_settings(properties, formatter_props, fmt, as_json, kcat_envelope)
+    extra = _position_props(start, group, group_protocol, partitions, isolation, properties)
     keep = RecordFilter(filters)
     if share_group is not None or reject_if or release_if:
         return _share(topic, bootstrap, share_group, group, partitions, offsets or from_beginning, exit_at_end,
@@ -293,21 +258,7 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
         renderer.leader_of = lambda t, p: client.metadata.leader_for(t, p)  # the metadata object is replaced
         if check_topic(consumer.loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
             warn_created(topic)
-        if group is not None:
-            from pylog.core.client.group import attach_group
-
-            attach_group(consumer)
-            consumer.subscribe([topic])
-        else:
-            all_parts = consumer.partitions_for(topic)
-            chosen = list(partitions) if partitions else all_parts
-            bad = [p for p in chosen if p not in all_parts]
-            if bad:
-                raise UsageError(f"topic {topic} has no partition {bad[0]} (partitions: 0-{len(all_parts) - 1})")
-            tps = [TopicPartition(topic, p) for p in chosen]
-            consumer.assign(tps)
-            if start is not None:
-                _seek(consumer, tps, start)
+        _join_or_assign(consumer, topic, group, partitions, start)
         write = sys.stdout.write
         last_record = time.monotonic()
         end_offsets = None
@@ -431,3 +382,81 @@ def _share(topic, bootstrap, share_group, group, partitions, positioned, exit_at
 
     consume_share(topic, bootstrap, share_group, properties, renderer, keep, max_messages, timeout_ms,
                   reject_if, release_if)
+
+
+def _formatter_settings(properties: dict, formatter_props, fmt, as_json: bool, kcat_envelope: bool) -> dict[str, str]:
+    """Kafka's console-consumer formatter settings, taken out of --property and from
+    --formatter-property; refused with --format, -J or --json (one of which at most)."""
+    if sum([fmt is not None, as_json, kcat_envelope]) > 1:
+        raise UsageError("use one of --format, -J and --json")
+    formatter = {k: properties.pop(k) for k in list(properties) if k in FORMATTER_PROPS}
+    for item in formatter_props:
+        k, sep, v = item.partition("=")
+        if not sep or k not in FORMATTER_PROPS:
+            raise UsageError(f"--formatter-property {item!r}: expected KEY=VALUE with KEY one of "
+                             f"{', '.join(sorted(FORMATTER_PROPS))}")
+        formatter[k] = v
+    if formatter and (fmt is not None or as_json or kcat_envelope):
+        raise UsageError(f"--property {next(iter(formatter))}: a formatter setting; it cannot be combined "
+                         "with --format, -J or --json")
+    return formatter
+
+
+def _position_props(start, group, group_protocol, partitions, isolation, properties: dict) -> dict:
+    """The consumer properties the start position, --group and --group-protocol decide."""
+    if start is not None and start.kind == "stored" and group is None:
+        raise UsageError("--offset stored: the stored offsets are a group's; give --group")
+    extra = {"group.id": group, "isolation.level": isolation}
+    if group_protocol is not None:
+        if group is None:
+            raise UsageError("--group-protocol needs --group")
+        extra["group.protocol"] = group_protocol
+    if group is not None and start is not None and start.kind != "stored":
+        # a group member starts at its committed offsets; earliest/latest only apply where there are none
+        if start.kind not in ("earliest", "latest") or partitions:
+            raise UsageError("with --group the positions come from the group: use --from-beginning, "
+                             "--offset earliest|latest|stored, or no --partition")
+        if "auto.offset.reset" not in properties:
+            extra["auto.offset.reset"] = start.kind
+    if group is not None and partitions:
+        raise UsageError("with --group the group assigns the partitions: drop --partition")
+    if (start is None or start.kind == "stored") and "auto.offset.reset" not in properties:
+        extra["auto.offset.reset"] = "latest"
+    if group is None:
+        extra["enable.auto.commit"] = "false"
+    return extra
+
+
+def _schema_decoders(client, key_format, value_format, key_decoder, value_decoder):
+    """(key decoder, value decoder): the schema registry's where --key-format/--value-format ask for one."""
+    value = schema_decoder(client, value_format) or value_decoder
+    return schema_decoder(client, key_format) or key_decoder, value
+
+
+def _start_position(offsets, from_beginning: bool):
+    """(start, stop timestamp) from --offset, or the earliest offset with --from-beginning."""
+    if from_beginning and offsets:
+        raise UsageError("use either --from-beginning or --offset")
+    start, stop_ts = parse_offsets(offsets)
+    return (Start("earliest") if from_beginning else start), stop_ts
+
+
+def _join_or_assign(consumer, topic: str, group, partitions, start) -> None:
+    """Subscribe as a member of the group, or assign the partitions asked for (all by default) and seek."""
+    from pylog.core.client import TopicPartition
+
+    if group is not None:
+        from pylog.core.client.group import attach_group
+
+        attach_group(consumer)
+        consumer.subscribe([topic])
+        return
+    all_parts = consumer.partitions_for(topic)
+    chosen = list(partitions) if partitions else all_parts
+    bad = [p for p in chosen if p not in all_parts]
+    if bad:
+        raise UsageError(f"topic {topic} has no partition {bad[0]} (partitions: 0-{len(all_parts) - 1})")
+    tps = [TopicPartition(topic, p) for p in chosen]
+    consumer.assign(tps)
+    if start is not None:
+        _seek(consumer, tps, start)

@@ -330,10 +330,7 @@ def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, a
         raise UsageError("--salvage goes with --repair")
     t0 = time.perf_counter()
     items = collect(paths)
-    total_bytes = 0
-    for kind, p, _ in items:
-        if kind == "partition":
-            total_bytes += sum(f.stat().st_size for f in p.glob("*.log"))
+    total_bytes = sum(f.stat().st_size for kind, p, _ in items if kind == "partition" for f in p.glob("*.log"))
     show_bar = not no_progress and not as_json and total_bytes > (64 << 20) and sys.stderr.isatty()
 
     from pylog.storage.lock import in_use
@@ -346,33 +343,7 @@ def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, a
         return live_dirs[log_dir]
 
     def run() -> list[PartitionReport]:
-        reports: list[PartitionReport] = []
-        by_path: dict[str, PartitionReport] = {}
-        if show_bar:
-            from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
-
-            bar = Progress(TextColumn("verify"), BarColumn(), TransferSpeedColumn(), console=err, transient=True)
-            bar.start()
-            progress = _Progress(bar, bar.add_task("verify", total=total_bytes))
-        else:
-            bar, progress = None, None
-        try:
-            for kind, p, log_dir in items:
-                if kind == "partition":
-                    r = verify_partition(p, max_message_size=max_message_size, progress=progress,
-                                         live=is_live(log_dir or p.parent))
-                    by_path[str(p)] = r
-                elif kind == "file":
-                    r = _verify_file(p, max_message_size)
-                else:
-                    r = verify_checkpoints(p, {k: v for k, v in by_path.items() if Path(k).parent == p})
-                    if not r.problem_count:
-                        continue
-                reports.append(r)
-        finally:
-            if bar is not None:
-                bar.stop()
-        return reports
+        return _verify_items(items, max_message_size, total_bytes if show_bar else 0, is_live)
 
     reports = run()
     plans = []
@@ -390,12 +361,57 @@ def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, a
     seconds = time.perf_counter() - t0
     live = sorted(str(d) for d, v in live_dirs.items() if v)
     verdict = worst_verdict(r.verdict for r in reports)
+    _print_verdict(reports, verdict, seconds, live, plans if repair else None, as_json, all_partitions)
+    if verdict == DAMAGED or (verdict == REPAIRABLE and strict):
+        sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)
+
+
+def _verify_items(items, max_message_size: int, bar_bytes: int, is_live) -> list[PartitionReport]:
+    """A report per partition, file and log dir with checkpoint problems; a progress bar over
+    `bar_bytes` bytes of .log files when not 0."""
+    from pylog.commands.console import err
+
+    reports: list[PartitionReport] = []
+    by_path: dict[str, PartitionReport] = {}
+    if bar_bytes:
+        from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+
+        bar = Progress(TextColumn("verify"), BarColumn(), TransferSpeedColumn(), console=err, transient=True)
+        bar.start()
+        progress = _Progress(bar, bar.add_task("verify", total=bar_bytes))
+    else:
+        bar, progress = None, None
+    try:
+        for kind, p, log_dir in items:
+            if kind == "partition":
+                r = verify_partition(p, max_message_size=max_message_size, progress=progress,
+                                     live=is_live(log_dir or p.parent))
+                by_path[str(p)] = r
+            elif kind == "file":
+                r = _verify_file(p, max_message_size)
+            else:
+                r = verify_checkpoints(p, {k: v for k, v in by_path.items() if Path(k).parent == p})
+                if not r.problem_count:
+                    continue
+            reports.append(r)
+    finally:
+        if bar is not None:
+            bar.stop()
+    return reports
+
+
+def _print_verdict(reports: list[PartitionReport], verdict: str, seconds: float, live: list[str], plans,
+                   as_json: bool, all_partitions: bool) -> None:
+    """The verdict as one JSON document, or as tables and notes; `plans` are the salvage plans
+    of a --repair (None without one)."""
+    from pylog.commands.console import err
+
     if as_json:
         total = sum(r.problem_count for r in reports)
         doc = {"verdict": verdict, "problem_count": total, "seconds": round(seconds, 3), "in_use": live,
                "derived_files": sorted(f for r in reports for f in r.derived_files),
                "items": [r.to_json() for r in reports]}
-        if repair:
+        if plans is not None:
             doc["salvaged"] = [p.to_json() for p in plans]
         sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
     else:
@@ -403,8 +419,6 @@ def verify(paths, max_message_size, repair, salvage, strict, yes, no_progress, a
             err.print(f"note: {d} is in use by a running broker: its logs were judged up to the bytes present "
                       f"when they were read (batches being appended are not damage)")
         _render(reports, seconds, all_partitions)
-        for p in plans:
+        for p in plans or ():
             for lost in p.lost:
                 err.print(f"salvaged {p.partition}: lost {lost.describe()}", markup=False, highlight=False)
-    if verdict == DAMAGED or (verdict == REPAIRABLE and strict):
-        sys.exit(1)  # SystemExit: click's non-standalone mode would swallow ctx.exit(1)

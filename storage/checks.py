@@ -114,14 +114,8 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
     """Check one partition folder. `live`: a running broker owns it, so the active
     segment may grow while it is read; only the bytes present at the start are judged,
     and a batch being written at the active segment's end is not damage."""
-    from pylog.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
     from pylog.storage.partition_metadata import PARTITION_METADATA, read_partition_metadata
-    from pylog.storage.producer_state import (
-        CorruptSnapshotError,
-        ProducerStateManager,
-        offset_from_snapshot_name,
-        read_snapshot,
-    )
+    from pylog.storage.producer_state import ProducerStateManager, offset_from_snapshot_name
 
     rep = PartitionReport(str(pdir))
     logs = sorted((int(m.group(1)), pdir / m.group(0)) for p in pdir.iterdir() if (m := SEGMENT_FILE.match(p.name)))
@@ -130,12 +124,8 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
     rep.segments = len(logs)
 
     # producer snapshots to compare while replaying
-    snapshots: dict[int, Path] = {}
-    if only_log is None:
-        for p in pdir.iterdir():
-            off = offset_from_snapshot_name(p.name)
-            if off is not None:
-                snapshots[off] = p
+    snapshots: dict[int, Path] = {} if only_log is not None else {
+        off: p for p in pdir.iterdir() if (off := offset_from_snapshot_name(p.name)) is not None}
     pending_snaps = sorted(snapshots)
     psm = ProducerStateManager(pdir / ".pylog-verify-nonexistent", fsync=False)
 
@@ -149,26 +139,7 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
     exact_replay = log_start == 0
 
     def compare_snapshot(off: int) -> None:
-        path = snapshots[off]
-        try:
-            stored = {e.producer_id: e for e in read_snapshot(path)}
-        except (CorruptSnapshotError, OSError) as e:
-            rep.add("snapshot", path, f"unreadable producer snapshot: {e}")
-            return
-        mtime_ms = int(path.stat().st_mtime * 1000)
-        replayed = {e.producer_id: e for e in psm.snapshot_entries()}
-        for pid, r in replayed.items():
-            s = stored.get(pid)
-            if s is None:
-                if mtime_ms - r.timestamp < ONE_DAY_MS:  # expired producers may be dropped
-                    rep.add("snapshot", path, f"producer {pid} missing from the snapshot (log has it at offset {r.last_offset})")
-            elif (s.producer_epoch, s.last_sequence, s.last_offset) != (r.producer_epoch, r.last_sequence, r.last_offset):
-                rep.add("snapshot", path, f"producer {pid}: snapshot has epoch {s.producer_epoch} last sequence "
-                        f"{s.last_sequence} last offset {s.last_offset}, the log says epoch {r.producer_epoch} "
-                        f"last sequence {r.last_sequence} last offset {r.last_offset}")
-        for pid, s in stored.items():
-            if pid not in replayed and log_start is not None and s.last_offset >= log_start:
-                rep.add("snapshot", path, f"producer {pid} in the snapshot (last offset {s.last_offset}) is not in the log")
+        _compare_snapshot(rep, snapshots[off], psm, log_start)
 
     for i, (base, log_path) in enumerate(logs):
         active = i == len(logs) - 1
@@ -181,15 +152,7 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
         aborted: list = []  # (CompletedTxn, first offset known, last stable offset) of ABORT markers
         for item in scan_log(log_path, max_message_size=max_message_size):
             if isinstance(item, Damage):
-                if live and active and item.kind == "truncated":
-                    continue  # a batch still being written by the running broker
-                if item.kind == "truncated":
-                    kind = "torn-tail" if active else "truncated-segment"
-                    rep.add(kind, log_path, f"{item.message} ({size - item.position} bytes)", item.position)
-                else:
-                    rep.add("corrupt", log_path, f"{item.message}; {item.skipped} bytes skipped", item.position)
-                if rep.first_damage is None:
-                    rep.first_damage = (str(log_path), item.position)
+                _note_damage(rep, item, log_path, size, active, live)
                 continue
             h = item.header
             if progress is not None:
@@ -197,57 +160,25 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
                 last_pos = item.position + h.size
             rep.batches += 1
             positions[item.position] = h
-            if item.magic != 2:
-                rep.records += 1
-                first_off = h.offset
-                last_off = h.offset
-            else:
-                rep.records += h.record_count
-                first_off, last_off = h.base_offset, h.last_offset
+            rep.records += 1 if item.magic != 2 else h.record_count
+            first_off, last_off = (h.offset, h.offset) if item.magic != 2 else (h.base_offset, h.last_offset)
             if not item.crc_ok:
                 rep.add("crc", log_path, f"CRC mismatch in the batch at offset {first_off}", item.position, first_off)
                 if rep.first_damage is None:
                     rep.first_damage = (str(log_path), item.position)
                 continue
             if first:
-                if first_off < base:
-                    rep.add("segment-base", log_path, f"first batch starts at offset {first_off}, below the "
-                            f"segment's base offset {base}", item.position, first_off)
-                if prev_seg_last is not None and first_off <= prev_seg_last:
-                    rep.add("segment-overlap", log_path, f"first offset {first_off} overlaps the previous segment "
-                            f"(last offset {prev_seg_last})", item.position, first_off)
+                _check_segment_start(rep, log_path, item.position, first_off, base, prev_seg_last)
                 first = False
-            if item.magic == 2 and (h.last_offset_delta < 0 or h.record_count < 0):
-                rep.add("offset-order", log_path, f"batch at offset {first_off} has lastOffsetDelta "
-                        f"{h.last_offset_delta} and count {h.record_count}", item.position, first_off)
-            if prev_last is not None and first_off <= prev_last:
-                rep.add("offset-order", log_path, f"batch at offset {first_off} does not follow offset {prev_last}",
-                        item.position, first_off)
-                if rep.first_damage is None:
-                    rep.first_damage = (str(log_path), item.position)
+            _check_batch_order(rep, log_path, item, first_off, prev_last)
             prev_last = last_off if prev_last is None else max(prev_last, last_off)
             seg_last = last_off
             if item.magic == 2:
                 while pending_snaps and pending_snaps[0] <= first_off:
                     compare_snapshot(pending_snaps.pop(0))
                 if h.producer_id >= 0:
-                    if h.is_control:
-                        known_first = psm.ongoing_txn_first_offsets().get(h.producer_id)
-                        done = psm.update(h, item.buf, item.buf_pos)
-                        if done is not None and done.is_aborted:
-                            # Kafka's lastStableOffset(completedTxn): the first offset of the earliest
-                            # other open transaction, else just past the marker
-                            lso = psm.first_unstable_offset()
-                            aborted.append((done, known_first is not None or exact_replay,
-                                            done.last_offset + 1 if lso is None else lso))
-                    else:
-                        psm.update(h, item.buf, item.buf_pos)
-                ple = h.partition_leader_epoch
-                if ple >= 0 and (not epochs or ple > epochs[-1][0]):
-                    epochs.append((ple, first_off))
-                elif ple >= 0 and ple < epochs[-1][0]:
-                    rep.add("leader-epoch", log_path, f"batch at offset {first_off} has leader epoch {ple}, below "
-                            f"the earlier epoch {epochs[-1][0]}", item.position, first_off)
+                    _replay_producer(psm, item, aborted, exact_replay)
+                _track_epoch(rep, log_path, item.position, h.partition_leader_epoch, first_off, epochs)
         if seg_last is not None:
             prev_seg_last = seg_last
         _check_indexes(rep, log_path, base, positions, size, require=only_log is None, live=live and active)
@@ -263,7 +194,109 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
         else:
             compare_snapshot(off)
 
-    # leader epochs
+    _check_leader_epochs(rep, pdir, epochs, log_start, end)
+    for p in sorted(pdir.iterdir()):
+        for suffix, why in _STRAY_SUFFIXES.items():
+            if p.name.endswith(suffix):
+                rep.add("stray-file", p, why)
+
+    _check_readable(rep, pdir / PARTITION_METADATA, lambda p: read_partition_metadata(p.parent))
+    return rep
+
+
+def _check_segment_start(rep: PartitionReport, log_path: Path, position: int, first_off: int, base: int,
+                         prev_seg_last: int | None) -> None:
+    """A segment's first batch starts at or above its base offset and after the previous segment."""
+    if first_off < base:
+        rep.add("segment-base", log_path, f"first batch starts at offset {first_off}, below the "
+                f"segment's base offset {base}", position, first_off)
+    if prev_seg_last is not None and first_off <= prev_seg_last:
+        rep.add("segment-overlap", log_path, f"first offset {first_off} overlaps the previous segment "
+                f"(last offset {prev_seg_last})", position, first_off)
+
+
+def _check_batch_order(rep: PartitionReport, log_path: Path, item, first_off: int, prev_last: int | None) -> None:
+    """A batch's offsets are well-formed and follow the batch before it."""
+    h = item.header
+    if item.magic == 2 and (h.last_offset_delta < 0 or h.record_count < 0):
+        rep.add("offset-order", log_path, f"batch at offset {first_off} has lastOffsetDelta "
+                f"{h.last_offset_delta} and count {h.record_count}", item.position, first_off)
+    if prev_last is not None and first_off <= prev_last:
+        rep.add("offset-order", log_path, f"batch at offset {first_off} does not follow offset {prev_last}",
+                item.position, first_off)
+        if rep.first_damage is None:
+            rep.first_damage = (str(log_path), item.position)
+
+
+def _track_epoch(rep: PartitionReport, log_path: Path, position: int, ple: int, first_off: int,
+                 epochs: list[tuple[int, int]]) -> None:
+    """Note where a new leader epoch starts; an epoch going back is a problem."""
+    if ple >= 0 and (not epochs or ple > epochs[-1][0]):
+        epochs.append((ple, first_off))
+    elif ple >= 0 and ple < epochs[-1][0]:
+        rep.add("leader-epoch", log_path, f"batch at offset {first_off} has leader epoch {ple}, below "
+                f"the earlier epoch {epochs[-1][0]}", position, first_off)
+
+
+def _note_damage(rep: PartitionReport, item: Damage, log_path: Path, size: int, active: bool, live: bool) -> None:
+    """A Damage the scan reported, as the report's problem (nothing for a batch a running broker is writing)."""
+    if live and active and item.kind == "truncated":
+        return  # a batch still being written by the running broker
+    if item.kind == "truncated":
+        kind = "torn-tail" if active else "truncated-segment"
+        rep.add(kind, log_path, f"{item.message} ({size - item.position} bytes)", item.position)
+    else:
+        rep.add("corrupt", log_path, f"{item.message}; {item.skipped} bytes skipped", item.position)
+    if rep.first_damage is None:
+        rep.first_damage = (str(log_path), item.position)
+
+
+def _replay_producer(psm, item, aborted: list, exact_replay: bool) -> None:
+    """Apply a producer's batch to the replayed state; an ABORT marker adds its transaction to
+    `aborted` with Kafka's last stable offset for it."""
+    h = item.header
+    if not h.is_control:
+        psm.update(h, item.buf, item.buf_pos)
+        return
+    known_first = psm.ongoing_txn_first_offsets().get(h.producer_id)
+    done = psm.update(h, item.buf, item.buf_pos)
+    if done is not None and done.is_aborted:
+        # Kafka's lastStableOffset(completedTxn): the first offset of the earliest
+        # other open transaction, else just past the marker
+        lso = psm.first_unstable_offset()
+        aborted.append((done, known_first is not None or exact_replay, done.last_offset + 1 if lso is None else lso))
+
+
+def _compare_snapshot(rep: PartitionReport, path: Path, psm, log_start: int | None) -> None:
+    """The producer snapshot at `path` against the producer state replayed from the log so far."""
+    from pylog.storage.producer_state import CorruptSnapshotError, read_snapshot
+
+    try:
+        stored = {e.producer_id: e for e in read_snapshot(path)}
+    except (CorruptSnapshotError, OSError) as e:
+        rep.add("snapshot", path, f"unreadable producer snapshot: {e}")
+        return
+    mtime_ms = int(path.stat().st_mtime * 1000)
+    replayed = {e.producer_id: e for e in psm.snapshot_entries()}
+    for pid, r in replayed.items():
+        s = stored.get(pid)
+        if s is None:
+            if mtime_ms - r.timestamp < ONE_DAY_MS:  # expired producers may be dropped
+                rep.add("snapshot", path, f"producer {pid} missing from the snapshot (log has it at offset {r.last_offset})")
+        elif (s.producer_epoch, s.last_sequence, s.last_offset) != (r.producer_epoch, r.last_sequence, r.last_offset):
+            rep.add("snapshot", path, f"producer {pid}: snapshot has epoch {s.producer_epoch} last sequence "
+                    f"{s.last_sequence} last offset {s.last_offset}, the log says epoch {r.producer_epoch} "
+                    f"last sequence {r.last_sequence} last offset {r.last_offset}")
+    for pid, s in stored.items():
+        if pid not in replayed and log_start is not None and s.last_offset >= log_start:
+            rep.add("snapshot", path, f"producer {pid} in the snapshot (last offset {s.last_offset}) is not in the log")
+
+
+def _check_leader_epochs(rep: PartitionReport, pdir: Path, epochs: list[tuple[int, int]], log_start: int | None,
+                         end: int) -> None:
+    """leader-epoch-checkpoint against the (epoch, first offset) pairs the log's batches carry."""
+    from pylog.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
+
     lec = pdir / LEADER_EPOCH_CHECKPOINT
     if lec.exists():
         try:
@@ -288,14 +321,6 @@ def verify_partition(pdir: Path, *, max_message_size: int = DEFAULT_MAX_MESSAGE_
                             offset=e.start_offset)
     elif epochs:
         rep.add("leader-epoch", pdir, f"{LEADER_EPOCH_CHECKPOINT} is missing but batches carry leader epochs")
-
-    for p in sorted(pdir.iterdir()):
-        for suffix, why in _STRAY_SUFFIXES.items():
-            if p.name.endswith(suffix):
-                rep.add("stray-file", p, why)
-
-    _check_readable(rep, pdir / PARTITION_METADATA, lambda p: read_partition_metadata(p.parent))
-    return rep
 
 
 def _check_readable(rep: PartitionReport, path: Path, reader) -> None:

@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from pylog.core.config import TOPIC_CONFIGS, ConfigError, topic_defaults_from_broker
 from pylog.core.errors import (
     DataError,
     InvalidConfigError,
     InvalidPartitionsError,
-    InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -41,30 +39,18 @@ from pylog.storage.layout import DELETE_DIR_SUFFIX, partition_dir_name, user_par
 from pylog.storage.log import Log
 from pylog.storage.meta_properties import ensure_meta_properties, random_kafka_uuid
 from pylog.storage.partition_metadata import read_partition_metadata, write_partition_metadata
+from pylog.storage.topic_info import MAX_TOPIC_NAME, TopicInfo, validate_topic_name  # noqa: F401 - re-exported
 
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 TOPICS_FILE = "pylog-topics.json"
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_NAME = 249
 
 
 def clean_shutdown_marker(broker_epoch: int) -> str:
     """The content of `.kafka_cleanshutdown`: Kafka's CleanShutdownFileHandler JSON.
     Its presence is what marks a clean shutdown; Kafka reads the epoch for KIP-966."""
     return json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
-
-
-@dataclass
-class TopicInfo:
-    """A topic as the log manager knows it: name, id, partition count, resolved config and the overrides set
-    on it."""
-    name: str
-    topic_id: uuid.UUID
-    num_partitions: int
-    config: Any
-    overrides: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,20 +61,6 @@ class RecoveryReport:
     partitions_recovered: int
     seconds: float
     warnings: list[str]
-
-
-def validate_topic_name(name: str) -> None:
-    """Raise InvalidTopicError for a name Kafka refuses (empty, . or .., over 249 characters, other than
-    ASCII letters, digits, . _ -)."""
-    if not name:
-        raise InvalidTopicError("topic name is empty")
-    if name in (".", ".."):
-        raise InvalidTopicError(f"topic name cannot be {name!r}")
-    if len(name) > MAX_TOPIC_NAME:
-        raise InvalidTopicError(f"topic name is {len(name)} characters, more than {MAX_TOPIC_NAME}")
-    if not _LEGAL.match(name):
-        raise InvalidTopicError(
-            f"topic name {name!r} is illegal: it may contain only ASCII letters, digits, '.', '_' and '-'")
 
 
 class LogManager:
@@ -244,7 +216,7 @@ class LogManager:
         self.cleaner = None
         cfg = self.broker_config
         if cfg.get("log.cleaner.enable", False) and cfg.get("log.cleaner.threads", 1) > 0:
-            from pylog.storage.cleaner import CleanerManager
+            from pylog.storage.cleaner_manager import CleanerManager
 
             self.cleaner = CleanerManager(self.all_logs, cfg, clock=self._clock)
             self.cleaner.startup()
