@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from pylog.core.errors import DataError, UsageError
 
-VALUE_FORMATS = ("bytes", "utf8", "json")
+VALUE_FORMATS = ("bytes", "utf8", "json", "registry")
 
 
 @dataclass
@@ -47,6 +47,28 @@ class ExportOptions:
     value_schema: str | None = None
     bootstrap: str | None = None
     client_props: dict = field(default_factory=dict)
+    registry: tuple | None = None  # (url, basic-auth user:password or None) for --value-format registry
+
+
+def registry_decoder(url: str, auth: str | None, column: str = "value"):
+    """The mapInArrow function decoding `column` from the registry's wire format to JSON text on the
+    executors (schemas fetched by id once per task); values not in the wire format become UTF-8 text."""
+
+    def decode(batches):
+        import pyarrow as pa
+
+        from pylog.core.client.schema_registry import Deserializer, RegistryClient, is_framed
+
+        dec = Deserializer(RegistryClient(url, auth))
+        for b in batches:
+            i = b.schema.get_field_index(column)
+            vals = [None if v is None else json.dumps(dec.decode(v), sort_keys=True) if is_framed(v)
+                    else v.decode("utf-8", "replace") for v in b.column(i).to_pylist()]
+            cols = list(b.columns)
+            cols[i] = pa.array(vals, pa.string())
+            yield pa.RecordBatch.from_arrays(cols, schema=b.schema.set(i, pa.field(column, pa.string())))
+
+    return decode
 
 
 def _parallelism(spark) -> int:
@@ -94,6 +116,12 @@ def _columns(df, opts: ExportOptions, spark):
         df = df.withColumn("key", F.col("key").cast("string"))
     if opts.value_format == "utf8":
         df = df.withColumn("value", F.col("value").cast("string"))
+    elif opts.value_format == "registry":
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        schema = StructType([StructField(f.name, StringType(), True) if f.name == "value" else f
+                             for f in df.schema.fields])
+        df = df.mapInArrow(registry_decoder(*opts.registry), schema)
     elif opts.value_format == "json":
         schema = opts.value_schema
         if not schema:

@@ -6,6 +6,7 @@ import time
 import click
 
 from pylog.commands.options import json_option, merge_properties, properties_options
+from pylog.commands.registry_options import make_client, registry_options
 from pylog.commands.spark.cli import finish_session, progress_factory, run_info, say, spark_job, spark_options
 from pylog.core.errors import UsageError
 
@@ -38,17 +39,21 @@ from pylog.core.errors import UsageError
 @click.option("--until", default=None, metavar="OFFSET|TIME", help="Stop before this offset or time.")
 @click.option("--partition-by", default=None, metavar="COL[,COL...]",
               help="Partition the table by these columns: topic, partition, date (of the timestamp), ...")
-@click.option("--value-format", type=click.Choice(["bytes", "utf8", "json"]), default="bytes", show_default=True,
-              help="How the value column is written: the bytes, UTF-8 text, or parsed JSON.")
+@click.option("--value-format", type=click.Choice(["bytes", "utf8", "json", "registry"]), default="bytes",
+              show_default=True,
+              help="How the value column is written: the bytes, UTF-8 text, parsed JSON, or JSON text decoded "
+                   "from the schema registry's wire format (Avro, Protobuf, JSON Schema; --schema-registry).")
 @click.option("--key-format", type=click.Choice(["bytes", "utf8"]), default="bytes", show_default=True,
               help="How the key column is written.")
 @click.option("--value-schema", default=None, metavar="DDL",
               help="--value-format json: the values' schema as Spark DDL (default: inferred from a value).")
 @properties_options(config_alias=False)
+@registry_options
 @spark_options
 @json_option
 def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table, isolation, compacted, from_, until,
-                 partition_by, value_format, key_format, value_schema, properties, settings, as_json):
+                 partition_by, value_format, key_format, value_schema, properties, registry_url, registry_auth,
+                 settings, as_json):
     """Export Kafka topics into a Parquet, Delta Lake or Apache Iceberg table with Spark.
 
     Reads TOPIC... from a Kafka log dir (--from-dir: the segments are read by
@@ -73,6 +78,7 @@ def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table,
       pylog spark-export orders payments --from-dir /data --output /lake/raw --partition-by topic,date
       pylog spark-export events --from-dir /data --format iceberg -o /lake/wh --table raw.events
       pylog spark-export users --from-dir /data --compacted --value-format json -o /lake/users
+      pylog spark-export events -b kafka1:9092 --value-format registry --schema-registry http://sr:8081 -o /lake/ev
     """
     from pylog.commands.spark.export import ExportOptions, parse_time_or_offset, print_export, run_export
     from pylog.commands.spark.session import open_session, preflight
@@ -92,6 +98,12 @@ def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table,
                          partition_by=tuple(c.strip() for c in (partition_by or "").split(",") if c.strip()),
                          value_format=value_format, key_format=key_format, value_schema=value_schema,
                          bootstrap=bootstrap, client_props=dict(properties))
+    from pylog.commands.registry_options import pop_registry_props
+
+    reg_props = pop_registry_props(opts.client_props)
+    if value_format == "registry":
+        client = make_client(registry_url, registry_auth, reg_props)
+        opts.registry = (client.url, client.auth)
     if from_dir:
         from pylog.commands.spark.log_plan import find_partition_dirs
 
