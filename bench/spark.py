@@ -122,18 +122,30 @@ def scan_baseline(log_dir: str) -> tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench spark")
+def spark_bench_parser(prog: str, masters: str) -> argparse.ArgumentParser:
+    """The options every Spark benchmark takes: --records, --dir (kept), --masters."""
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("--records", type=int, default=10_000_000)
     ap.add_argument("--dir", default=None)
-    ap.add_argument("--masters", default="local[1],local[2],cluster")
+    ap.add_argument("--masters", default=masters)
+    return ap
+
+
+def work_dir(given: str | None, prefix: str) -> Path:
+    """--dir, else a new temporary folder."""
+    work = Path(given or tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def main(argv: list[str]) -> int:
+    ap = spark_bench_parser("python -m bench spark", "local[1],local[2],cluster")
     ap.add_argument("--worker", nargs=4, metavar=("MASTER", "SRC", "WORK", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
         return 0
-    work = Path(args.dir or tempfile.mkdtemp(prefix="pylog-bench-spark-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(args.dir, "pylog-bench-spark-")
     src = work / "input.csv"
     t0 = time.monotonic()
     make_input(src, args.records)

@@ -16,16 +16,14 @@ measured where it is installed).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench.spark import make_input
+from bench.spark import make_input, spark_bench_parser, work_dir
 
 
 def _pylog(*args: str, timeout: float = 3600) -> dict:
@@ -58,16 +56,12 @@ def reference(log_dir: Path, out: Path) -> tuple[float, int]:
 def main(argv: list[str]) -> int:
     from bench._util import start_pylog_broker
 
-    ap = argparse.ArgumentParser(prog="python -m bench spark-export")
-    ap.add_argument("--records", type=int, default=10_000_000)
+    ap = spark_bench_parser("python -m bench spark-export", "local[1],local[2]")
     ap.add_argument("--quick", action="store_true", help="200,000 records")
-    ap.add_argument("--dir", default=None)
-    ap.add_argument("--masters", default="local[1],local[2]")
     a = ap.parse_args(argv)
     if a.quick:
         a.records = 200_000
-    work = Path(a.dir or tempfile.mkdtemp(prefix="bench-spark-export-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(a.dir, "bench-spark-export-")
     src = work / "input.csv"
     log_dir = work / "logs"
     t0 = time.monotonic()

@@ -3,8 +3,8 @@
 Kafka keeps topics in KRaft metadata, not in the log dir, so copying the
 partition folders alone gives a node logs it does not know (it renames them
 `-stray`). A formatted node that has never started reads its metadata dir's
-`bootstrap.checkpoint` when the controller first activates and appends every
-record in it to the empty metadata log. This command adds, per topic, the
+bootstrap snapshot (`bootstrap.checkpoint`, or in Kafka 4.4 the metadata log's
+snapshot 0-0) when the controller first activates and loads every record in it. This command adds, per topic, the
 records Kafka's controller writes itself for CreateTopics (TopicRecord with
 pylog's topic id, one PartitionRecord per partition led by this node in the
 log dir it is placed in, a ConfigRecord per topic override) and a
@@ -99,10 +99,10 @@ def _check_fresh(log_dirs: list[Path], metadata_dir: Path, node_id: int) -> dict
     if meta_log.is_dir() and any(p.suffix == ".log" and p.stat().st_size for p in meta_log.iterdir()):
         raise DataError(f"{meta_log}: this node has already started; export-to-kafka needs a freshly formatted "
                         f"node (its bootstrap records are read only while the metadata log is empty)")
-    if meta_log.is_dir() and any(p.suffix == ".checkpoint" for p in meta_log.iterdir()):
-        # kafka-storage format --standalone / --initial-controllers writes its bootstrap snapshot here
-        raise DataError(f"{meta_log}: a bootstrap snapshot is already in the metadata log; format the node with "
-                        f"a static controller.quorum.voters so its bootstrap records stay in bootstrap.checkpoint")
+    snapshots = sorted(p.name for p in meta_log.iterdir() if p.suffix == ".checkpoint") if meta_log.is_dir() else []
+    if snapshots and snapshots != ["00000000000000000000-0000000000.checkpoint"]:
+        raise DataError(f"{meta_log}: holds metadata snapshots {', '.join(snapshots)}; export-to-kafka needs a "
+                        f"freshly formatted node")
     return ids
 
 
@@ -239,7 +239,7 @@ def export_to_kafka(sources, kafka_config, topics, move, dry_run, as_json):
     at their offsets (leader epochs, producer state and transaction indexes
     included); committed consumer-group offsets in __consumer_offsets move
     with it. The command adds the topics' KRaft metadata records to the
-    node's bootstrap.checkpoint, copies (or --move's) the partition folders
+    node's bootstrap snapshot, copies (or --move's) the partition folders
     into its log dirs and writes the offset checkpoints there.
 
     The pylog log dirs must be shut down cleanly and not in use; pylog's own
@@ -248,7 +248,7 @@ def export_to_kafka(sources, kafka_config, topics, move, dry_run, as_json):
     """
     from pylog.commands.console import emit_json, out, plural
     from pylog.storage.checkpoint import write_offset_checkpoint
-    from pylog.storage.kraft_bootstrap import BOOTSTRAP_CHECKPOINT, read_bootstrap_checkpoint
+    from pylog.storage.kraft_bootstrap import BOOTSTRAP_CHECKPOINT, BOOTSTRAP_SNAPSHOT, read_bootstrap_checkpoint
     from pylog.storage.lock import DirLock
 
     t0 = time.perf_counter()
@@ -263,13 +263,12 @@ def export_to_kafka(sources, kafka_config, topics, move, dry_run, as_json):
             lk.acquire()  # refuses while a pylog broker runs on the dir
         dir_ids = _check_fresh(log_dirs, metadata_dir, node_id)
         try:
-            boot = read_bootstrap_checkpoint(metadata_dir / BOOTSTRAP_CHECKPOINT)
+            boot = read_bootstrap_checkpoint(metadata_dir)
         except FileNotFoundError:
-            raise DataError(f"{metadata_dir}: no {BOOTSTRAP_CHECKPOINT}; format the node with kafka-storage.sh "
-                            f"(a node formatted with --standalone or --initial-controllers keeps its bootstrap "
-                            f"records in __cluster_metadata-0 instead: use a static controller.quorum.voters)") from None
+            raise DataError(f"{metadata_dir}: no {BOOTSTRAP_CHECKPOINT} and no {BOOTSTRAP_SNAPSHOT}; "
+                            f"format the node with kafka-storage.sh") from None
         if "TOPIC_RECORD" in boot.types():
-            raise DataError(f"{metadata_dir}/{BOOTSTRAP_CHECKPOINT} already holds topics (exported once already?)")
+            raise DataError(f"{boot.path} already holds topics (exported once already?)")
         exported, max_pid, checkpoints = _collect(src_dirs, set(topics) if topics else None)
         parts = [p for t in exported for p in t.partitions]
         for i, p in enumerate(parts):
@@ -285,9 +284,10 @@ def export_to_kafka(sources, kafka_config, topics, move, dry_run, as_json):
                 mine = {(p.topic, p.partition) for p in parts if p.target.parent == d}
                 for name, entries in checkpoints.items():
                     write_offset_checkpoint(d / name, {k: v for k, v in entries.items() if k in mine})
-            # the controller reads the metadata dir's copy; format wrote the same file into each dir
-            for d in dict.fromkeys([metadata_dir, *log_dirs]):
-                if (d / BOOTSTRAP_CHECKPOINT).exists():
+            # the controller reads the metadata dir's copy; Kafka 4.3's format wrote the same file into each dir
+            boot.write()
+            for d in log_dirs:
+                if boot.path.name == BOOTSTRAP_CHECKPOINT and (d / BOOTSTRAP_CHECKPOINT).exists():
                     boot.write(d / BOOTSTRAP_CHECKPOINT)
     finally:
         for lk in locks:

@@ -1,15 +1,15 @@
 """`pylog groups list|describe|reset-offsets|delete`: kafka-consumer-groups for pylog."""
 from __future__ import annotations
 
-import datetime as _dt
-
 import click
 
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.completion import group_names
+from pylog.commands.group_output import add_delete_command, add_list_command, print_table
+from pylog.commands.offset_reset import named_partitions, new_offsets, parse_datetime
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.errors import ErrorCode, PylogError, UsageError, error_name
+from pylog.core.errors import ErrorCode, PylogError, UsageError
 
 from pylog.commands.client_common import client_props
 
@@ -19,14 +19,6 @@ ACTIVE_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Assigni
 
 class GroupActiveError(PylogError):
     """The group has live members: offsets can only be changed while it is empty."""
-
-
-def _print_table(headers, rows) -> None:
-    """Plain aligned columns (kafka-consumer-groups style): never truncated, easy to grep."""
-    cols = [list(map(str, headers))] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cols) for i in range(len(headers))]
-    for r in cols:
-        out.print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), markup=False, highlight=False)
 
 
 def _admin(bootstrap, properties):
@@ -45,28 +37,16 @@ def groups():
     """
 
 
-@groups.command("list")
-@bootstrap_option
-@click.option("--state", "states", multiple=True, metavar="STATE",
-              help="Only groups in this state (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead); "
-                   "repeatable.")
-@properties_options
-@json_option
-def list_(bootstrap, states, properties, as_json):
-    """List the consumer groups with their protocol type, state and type (classic or consumer)."""
+def _list_groups(bootstrap, properties):
     with _admin(bootstrap, properties) as admin:
-        gs = admin.list_groups()
-    wanted = {s.lower() for s in states}
-    if wanted:
-        gs = [g for g in gs if g["state"].lower() in wanted]
-    if as_json:
-        emit_json(gs)
-        return
-    if not gs:
-        err.print("no consumer groups", style="dim")
-        return
-    _print_table(("GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"),
-                 [(g["group_id"], g["state"], g["protocol_type"], g.get("type") or "-") for g in gs])
+        return admin.list_groups()
+
+
+list_ = add_list_command(
+    groups, _list_groups, "consumer groups",
+    "List the consumer groups with their protocol type, state and type (classic or consumer).",
+    "Empty, Stable, PreparingRebalance, CompletingRebalance, Dead", ("GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"),
+    lambda g: (g["group_id"], g["state"], g["protocol_type"], g.get("type") or "-"))
 
 
 def _offset_rows(admin, desc, committed):
@@ -160,16 +140,16 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
             continue
         if show_members and d.type == "consumer":
             # kafka-consumer-groups --describe --members --verbose's columns for a consumer group
-            _print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
-                          "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"),
-                         [(m.member_id, m.group_instance_id or "-", m.client_host, m.client_id, len(m.assignment),
-                           m.member_epoch, _tps_text(m.assignment), d.assignment_epoch,
-                           _tps_text(m.target_assignment)) for m in d.members])
+            print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+                         "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"),
+                        [(m.member_id, m.group_instance_id or "-", m.client_host, m.client_id, len(m.assignment),
+                          m.member_epoch, _tps_text(m.assignment), d.assignment_epoch,
+                          _tps_text(m.target_assignment)) for m in d.members])
             continue
         if show_members:
-            _print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"),
-                         [(m.member_id, m.group_instance_id or "-", m.client_host, m.client_id, len(m.assignment),
-                           ",".join(map(str, m.assignment)) or "-") for m in d.members])
+            print_table(("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"),
+                        [(m.member_id, m.group_instance_id or "-", m.client_host, m.client_id, len(m.assignment),
+                          ",".join(map(str, m.assignment)) or "-") for m in d.members])
             continue
         if not rows:
             err.print(f"consumer group '{d.group_id}' has no committed offsets and no assignment", style="dim",
@@ -182,11 +162,11 @@ def describe(group_ids, bootstrap, show_members, rate_window, properties, as_jso
 
         def rate(v):
             return "-" if v is None else f"{v:,.1f}"
-        _print_table(("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG", "RATE/S",
-                      "CONSUMER-ID", "HOST", "CLIENT-ID"),
-                     [(r["topic"], r["partition"], s(r["current_offset"]), s(r["log_end_offset"]), s(r["lag"]),
-                       human_duration(r["lag_ms"]), rate(r["consume_rate"]), s(r["consumer_id"]), s(r["host"]),
-                       s(r["client_id"])) for r in rows])
+        print_table(("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG", "RATE/S",
+                     "CONSUMER-ID", "HOST", "CLIENT-ID"),
+                    [(r["topic"], r["partition"], s(r["current_offset"]), s(r["log_end_offset"]), s(r["lag"]),
+                      human_duration(r["lag_ms"]), rate(r["consume_rate"]), s(r["consumer_id"]), s(r["host"]),
+                      s(r["client_id"])) for r in rows])
         out.print(summary_line(totals), markup=False, highlight=False)
     if missing:
         # kafka-consumer-groups prints an error for a group that does not exist; pylog also
@@ -226,33 +206,6 @@ def _tps_text(tps) -> str:
     return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by.items()) or "-"
 
 
-def parse_datetime(text: str) -> int:
-    """Kafka's --to-datetime 'YYYY-MM-DDTHH:mm:SS.sss' (local time unless a zone is given), or ms."""
-    t = text.strip()
-    if t.isdigit():
-        return int(t)
-    try:
-        d = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS[.sss][+HH:MM] "
-                         "or milliseconds since the epoch") from None
-    if d.tzinfo is None:
-        d = d.astimezone()  # local time, as kafka-consumer-groups does
-    return int(d.timestamp() * 1000)
-
-
-def _parse_topic_spec(spec: str):
-    name, sep, parts = spec.partition(":")
-    if not name:
-        raise UsageError(f"--topic {spec!r}: expected TOPIC or TOPIC:P[,P...]")
-    if not sep:
-        return name, None
-    try:
-        return name, sorted({int(p) for p in parts.split(",") if p.strip()})
-    except ValueError:
-        raise UsageError(f"--topic {spec!r}: partitions must be numbers") from None
-
-
 @groups.command("reset-offsets")
 @click.argument("group_id", metavar="GROUP", shell_complete=group_names)
 @bootstrap_option
@@ -280,8 +233,6 @@ def reset_offsets(group_id, bootstrap, topic_specs, all_topics, how, to_offset, 
     --shift-by; the partitions come from --topic or --all-topics. Without
     --execute nothing is changed: the plan is printed.
     """
-    from pylog.core.client.consumer import TopicPartition
-
     modes = [m for m in (how, to_offset is not None and "offset", to_datetime is not None and "datetime",
                          shift_by is not None and "shift") if m]
     if len(modes) != 1:
@@ -289,7 +240,8 @@ def reset_offsets(group_id, bootstrap, topic_specs, all_topics, how, to_offset, 
     if bool(topic_specs) == all_topics:
         raise UsageError("give either --topic (repeatable) or --all-topics")
     mode = modes[0]
-    ts = parse_datetime(to_datetime) if mode == "datetime" else None
+    if mode == "datetime":
+        parse_datetime(to_datetime)  # a bad date fails before anything is asked of the cluster
     with _admin(bootstrap, properties) as admin:
         desc = admin.describe_group(group_id)
         if desc.state in ACTIVE_STATES:
@@ -302,34 +254,13 @@ def reset_offsets(group_id, bootstrap, topic_specs, all_topics, how, to_offset, 
             if not tps:
                 raise UsageError(f"group '{group_id}' has no committed offsets; name the topics with --topic")
         else:
-            tps = []
-            for spec in topic_specs:
-                name, parts = _parse_topic_spec(spec)
-                have = admin.partitions(name)
-                for p in parts if parts is not None else have:
-                    if p not in have:
-                        raise UsageError(f"topic {name} has no partition {p}")
-                    tps.append(TopicPartition(name, p))
-        start = admin.list_offsets({tp: -2 for tp in tps})
-        end = admin.list_offsets({tp: -1 for tp in tps})
-        if mode == "datetime":
-            at = admin.list_offsets({tp: ts for tp in tps})
-        new = {}
-        for tp in tps:
-            lo, hi = start[tp], end[tp]
+            tps = named_partitions(admin, topic_specs)
+
+        def shifted(tp, end):
             cur = committed.get(tp, (None,))[0]
-            if mode == "earliest":
-                n = lo
-            elif mode == "latest":
-                n = hi
-            elif mode == "offset":
-                n = to_offset
-            elif mode == "datetime":
-                n = at.get(tp, -1)
-                n = hi if n < 0 else n
-            else:
-                n = (cur if cur is not None else hi) + shift_by
-            new[tp] = min(max(n, lo), hi)
+            return (cur if cur is not None else end) + shift_by
+
+        new = new_offsets(admin, tps, mode, to_offset, to_datetime, shifted)
         if not dry_run:
             admin.alter_offsets(group_id, new)
     rows = [{"group": group_id, "topic": tp.topic, "partition": tp.partition,
@@ -337,40 +268,14 @@ def reset_offsets(group_id, bootstrap, topic_specs, all_topics, how, to_offset, 
     if as_json:
         emit_json({"group": group_id, "executed": not dry_run, "offsets": rows})
         return
-    _print_table(("GROUP", "TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"),
-                 [(r["group"], r["topic"], r["partition"], "-" if r["previous_offset"] is None else r["previous_offset"],
-                   r["new_offset"]) for r in rows])
+    print_table(("GROUP", "TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"),
+                [(r["group"], r["topic"], r["partition"], "-" if r["previous_offset"] is None else r["previous_offset"],
+                  r["new_offset"]) for r in rows])
     if dry_run:
         err.print("dry run: nothing changed (use --execute to commit these offsets)", style="yellow")
 
 
-@groups.command("delete")
-@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True, shell_complete=group_names)
-@bootstrap_option
-@properties_options
-@json_option
-def delete(group_ids, bootstrap, properties, as_json):
-    """Delete each GROUP and its committed offsets (the group must be empty)."""
-    with _admin(bootstrap, properties) as admin:
-        res = admin.delete_groups(list(group_ids))
-    if as_json:
-        emit_json([{"group": g, "deleted": c == ErrorCode.NONE,
-                    "error": None if c == ErrorCode.NONE else error_name(c)} for g, c in res.items()])
-    failed = [g for g, c in res.items() if c]
-    if not as_json:
-        for g, c in res.items():
-            if c == ErrorCode.NONE:
-                out.print(f"deleted group {g}", markup=False)
-            elif c == ErrorCode.NON_EMPTY_GROUP:
-                err.print(f"group {g} is not empty: stop its consumers first (NON_EMPTY_GROUP)", style="red",
-                          markup=False)
-            elif c == ErrorCode.GROUP_ID_NOT_FOUND:
-                err.print(f"group {g} does not exist (GROUP_ID_NOT_FOUND)", style="red", markup=False)
-            else:
-                err.print(f"group {g}: {error_name(c)}", style="red", markup=False)
-    if failed:
-        raise click.exceptions.Exit(1)
-
-
-# shared with `pylog share-groups`
-print_table, parse_topic_spec = _print_table, _parse_topic_spec
+delete = add_delete_command(
+    groups, _admin, "group", "Delete each GROUP and its committed offsets (the group must be empty).", {
+        ErrorCode.NON_EMPTY_GROUP: " is not empty: stop its consumers first (NON_EMPTY_GROUP)",
+        ErrorCode.GROUP_ID_NOT_FOUND: " does not exist (GROUP_ID_NOT_FOUND)"})

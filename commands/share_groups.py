@@ -6,7 +6,8 @@ import click
 from pylog.commands.client_common import client_props
 from pylog.commands.completion import group_names
 from pylog.commands.console import emit_json, err, out
-from pylog.commands.groups import parse_datetime, parse_topic_spec as _parse_topic_spec, print_table as _print_table
+from pylog.commands.group_output import add_delete_command, add_list_command, print_table
+from pylog.commands.offset_reset import named_partitions, new_offsets
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import ErrorCode, PylogError, UsageError, error_name
@@ -36,26 +37,13 @@ def share_groups():
     """
 
 
-@share_groups.command("list")
-@bootstrap_option
-@click.option("--state", "states", multiple=True, metavar="STATE", help="Only groups in this state (Empty, Stable); "
-              "repeatable.")
-@properties_options
-@json_option
-def list_(bootstrap, states, properties, as_json):
-    """List the share groups with their state."""
+def _list_share_groups(bootstrap, properties):
     with _admin(bootstrap, properties) as admin:
-        gs = admin.list_share_groups()
-    wanted = {s.lower() for s in states}
-    if wanted:
-        gs = [g for g in gs if g["state"].lower() in wanted]
-    if as_json:
-        emit_json(gs)
-        return
-    if not gs:
-        err.print("no share groups", style="dim")
-        return
-    _print_table(("GROUP", "STATE"), [(g["group_id"], g["state"]) for g in gs])
+        return admin.list_share_groups()
+
+
+list_ = add_list_command(share_groups, _list_share_groups, "share groups", "List the share groups with their state.",
+                         "Empty, Stable", ("GROUP", "STATE"), lambda g: (g["group_id"], g["state"]))
 
 
 def _describe_one(admin, gid, show_members, show_state):
@@ -108,23 +96,23 @@ def describe(group_ids, bootstrap, show_members, show_state, properties, as_json
 def _print_described(r, show_members, show_state):
     if show_state:
         c = r["coordinator"]
-        _print_table(("GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"),
-                     [(r["group"], f"{c['host']}:{c['port']} ({c['id']})" if c else "-", r["state"],
-                       r["group_epoch"], r["assignment_epoch"], len(r["members"]))])
+        print_table(("GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"),
+                    [(r["group"], f"{c['host']}:{c['port']} ({c['id']})" if c else "-", r["state"],
+                      r["group_epoch"], r["assignment_epoch"], len(r["members"]))])
     if show_members:
         if not r["members"]:
             out.print(f"Share group '{r['group']}' has no active members.", markup=False)
-        _print_table(("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNMENT"),
-                     [(r["group"], m["member_id"], m["host"], m["client_id"], m["member_epoch"],
-                       ",".join(f"{a['topic']}:{a['partition']}" for a in m["assignment"]) or "-")
-                      for m in r["members"]])
+        print_table(("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNMENT"),
+                    [(r["group"], m["member_id"], m["host"], m["client_id"], m["member_epoch"],
+                      ",".join(f"{a['topic']}:{a['partition']}" for a in m["assignment"]) or "-")
+                     for m in r["members"]])
     if "offsets" in r:
         if not r["offsets"]:
             out.print(f"Share group '{r['group']}' has no offset information.", markup=False)
             return
-        _print_table(("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"),
-                     [(r["group"], o["topic"], o["partition"], _s(o["start_offset"]), _s(o["lag"]))
-                      for o in r["offsets"]])
+        print_table(("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"),
+                    [(r["group"], o["topic"], o["partition"], _s(o["start_offset"]), _s(o["lag"]))
+                     for o in r["offsets"]])
 
 
 def _require_empty(admin, gid):
@@ -160,41 +148,21 @@ def reset_offsets(group_id, bootstrap, topic_specs, how, to_offset, to_datetime,
     Exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime.
     Without --execute nothing is changed: the plan is printed.
     """
-    from pylog.core.client.consumer import TopicPartition
-
     modes = [m for m in (how, to_offset is not None and "offset", to_datetime is not None and "datetime") if m]
     if len(modes) != 1:
         raise UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
     mode = modes[0]
     with _admin(bootstrap, properties) as admin:
         _require_empty(admin, group_id)
-        tps = []
-        for spec in topic_specs:
-            name, parts = _parse_topic_spec(spec)
-            have = admin.partitions(name)
-            for p in parts if parts is not None else have:
-                if p not in have:
-                    raise UsageError(f"topic {name} has no partition {p}")
-                tps.append(TopicPartition(name, p))
-        start = admin.list_offsets({tp: -2 for tp in tps})
-        end = admin.list_offsets({tp: -1 for tp in tps})
-        at = admin.list_offsets({tp: parse_datetime(to_datetime) for tp in tps}) if mode == "datetime" else {}
-        new = {}
-        for tp in tps:
-            lo, hi = start[tp], end[tp]
-            n = {"earliest": lo, "latest": hi, "offset": to_offset}.get(mode)
-            if mode == "datetime":
-                n = at.get(tp, -1)
-                n = hi if n < 0 else n
-            new[tp] = min(max(n, lo), hi)
+        new = new_offsets(admin, named_partitions(admin, topic_specs), mode, to_offset, to_datetime)
         if not dry_run:
             admin.alter_share_offsets(group_id, new)
     rows = [{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": n} for tp, n in new.items()]
     if as_json:
         emit_json({"group": group_id, "executed": not dry_run, "offsets": rows})
         return
-    _print_table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
-                 [(r["group"], r["topic"], r["partition"], r["new_offset"]) for r in rows])
+    print_table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
+                [(r["group"], r["topic"], r["partition"], r["new_offset"]) for r in rows])
     if dry_run:
         err.print("dry run: nothing changed (use --execute to set these start offsets)", style="yellow")
 
@@ -214,28 +182,10 @@ def delete_offsets(group_id, bootstrap, topics, properties, as_json):
         emit_json([{"topic": t, "deleted": c == ErrorCode.NONE, "error": None if not c else error_name(c)}
                    for t, c in res.items()])
     else:
-        _print_table(("TOPIC", "STATUS"), [(t, "Successful" if not c else error_name(c)) for t, c in res.items()])
+        print_table(("TOPIC", "STATUS"), [(t, "Successful" if not c else error_name(c)) for t, c in res.items()])
     if any(res.values()):
         raise click.exceptions.Exit(1)
 
 
-@share_groups.command("delete")
-@click.argument("group_ids", metavar="GROUP...", nargs=-1, required=True, shell_complete=group_names)
-@bootstrap_option
-@properties_options
-@json_option
-def delete(group_ids, bootstrap, properties, as_json):
-    """Delete each share GROUP with its state (the group must have no members)."""
-    with _admin(bootstrap, properties) as admin:
-        res = admin.delete_groups(list(group_ids))
-    if as_json:
-        emit_json([{"group": g, "deleted": c == ErrorCode.NONE,
-                    "error": None if c == ErrorCode.NONE else error_name(c)} for g, c in res.items()])
-    else:
-        for g, c in res.items():
-            if c == ErrorCode.NONE:
-                out.print(f"deleted share group {g}", markup=False)
-            else:
-                err.print(f"share group {g}: {error_name(c)}", style="red", markup=False)
-    if any(res.values()):
-        raise click.exceptions.Exit(1)
+delete = add_delete_command(share_groups, _admin, "share group",
+                            "Delete each share GROUP with its state (the group must have no members).")

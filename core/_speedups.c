@@ -15,33 +15,31 @@
 
 static PyObject *CorruptRecordError, *MalformedVarintError, *InvalidRecordFraming, *RecordsCheck, *Record;
 
+/* Attributes `a` (and `b`, when not NULL) of a module: 0, or -1 with the error set */
+static int
+import_attrs(const char *module, const char *a, PyObject **pa, const char *b, PyObject **pb)
+{
+    PyObject *m = PyImport_ImportModule(module);
+    if (m == NULL)
+        return -1;
+    *pa = PyObject_GetAttrString(m, a);
+    if (b != NULL)
+        *pb = PyObject_GetAttrString(m, b);
+    Py_DECREF(m);
+    return *pa == NULL || (b != NULL && *pb == NULL) ? -1 : 0;
+}
+
 static int
 load_classes(void)
 {
     if (Record != NULL)
         return 0;
-    PyObject *errors = PyImport_ImportModule("pylog.core.records.errors");
-    if (errors == NULL)
-        return -1;
-    CorruptRecordError = PyObject_GetAttrString(errors, "CorruptRecordError");
-    MalformedVarintError = PyObject_GetAttrString(errors, "MalformedVarintError");
-    Py_DECREF(errors);
-    if (CorruptRecordError == NULL || MalformedVarintError == NULL)
-        return -1;
-    PyObject *framing = PyImport_ImportModule("pylog.core.records.framing");
-    if (framing == NULL)
-        return -1;
-    InvalidRecordFraming = PyObject_GetAttrString(framing, "InvalidRecordFraming");
-    RecordsCheck = PyObject_GetAttrString(framing, "RecordsCheck");
-    Py_DECREF(framing);
-    if (InvalidRecordFraming == NULL || RecordsCheck == NULL)
-        return -1;
-    PyObject *batch = PyImport_ImportModule("pylog.core.records.batch");
-    if (batch == NULL)
-        return -1;
-    PyObject *rec = PyObject_GetAttrString(batch, "Record");
-    Py_DECREF(batch);
-    if (rec == NULL)
+    PyObject *rec = NULL;
+    if (import_attrs("pylog.core.records.errors", "CorruptRecordError", &CorruptRecordError, "MalformedVarintError",
+                     &MalformedVarintError) < 0 ||
+        import_attrs("pylog.core.records.framing", "InvalidRecordFraming", &InvalidRecordFraming, "RecordsCheck",
+                     &RecordsCheck) < 0 ||
+        import_attrs("pylog.core.records.batch", "Record", &rec, NULL, NULL) < 0)
         return -1;
     if (!PyType_Check(rec) || !PyType_IsSubtype((PyTypeObject *)rec, &PyTuple_Type)) {
         Py_DECREF(rec);
@@ -52,18 +50,17 @@ load_classes(void)
     return 0;
 }
 
-/* raise cls(message) or cls(message, position) */
+/* raise cls(message, index) (`framing`: InvalidRecordFraming's order), else cls(message, position)
+ * or, with no position (< 0), cls(message) */
 static void
-raise_fmt(PyObject *cls, Py_ssize_t position, const char *fmt, ...)
+raise_v(PyObject *cls, int framing, Py_ssize_t n, const char *fmt, va_list va)
 {
-    va_list va;
-    va_start(va, fmt);
     PyObject *msg = PyUnicode_FromFormatV(fmt, va);
-    va_end(va);
     if (msg == NULL)
         return;
-    PyObject *exc = position >= 0 ? PyObject_CallFunction(cls, "On", msg, position)
-                                  : PyObject_CallFunctionObjArgs(cls, msg, NULL);
+    PyObject *exc = framing ? PyObject_CallFunction(cls, "nO", n, msg)
+                  : n >= 0  ? PyObject_CallFunction(cls, "On", msg, n)
+                            : PyObject_CallFunctionObjArgs(cls, msg, NULL);
     Py_DECREF(msg);
     if (exc != NULL) {
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
@@ -71,21 +68,24 @@ raise_fmt(PyObject *cls, Py_ssize_t position, const char *fmt, ...)
     }
 }
 
+/* raise cls(message) or cls(message, position) */
+static void
+raise_fmt(PyObject *cls, Py_ssize_t position, const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    raise_v(cls, 0, position, fmt, va);
+    va_end(va);
+}
+
+/* raise InvalidRecordFraming(index, message) */
 static void
 raise_framing(Py_ssize_t index, const char *fmt, ...)
 {
     va_list va;
     va_start(va, fmt);
-    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    raise_v(InvalidRecordFraming, 1, index, fmt, va);
     va_end(va);
-    if (msg == NULL)
-        return;
-    PyObject *exc = PyObject_CallFunction(InvalidRecordFraming, "nO", index, msg);
-    Py_DECREF(msg);
-    if (exc != NULL) {
-        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
-        Py_DECREF(exc);
-    }
 }
 
 /* ------------------------------------------------------------------ varints (varint.py) */
@@ -198,6 +198,24 @@ release_view(bytes_view *v)
 {
     if (v->owned)
         PyBuffer_Release(&v->view);
+}
+
+/* lo <= nargs <= hi: 0; else -1 with a TypeError showing the call (`usage`) */
+static int
+check_nargs(Py_ssize_t nargs, Py_ssize_t lo, Py_ssize_t hi, const char *usage)
+{
+    if (nargs >= lo && nargs <= hi)
+        return 0;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
+}
+
+/* A Python int as a long long: 0, or -1 with the error set */
+static inline int
+as_long_long(PyObject *o, long long *out)
+{
+    *out = PyLong_AsLongLong(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 static PyObject *
@@ -394,17 +412,11 @@ fail:
 static PyObject *
 sp_decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 3 || nargs > 4) {
-        PyErr_SetString(PyExc_TypeError, "decode_records(data, base_offset, base_timestamp, log_append_time=None)");
+    if (check_nargs(nargs, 3, 4, "decode_records(data, base_offset, base_timestamp, log_append_time=None)") < 0
+        || load_classes() < 0)
         return NULL;
-    }
-    if (load_classes() < 0)
-        return NULL;
-    long long base_offset = PyLong_AsLongLong(args[1]);
-    if (base_offset == -1 && PyErr_Occurred())
-        return NULL;
-    long long base_ts = PyLong_AsLongLong(args[2]);
-    if (base_ts == -1 && PyErr_Occurred())
+    long long base_offset, base_ts;
+    if (as_long_long(args[1], &base_offset) < 0 || as_long_long(args[2], &base_ts) < 0)
         return NULL;
     PyObject *lat = nargs == 4 ? args[3] : Py_None;
     bytes_view v;
@@ -525,6 +537,36 @@ error:
 
 /* ------------------------------------------------------------------ the validating walk (framing.check_records) */
 
+/* framing._skip_nullable: the length of the key, value or header value at *p (-1: null) in *n,
+ * *p moved past it. V_OK, a varint error (V_PAST_END, V_TOO_LONG), or 1 with InvalidRecordFraming
+ * raised for a length below -1. */
+static inline int
+skip_nullable(const unsigned char *d, Py_ssize_t end, Py_ssize_t *p, Py_ssize_t index, const char *what,
+              int64_t *n)
+{
+    Py_ssize_t errpos;
+    int rc = read_varint(d, end, p, n, &errpos);
+    if (rc != V_OK)
+        return rc;
+    if (*n < -1) {
+        raise_framing(index, "%s length %lld", what, (long long)*n);
+        return 1;
+    }
+    if (*n > 0)
+        *p += (Py_ssize_t)*n;
+    return V_OK;
+}
+
+/* in check_one: skip a nullable field; a malformed varint goes to `malformed`, a bad length fails */
+#define SKIP_NULLABLE_OR_FAIL(what, n) \
+    do { \
+        int rc_ = skip_nullable(d, end, &p, index, what, &n); \
+        if (rc_ > 0) \
+            return -1; \
+        if (rc_ < 0) \
+            goto malformed; \
+    } while (0)
+
 /* framing._check_one: 0 with next and key_null set, or -1 with InvalidRecordFraming raised */
 static int
 check_one(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t index, long long last_delta,
@@ -545,20 +587,8 @@ check_one(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t ind
         raise_framing(index, "offset delta %lld outside [0, %lld]", (long long)od, last_delta);
         return -1;
     }
-    VARINT_OR_FAIL(read_varint(d, end, &p, &kl, &errpos));
-    if (kl < -1) {
-        raise_framing(index, "key length %lld", (long long)kl);
-        return -1;
-    }
-    if (kl > 0)
-        p += (Py_ssize_t)kl;
-    VARINT_OR_FAIL(read_varint(d, end, &p, &vl, &errpos));
-    if (vl < -1) {
-        raise_framing(index, "value length %lld", (long long)vl);
-        return -1;
-    }
-    if (vl > 0)
-        p += (Py_ssize_t)vl;
+    SKIP_NULLABLE_OR_FAIL("key", kl);
+    SKIP_NULLABLE_OR_FAIL("value", vl);
     if (p >= rec_end) {
         raise_framing(index, "key and value leave no room for the header count");
         return -1;
@@ -575,13 +605,7 @@ check_one(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t ind
             return -1;
         }
         p += (Py_ssize_t)hk;
-        VARINT_OR_FAIL(read_varint(d, end, &p, &hv, &errpos));
-        if (hv < -1) {
-            raise_framing(index, "header value length %lld", (long long)hv);
-            return -1;
-        }
-        if (hv > 0)
-            p += (Py_ssize_t)hv;
+        SKIP_NULLABLE_OR_FAIL("header value", hv);
         if (p > rec_end) {
             raise_framing(index, "headers run past the record's length");
             return -1;
@@ -603,17 +627,10 @@ malformed:
 static PyObject *
 sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "check_records(data, record_count, last_offset_delta)");
+    if (check_nargs(nargs, 3, 3, "check_records(data, record_count, last_offset_delta)") < 0 || load_classes() < 0)
         return NULL;
-    }
-    if (load_classes() < 0)
-        return NULL;
-    long long count = PyLong_AsLongLong(args[1]);
-    if (count == -1 && PyErr_Occurred())
-        return NULL;
-    long long last = PyLong_AsLongLong(args[2]);
-    if (last == -1 && PyErr_Occurred())
+    long long count, last;
+    if (as_long_long(args[1], &count) < 0 || as_long_long(args[2], &last) < 0)
         return NULL;
     bytes_view v;
     if (get_view(args[0], &v) < 0)
@@ -659,14 +676,10 @@ append_ssize(PyObject *list, Py_ssize_t x)
 static PyObject *
 sp_scan_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "scan_records(data, base_offset, with_keys)");
+    if (check_nargs(nargs, 3, 3, "scan_records(data, base_offset, with_keys)") < 0 || load_classes() < 0)
         return NULL;
-    }
-    if (load_classes() < 0)
-        return NULL;
-    long long base = PyLong_AsLongLong(args[1]);
-    if (base == -1 && PyErr_Occurred())
+    long long base;
+    if (as_long_long(args[1], &base) < 0)
         return NULL;
     int with_keys = PyObject_IsTrue(args[2]);
     if (with_keys < 0)
@@ -739,10 +752,8 @@ done:
 static PyObject *
 sp_max_timestamp_delta(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "max_timestamp_delta(data, starts)");
+    if (check_nargs(nargs, 2, 2, "max_timestamp_delta(data, starts)") < 0)
         return NULL;
-    }
     PyObject *seq = PySequence_Fast(args[1], "starts must be a sequence of positions");
     if (seq == NULL)
         return NULL;
@@ -895,15 +906,10 @@ ob_headers(outbuf *b, PyObject *headers)
 static PyObject *
 sp_encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 4 || nargs > 5) {
-        PyErr_SetString(PyExc_TypeError, "encode_record(offset_delta, timestamp_delta, key, value, headers=())");
+    if (check_nargs(nargs, 4, 5, "encode_record(offset_delta, timestamp_delta, key, value, headers=())") < 0)
         return NULL;
-    }
-    long long od = PyLong_AsLongLong(args[0]);
-    if (od == -1 && PyErr_Occurred())
-        return NULL;
-    long long tsd = PyLong_AsLongLong(args[1]);
-    if (tsd == -1 && PyErr_Occurred())
+    long long od, tsd;
+    if (as_long_long(args[0], &od) < 0 || as_long_long(args[1], &tsd) < 0)
         return NULL;
     outbuf b = {NULL, 0, 0};
     PyObject *result = NULL;
@@ -1009,25 +1015,30 @@ fail:
 
 /* ------------------------------------------------------------------ produce input (produce_input.split_key_value) */
 
+/* split_key_value's separator: non-empty bytes (0), else -1 with the error set */
+static int
+check_separator(PyObject *sep)
+{
+    if (!PyBytes_Check(sep)) {
+        PyErr_SetString(PyExc_TypeError, "the separator must be bytes");
+        return -1;
+    }
+    if (PyBytes_GET_SIZE(sep) == 0) {
+        PyErr_SetString(PyExc_ValueError, "empty separator");
+        return -1;
+    }
+    return 0;
+}
+
 /* split_key_value(lines, sep) -> (keys, values, bad): each line split at the first sep;
  * lines without it are left out of keys and values and their indexes listed in bad */
 static PyObject *
 sp_split_key_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "split_key_value(lines, sep)");
+    if (check_nargs(nargs, 2, 2, "split_key_value(lines, sep)") < 0 || check_separator(args[1]) < 0)
         return NULL;
-    }
-    if (!PyBytes_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "the separator must be bytes");
-        return NULL;
-    }
     const char *sep = PyBytes_AS_STRING(args[1]);
     Py_ssize_t sl = PyBytes_GET_SIZE(args[1]);
-    if (sl == 0) {
-        PyErr_SetString(PyExc_ValueError, "empty separator");
-        return NULL;
-    }
     PyObject *seq = PySequence_Fast(args[0], "lines must be a sequence of bytes");
     if (seq == NULL)
         return NULL;

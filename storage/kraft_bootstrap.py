@@ -1,6 +1,8 @@
-"""KRaft's `bootstrap.checkpoint`: the metadata records a new cluster starts from.
+"""KRaft's bootstrap snapshot: the metadata records a new cluster starts from.
 
-`kafka-storage format` writes it into every log dir: a snapshot-format file
+`kafka-storage format` writes it: Kafka 4.3 and older as `bootstrap.checkpoint` in
+every log dir, Kafka 4.4 as the metadata log's first snapshot
+(`__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`). Either is a snapshot-format file
 of v2 batches, a SnapshotHeader control batch, data batches of metadata
 records (FeatureLevelRecord for metadata.version and the other features,
 ClusterIdRecord on newer versions), then a SnapshotFooter control batch. When
@@ -25,6 +27,8 @@ from pylog.core.records.metadata_records import decode_metadata_record, encode_m
 from pylog.storage.checkpoint import atomic_write
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+# Kafka 4.4's format: the bootstrap records are the metadata log's snapshot 0-0
+BOOTSTRAP_SNAPSHOT = "__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"
 SNAPSHOT_FOOTER_V0 = b"\x00\x00\x00"  # int16 version 0, no tagged fields
 RECORDS_PER_BATCH = 1000  # far below the controller's per-batch limit
 
@@ -70,11 +74,21 @@ class BootstrapCheckpoint:
         atomic_write(Path(path or self.path), self.to_bytes())
 
 
+def bootstrap_path(metadata_dir: str | os.PathLike) -> Path:
+    """Where a formatted node keeps its bootstrap records: bootstrap.checkpoint (Kafka 4.3 and
+    older) or, failing that, the metadata log's snapshot 0-0 (Kafka 4.4)."""
+    metadata_dir = Path(metadata_dir)
+    old = metadata_dir / BOOTSTRAP_CHECKPOINT
+    new = metadata_dir / BOOTSTRAP_SNAPSHOT
+    return new if not old.exists() and new.exists() else old
+
+
 def read_bootstrap_checkpoint(path: str | os.PathLike) -> BootstrapCheckpoint:
-    """Parse a bootstrap.checkpoint (FileNotFoundError when missing, DataError when unreadable)."""
+    """Parse a bootstrap snapshot, given the file or a metadata dir (FileNotFoundError when
+    missing, DataError when unreadable)."""
     path = Path(path)
     if path.is_dir():
-        path = path / BOOTSTRAP_CHECKPOINT
+        path = bootstrap_path(path)
     buf = path.read_bytes()
     pos = 0
     header = None

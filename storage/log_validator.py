@@ -20,6 +20,9 @@ library and walked the same way. The rules, each with Kafka's error code:
   now + message.timestamp.after.max.ms]; a producer may not set
   LogAppendTime on a LogAppendTime topic (INVALID_TIMESTAMP);
 - every record of a compacted topic has a key (INVALID_RECORD).
+For the last two Kafka looks at every record of the batch and lists each bad
+one in record_errors (`every_bad_record`), INVALID_TIMESTAMP when any
+timestamp is among them; the records are decoded only once one is found bad.
 
 `compression.type` other than `producer` re-encodes batches whose codec
 differs (`recompress`), as Kafka does; offsets are then assigned in the
@@ -38,7 +41,7 @@ from pylog.core.errors import (
     UnsupportedCompressionTypeError,
 )
 from pylog.core.records import compression
-from pylog.core.records.batch import RecordBatch
+from pylog.core.records.batch import RecordBatch, decode_records
 from pylog.core.records.errors import (
     CorruptCompressedError,
     CrcMismatchError,
@@ -109,8 +112,9 @@ def _records_section(mv, p: int, h: BatchHeader, tp: str) -> bytes:
                                   f"{e.__class__.__name__}: {e}") from None
 
 
-def check_batch_records(mv, p: int, h: BatchHeader, tp: str, compacted: bool) -> bytes:
-    """Walk the framing of every record of one batch; returns its records section."""
+def check_batch_records(mv, p: int, h: BatchHeader, tp: str, compacted: bool, window=None) -> bytes:
+    """Walk the framing of every record of one batch; returns its records section.
+    `window`: (lo, hi, create_time) of the topic's timestamp rules, for the error listing."""
     data = _records_section(mv, p, h, tp)
     try:
         res = check_records(data, h.record_count, h.last_offset_delta)
@@ -118,10 +122,39 @@ def check_batch_records(mv, p: int, h: BatchHeader, tp: str, compacted: bool) ->
         raise record_error(InvalidRecordError, e.index, e.detail,
                            f"a batch for {tp} holds a malformed record") from None
     if compacted and res.first_null_key >= 0:
-        raise record_error(InvalidRecordError, res.first_null_key,
-                           f"Compacted topic cannot accept message without key in topic partition {tp}",
-                           "a record without a key")
+        raise every_bad_record(data, h, tp, compacted, *(window or (None, None, False)))
     return data
+
+
+def every_bad_record(data: bytes, h: BatchHeader, tp: str, compacted: bool, lo: int | None, hi: int | None,
+                     create_time: bool):
+    """The error of a batch holding a bad record, listing each bad record as Kafka's
+    LogValidator does: a missing key on a compacted topic first, else the timestamp.
+    INVALID_TIMESTAMP when any timestamp is bad, else INVALID_RECORD."""
+    append_time = h.attributes & TIMESTAMP_TYPE_MASK
+    errors, bad_time = [], False
+    records = decode_records(data, h.base_offset, h.base_timestamp, h.max_timestamp if append_time else None)
+    for i, rec in enumerate(records):
+        ts = rec.timestamp
+        if compacted and rec.key is None:
+            errors.append((i, f"Compacted topic cannot accept message without key in topic partition {tp}"))
+        elif create_time and ts != NO_TIMESTAMP:
+            if (lo is not None and ts < lo) or (hi is not None and ts > hi):
+                bad_time = True
+                errors.append((i, f"Timestamp {ts} of message with offset {rec.offset} is out of range. The "
+                                  f"timestamp should be within [{'-inf' if lo is None else lo}, {hi}]"))
+        elif append_time:
+            bad_time = True
+            errors.append((i, "Invalid timestamp type in message. Producer should not set timestamp type to "
+                              "LogAppendTime."))
+    first = f": record {errors[0][0]}: {errors[0][1]}" if errors else ""
+    if bad_time:
+        e = InvalidTimestampError(f"One or more records have been rejected due to invalid timestamp{first}")
+    else:
+        e = InvalidRecordError(f"One or more records have been rejected due to {len(errors)} record errors in "
+                               f"total{first}")
+    e.record_errors = errors
+    return e
 
 
 def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
@@ -215,13 +248,12 @@ def validate(mv, total: int, now: int, cfg, tp: str) -> Validated:
                                          f"producerId {h.producer_id} in topic partition {tp}")
             if h.is_transactional and h.producer_id < 0:
                 raise InvalidRecordError(f"transactional batch without a producer id in topic partition {tp}")
-            check_batch_records(mv, p, h, tp, compacted)
+            window = (lo if before_max < now else None, hi, create_time)
+            data = check_batch_records(mv, p, h, tp, compacted, window)
             if create_time:
-                check_timestamps(mv, p, h, lo if before_max < now else None, hi)
+                check_timestamps(mv, p, h, window[0], hi, lambda: every_bad_record(data, h, tp, compacted, *window))
             elif h.attributes & TIMESTAMP_TYPE_MASK:
-                raise record_error(InvalidTimestampError, 0,
-                                   "Producer should not set timestamp type to LogAppendTime.",
-                                   "Invalid timestamp type")
+                raise every_bad_record(data, h, tp, compacted, *window)
             batches.append((p, h))
             count += h.record_count
             if h.max_timestamp > max_ts:
@@ -236,7 +268,7 @@ def validate(mv, total: int, now: int, cfg, tp: str) -> Validated:
     return Validated(batches, count, max_ts, has_pid)
 
 
-def check_timestamps(mv, p: int, h: BatchHeader, lo: int | None, hi: int) -> None:
+def check_timestamps(mv, p: int, h: BatchHeader, lo: int | None, hi: int, listing=None) -> None:
     """CreateTime window check of every record, as Kafka's LogValidator does per record
     (records without a timestamp, -1, are exempt), decoding records only when needed.
 
@@ -246,7 +278,8 @@ def check_timestamps(mv, p: int, h: BatchHeader, lo: int | None, hi: int) -> Non
     explicit timestamp, as Kafka Streams does), so the first record is not the
     oldest. Records are decoded only when the window has a lower bound
     (message.timestamp.before.max.ms below now; unbounded by default) and the batch
-    has several records of their own timestamps."""
+    has several records of their own timestamps. `listing()`: the error to raise (every
+    bad record listed), else the first bad record's."""
     out = None
     index = 0
     if h.max_timestamp > hi:
@@ -262,6 +295,8 @@ def check_timestamps(mv, p: int, h: BatchHeader, lo: int | None, hi: int) -> Non
                 if NO_TIMESTAMP != rec.timestamp < lo or rec.timestamp > hi:
                     out = rec.timestamp
                     break
+    if out is not None and listing is not None:
+        raise listing()
     if out is not None:
         raise record_error(
             InvalidTimestampError, index,

@@ -102,13 +102,10 @@ class LogSegment:
         suffix: str = "",
         clock: Callable[[], float] = time.time,
     ):
-        self.dir = Path(dir)
-        self.base_offset = base_offset
-        self.index_interval_bytes = index_interval_bytes
-        self.max_index_size = max_index_size
+        self.dir, self.base_offset, self.suffix, self._clock = Path(dir), base_offset, suffix, clock
+        # the index and roll settings (Kafka's segment.index.bytes, index.interval.bytes, segment.jitter.ms)
+        self.index_interval_bytes, self.max_index_size = index_interval_bytes, max_index_size
         self.roll_jitter_ms = roll_jitter_ms
-        self.suffix = suffix
-        self._clock = clock
         self.log_path = segment_path(self.dir, base_offset, LOG_SUFFIX + suffix)
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size

@@ -49,3 +49,4 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     expr = config.getoption("markexpr", "") or ""
     tiers.apply_marks(items, fast_tier="fast" in expr)
+    tiers.group_node_ids(config, items)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.broker_fixtures import BrokerProcess, build_batch, call, connect
+from support.mutations import damage
 from pylog.core.protocol import SCHEMAS, encode_request
 
 PRECIOUS = "precious"
@@ -65,22 +66,8 @@ TEMPLATES = _templates()
 
 @st.composite
 def mutated(draw):
-    frame = bytearray(draw(st.sampled_from(TEMPLATES))[4:])
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["flip", "set", "cut", "insert", "dup"]))
-        if not frame:
-            break
-        i = draw(st.integers(0, len(frame) - 1))
-        if op == "flip":
-            frame[i] ^= 1 << draw(st.integers(0, 7))
-        elif op == "set":
-            frame[i] = draw(st.sampled_from([0x00, 0xFF, 0x7F, 0x80, 0x01]))
-        elif op == "cut":
-            del frame[i:]
-        elif op == "insert":
-            frame[i:i] = draw(st.binary(min_size=1, max_size=8))
-        else:
-            frame[i:i] = frame[i:i + draw(st.integers(1, 16))]
+    frame = damage(draw, bytearray(draw(st.sampled_from(TEMPLATES))[4:]), draw(st.integers(1, 4)),
+                   ["flip", "set", "cut", "insert", "dup"], [0x00, 0xFF, 0x7F, 0x80, 0x01], 8, 16)
     return struct.pack(">i", len(frame)) + bytes(frame)
 
 

@@ -121,13 +121,13 @@ def test_byte_rates_throttle_and_mute_the_client(broker_factory):
     assert resp["throttle_time_ms"] == 0 and time.monotonic() - t0 < 2
     other.close()
 
-    # consumer_byte_rate: the throttled answer carries no records, then the client is muted
+    # consumer_byte_rate: the throttled answer is empty (no partitions, as Kafka's), then the
+    # client is muted
     f = connect(b)
     resp = call(f, 1, 12, _fetch_body("q"), client_id="fc")
     throttle = resp["throttle_time_ms"]
     assert throttle > 0
-    p = resp["responses"][0]["partitions"][0]
-    assert p["error_code"] == 0 and p["high_watermark"] == 116 and not p["records"]
+    assert resp["error_code"] == 0 and resp["responses"] == [], resp
     assert _muted_for(f) >= throttle / 1000.0 * 0.9
     f.close()
 

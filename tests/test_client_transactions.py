@@ -62,7 +62,7 @@ def test_commit_and_abort_seen_exactly_by_both_isolation_levels(peer):
         assert p.transaction_state == "READY"
     finally:
         p.close()
-    committed = read_all(peer, topic, 2, "read_committed")
+    committed = read_all(peer, topic, 2, "read_committed", expect=110)
     assert values(committed) == sorted([f"c{i}".encode() for i in range(100)] + [f"d{i}".encode() for i in range(10)])
     everything = read_all(peer, topic, 2, "read_uncommitted")
     assert values(everything) == sorted(values(committed) + [f"a{i}".encode() for i in range(50)])
@@ -87,7 +87,7 @@ def test_open_transaction_is_invisible_until_commit(peer):
         p.commit_transaction()
     finally:
         p.close()
-    assert len(read_all(peer, topic, 1, "read_committed")[0]) == 20
+    assert len(read_all(peer, topic, 1, "read_committed", expect=20)[0]) == 20
 
 
 def test_second_producer_with_the_same_id_fences_the_first(peer):
@@ -114,7 +114,7 @@ def test_second_producer_with_the_same_id_fences_the_first(peer):
     finally:
         p1.close()
         p2.close()
-    assert values(read_all(peer, topic, 1, "read_committed")) == [b"new-1"]
+    assert values(read_all(peer, topic, 1, "read_committed", expect=1)) == [b"new-1"]
 
 
 def test_send_offsets_to_transaction_commits_offsets_only_with_the_transaction(peer):
@@ -155,7 +155,7 @@ def test_send_offsets_to_transaction_commits_offsets_only_with_the_transaction(p
     finally:
         p.close()
         c.close()
-    assert values(read_all(peer, dst, 1, "read_committed")) == sorted(f"IN{i}".encode() for i in range(30))
+    assert values(read_all(peer, dst, 1, "read_committed", expect=30)) == sorted(f"IN{i}".encode() for i in range(30))
 
 
 def test_abortable_error_then_abort_then_a_good_transaction(peer):
@@ -179,7 +179,7 @@ def test_abortable_error_then_abort_then_a_good_transaction(peer):
         p.commit_transaction()
     finally:
         p.close()
-    assert values(read_all(peer, topic, 1, "read_committed")) == [b"after"]
+    assert values(read_all(peer, topic, 1, "read_committed", expect=1)) == [b"after"]
 
 
 def test_close_aborts_an_open_transaction(peer):
@@ -252,7 +252,7 @@ def test_interleaved_transactions_on_one_partition(peer):
         p1.close()
         p2.close()
         plain.close()
-    kept = values(read_all(peer, topic, 1, "read_committed"))
+    kept = values(read_all(peer, topic, 1, "read_committed", expect=30))
     assert kept == sorted([f"keep-{r}-{i}".encode() for r in range(3) for i in range(5)]
                           + [f"plain-{r}-{i}".encode() for r in range(3) for i in range(5)])
     assert len(read_all(peer, topic, 1, "read_uncommitted")[0]) == 45

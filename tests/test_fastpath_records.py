@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from support.mutations import damage
 from pylog.core import fastpath
 from pylog.core.client import partitioner
 from pylog.core.records import batch, framing, varint
@@ -93,22 +94,8 @@ def encode(records, gap=0):
 @st.composite
 def damaged(draw, base):
     """A records section with a few bytes flipped, cut, inserted or deleted."""
-    data = bytearray(base)
-    for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.sampled_from(["flip", "cut", "insert", "delete", "set"]))
-        if not data:
-            break
-        i = draw(st.integers(0, len(data) - 1))
-        if kind == "flip":
-            data[i] ^= 1 << draw(st.integers(0, 7))
-        elif kind == "set":
-            data[i] = draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF, 0x03, 0x02]))
-        elif kind == "cut":
-            del data[i:]
-        elif kind == "insert":
-            data[i:i] = draw(st.binary(min_size=1, max_size=3))
-        else:
-            del data[i:i + draw(st.integers(1, 4))]
+    data = damage(draw, bytearray(base), draw(st.integers(0, 3)), ["flip", "cut", "insert", "delete", "set"],
+                  [0x00, 0x01, 0x7F, 0x80, 0xFF, 0x03, 0x02], 3, 4)
     return bytes(data)
 
 

@@ -10,90 +10,10 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from pylog.testing import EmbeddedBroker
-
-DEADLINE = 60
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    with EmbeddedBroker(tmp_path_factory.mktemp("faults-ck")) as b:
-        yield b
-
-
-@pytest.fixture(autouse=True)
-def no_rules_left(kafka):
-    yield
-    kafka.faults.clear()
-
-
-def produce(kafka, topic, values, **conf):
-    """Produce every value to partition 0; returns the delivery latencies (s). Fails on any error."""
-    p = Producer(kafka.client_config(**{"enable.idempotence": True, "linger.ms": 0, **conf}))
-    errors, took = [], []
-    t0 = time.monotonic()
-
-    def done(err, msg):
-        if err is not None:
-            errors.append(err)
-        took.append(time.monotonic() - t0)
-
-    for v in values:
-        p.produce(topic, v.encode(), partition=0, on_delivery=done)
-    assert p.flush(DEADLINE) == 0, "messages left undelivered"
-    assert not errors, errors
-    return took
-
-
-def stored(kafka, topic):
-    return [r.value.decode() for r in kafka.consume(topic)]
-
-
-def test_not_leader_is_retried_without_duplicates(kafka):
-    kafka.create_topic("ck-nl")
-    rule = kafka.faults.add(api="Produce", topic="ck-nl", error="NOT_LEADER_OR_FOLLOWER", count=3)
-    values = [f"v{i}" for i in range(20)]
-    produce(kafka, "ck-nl", values)
-    assert rule.hits == 3
-    assert stored(kafka, "ck-nl") == values
-
-
-def test_written_but_timed_out_is_retried_without_duplicates(kafka):
-    kafka.create_topic("ck-rto")
-    rule = kafka.faults.add(api="Produce", topic="ck-rto", error="REQUEST_TIMED_OUT", after_handling=True, count=1)
-    values = [f"v{i}" for i in range(10)]
-    produce(kafka, "ck-rto", values)
-    assert rule.hits == 1
-    assert stored(kafka, "ck-rto") == values  # the first write was kept, its retry deduplicated
-
-
-@pytest.mark.parametrize("after", [False, True], ids=["before", "after-handling"])
-def test_closed_connection_is_retried_without_duplicates(kafka, after):
-    topic = f"ck-close-{int(after)}"
-    kafka.create_topic(topic)
-    rule = kafka.faults.add(api="Produce", topic=topic, close=True, after_handling=after, count=1)
-    values = [f"v{i}" for i in range(10)]
-    produce(kafka, topic, values)
-    assert rule.hits == 1
-    assert stored(kafka, topic) == values
-
-
-def test_no_answer_times_out_and_is_retried_without_duplicates(kafka):
-    kafka.create_topic("ck-drop")
-    rule = kafka.faults.add(api="Produce", topic="ck-drop", no_answer=True, after_handling=True, count=1)
-    values = [f"v{i}" for i in range(5)]
-    took = produce(kafka, "ck-drop", values, **{"socket.timeout.ms": 2000, "request.timeout.ms": 2000})
-    assert rule.hits == 1
-    assert max(took) >= 1.5  # the client waited for its request timeout
-    assert stored(kafka, "ck-drop") == values
-
-
-def test_delayed_answer_arrives_late(kafka):
-    kafka.create_topic("ck-delay")
-    rule = kafka.faults.add(api="Produce", topic="ck-delay", delay_ms=1500, count=1)
-    took = produce(kafka, "ck-delay", ["late"])
-    assert rule.hits == 1 and took[0] >= 1.4
-    assert stored(kafka, "ck-delay") == ["late"]
+from support.fault_clients import (  # noqa: F401
+    DEADLINE, commit_after_aborts, fault_on_filled_topic, kafka, no_rules_left, stored,
+)
+from support.fault_clients import produce_confluent as produce
 
 
 def test_throttle_is_reported_to_the_client(kafka):
@@ -114,18 +34,9 @@ def test_transaction_abortable_aborts_and_the_next_commits(kafka):
     p = Producer(kafka.client_config(**{"transactional.id": "ck-txn-id", "linger.ms": 0}))
     p.init_transactions(DEADLINE)
     rule = kafka.faults.add(api="Produce", transactional_id="ck-txn-id", error="TRANSACTION_ABORTABLE", count=1)
-    aborted = []
-    for attempt in range(4):  # the application's loop: abort on an abortable error, then try again
-        p.begin_transaction()
-        p.produce("ck-txn", f"try{attempt}".encode(), partition=0)
-        try:
-            p.commit_transaction(DEADLINE)
-            break
-        except KafkaException as e:
-            assert e.args[0].txn_requires_abort(), e
-            aborted.append(e.args[0].name())
-            p.abort_transaction(DEADLINE)
-    assert aborted and aborted[0] == "TRANSACTION_ABORTABLE"
+    aborted = commit_after_aborts(p, lambda v: p.produce("ck-txn", v, partition=0), KafkaException)
+    assert all(e.args[0].txn_requires_abort() for e in aborted), aborted
+    assert aborted and aborted[0].args[0].name() == "TRANSACTION_ABORTABLE"
     assert rule.hits == 1
     c = Consumer(kafka.client_config(**{"group.id": "ck-txn-reader", "isolation.level": "read_committed",
                                         "auto.offset.reset": "earliest"}))
@@ -148,9 +59,7 @@ def poll_values(c, n, timeout=DEADLINE):
 @pytest.mark.parametrize("reset", ["earliest", "latest"])
 def test_offset_out_of_range_resets_per_auto_offset_reset(kafka, reset):
     topic = f"ck-oor-{reset}"
-    kafka.create_topic(topic)
-    kafka.produce(topic, [f"v{i}" for i in range(10)])
-    rule = kafka.faults.add(api="Fetch", topic=topic, error="OFFSET_OUT_OF_RANGE", count=1)
+    rule = fault_on_filled_topic(kafka, topic, 10, api="Fetch", topic=topic, error="OFFSET_OUT_OF_RANGE", count=1)
     c = Consumer(kafka.client_config(**{"group.id": topic, "auto.offset.reset": reset,
                                         "enable.auto.commit": False}))
     c.assign([TopicPartition(topic, 0, 5)])  # start in the middle: the fetch there is "out of range"
@@ -165,9 +74,8 @@ def test_offset_out_of_range_resets_per_auto_offset_reset(kafka, reset):
 
 
 def test_rebalance_in_progress_makes_the_member_rejoin(kafka):
-    kafka.create_topic("ck-rip")
-    kafka.produce("ck-rip", [f"v{i}" for i in range(5)])
-    rule = kafka.faults.add(api="Heartbeat", group="ck-rip-g", error="REBALANCE_IN_PROGRESS", count=1)
+    rule = fault_on_filled_topic(kafka, "ck-rip", 5, api="Heartbeat", group="ck-rip-g",
+                                 error="REBALANCE_IN_PROGRESS", count=1)
     assigned = []
     c = Consumer(kafka.client_config(**{"group.id": "ck-rip-g", "auto.offset.reset": "earliest",
                                         "heartbeat.interval.ms": 300, "session.timeout.ms": 10000}))

@@ -8,38 +8,10 @@ import pytest
 
 from pylog.core.client import Consumer, Producer, TopicPartition
 from pylog.core.client.group import attach_group
-from pylog.testing import EmbeddedBroker
-
-DEADLINE = 60
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    with EmbeddedBroker(tmp_path_factory.mktemp("faults-pylog")) as b:
-        yield b
-
-
-@pytest.fixture(autouse=True)
-def no_rules_left(kafka):
-    yield
-    kafka.faults.clear()
-
-
-def produce(kafka, topic, values, **conf):
-    """Send every value to partition 0 with the idempotent producer; the latency of each."""
-    with Producer(kafka.client_config(**{"linger.ms": 0, **conf})) as p:
-        t0 = time.monotonic()
-        futures = [p.send(topic, v.encode(), partition=0) for v in values]
-        p.flush(DEADLINE)
-        out = []
-        for f in futures:
-            f.get(DEADLINE)
-            out.append(time.monotonic() - t0)
-        return out
-
-
-def stored(kafka, topic):
-    return [r.value.decode() for r in kafka.consume(topic)]
+from support.fault_clients import (  # noqa: F401
+    DEADLINE, commit_after_aborts, fault_on_filled_topic, kafka, no_rules_left, stored,
+)
+from support.fault_clients import produce_pylog as produce
 
 
 def values_of(batches: dict) -> list[str]:
@@ -52,53 +24,6 @@ def poll_values(c, n, timeout=DEADLINE):
     while len(got) < n and time.monotonic() < deadline:
         got += values_of(c.poll(200))
     return got
-
-
-def test_not_leader_is_retried_without_duplicates(kafka):
-    kafka.create_topic("py-nl")
-    rule = kafka.faults.add(api="Produce", topic="py-nl", error="NOT_LEADER_OR_FOLLOWER", count=3)
-    values = [f"v{i}" for i in range(20)]
-    produce(kafka, "py-nl", values)
-    assert rule.hits == 3
-    assert stored(kafka, "py-nl") == values
-
-
-def test_written_but_timed_out_is_retried_without_duplicates(kafka):
-    kafka.create_topic("py-rto")
-    rule = kafka.faults.add(api="Produce", topic="py-rto", error="REQUEST_TIMED_OUT", after_handling=True, count=1)
-    values = [f"v{i}" for i in range(10)]
-    produce(kafka, "py-rto", values)
-    assert rule.hits == 1
-    assert stored(kafka, "py-rto") == values
-
-
-@pytest.mark.parametrize("after", [False, True], ids=["before", "after-handling"])
-def test_closed_connection_is_retried_without_duplicates(kafka, after):
-    topic = f"py-close-{int(after)}"
-    kafka.create_topic(topic)
-    rule = kafka.faults.add(api="Produce", topic=topic, close=True, after_handling=after, count=1)
-    values = [f"v{i}" for i in range(10)]
-    produce(kafka, topic, values)
-    assert rule.hits == 1
-    assert stored(kafka, topic) == values
-
-
-def test_no_answer_times_out_and_is_retried_without_duplicates(kafka):
-    kafka.create_topic("py-drop")
-    rule = kafka.faults.add(api="Produce", topic="py-drop", no_answer=True, after_handling=True, count=1)
-    values = [f"v{i}" for i in range(5)]
-    took = produce(kafka, "py-drop", values, **{"request.timeout.ms": 2000})
-    assert rule.hits == 1
-    assert max(took) >= 1.5  # waited for request.timeout.ms
-    assert stored(kafka, "py-drop") == values
-
-
-def test_delayed_answer_arrives_late(kafka):
-    kafka.create_topic("py-delay")
-    rule = kafka.faults.add(api="Produce", topic="py-delay", delay_ms=1500, count=1)
-    took = produce(kafka, "py-delay", ["late"])
-    assert rule.hits == 1 and took[0] >= 1.4
-    assert stored(kafka, "py-delay") == ["late"]
 
 
 def test_throttled_client_waits_before_its_next_request(kafka):
@@ -122,19 +47,10 @@ def test_transaction_abortable_aborts_and_the_next_commits(kafka):
 
     kafka.create_topic("py-txn")
     rule = kafka.faults.add(api="Produce", transactional_id="py-txn-id", error="TRANSACTION_ABORTABLE", count=1)
-    aborted = []
     with Producer(kafka.client_config(**{"transactional.id": "py-txn-id", "linger.ms": 0})) as p:
         p.init_transactions(DEADLINE)
-        for attempt in range(4):
-            p.begin_transaction()
-            p.send("py-txn", f"try{attempt}".encode(), partition=0)
-            try:
-                p.commit_transaction(DEADLINE)
-                break
-            except AbortableTransactionError as e:
-                aborted.append(str(e))
-                p.abort_transaction(DEADLINE)
-    assert rule.hits == 1 and len(aborted) == 1 and "TRANSACTION_ABORTABLE" in aborted[0]
+        aborted = commit_after_aborts(p, lambda v: p.send("py-txn", v, partition=0), AbortableTransactionError)
+    assert rule.hits == 1 and len(aborted) == 1 and "TRANSACTION_ABORTABLE" in str(aborted[0])
     with Consumer(kafka.client_config(**{"isolation.level": "read_committed", "auto.offset.reset": "earliest"})) as c:
         c.assign([TopicPartition("py-txn", 0)])
         assert poll_values(c, 1) == ["try1"]
@@ -143,9 +59,7 @@ def test_transaction_abortable_aborts_and_the_next_commits(kafka):
 @pytest.mark.parametrize("reset", ["earliest", "latest"])
 def test_offset_out_of_range_resets_per_auto_offset_reset(kafka, reset):
     topic = f"py-oor-{reset}"
-    kafka.create_topic(topic)
-    kafka.produce(topic, [f"v{i}" for i in range(10)])
-    rule = kafka.faults.add(api="Fetch", topic=topic, error="OFFSET_OUT_OF_RANGE", count=1)
+    rule = fault_on_filled_topic(kafka, topic, 10, api="Fetch", topic=topic, error="OFFSET_OUT_OF_RANGE", count=1)
     with Consumer(kafka.client_config(**{"auto.offset.reset": reset})) as c:
         tp = TopicPartition(topic, 0)
         c.assign([tp])
@@ -160,9 +74,8 @@ def test_offset_out_of_range_resets_per_auto_offset_reset(kafka, reset):
 
 
 def test_rebalance_in_progress_makes_the_member_rejoin(kafka):
-    kafka.create_topic("py-rip")
-    kafka.produce("py-rip", [f"v{i}" for i in range(5)])
-    rule = kafka.faults.add(api="Heartbeat", group="py-rip-g", error="REBALANCE_IN_PROGRESS", count=1)
+    rule = fault_on_filled_topic(kafka, "py-rip", 5, api="Heartbeat", group="py-rip-g",
+                                 error="REBALANCE_IN_PROGRESS", count=1)
     with Consumer(kafka.client_config(**{"group.id": "py-rip-g", "auto.offset.reset": "earliest",
                                          "heartbeat.interval.ms": 300})) as c:
         assigned = []

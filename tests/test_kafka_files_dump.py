@@ -115,7 +115,7 @@ def test_export_bootstrap_checkpoint_read_by_kafka(tmp_path):
     from pylog.storage.kraft_bootstrap import read_bootstrap_checkpoint
 
     node = KafkaNode(tmp_path / "node").format()
-    boot = read_bootstrap_checkpoint(node.metadata_dir / "bootstrap.checkpoint")
+    boot = read_bootstrap_checkpoint(node.metadata_dir)  # Kafka 4.4 keeps it as snapshot 0-0
     tid = uuid.UUID("6a4b7cc0-0f3e-4c3e-9f00-1d2c3b4a5968")
     boot.add("TOPIC_RECORD", 0, {"name": "t", "topic_id": tid})
     boot.add("CONFIG_RECORD", 0, {"resource_type": 2, "resource_name": "t", "name": "retention.ms", "value": "1"})

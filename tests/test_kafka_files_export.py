@@ -175,9 +175,12 @@ def test_refuses_unformatted_and_started_nodes(tmp_path):
     r = pylog("export-to-kafka", tmp_path / "src", "-c", cfg)
     assert r.returncode == 1 and "already started" in r.stderr
     (meta / "00000000000000000000.log").write_bytes(b"")
-    (meta / "00000000000000000000-0000000000.checkpoint").write_bytes(b"")
+    (meta / "00000000000000000000-0000000000.checkpoint").write_bytes(b"")  # Kafka 4.4's bootstrap snapshot
     r = pylog("export-to-kafka", tmp_path / "src", "-c", cfg)
-    assert r.returncode == 1 and "static controller.quorum.voters" in r.stderr
+    assert r.returncode == 1 and "no snapshot header" in r.stderr
+    (meta / "00000000000000000042-0000000001.checkpoint").write_bytes(b"")  # a snapshot of a started node
+    r = pylog("export-to-kafka", tmp_path / "src", "-c", cfg)
+    assert r.returncode == 1 and "freshly formatted" in r.stderr
     (data / "meta.properties").unlink()
     r = pylog("export-to-kafka", tmp_path / "src", "-c", cfg)
     assert r.returncode == 1 and "format the node first" in r.stderr

@@ -128,8 +128,8 @@ def test_admin_cluster_and_features(admin_results, broker):
     assert f"cluster.id={r['cluster.id']}" in meta
     assert r["cluster.controller"] == "1"
     assert r["cluster.nodes"] == f"1:{broker.host}:{broker.port}"
-    # pylog finalizes transaction.version 1 and share.version 1 (README: no KRaft metadata.version,
-    # no KIP-890 part 2; share groups are served)
+    # pylog finalizes transaction.version (2 by default) and share.version (README: no KRaft
+    # metadata.version)
     assert r["features.finalized"] == "[share.version, transaction.version]"
     assert r["features.supported"] == "[share.version, transaction.version]"
     assert r["features.epoch"] == "Optional[1]"

@@ -14,28 +14,8 @@ import time
 import pytest
 
 from support.broker_fixtures import wait_for
-from support.kafka_peer import ToolShell, java_command
+from support.kafka_peer import TOOLS, java_command, shell  # noqa: F401
 from support.cli import pylog
-
-TOOLS = {
-    "topics": "org.apache.kafka.tools.TopicCommand",
-    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
-    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
-    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-    "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-    "configs": "org.apache.kafka.tools.ConfigCommand",
-    "delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
-    "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
-    "broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
-}
-
-
-@pytest.fixture(scope="module")
-def shell():
-    sh = ToolShell()
-    yield sh
-    sh.close()
-
 
 @pytest.fixture
 def tool(broker, shell):

@@ -13,19 +13,11 @@ import time
 import pytest
 
 from support.broker_fixtures import BrokerProcess, build_batch, call
-from support.kafka_peer import ToolShell
+from support.kafka_peer import TOOLS, shell  # noqa: F401
 
-CONFIGS = "org.apache.kafka.tools.ConfigCommand"
-TOPICS = "org.apache.kafka.tools.TopicCommand"
+CONFIGS, TOPICS = TOOLS["configs"], TOOLS["topics"]
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def shell():
-    sh = ToolShell()
-    yield sh
-    sh.close()
 
 
 def _tool(shell, bootstrap, *args):

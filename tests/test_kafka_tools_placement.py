@@ -11,20 +11,11 @@ import re
 
 import pytest
 
-from support.kafka_peer import ToolShell
+from support.kafka_peer import TOOLS, shell  # noqa: F401
 
-ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
-REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
-TOPICS = "org.apache.kafka.tools.TopicCommand"
+ELECT, REASSIGN, TOPICS = TOOLS["leader-election"], TOOLS["reassign-partitions"], TOOLS["topics"]
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def shell():
-    sh = ToolShell()
-    yield sh
-    sh.close()
 
 
 def _node_id(shell, bootstrap) -> int:

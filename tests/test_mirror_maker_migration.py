@@ -106,10 +106,14 @@ def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, kafka_cluster):
         for f in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
             f.result(30)
         p = Producer({"bootstrap.servers": src, "enable.idempotence": True})
-        for i in range(N):
-            p.produce(TOPIC, f"order-{i}".encode(), key=str(i).encode())
-        assert p.flush(30) == 0
-        # the group consumes and commits half of the topic on pylog
+
+        def produce(first: int, last: int) -> None:
+            for i in range(first, last):
+                p.produce(TOPIC, f"order-{i}".encode(), key=str(i).encode())
+            assert p.flush(30) == 0
+
+        # the group consumes and commits the first half of the topic on pylog
+        produce(0, N // 2)
         c = Consumer({"bootstrap.servers": src, "group.id": GROUP, "auto.offset.reset": "earliest",
                       "enable.auto.commit": False})
         c.subscribe([TOPIC])
@@ -130,9 +134,24 @@ def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, kafka_cluster):
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         target = kafka_cluster.bootstrap
         tail = lambda: (tmp_path / "mm2.log").read_text(errors="replace")[-3000:]  # noqa: E731
-        wait(lambda: end_offset(target) == N, 300, f"{N} records mirrored (mm2 log: {tail()})")
+        # MirrorMaker translates a committed offset exactly only from an offset sync at the record
+        # before it; as more records are mirrored it keeps fewer, further-spaced old syncs, and it
+        # never moves a synced group offset back. So: mirror the first half, let the group's offset
+        # (the end of that half) reach Kafka, then produce and mirror the rest
+        wait(lambda: end_offset(target) == N // 2, 300, f"{N // 2} records mirrored (mm2 log: {tail()})")
         # MirrorMaker syncs a group's offsets to the target only while the group is not active there
-        wait(lambda: committed(target, GROUP) == N // 2, 180, f"the group's offset on Kafka (mm2 log: {tail()})")
+        last = []
+
+        def synced():
+            last.append(committed(target, GROUP))
+            return last[-1] == N // 2
+        try:
+            wait(synced, 180, "the group's offset on Kafka")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: last seen {last[-5:]} (mm2 log: {tail()})") from None
+        produce(N // 2, N)
+        wait(lambda: end_offset(target) == N, 300, f"{N} records mirrored (mm2 log: {tail()})")
+        assert committed(target, GROUP) == N // 2
 
         # the group moves over: on Kafka it reads exactly the records it had not consumed on pylog
         c = Consumer({"bootstrap.servers": target, "group.id": GROUP, "auto.offset.reset": "earliest",

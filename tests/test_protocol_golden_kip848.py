@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from support.kafka_peer import java_program
+from support.kafka_peer import java_named_bytes
 from pylog.core.protocol import SCHEMAS
-from pylog.core.protocol.codec import decode_request_body, decode_response_body, encode_request_body, encode_response_body
+from support.protocol_support import assert_body_matches
 from support.kip848_classes import KEYS  # noqa: F401
 
 
@@ -105,30 +105,14 @@ def bodies(v):
 
 @pytest.fixture(scope="module")
 def kafka_bytes():
-    out = {}
-    for line in java_program(SOURCE).stdout.splitlines():
-        name, v, hexed = line.split()
-        out[(name, int(v))] = bytes.fromhex(hexed)
-    return out
-
-
-def _subset(expected, got):
-    """Every field the test set equals what pylog decoded (the rest are defaults)."""
-    if isinstance(expected, dict):
-        return all(k in got and _subset(v, got[k]) for k, v in expected.items())
-    if isinstance(expected, list):
-        return len(expected) == len(got) and all(_subset(e, g) for e, g in zip(expected, got))
-    return expected == got
+    return java_named_bytes(SOURCE)
 
 
 @pytest.mark.parametrize("v", [0, 1])
 def test_same_bytes_as_kafka(kafka_bytes, v):
     for name, (key, direction, body) in bodies(v).items():
         theirs = kafka_bytes[(name, v)]
-        enc = encode_request_body if direction == "request" else encode_response_body
-        dec = decode_request_body if direction == "request" else decode_response_body
-        assert enc(key, v, body) == theirs, f"{name} v{v}"
-        assert _subset(body, dec(key, v, theirs)), f"{name} v{v}"
+        assert_body_matches(f"{name} v{v}", key, v, direction, body, theirs)
 
 
 def test_versions_are_kafka_4_3s():

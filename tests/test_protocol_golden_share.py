@@ -10,15 +10,10 @@ import uuid
 
 import pytest
 
-from support.kafka_peer import java_program
+from support.kafka_peer import java_named_bytes
 from pylog.core.protocol import SCHEMAS
 from pylog.core.protocol import share_state_records as ssr
-from pylog.core.protocol.codec import (
-    decode_request_body,
-    decode_response_body,
-    encode_request_body,
-    encode_response_body,
-)
+from support.protocol_support import assert_body_matches, decoded_subset
 
 SOURCE = r"""
 import org.apache.kafka.common.Uuid;
@@ -209,30 +204,13 @@ def bodies(v):
 
 @pytest.fixture(scope="module")
 def kafka_bytes():
-    out = {}
-    for line in java_program(SOURCE).stdout.splitlines():
-        name, v, hexed = line.split()
-        out[(name, int(v))] = bytes.fromhex(hexed)
-    return out
-
-
-def _subset(expected, got):
-    if isinstance(expected, dict):
-        return all(k in got and _subset(v, got[k]) for k, v in expected.items())
-    if isinstance(expected, list):
-        return len(expected) == len(got) and all(_subset(e, g) for e, g in zip(expected, got))
-    if isinstance(expected, bytes):
-        return bytes(got) == expected
-    return expected == got
+    return java_named_bytes(SOURCE)
 
 
 def test_share_apis_same_bytes_as_kafka(kafka_bytes):
     for (name, v), (key, direction, body) in bodies(0).items():
         theirs = kafka_bytes[(name, v)]
-        enc = encode_request_body if direction == "request" else encode_response_body
-        dec = decode_request_body if direction == "request" else decode_response_body
-        assert enc(key, v, body) == theirs, f"{name} v{v}"
-        assert _subset(body, dec(key, v, theirs)), f"{name} v{v}"
+        assert_body_matches(f"{name} v{v}", key, v, direction, body, theirs)
 
 
 def test_share_group_state_records_same_bytes_as_kafka(kafka_bytes):
@@ -247,7 +225,7 @@ def test_share_group_state_records_same_bytes_as_kafka(kafka_bytes):
     assert ssr.encode_value(ssr.UPDATE, {**upd, "delivery_complete_count": -1}) == kafka_bytes[("upd-value", 0)]
     rtype, k, v = ssr.decode(kafka_bytes[("upd-key", 0)], kafka_bytes[("upd-value", 0)])
     assert (rtype, k) == (ssr.UPDATE, {"group_id": "g", "topic_id": T, "partition": 3})
-    assert _subset(upd, v)
+    assert decoded_subset(upd, v)
 
 
 def test_versions_are_kafka_4_4s():

@@ -63,3 +63,20 @@ def test_tiers_follow_what_a_test_uses():
     # a test that starts `pylog broker start` is broker_process
     assert _collected("-m", "broker_process", "tests/test_broker_kafka_python.py") > 0
     assert _collected("-m", "fast", "tests/test_broker_kafka_python.py") == 0
+
+
+def test_xdist_keeps_a_module_on_one_worker():
+    """Under README's `--dist loadgroup` every test id carries its group and a module's tests all
+    run on one worker, so its module-scoped brokers and Kafka nodes start once."""
+    import re
+    r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider",
+                        "tests/test_config.py", "tests/test_batch_walker.py"],
+                       capture_output=True, text=True, cwd=TESTS.parent, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    workers: dict[str, set[str]] = {}
+    for worker, nodeid in re.findall(r"^\[(gw\d+)\] \[ *\d+%\] PASSED (\S.*?) *$", r.stdout, re.M):
+        module = nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+        assert nodeid.endswith("@" + module), nodeid
+        workers.setdefault(module, set()).add(worker)
+    assert set(workers) == {"test_config", "test_batch_walker"}, r.stdout[-3000:]
+    assert all(len(w) == 1 for w in workers.values()), workers

@@ -3,15 +3,12 @@ listener's /faults endpoints (served when the broker runs with --allow-faults)."
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from http import HTTPStatus
 
 import click
 
+from pylog.commands.broker.metrics_client import DEFAULT_URL, admin_url_from, request_json
 from pylog.core.errors import DataError, UsageError
-
-DEFAULT_URL = "http://127.0.0.1:9404"
 
 
 def _url_option(f):
@@ -26,19 +23,9 @@ def _url_option(f):
 
 
 def _call(url: str | None, config_file: str | None, method: str, path: str, timeout: float, payload=None):
-    from pylog.commands.broker.ops.admin_http import parse_metrics_listener
-    from pylog.commands.broker.status_cli import admin_url_from
+    base = admin_url_from(url, config_file)
 
-    base = admin_url_from(url, config_file) if (url or config_file) else DEFAULT_URL
-    host, port = parse_metrics_listener(base)
-    where = f"http://{host if ':' not in host else f'[{host}]'}:{port}{path}"
-    data = json.dumps(payload).encode() if payload is not None else None
-    req = urllib.request.Request(where, data=data, method=method,
-                                 headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            raw = r.read()
-    except urllib.error.HTTPError as e:
+    def refused(where, e):
         raw = e.read()
         if e.code == HTTPStatus.FORBIDDEN:
             raise DataError(f"{base}: the broker does not allow fault injection (start it with --allow-faults "
@@ -50,14 +37,8 @@ def _call(url: str | None, config_file: str | None, method: str, path: str, time
         if e.code == HTTPStatus.BAD_REQUEST:
             raise UsageError(msg) from None
         raise DataError(f"{where}: HTTP {e.code}: {msg}") from None
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise DataError(f"no broker metrics listener at {base}: {getattr(reason, 'strerror', None) or reason}") \
-            from None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise DataError(f"{where} did not answer with JSON (is this a pylog broker's metrics.listener?)") from None
+
+    return request_json(base, path, timeout, refused, method, payload)
 
 
 @click.group()

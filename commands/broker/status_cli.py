@@ -3,51 +3,21 @@ from __future__ import annotations
 
 import json
 import sys
-import urllib.error
-import urllib.request
 from http import HTTPStatus
 
 import click
 
-from pylog.core.errors import DataError, UsageError
-
-DEFAULT_URL = "http://127.0.0.1:9404"
-
-
-def admin_url_from(url: str | None, config_file: str | None) -> str:
-    if url:
-        return url
-    if config_file:
-        from pylog.commands.options import merge_properties
-
-        props = merge_properties(config_file, (), "--set")
-        if props.get("metrics.listener"):
-            return props["metrics.listener"]
-        raise UsageError(f"{config_file} sets no metrics.listener: give --url")
-    return DEFAULT_URL
-
+from pylog.commands.broker.metrics_client import admin_url_from, request_json
+from pylog.core.errors import DataError
 
 def fetch_status(url: str, timeout: float) -> dict:
     """GET URL/ready; the JSON body whether the broker is ready (200) or not (503)."""
-    from pylog.commands.broker.ops.admin_http import parse_metrics_listener
-
-    host, port = parse_metrics_listener(url)
-    where = f"http://{host if ':' not in host else f'[{host}]'}:{port}/ready"
-    try:
-        with urllib.request.urlopen(where, timeout=timeout) as r:
-            raw = r.read()
-    except urllib.error.HTTPError as e:
+    def not_ready_answers(where, e):
         if e.code != HTTPStatus.SERVICE_UNAVAILABLE:
             raise DataError(f"{where}: HTTP {e.code} {e.reason}") from None
-        raw = e.read()
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise DataError(f"no broker metrics listener at {url}: {getattr(reason, 'strerror', None) or reason}") \
-            from None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise DataError(f"{where} did not answer with JSON (is this a pylog broker's metrics.listener?)") from None
+        return e.read()
+
+    return request_json(url, "/ready", timeout, not_ready_answers)
 
 
 def show_status(url: str | None, config_file: str | None, timeout: float, as_json: bool) -> None:

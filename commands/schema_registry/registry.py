@@ -215,6 +215,13 @@ class Registry:
         return False
 
     # ---------------------------------------------------------------- deleting
+    def _check_unreferenced(self, subject: str, version: int) -> None:
+        """A version another schema references cannot be deleted (REFERENCE_EXISTS)."""
+        refs = self.state.referenced_by(subject, version)
+        if refs:
+            raise E.RestError(422, E.REFERENCE_EXISTS, f"One or more references exist to the schema "
+                                                       f"{{subject={subject}, version={version}}}: ids {refs}")
+
     def delete_subject(self, subject: str, permanent: bool) -> list[int]:
         self.check_writable(subject)
         with self.lock:
@@ -223,11 +230,7 @@ class Registry:
                 raise E.subject_not_found(subject)
             live = self.state.versions(subject)
             for v in all_versions:
-                refs = self.state.referenced_by(subject, v.version)
-                if refs:
-                    raise E.RestError(422, E.REFERENCE_EXISTS,
-                                      f"One or more references exist to the schema {{subject={subject}, "
-                                      f"version={v.version}}}: ids {refs}")
+                self._check_unreferenced(subject, v.version)
             if permanent:
                 if live:
                     raise E.RestError(404, E.SUBJECT_NOT_SOFT_DELETED,
@@ -259,11 +262,7 @@ class Registry:
                 sv = None
             if sv is None:
                 raise E.version_not_found(subject, version)
-            refs = self.state.referenced_by(subject, sv.version)
-            if refs:
-                raise E.RestError(422, E.REFERENCE_EXISTS,
-                                  f"One or more references exist to the schema {{subject={subject}, "
-                                  f"version={sv.version}}}: ids {refs}")
+            self._check_unreferenced(subject, sv.version)
             if permanent:
                 if not sv.deleted:
                     raise E.RestError(404, E.SCHEMA_VERSION_NOT_SOFT_DELETED,

@@ -20,13 +20,8 @@ def _flag(q: dict, name: str, default: bool = False) -> bool:
 
 
 def version_json(reg, sv, fmt: str | None = None) -> dict:
-    out = {"subject": sv.subject, "version": sv.version, "id": sv.id}
-    if sv.schema_type != "AVRO":
-        out["schemaType"] = sv.schema_type
-    if sv.references:
-        out["references"] = sv.references
-    out["schema"] = schema_text(reg, sv, fmt)
-    return out
+    """A schema version as Confluent's REST API answers it: subject, version, id and the schema."""
+    return {"subject": sv.subject, "version": sv.version, "id": sv.id, **_schema_only(reg, sv, fmt)}
 
 
 def schema_text(reg, sv, fmt: str | None) -> str:
@@ -120,33 +115,29 @@ def route(reg, method: str, parts: list[str], q: dict, body):
     elif head == "compatibility" and n >= 4 and parts[1] == "subjects" and parts[3] == "versions" \
             and method == "POST":
         return _compatibility(reg, parts[2], parts[4] if n == 5 else None, q, body)
-    elif head == "config" and n <= 2:
-        subject = parts[1] if n == 2 else None
-        if method == "GET":
-            if subject is not None and subject not in st.configs and not _flag(q, "defaultToGlobal"):
-                raise E.RestError(404, E.SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED,
-                                  f"Subject '{subject}' does not have subject-level compatibility configured")
-            return 200, {"compatibilityLevel": reg.compatibility(subject)}
-        if method == "PUT":
-            return 200, {"compatibility": reg.set_config(subject, body)}
-        if method == "DELETE":
-            return 200, {"compatibilityLevel": reg.delete_config(subject)}
-        raise _not_allowed()
-    elif head == "mode" and n <= 2:
-        subject = parts[1] if n == 2 else None
-        if method == "GET":
-            if subject is not None and subject not in st.modes and not _flag(q, "defaultToGlobal"):
-                raise E.RestError(404, E.SUBJECT_LEVEL_MODE_NOT_CONFIGURED,
-                                  f"Subject '{subject}' does not have subject-level mode configured")
-            return 200, {"mode": reg.mode(subject)}
-        if method == "PUT":
-            return 200, {"mode": reg.set_mode(subject, body, _flag(q, "force"))}
-        if method == "DELETE" and subject is not None:
-            return 200, {"mode": reg.delete_mode(subject)}
-        raise _not_allowed()
+    elif head in ("config", "mode") and n <= 2:
+        return _subject_setting(reg, head, method, parts[1] if n == 2 else None, q, body)
     elif head == "contexts" and n == 1 and method == "GET":
         return 200, ["."]
     raise E.RestError(404, 404, "HTTP 404 Not Found")
+
+
+def _subject_setting(reg, head: str, method: str, subject: str | None, q: dict, body):
+    """GET, PUT, DELETE /config[/SUBJECT] (the compatibility level) and /mode[/SUBJECT]."""
+    config = head == "config"
+    if method == "GET":
+        if subject is not None and subject not in (reg.state.configs if config else reg.state.modes) \
+                and not _flag(q, "defaultToGlobal"):
+            code, what = ((E.SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED, "compatibility") if config
+                          else (E.SUBJECT_LEVEL_MODE_NOT_CONFIGURED, "mode"))
+            raise E.RestError(404, code, f"Subject '{subject}' does not have subject-level {what} configured")
+        return 200, {"compatibilityLevel": reg.compatibility(subject)} if config else {"mode": reg.mode(subject)}
+    if method == "PUT":
+        return 200, ({"compatibility": reg.set_config(subject, body)} if config
+                     else {"mode": reg.set_mode(subject, body, _flag(q, "force"))})
+    if method == "DELETE" and (config or subject is not None):
+        return 200, {"compatibilityLevel": reg.delete_config(subject)} if config else {"mode": reg.delete_mode(subject)}
+    raise _not_allowed()
 
 
 def _not_allowed():

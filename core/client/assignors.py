@@ -53,6 +53,18 @@ class Assignor:
         raise NotImplementedError
 
 
+def contiguous_ranges(n: int, members: list) -> list[tuple]:
+    """Partitions 0..n-1 as contiguous ranges over `members` in their order, the first
+    `n % len(members)` one partition longer: Kafka's range assignment of one topic."""
+    per, extra = divmod(n, len(members))
+    out, start = [], 0
+    for i, m in enumerate(members):
+        count = per + (1 if i < extra else 0)
+        out.append((m, range(start, start + count)))
+        start += count
+    return out
+
+
 class RangeAssignor(Assignor):
     """Per topic: contiguous ranges; the first (partitions % members) members get one extra."""
 
@@ -66,13 +78,8 @@ class RangeAssignor(Assignor):
             n = partitions_per_topic.get(topic)
             if not n:
                 continue
-            consumers = [m for m in order if topic in members[m].topics]
-            per, extra = divmod(n, len(consumers))
-            start = 0
-            for i, m in enumerate(consumers):
-                count = per + (1 if i < extra else 0)
-                out[m].extend((topic, p) for p in range(start, start + count))
-                start += count
+            for m, parts in contiguous_ranges(n, [m for m in order if topic in members[m].topics]):
+                out[m].extend((topic, p) for p in parts)
         return out
 
 

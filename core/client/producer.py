@@ -199,16 +199,20 @@ class Producer(Closeable):
         n = self.partition_counts.get(topic) or self.wait_topic(topic)
         return list(range(n))
 
-    def send(self, topic: str, value=None, key=None, *, partition: int | None = None,
-             timestamp: int | None = None, headers=None, callback=None) -> RecordFuture:
-        """Queue one record. Returns a RecordFuture; `callback(metadata, error)` runs on the
-        I/O thread when the record is acknowledged or fails (in send order per partition)."""
+    def _check_can_send(self) -> None:
+        """Raise what refuses a send now: a closed producer, a fatal error, a transaction state."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._sender.fatal is not None:
             raise self._sender.fatal
         if self._txn is not None:
             self._txn.check_send()
+
+    def send(self, topic: str, value=None, key=None, *, partition: int | None = None,
+             timestamp: int | None = None, headers=None, callback=None) -> RecordFuture:
+        """Queue one record. Returns a RecordFuture; `callback(metadata, error)` runs on the
+        I/O thread when the record is acknowledged or fails (in send order per partition)."""
+        self._check_can_send()
         if isinstance(value, str):
             value = value.encode("utf-8")
         if isinstance(key, str):
@@ -260,12 +264,7 @@ class Producer(Closeable):
         first + 1, ... (offset `batch.base_offset + first + j` once acknowledged), and the
         records refused at once.
         Without `runs`, a refused record raises its error."""
-        if self._closed:
-            raise ProducerClosedError("Cannot perform operation after producer has been closed")
-        if self._sender.fatal is not None:
-            raise self._sender.fatal
-        if self._txn is not None:
-            self._txn.check_send()
+        self._check_can_send()
         got, failed = self._bulk.send_many(topic, values, keys, headers, partition, partitions, timestamps)
         if runs:
             return got, failed

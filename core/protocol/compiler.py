@@ -133,43 +133,58 @@ def _split(fields, version, flexible):
     return regular, tagged
 
 
+# the generated code's reader of each length-prefixed and each varint primitive
+_SIZED_READERS = {"string": "_rs", "bytes": "_rb", "records": "_rr"}
+_VARINT_READERS = {"varint": "_rvl", "uvarint": "_ruv"}
+
+
+# a nullable struct: a marker byte, then the struct when present
+_READ_NULLABLE_STRUCT = """\
+if {pos} >= {end}: raise _Trunc('struct marker past the end')
+if buf[{pos}] {null_test}:
+    {var} = None; {pos} += 1
+else:
+    {var}, {pos} = {dn}(buf, {pos} + 1, {end})"""
+_WRITE_NULLABLE_STRUCT = """\
+if {var} is None:
+    {out} += {null_marker}
+else:
+    {out} += b'\\x01'
+    {en}({var}, {out}, {parts})"""
+
+
+def _emit(lines: list, pad: str, template: str, **names) -> None:
+    """Append a template's lines, indented by `pad`, with `names` filled in."""
+    lines.extend(pad + line for line in template.format(**names).splitlines())
+
+
+def _prim_read(t: Prim, var, posv, endv, compact, nullable) -> list[str]:
+    """The generated lines that read one primitive into `var`."""
+    if t.fmt is not None:
+        s = _const(struct.Struct(">" + t.fmt))
+        out = [f"{var}, = {s}.unpack_from(buf, {posv}); {posv} += {t.size}"]
+        return out + [f"{var} = _mkuuid({var})"] if t is T.UUID else out
+    if t.kind in _SIZED_READERS:
+        return [f"{var}, {posv} = {_SIZED_READERS[t.kind]}(buf, {posv}, {endv}, {compact}, {nullable})"]
+    if t.kind in _VARINT_READERS:
+        return [f"{var}, {posv} = {_VARINT_READERS[t.kind]}(buf, {posv})"]
+    raise TypeError(t)
+
+
 def _gen_read(lines, ind, var, field, version, flexible, posv, endv):
-    t = field.type
-    nullable = field.is_nullable(version)
-    pad = " " * ind
-    C = flexible
+    t, nullable, pad, C = field.type, field.is_nullable(version), " " * ind, flexible
     if isinstance(t, Prim):
-        if t.fmt is not None:
-            s = _const(struct.Struct(">" + t.fmt))
-            lines.append(f"{pad}{var}, = {s}.unpack_from(buf, {posv}); {posv} += {t.size}")
-            if t is T.UUID:
-                lines.append(f"{pad}{var} = _mkuuid({var})")
-        elif t.kind == "string":
-            lines.append(f"{pad}{var}, {posv} = _rs(buf, {posv}, {endv}, {C}, {nullable})")
-        elif t.kind == "bytes":
-            lines.append(f"{pad}{var}, {posv} = _rb(buf, {posv}, {endv}, {C}, {nullable})")
-        elif t.kind == "records":
-            lines.append(f"{pad}{var}, {posv} = _rr(buf, {posv}, {endv}, {C}, {nullable})")
-        elif t.kind == "varint":
-            lines.append(f"{pad}{var}, {posv} = _rvl(buf, {posv})")
-        elif t.kind == "uvarint":
-            lines.append(f"{pad}{var}, {posv} = _ruv(buf, {posv})")
-        else:
-            raise TypeError(t)
+        lines.extend(pad + line for line in _prim_read(t, var, posv, endv, C, nullable))
         return
     if isinstance(t, Struct):
         dn, _ = _struct_fns(t.fields, version, flexible)
-        if nullable:
-            # Kafka marks a nullable struct with one int8: -1 null, 1 present; a tagged one
-            # with an unsigned varint: 0 null, 1 present.
-            null_test = "== 0" if field.is_tagged(version) else ">= 128"
-            lines.append(f"{pad}if {posv} >= {endv}: raise _Trunc('struct marker past the end')")
-            lines.append(f"{pad}if buf[{posv}] {null_test}:")
-            lines.append(f"{pad}    {var} = None; {posv} += 1")
-            lines.append(f"{pad}else:")
-            lines.append(f"{pad}    {var}, {posv} = {dn}(buf, {posv} + 1, {endv})")
-        else:
+        if not nullable:
             lines.append(f"{pad}{var}, {posv} = {dn}(buf, {posv}, {endv})")
+            return
+        # Kafka marks a nullable struct with one int8: -1 null, 1 present; a tagged one
+        # with an unsigned varint: 0 null, 1 present.
+        _emit(lines, pad, _READ_NULLABLE_STRUCT, pos=posv, end=endv, var=var, dn=dn,
+              null_test="== 0" if field.is_tagged(version) else ">= 128")
         return
     if not isinstance(t, Array):
         raise TypeError(t)
@@ -258,38 +273,31 @@ def _gen_decoder(name, fields, version, flexible):
 
 # --- encoder ------------------------------------------------------------------
 
+def _prim_write(t: Prim, var, outv, partsv, compact, nullable) -> str:
+    """The generated line that writes one primitive `var`."""
+    if t.fmt is not None:
+        return f"{outv} += {_const(struct.Struct('>' + t.fmt))}.pack({f'_ub({var})' if t is T.UUID else var})"
+    if t.kind in ("string", "bytes"):
+        return f"{'_ws' if t.kind == 'string' else '_wb'}({outv}, {var}, {compact}, {nullable})"
+    if t.kind == "records":
+        return f"_wr({outv}, {var}, {compact}, {partsv})"
+    if t.kind == "varint":
+        return f"{outv} += _vlb({var})"
+    if t.kind == "uvarint":
+        return f"_wuv({outv}, {var})"
+    raise TypeError(t)
+
+
 def _gen_write(lines, ind, var, field, version, flexible, outv, partsv):
-    t = field.type
-    nullable = field.is_nullable(version)
-    pad = " " * ind
-    C = flexible
+    t, nullable, pad, C = field.type, field.is_nullable(version), " " * ind, flexible
     if isinstance(t, Prim):
-        if t.fmt is not None:
-            s = _const(struct.Struct(">" + t.fmt))
-            arg = f"_ub({var})" if t is T.UUID else var
-            lines.append(f"{pad}{outv} += {s}.pack({arg})")
-        elif t.kind == "string":
-            lines.append(f"{pad}_ws({outv}, {var}, {C}, {nullable})")
-        elif t.kind == "bytes":
-            lines.append(f"{pad}_wb({outv}, {var}, {C}, {nullable})")
-        elif t.kind == "records":
-            lines.append(f"{pad}_wr({outv}, {var}, {C}, {partsv})")
-        elif t.kind == "varint":
-            lines.append(f"{pad}{outv} += _vlb({var})")
-        elif t.kind == "uvarint":
-            lines.append(f"{pad}_wuv({outv}, {var})")
-        else:
-            raise TypeError(t)
+        lines.append(pad + _prim_write(t, var, outv, partsv, C, nullable))
         return
     if isinstance(t, Struct):
         _, en = _struct_fns(t.fields, version, flexible)
         if nullable:
-            lines.append(f"{pad}if {var} is None:")
-            null_marker = "b'\\x00'" if field.is_tagged(version) else "b'\\xff'"
-            lines.append(f"{pad}    {outv} += {null_marker}")
-            lines.append(f"{pad}else:")
-            lines.append(f"{pad}    {outv} += b'\\x01'")
-            lines.append(f"{pad}    {en}({var}, {outv}, {partsv})")
+            _emit(lines, pad, _WRITE_NULLABLE_STRUCT, var=var, out=outv, en=en, parts=partsv,
+                  null_marker="b'\\x00'" if field.is_tagged(version) else "b'\\xff'")
         else:
             lines.append(f"{pad}{en}({var} if {var} is not None else {{}}, {outv}, {partsv})")
         return

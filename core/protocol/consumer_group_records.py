@@ -10,7 +10,7 @@ Values are int16 version 0 + a flexible struct; a null value is a tombstone.
 """
 from __future__ import annotations
 
-from pylog.core.protocol.embedded import Embedded, MalformedDataError
+from pylog.core.protocol.embedded import Embedded, MalformedDataError, decode_typed_record
 from pylog.core.protocol.schema import Field as F
 from pylog.core.protocol.types import Array, BYTES, INT8, INT32, INT64, STRING, UUID, Struct
 
@@ -113,15 +113,4 @@ def decode(key, value) -> tuple[int, dict, dict | None]:
     """(record type, key fields, value fields or None for a tombstone); raises
     MalformedDataError for bytes that do not parse or a type that is not a consumer-group one.
     Values newer than version 0 are read with the version-0 schema (tagged fields only grow)."""
-    if len(key) < 2:
-        raise MalformedDataError("__consumer_offsets key shorter than its type")
-    rtype = int.from_bytes(bytes(key[:2]), "big", signed=True)
-    schemas = RECORD_TYPES.get(rtype)
-    if schemas is None:
-        raise MalformedDataError(f"not a consumer-group record type: {rtype}")
-    k = schemas[0].decode_body(key, rtype, 2)
-    if value is None:
-        return rtype, k, None
-    if len(value) < 2:
-        raise MalformedDataError(f"{schemas[1].name}: too short for a version")
-    return rtype, k, schemas[1].decode_body(value, 0, 2, strict=False)
+    return decode_typed_record(RECORD_TYPES, key, value, "__consumer_offsets", "consumer-group")

@@ -14,7 +14,7 @@ from pylog.core.protocol.schema import parse_versions
 from pylog.core.protocol.types import Truncated
 from pylog.core.records.errors import CorruptRecordError
 
-__all__ = ["Embedded", "MalformedDataError"]
+__all__ = ["Embedded", "MalformedDataError", "decode_typed_record"]
 
 _I16 = struct.Struct(">h")
 _FAILURES = (Truncated, CorruptRecordError, struct.error, IndexError, ValueError, UnicodeDecodeError, OverflowError, TypeError)
@@ -85,3 +85,24 @@ class Embedded:
                 raise MalformedDataError(f"{self.name}: unknown version {version}")
             use = self.max_version
         return version, self.decode_body(buf, use, 2, strict=(use == version))
+
+
+def decode_typed_record(record_types: dict, key, value, topic: str, kind: str) -> tuple[int, dict, dict | None]:
+    """A record of an internal topic whose key starts with its int16 record type, as
+    `__consumer_offsets` and `__share_group_state` hold: (record type, key fields, value fields
+    or None for a tombstone). `record_types` maps a type to its (key, value) schemas; values
+    newer than version 0 are read with the version-0 schema (tagged fields only grow).
+    MalformedDataError (naming the `topic`, or the `kind` of record) for bytes that do not parse
+    or an unknown type."""
+    if key is None or len(key) < 2:
+        raise MalformedDataError(f"{topic} key shorter than its type")
+    rtype = int.from_bytes(bytes(key[:2]), "big", signed=True)
+    schemas = record_types.get(rtype)
+    if schemas is None:
+        raise MalformedDataError(f"not a {kind} record type: {rtype}")
+    k = schemas[0].decode_body(key, rtype, 2)
+    if value is None:
+        return rtype, k, None
+    if len(value) < 2:
+        raise MalformedDataError(f"{schemas[1].name}: too short for a version")
+    return rtype, k, schemas[1].decode_body(value, 0, 2, strict=False)

@@ -8,7 +8,7 @@ flexible struct whose state batches carry the delivery state (0 available,
 """
 from __future__ import annotations
 
-from pylog.core.protocol.embedded import Embedded, MalformedDataError
+from pylog.core.protocol.embedded import Embedded, MalformedDataError, decode_typed_record
 from pylog.core.protocol.schema import Field as F
 from pylog.core.protocol.types import INT8, INT16, INT32, INT64, STRING, UUID
 
@@ -62,15 +62,4 @@ def encode_value(record_type: int, fields: dict) -> bytes:
 def decode(key, value) -> tuple[int, dict, dict | None]:
     """(record type, key fields, value fields or None for a tombstone); MalformedDataError
     for bytes that do not parse."""
-    if key is None or len(key) < 2:
-        raise MalformedDataError(f"{TOPIC} key shorter than its type")
-    rtype = int.from_bytes(bytes(key[:2]), "big", signed=True)
-    schemas = RECORD_TYPES.get(rtype)
-    if schemas is None:
-        raise MalformedDataError(f"not a {TOPIC} record type: {rtype}")
-    k = schemas[0].decode_body(key, rtype, 2)
-    if value is None:
-        return rtype, k, None
-    if len(value) < 2:
-        raise MalformedDataError(f"{schemas[1].name}: too short for a version")
-    return rtype, k, schemas[1].decode_body(value, 0, 2, strict=False)
+    return decode_typed_record(RECORD_TYPES, key, value, TOPIC, TOPIC)

@@ -133,72 +133,60 @@ def _length(buf, pos, compact, wide):
     return _i16_from(buf, pos)[0], pos + 2
 
 
-def read_string(buf, pos, end, compact, nullable):
-    """(str or None, next position); raises Truncated on bad lengths."""
-    n, pos = _length(buf, pos, compact, False)
+def _sized(buf, pos, end, compact, nullable, wide, what):
+    """(start, stop) of a length-prefixed field, or (None, next position) when it is null."""
+    n, pos = _length(buf, pos, compact, wide)
     if n < 0:
         if nullable and n == -1:
             return None, pos
-        raise Truncated("null or negative length for a non-nullable string")
+        raise Truncated(f"null or negative length for a non-nullable {what}")
     stop = pos + n
     if stop > end:
-        raise Truncated("string runs past the end")
-    return str(buf[pos:stop], "utf-8"), stop
+        raise Truncated(f"{what} runs past the end")
+    return pos, stop
+
+
+def read_string(buf, pos, end, compact, nullable):
+    """(str or None, next position); raises Truncated on bad lengths."""
+    start, stop = _sized(buf, pos, end, compact, nullable, False, "string")
+    return None if start is None else str(buf[start:stop], "utf-8"), stop
 
 
 def read_bytes(buf, pos, end, compact, nullable):
     """(bytes or None, next position); raises Truncated on bad lengths."""
-    n, pos = _length(buf, pos, compact, True)
-    if n < 0:
-        if nullable and n == -1:
-            return None, pos
-        raise Truncated("null or negative length for non-nullable bytes")
-    stop = pos + n
-    if stop > end:
-        raise Truncated("bytes run past the end")
-    return bytes(buf[pos:stop]), stop
+    start, stop = _sized(buf, pos, end, compact, nullable, True, "bytes field")
+    return None if start is None else bytes(buf[start:stop]), stop
 
 
 def read_records(buf, pos, end, compact, nullable):
     """Record sets stay zero-copy: a memoryview slice of the frame."""
-    n, pos = _length(buf, pos, compact, True)
-    if n < 0:
-        if n == -1:
-            return None, pos
-        raise Truncated("negative records length")
-    stop = pos + n
-    if stop > end:
-        raise Truncated("records run past the end")
-    return buf[pos:stop], stop
+    start, stop = _sized(buf, pos, end, compact, True, True, "records")
+    return None if start is None else buf[start:stop], stop
+
+
+def _write_sized(out, data, compact, wide):
+    """Append a length (compact, int32 when `wide`, else int16) and the data."""
+    if compact:
+        write_uvarint(out, len(data) + 1)
+    else:
+        out += pack_i32(len(data)) if wide else pack_i16(len(data))
+    out += data
 
 
 def write_string(out, value, compact, nullable):
     """Append a string (None: null where nullable, else empty)."""
-    if value is None:
-        if nullable:
-            out += b"\x00" if compact else b"\xff\xff"
-            return
-        value = ""
-    data = value.encode("utf-8")
-    if compact:
-        write_uvarint(out, len(data) + 1)
-    else:
-        out += pack_i16(len(data))
-    out += data
+    if value is None and nullable:
+        out += b"\x00" if compact else b"\xff\xff"
+        return
+    _write_sized(out, (value or "").encode("utf-8"), compact, False)
 
 
 def write_bytes(out, value, compact, nullable):
     """Append bytes (None: null where nullable, else empty)."""
-    if value is None:
-        if nullable:
-            out += b"\x00" if compact else b"\xff\xff\xff\xff"
-            return
-        value = b""
-    if compact:
-        write_uvarint(out, len(value) + 1)
-    else:
-        out += pack_i32(len(value))
-    out += value
+    if value is None and nullable:
+        out += b"\x00" if compact else b"\xff\xff\xff\xff"
+        return
+    _write_sized(out, b"" if value is None else value, compact, True)
 
 
 def write_records(out, value, compact, parts):

@@ -278,6 +278,14 @@ def check_records(data, record_count: int, last_offset_delta: int) -> RecordsChe
     return RecordsCheck(index, null_key)
 
 
+def _skip_nullable(data: bytes, p: int, index: int, what: str) -> tuple[int, int]:
+    """(length, position after) of the key, value or header value at p (length -1: null)."""
+    n, p = decode_varint(data, p)
+    if n < -1:
+        raise InvalidRecordFraming(index, f"{what} length {n}")
+    return n, p + n if n > 0 else p
+
+
 def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: int) -> tuple[int, bool]:
     """Check the one record at pos; returns (next position, key is null). The reference
     walk: every field through the one varint codec."""
@@ -291,16 +299,8 @@ def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: i
         od, p = decode_varint(data, p)
         if not 0 <= od <= last_offset_delta:
             raise InvalidRecordFraming(index, f"offset delta {od} outside [0, {last_offset_delta}]")
-        kl, p = decode_varint(data, p)
-        if kl < -1:
-            raise InvalidRecordFraming(index, f"key length {kl}")
-        if kl > 0:
-            p += kl
-        vl, p = decode_varint(data, p)
-        if vl < -1:
-            raise InvalidRecordFraming(index, f"value length {vl}")
-        if vl > 0:
-            p += vl
+        kl, p = _skip_nullable(data, p, index, "key")
+        _, p = _skip_nullable(data, p, index, "value")
         if p >= rec_end:
             raise InvalidRecordFraming(index, "key and value leave no room for the header count")
         hc, p = decode_varint(data, p)
@@ -311,12 +311,7 @@ def _check_one(data: bytes, pos: int, end: int, index: int, last_offset_delta: i
             hk, p = decode_varint(data, p)
             if hk < 0:
                 raise InvalidRecordFraming(index, f"header key length {hk}")
-            p += hk
-            hv, p = decode_varint(data, p)
-            if hv < -1:
-                raise InvalidRecordFraming(index, f"header value length {hv}")
-            if hv > 0:
-                p += hv
+            _, p = _skip_nullable(data, p + hk, index, "header value")
             if p > rec_end:
                 raise InvalidRecordFraming(index, "headers run past the record's length")
         if p != rec_end:

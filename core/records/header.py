@@ -217,21 +217,10 @@ def set_producer(buf, pos: int, size: int, producer_id: int, producer_epoch: int
 
 # ---- building: the one place a v2 header is written ----
 
-def pack_batch(
-    payload,
-    *,
-    attributes: int,
-    last_offset_delta: int,
-    base_timestamp: int,
-    max_timestamp: int,
-    record_count: int,
-    base_offset: int = 0,
-    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-    producer_id: int = NO_PRODUCER_ID,
-    producer_epoch: int = NO_PRODUCER_EPOCH,
-    base_sequence: int = NO_SEQUENCE,
-    mutable: bool = False,
-):
+def pack_batch(payload, *, attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
+               record_count: int, base_offset: int = 0, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+               producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+               base_sequence: int = NO_SEQUENCE, mutable: bool = False):
     """A whole v2 batch: the header for these fields, then `payload` (the records
     section, already compressed when the codec says so), CRC-32C filled in.
 
@@ -329,14 +318,8 @@ def _damage_at(buf, pos: int, end: int, max_batch_size: int | None):
     return TruncatedBatchError(f"batch of {size} bytes but only {end - pos} remain", pos)
 
 
-def read_batch_header(
-    buf,
-    pos: int = 0,
-    end: int | None = None,
-    *,
-    verify_crc: bool = False,
-    max_batch_size: int | None = None,
-) -> BatchHeader:
+def read_batch_header(buf, pos: int = 0, end: int | None = None, *, verify_crc: bool = False,
+                      max_batch_size: int | None = None) -> BatchHeader:
     """Check and parse the one v2 batch at `pos` (the single-batch form of iter_headers).
 
     Raises the same errors as iter_headers for that batch; a buffer that ends

@@ -32,7 +32,9 @@ def peers(tmp_path_factory):
     try:
         for peer in out.values():
             grant_acls(peer, creations)
-            create_topics(peer, {SHARED_TOPIC: 1})
+            # its records carry a fixed 2023 timestamp: Kafka's time retention (7 days, checked every
+            # 5 minutes) would delete them in the middle of a long run
+            create_topics(peer, {SHARED_TOPIC: 1}, {SHARED_TOPIC: {"retention.ms": -1}})
             r = wait_until(lambda: ok(peer.client("admin").call(0, 9, {
                 "transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
                     {"name": SHARED_TOPIC, "partition_data": [

@@ -74,7 +74,9 @@ def jaas() -> str:
 class Client:
     """One authenticated raw connection: `call(api_key, version, body)` -> decoded response body."""
 
-    def __init__(self, host: str, port: int, user: str, timeout: float = 30.0):
+    def __init__(self, host: str, port: int, user: str, timeout: float = 30.0,
+                 client_id: str = "pylog-differential"):
+        self.client_id = client_id
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.corr = 0
@@ -86,7 +88,7 @@ class Client:
 
     def send(self, api_key: int, version: int, body: dict) -> int:
         self.corr += 1
-        self.sock.sendall(encode_request(api_key, version, self.corr, "pylog-differential", body))
+        self.sock.sendall(encode_request(api_key, version, self.corr, self.client_id, body))
         return self.corr
 
     def receive(self, api_key: int, version: int, corr: int) -> dict:
@@ -107,20 +109,22 @@ class Peer:
 
     def __init__(self, name: str, host: str, port: int):
         self.name, self.host, self.port = name, host, port
-        self._clients: dict[str, Client] = {}
+        self._clients: dict[tuple, Client] = {}
 
-    def client(self, user: str) -> Client:
-        c = self._clients.get(user)
+    def client(self, user: str, client_id: str | None = None) -> Client:
+        """The principal's connection (one per client id: quotas are per client id)."""
+        c = self._clients.get((user, client_id))
         if c is None:
-            c = self._clients[user] = Client(self.host, self.port, user)
+            c = self._clients[(user, client_id)] = Client(self.host, self.port, user,
+                                                          client_id=client_id or "pylog-differential")
         return c
 
-    def fresh(self, user: str) -> Client:
+    def fresh(self, user: str, client_id: str | None = None) -> Client:
         """A new connection (for scenarios that close or time out theirs)."""
-        return Client(self.host, self.port, user)
+        return Client(self.host, self.port, user, client_id=client_id or "pylog-differential")
 
-    def drop(self, user: str) -> None:
-        c = self._clients.pop(user, None)
+    def drop(self, user: str, client_id: str | None = None) -> None:
+        c = self._clients.pop((user, client_id), None)
         if c is not None:
             c.close()
 

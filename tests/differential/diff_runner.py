@@ -8,10 +8,17 @@ A scenario is a dict:
                 "body": {...}, "compare": True, "wait_ms": 0, "repeat_until": {...}}]
 A body value "$N.path.to.field" is the value at that path of step N's answer (on the same
 broker: producer ids, epochs and member ids differ between brokers). A "records" value that is
-a dict {"values": [...], "producer_id", "producer_epoch", "base_sequence", "transactional"}
+a dict {"values": [...], "producer_id", "producer_epoch", "base_sequence", "transactional",
+"keys", "timestamps", "codec"}
 is built into a v2 batch with pylog's BatchBuilder (the same bytes for both brokers).
 `ignore`: extra field names left out of the comparison of that step, with the reason in
 `why` (README's Compatibility section lists them).
+A step's `client_id` sends it on a connection with that client id (quotas are per client id).
+A scenario's `acls` [(principal, resource type, name, operation)] are granted (ALLOW, LITERAL)
+on each broker before its steps.
+A step's `band` {measure: [slack, fraction]} compares a number that legitimately varies
+(throttle_time_ms, delivered_bytes: the records bytes of a Fetch answer) within
+max(slack, fraction * the larger of the two) instead of exactly.
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ import runpy
 import time
 from pathlib import Path
 
-from diff_peers import ADMIN, Peer
+from diff_peers import ADMIN, OPERATIONS, RESOURCE_TYPES, Peer, grant_acls
 from pylog.core.protocol import API_KEYS, API_NAMES, encode_subscription
 from pylog.core.records import BatchBuilder
 
@@ -87,7 +94,7 @@ def render(value, u: str, answers: list):
         return [render(v, u, answers) for v in value]
     if isinstance(value, dict):
         if "values" in value and set(value) <= {"values", "producer_id", "producer_epoch", "base_sequence",
-                                                 "transactional"}:
+                                                 "transactional", "keys", "timestamps", "codec"}:
             return _batch({k: render(v, u, answers) for k, v in value.items()})
         if set(value) == {"subscription"}:  # a classic consumer's JoinGroup metadata
             return encode_subscription({"topics": render(value["subscription"], u, answers), "user_data": None,
@@ -97,10 +104,16 @@ def render(value, u: str, answers: list):
 
 
 def _batch(spec: dict) -> bytes:
+    """`keys` and `timestamps` (ms, or "now") per record when given; else no key and FIXED_TS + i."""
     b = BatchBuilder(producer_id=spec.get("producer_id", -1), producer_epoch=spec.get("producer_epoch", -1),
-                     base_sequence=spec.get("base_sequence", -1), is_transactional=spec.get("transactional", False))
+                     base_sequence=spec.get("base_sequence", -1), is_transactional=spec.get("transactional", False),
+                     codec=spec.get("codec", 0))
+    keys, stamps = spec.get("keys"), spec.get("timestamps")
     for i, v in enumerate(spec["values"]):
-        b.append(FIXED_TS + i, None, v.encode() if isinstance(v, str) else v, [])
+        ts = stamps[i] if stamps else FIXED_TS + i
+        key = keys[i] if keys else None
+        b.append(int(time.time() * 1000) if ts == "now" else ts, key.encode() if isinstance(key, str) else key,
+                 v.encode() if isinstance(v, str) else v, [])
     return bytes(b.build())
 
 
@@ -134,6 +147,10 @@ def run(peer: Peer, sc: dict) -> list[dict]:
     u = _suffix(sc["name"])
     create_topics(peer, {render(k, u, []): v for k, v in (sc.get("topics") or {}).items()},
                   {render(k, u, []): v for k, v in (sc.get("topic_configs") or {}).items()})
+    if sc.get("acls"):
+        grant_acls(peer, [{"resource_type": RESOURCE_TYPES[rt], "resource_name": render(name, u, []),
+                           "resource_pattern_type": 3, "principal": f"User:{who}", "host": "*",
+                           "operation": OPERATIONS[op], "permission_type": 3} for who, rt, name, op in sc["acls"]])
     answers: list = []
     for step in sc["steps"]:
         if step.get("wait_ms"):
@@ -144,11 +161,13 @@ def run(peer: Peer, sc: dict) -> list[dict]:
         deadline = time.monotonic() + step.get("repeat_s", 20)
         while True:
             body = render(step.get("body") or {}, u, answers)
-            c = peer.client(user)
+            cid = step.get("client_id")
+            cid = render(cid, u, answers) if cid else None
+            c = peer.client(user, cid)
             try:
                 ans = c.call(key, version, body)
             except (ConnectionError, OSError):
-                peer.drop(user)
+                peer.drop(user, cid)
                 ans = {"closed": True}
             if not until and _loading(ans) and time.monotonic() < deadline:
                 time.sleep(0.2)  # a coordinator still loading: clients retry these
@@ -161,10 +180,14 @@ def run(peer: Peer, sc: dict) -> list[dict]:
 
 
 RETRIABLE = {14, 15}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+NOT_LEADER = 6  # a partition just created, its leader not yet serving on Kafka: producers retry
 
 
 def _loading(ans: dict) -> bool:
     if ans.get("error_code") in RETRIABLE:
+        return True
+    if any(p.get("error_code") == NOT_LEADER for t in ans.get("responses") or ()
+           for p in t.get("partition_responses") or ()):
         return True
     return any(c.get("error_code") in RETRIABLE for c in ans.get("coordinators") or ())
 
@@ -223,6 +246,11 @@ def compare(sc: dict, kafka_answers: list, pylog_answers: list) -> list[str]:
         kn, pn = normalise(ka, ignore, ks), normalise(pa, ignore, ps)
         if not step.get("compare", True):
             continue
+        for what, (slack, fraction) in (step.get("band") or {}).items():
+            k, p = measure(what, ka), measure(what, pa)
+            if abs(k - p) > max(slack, fraction * max(abs(k), abs(p))):
+                problems.append(f"scenario {sc['name']} step {i}: {what} out of band "
+                                f"(slack {slack}, fraction {fraction}): Kafka {k}, pylog {p}")
         if kn != pn:
             key = api_key(step["api"])
             problems.append(
@@ -231,3 +259,11 @@ def compare(sc: dict, kafka_answers: list, pylog_answers: list) -> list[str]:
                 f"  Kafka:   {json.dumps(kn, sort_keys=True, default=str)}\n"
                 f"  pylog:   {json.dumps(pn, sort_keys=True, default=str)}")
     return problems
+
+
+def measure(what: str, ans: dict) -> int:
+    """A number of an answer compared within a band."""
+    if what == "delivered_bytes":
+        return sum(len(bytes(p.get("records") or b"")) for t in ans.get("responses") or ()
+                   for p in t.get("partitions") or ())
+    return ans.get(what) or 0

@@ -40,6 +40,33 @@ def heartbeat(c, group, member, epoch=0, topics=None, regex=None, owned=(), inst
         time.sleep(0.2)
 
 
+def reader_of(peer, topics: dict, group: str, described: str):
+    """Create `topics`; a client as alice, who may READ `group` and DESCRIBE only topic `described`."""
+    create_topics(peer, topics)
+    grant_acls(peer, [acl("alice", "GROUP", group, "READ"), acl("alice", "TOPIC", described, "DESCRIBE")])
+    return peer.client("alice")
+
+
+def regex_assignment(c, group, member, regex, what):
+    """Join `group` as `member` subscribed to `regex` and heartbeat until the broker has
+    resolved the regex to an assignment; its topic_partitions (the member then leaves)."""
+    r = heartbeat(c, group, member, regex=regex)
+    assert r["error_code"] == E.NONE, r
+    epoch, last = r["member_epoch"], r["assignment"] and r["assignment"]["topic_partitions"]
+
+    def assigned():
+        nonlocal epoch, last
+        a = heartbeat(c, group, member, epoch=epoch, owned=None)
+        assert a["error_code"] == E.NONE, a
+        epoch = a["member_epoch"]
+        if a["assignment"] is not None:
+            last = a["assignment"]["topic_partitions"]
+        return last
+    tps = wait_until(assigned, 60, what, step=0.5)
+    heartbeat(c, group, member, epoch=-1)
+    return tps
+
+
 def _heartbeat(c, group, member, epoch, topics, regex, owned, instance):
     return c.call(68, 1, {"group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": instance,
                           "rack_id": None, "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
@@ -60,9 +87,7 @@ def init_pid(c, tid, pid=-1, epoch=-1):
 @pytest.mark.parametrize("broker", BROKERS)
 def test_kip848_heartbeat_and_describe_authorized_per_group_and_topic(peers, broker):
     peer = peers[broker]
-    create_topics(peer, {"d1-t": 2, "d1-secret": 1})
-    grant_acls(peer, [acl("alice", "GROUP", "d1-g", "READ"), acl("alice", "TOPIC", "d1-t", "DESCRIBE")])
-    alice = peer.client("alice")
+    alice = reader_of(peer, {"d1-t": 2, "d1-secret": 1}, "d1-g", "d1-t")
     # READ on the group and DESCRIBE on the topic: a consumer joins (no CLUSTER_ACTION needed)
     r = heartbeat(alice, "d1-g", "d1-m1", topics=["d1-t"])
     assert r["error_code"] == E.NONE and r["member_epoch"] > 0, r
@@ -82,27 +107,10 @@ def test_kip848_heartbeat_and_describe_authorized_per_group_and_topic(peers, bro
 @pytest.mark.parametrize("broker", BROKERS)
 def test_kip848_regex_keeps_only_topics_the_member_may_describe(peers, broker):
     peer = peers[broker]
-    create_topics(peer, {"d1r-open": 1, "d1r-closed": 1})
-    grant_acls(peer, [acl("alice", "GROUP", "d1r-g", "READ"), acl("alice", "TOPIC", "d1r-open", "DESCRIBE")])
-    alice = peer.client("alice")
+    alice = reader_of(peer, {"d1r-open": 1, "d1r-closed": 1}, "d1r-g", "d1r-open")
     open_id = topic_id(peer, "d1r-open")
-    r = heartbeat(alice, "d1r-g", "d1r-m", regex="d1r-.*")
-    assert r["error_code"] == E.NONE, r
-    epoch = r["member_epoch"]
-
-    last = r["assignment"] and r["assignment"]["topic_partitions"]
-
-    def assigned():
-        nonlocal epoch, last
-        a = heartbeat(alice, "d1r-g", "d1r-m", epoch=epoch, owned=None)
-        assert a["error_code"] == E.NONE, a
-        epoch = a["member_epoch"]
-        if a["assignment"] is not None:
-            last = a["assignment"]["topic_partitions"]
-        return last
-    tps = wait_until(assigned, 60, "the regex resolved to an assignment", step=0.5)
+    tps = regex_assignment(alice, "d1r-g", "d1r-m", "d1r-.*", "the regex resolved to an assignment")
     assert [(t["topic_id"], t["partitions"]) for t in tps] == [(open_id, [0])]
-    heartbeat(alice, "d1r-g", "d1r-m", epoch=-1)
 
 
 # ---- 2: a fenced transactional producer stays fenced -----------------------------------------
@@ -235,21 +243,9 @@ def test_kip848_regex_matches_internal_topics(peers, broker):
     peer = peers[broker]
     admin = peer.client(ADMIN)
     offsets_id = topic_id(peer, "__consumer_offsets")
-    r = heartbeat(admin, "d10-g", "d10-m", regex=".*(?:__consumer_offsets).*")
-    assert r["error_code"] == E.NONE, r
-    epoch, last = r["member_epoch"], r["assignment"] and r["assignment"]["topic_partitions"]
-
-    def assigned():
-        nonlocal epoch, last
-        a = heartbeat(admin, "d10-g", "d10-m", epoch=epoch, owned=None)
-        assert a["error_code"] == E.NONE, a
-        epoch = a["member_epoch"]
-        if a["assignment"] is not None:
-            last = a["assignment"]["topic_partitions"]
-        return last
-    tps = wait_until(assigned, 60, "the regex resolved to __consumer_offsets", step=0.5)
+    tps = regex_assignment(admin, "d10-g", "d10-m", ".*(?:__consumer_offsets).*",
+                           "the regex resolved to __consumer_offsets")
     assert [t["topic_id"] for t in tps] == [offsets_id]
-    heartbeat(admin, "d10-g", "d10-m", epoch=-1)
 
 
 # ---- 11: offsets of topics that do not exist are not stored -----------------------------------

@@ -31,6 +31,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from support.broker_fixtures import recv_exact
 
 KAFKA_DIR = Path(__file__).resolve().parents[1] / "kafka"
@@ -127,6 +129,40 @@ def java_program(source: str, *args: str, timeout: float = 180, check: bool = Tr
     classes, name = compile_java(source)
     return run_main(name, *args, timeout=timeout, check=check, input=input, log_level=log_level,
                     extra_cp=classes)
+
+
+def java_named_bytes(source: str) -> dict:
+    """{(name, version): bytes} from a Java program printing `NAME VERSION HEX` lines (Kafka's
+    own serialization of the messages a golden test compares with)."""
+    out = {}
+    for line in java_program(source).stdout.splitlines():
+        name, v, hexed = line.split()
+        out[(name, int(v))] = bytes.fromhex(hexed)
+    return out
+
+
+# Kafka's command-line tools by script name (kafka-NAME.sh): their main classes
+TOOLS = {
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "configs": "org.apache.kafka.tools.ConfigCommand",
+    "delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+}
+
+
+@pytest.fixture(scope="module")
+def shell():
+    """One ToolShell JVM for the test module."""
+    sh = ToolShell()
+    yield sh
+    sh.close()
 
 
 class ToolShell:

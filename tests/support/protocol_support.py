@@ -270,3 +270,26 @@ def from_kp(obj, fields, version, flexible):
             v = uuid.UUID(bytes=bytes(v)) if isinstance(v, (bytes, bytearray)) else uuid.UUID(str(v))
         out[f.name] = v
     return out
+
+
+def decoded_subset(expected, got) -> bool:
+    """Every field a test set equals what pylog decoded (the rest are defaults)."""
+    if isinstance(expected, dict):
+        return all(k in got and decoded_subset(v, got[k]) for k, v in expected.items())
+    if isinstance(expected, list):
+        return len(expected) == len(got) and all(decoded_subset(e, g) for e, g in zip(expected, got))
+    if isinstance(expected, bytes):
+        return bytes(got) == expected
+    return expected == got
+
+
+def assert_body_matches(what: str, key: int, version: int, direction: str, body: dict, theirs: bytes) -> None:
+    """pylog encodes `body` to Kafka's bytes `theirs` and decodes them back to it."""
+    from pylog.core.protocol.codec import (
+        decode_request_body, decode_response_body, encode_request_body, encode_response_body,
+    )
+
+    enc = encode_request_body if direction == "request" else encode_response_body
+    dec = decode_request_body if direction == "request" else decode_response_body
+    assert enc(key, version, body) == theirs, what
+    assert decoded_subset(body, dec(key, version, theirs)), what

@@ -11,7 +11,9 @@ test module uses:
 Every other test is `fast`: pure Python, in-process, no tool beyond the pip packages.
 
 Under pytest-xdist (`--dist loadgroup`, set in pyproject) each module's tests run on one worker,
-and all Spark tests on one worker.
+and all Spark tests on one worker: `group_node_ids` puts each test's group into its node id (the
+`@group` suffix the loadgroup scheduler reads), because xdist 3.8 writes that suffix to an
+attribute pytest 9.2 no longer reads (`Node._nodeid`; pytest 9.2 keeps the id in `Node._id`).
 
 `pytest -m fast` runs that tier; there, and only there, a test whose tool is missing is skipped
 with the tool named. The full run (`pytest`) skips nothing: CI installs every tool.
@@ -95,6 +97,26 @@ def xdist_group(item, marks: set[str]) -> str:
     if "share_kafka" in item.fixturenames:  # one Kafka 4.4 node for every share-group comparison
         return "share_groups"
     return item.path.stem
+
+
+def group_of(item) -> str | None:
+    """The xdist group an item's marks name (joined as xdist joins several), or None."""
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    return "_".join(names) or None
+
+
+def group_node_ids(config, items) -> None:
+    """On a `--dist loadgroup` worker, end each test's node id with `@group` so the controller keeps
+    a group on one worker, as pytest-xdist's own hook means to (its write no longer reaches
+    pytest's node id)."""
+    if getattr(config, "workerinput", None) is None or not config.getvalue("loadgroup"):
+        return
+    from _pytest.nodeid import NodeId  # pytest 9.2: a node's id is a NodeId in `_id`
+    for item in items:
+        group = group_of(item)
+        if group and not item.nodeid.endswith("@" + group):
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 def apply_marks(items, fast_tier: bool) -> None:

@@ -75,14 +75,25 @@ def new_topic(bootstrap, partitions=2, configs=None) -> str:
 
 
 def read_all(bootstrap, topic, partitions, isolation, expect=None, timeout=30.0) -> dict:
-    """{partition: [(offset, key, value)]} up to each partition's end (the LSO when read_committed)."""
+    """{partition: [(offset, key, value)]} up to each partition's end (the LSO when read_committed).
+
+    With expect, reads again until that many records are seen: Kafka answers EndTxn before its
+    markers are written, so the LSO reaches a committed transaction's end a moment later."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = _read_to_end(bootstrap, topic, partitions, isolation, deadline)
+        if expect is None or sum(map(len, out.values())) >= expect or time.monotonic() >= deadline:
+            return out
+        time.sleep(0.2)
+
+
+def _read_to_end(bootstrap, topic, partitions, isolation, deadline) -> dict:
     c = Consumer({"bootstrap.servers": bootstrap, "isolation.level": isolation, "auto.offset.reset": "earliest"})
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         c.assign(tps)
         ends = c.end_offsets(tps)
         out = {p: [] for p in range(partitions)}
-        deadline = time.monotonic() + timeout
         while any(c.position(tp) < ends[tp] for tp in tps):
             assert time.monotonic() < deadline, f"did not reach {ends} ({isolation})"
             for tp, recs in c.poll(200).items():

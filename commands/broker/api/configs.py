@@ -343,6 +343,9 @@ def incremental_alter_configs(broker: Broker, ctx: RequestContext, body: dict) -
     return {"throttle_time_ms": 0, "responses": out}
 
 
-def alter_error(body, version, code, msg):
+def alter_configs_error(body, version, code, msg):
     """Every resource with `code` (both alter APIs)."""
     return {"throttle_time_ms": 0, "responses": [_alter_result(r, code, msg) for r in body["resources"]]}
+
+
+incremental_alter_configs_error = alter_configs_error  # the same answer shape

@@ -9,7 +9,6 @@ turns them into file ranges that the server sends with os.sendfile.
 """
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from pylog.commands.broker.api.context import (
     code_of,
     mirror_partitions,
 )
+from pylog.commands.broker.api.quotas import fetch_byte_cap
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
 
@@ -138,9 +138,12 @@ def fetch(broker: Broker, ctx: RequestContext, body: dict):
         # full requests with session_id 0, so no session ever exists)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
                 "responses": []}
-    req = _FetchRequest(body["topics"], ctx.api_version >= 13, body["isolation_level"] == READ_COMMITTED,
-                        min(body["max_bytes"], broker.config["fetch.max.bytes"]))
-    min_bytes = body["min_bytes"]
+    max_bytes = min(body["max_bytes"], broker.config["fetch.max.bytes"])
+    cap = fetch_byte_cap(broker, ctx)  # more than the quota allows would be throttled for sure
+    if cap is not None:
+        max_bytes = min(max_bytes, cap)
+    req = _FetchRequest(body["topics"], ctx.api_version >= 13, body["isolation_level"] == READ_COMMITTED, max_bytes)
+    min_bytes = min(body["min_bytes"], max_bytes)
     max_wait = body["max_wait_ms"]
     responses, total, errors = _read_all(broker, req)
     if total >= min_bytes or max_wait <= 0 or errors or not responses or broker.stopping:
@@ -155,13 +158,7 @@ async def _long_poll(broker: Broker, req: _FetchRequest, keys: list, min_bytes: 
         left = deadline - broker.loop.time()
         if left <= 0 or broker.stopping:
             break
-        fut = broker.new_waiter(keys)
-        try:
-            await asyncio.wait_for(fut, left)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            broker.drop_waiter(fut, keys)
+        await broker.wait_for_append(keys, left)
         resps, got, errs = _read_all(broker, req)
         if got >= min_bytes or errs:
             return _fetch_answer(broker, resps)

@@ -138,12 +138,25 @@ def leave_group_error(body, version, code, msg):
 
 # ---- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------
 
-def known_partitions(broker: Broker, topics: list) -> set:
-    """The (topic, partition)s of an offset commit that exist: Kafka answers the others
+def commit_requests(broker: Broker, topics: list) -> tuple[set, list]:
+    """The (topic, partition)s of an offset commit that exist, and their offsets to store as
+    ((topic, partition), offset, leader epoch, metadata): Kafka answers the others
     UNKNOWN_TOPIC_OR_PARTITION and stores nothing for them."""
     logs = broker.logs
-    return {(t["name"], p["partition_index"]) for t in topics for p in t["partitions"]
-            if logs.get_log(t["name"], p["partition_index"]) is not None}
+    known = {(t["name"], p["partition_index"]) for t in topics for p in t["partitions"]
+             if logs.get_log(t["name"], p["partition_index"]) is not None}
+    offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
+                p["committed_metadata"]) for t in topics for p in t["partitions"]
+               if (t["name"], p["partition_index"]) in known]
+    return known, offsets
+
+
+def commit_answer(topics: list, by_tp: dict) -> dict:
+    """An OffsetCommit or TxnOffsetCommit answer: each partition's code from `by_tp`,
+    UNKNOWN_TOPIC_OR_PARTITION for the partitions that do not exist (as Kafka's KafkaApis)."""
+    return {"throttle_time_ms": 0, "topics": mirror_partitions(
+        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": by_tp.get(
+            (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
 
 
 def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> int:
@@ -166,10 +179,7 @@ def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> i
 def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Commit offsets for a member of the group's generation, or for an admin (generation -1)."""
     topics = body["topics"]
-    known = known_partitions(broker, topics)
-    offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
-                p["committed_metadata"]) for t in topics for p in t["partitions"]
-               if (t["name"], p["partition_index"]) in known]
+    known, offsets = commit_requests(broker, topics)
     by_tp = {}
     refused = _member_commit_refused(broker, ctx, body)
     if refused:
@@ -180,9 +190,7 @@ def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             body["group_id"], body["generation_id_or_member_epoch"], body["member_id"], body["group_instance_id"],
             offsets)
         by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": by_tp.get(
-            (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
+    return commit_answer(topics, by_tp)
 
 
 def offset_commit_error(body, version, code, msg):

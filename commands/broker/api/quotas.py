@@ -4,9 +4,10 @@ Enforcement (broker.dispatch calls `throttle`): Produce counts the request's
 bytes against producer_byte_rate, Fetch the record bytes of its answer
 against consumer_byte_rate, and every request its handling time against
 request_percentage. An answer over a quota carries throttle_time_ms and the
-connection is muted for that long (KIP-219); a throttled fetch answer drops
-its records (the partitions keep their watermarks), as Kafka sends an empty
-fetch response to a throttled consumer. CreateTopics, CreatePartitions and
+connection is muted for that long (KIP-219). A throttled fetch is answered
+with no partitions and its bytes are taken back off the rate, as Kafka's
+(ClientQuotaManager.unrecordQuotaSensor); a fetch never asks for more than
+the quota allows in num-1 windows (`fetch_byte_cap`). CreateTopics, CreatePartitions and
 DeleteTopics count partitions against controller_mutation_rate through
 `mutation_quota` and `mutation_answer` (quotas.MutationQuota).
 """
@@ -116,6 +117,14 @@ def alter_client_quotas_error(body, version, code, msg):
 
 # ---- enforcement -----------------------------------------------------------
 
+def fetch_byte_cap(broker: Broker, ctx: RequestContext) -> int | None:
+    """The bytes one fetch answer may carry under the client's consumer_byte_rate (None: no cap)."""
+    qm = broker.quotas
+    if qm is None or not qm.active:
+        return None
+    return qm.max_in_window(FETCH, _user(ctx.conn), ctx.client_id or "")
+
+
 def _user(conn) -> str:
     p = conn.principal
     return p.split(":", 1)[1] if ":" in p else p
@@ -140,11 +149,13 @@ def _apply(broker: Broker, ctx: RequestContext, size: int, handled_s: float, res
     if ctx.api_key == _PRODUCE_KEY:
         ms = max(ms, qm.record(PRODUCE, user, client, size, now))
     elif ctx.api_key == _FETCH_KEY and "responses" in result:
-        fetch_ms = qm.record(FETCH, user, client, _fetch_bytes(result), now)
-        if fetch_ms:
-            for t in result["responses"]:
-                for p in t["partitions"]:
-                    p["records"] = b""
+        size = _fetch_bytes(result)
+        fetch_ms = qm.record(FETCH, user, client, size, now)
+        if fetch_ms or ms:
+            # Kafka's throttled fetch: an empty answer, and its bytes taken back off the
+            # consumer's rate (they were never delivered)
+            qm.unrecord(FETCH, user, client, size, now)
+            result["responses"] = []
             ms = max(ms, fetch_ms)
     if ms:
         if "throttle_time_ms" in result:

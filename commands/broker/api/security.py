@@ -96,7 +96,7 @@ def delete_acls_error(body, version, code, msg):
         {"error_code": code, "error_message": msg, "matching_acls": []} for _ in body["filters"] or []]}
 
 # ---- SCRAM credentials -----------------------------------------------------
-def describe_scram(broker, ctx, body: dict) -> dict:
+def describe_user_scram_credentials(broker, ctx, body: dict) -> dict:
     """DescribeUserScramCredentials: mechanisms and iterations per user (never the keys)."""
     users = body["users"]
     creds = broker.security.credentials
@@ -122,13 +122,13 @@ def describe_scram(broker, ctx, body: dict) -> dict:
             results.append({"user": n, "error_code": 0, "error_message": None, "credential_infos": infos})
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
 
-def describe_scram_error(body, version, code, msg):
+def describe_user_scram_credentials_error(body, version, code, msg):
     # Kafka: one result per requested user, with the code and no user name
     return {"throttle_time_ms": 0, "error_code": code, "error_message": msg, "results": [
         {"user": "", "error_code": code, "error_message": msg, "credential_infos": []}
         for _ in body["users"] or ()]}
 
-def alter_scram(broker, ctx, body: dict) -> dict:
+def alter_user_scram_credentials(broker, ctx, body: dict) -> dict:
     """AlterUserScramCredentials: upserts (salted password from the client) and deletions; a user
     with any error gets none of its changes."""
     dels = body["deletions"] or []
@@ -178,12 +178,12 @@ def alter_scram(broker, ctx, body: dict) -> dict:
             broker.security.change_credentials(upserts, deletions)
         except OSError as e:
             code, msg = code_of(e)
-            return alter_scram_error(body, ctx.api_version, code, msg)
+            return alter_user_scram_credentials_error(body, ctx.api_version, code, msg)
     return {"throttle_time_ms": 0, "results": [
         {"user": n, "error_code": errors.get(n, (0, None))[0], "error_message": errors.get(n, (0, None))[1]}
         for n in order]}
 
-def alter_scram_error(body, version, code, msg):
+def alter_user_scram_credentials_error(body, version, code, msg):
     names = dict.fromkeys([d.get("name") for d in body["deletions"] or []]
                           + [u.get("name") for u in body["upsertions"] or []])
     return {"throttle_time_ms": 0, "results": [{"user": n, "error_code": code, "error_message": msg}

@@ -10,7 +10,6 @@ changes are persisted in `__share_group_state` before the answer goes out.
 """
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.context import RequestContext
@@ -229,13 +228,7 @@ async def _long_poll(broker: Broker, gid: str, mid: str, session, body: dict, en
             info = broker.topic_by_id(tid)
             if info is not None:
                 keys.append((info.name, idx))
-        fut = broker.new_waiter(keys)
-        try:
-            await asyncio.wait_for(fut, left)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            broker.drop_waiter(fut, keys)
+        await broker.wait_for_append(keys, left)
         changed: dict = {}
         total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed)
         if _persist(broker, changed):

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.context import RequestContext, mirror_partitions
-from pylog.commands.broker.api.groups import known_partitions
+from pylog.commands.broker.api.groups import commit_answer, commit_requests, offset_commit_error
 from pylog.commands.broker.api.meta import INTERNAL_TOPICS
 from pylog.commands.broker.security.authorizer import topic_filter
 from pylog.core.security.acl import AclOperation as Op
@@ -145,10 +145,7 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         code = tc.check_offsets_commit(body["transactional_id"], body["producer_id"], body["producer_epoch"], gid)
     if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH
-    known = known_partitions(broker, topics)
-    offsets = [((t["name"], p["partition_index"]), p["committed_offset"], p["committed_leader_epoch"],
-                p["committed_metadata"]) for t in topics for p in t["partitions"]
-               if (t["name"], p["partition_index"]) in known]
+    _, offsets = commit_requests(broker, topics)
     if not offsets:
         codes = []
     elif code == ErrorCode.NONE:
@@ -157,17 +154,10 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             body["group_instance_id"], offsets)
     else:
         codes = [code] * len(offsets)
-    # partitions that do not exist: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis answers them
-    by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        topics, lambda t, p: {"partition_index": p["partition_index"], "error_code": by_tp.get(
-            (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
+    return commit_answer(topics, {tp: c for (tp, *_), c in zip(offsets, codes)})
 
 
-def txn_offset_commit_error(body, version, code, msg):
-    """Every partition with `code`."""
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        body["topics"], lambda t, p: {"partition_index": p["partition_index"], "error_code": code})}
+txn_offset_commit_error = offset_commit_error  # every partition with the code
 
 
 # ---- EndTxn ------------------------------------------------------------------
@@ -241,13 +231,17 @@ def list_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     now = int(time.time() * 1000)
     out = []
     for m in sorted(broker.txn_coordinator.list(), key=lambda x: x.transactional_id):
+        if m.state == TxnState.DEAD:  # being expired: Kafka never lists it
+            continue
         if states and m.state.kafka_name not in states:
             continue
         if pids and m.producer_id not in pids:
             continue
         if regex is not None and not regex.fullmatch(m.transactional_id):
             continue
-        if duration >= 0 and (m.start_ms < 0 or now - m.start_ms <= duration or not m.is_open):
+        # as Kafka: the time since the transaction started, whatever its state (an Empty one has
+        # no start, -1, so it is always older than the filter)
+        if duration >= 0 and now - m.start_ms <= duration:
             continue
         out.append({"transactional_id": m.transactional_id, "producer_id": m.producer_id,
                     "transaction_state": m.state.kafka_name})

@@ -32,6 +32,7 @@ from pylog.commands.broker.groups.migration import Migration
 from pylog.commands.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.commands.broker.groups import offsets_topic as ot
 from pylog.commands.broker.groups.store import GroupStore, now_ms
+from pylog.commands.broker.node.scheduler import Ticker
 from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
@@ -58,9 +59,8 @@ class GroupCoordinator:
         self.retention_check_s = cfg["offsets.retention.check.interval.ms"] / 1000.0
         self.metadata_max = cfg["offset.metadata.max.bytes"]
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._ticker: asyncio.TimerHandle | None = None
-        self._retention_timer: asyncio.TimerHandle | None = None
-        self._stopped = False
+        self._ticker: Ticker | None = None
+        self._retention_timer: Ticker | None = None
         self.classic = ClassicGroups(self.groups, self.store, cfg)
         self.consumer = ConsumerGroupCoordinator(broker, self.groups, self.store)  # KIP-848
         self.migration = Migration(self.classic, self.consumer, self.store, cfg["group.consumer.migration.policy"])
@@ -88,13 +88,12 @@ class GroupCoordinator:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the session/rebalance ticker and the offset-expiration timer."""
         self.loop = self.classic.loop = loop
-        self._stopped = False
-        self._ticker = loop.call_later(TICK_S, self._tick)
-        self._retention_timer = loop.call_later(self.retention_check_s, self._retention_tick)
+        self._ticker = Ticker(loop, TICK_S, lambda: self.tick(time.monotonic()), "group coordinator tick", log)
+        self._retention_timer = Ticker(loop, self.retention_check_s, lambda: self.expire_offsets(now_ms()),
+                                       "offset expiration", log)
 
     def stop(self) -> None:
         """Cancel the timers; parked JoinGroup/SyncGroup answers go with their connections."""
-        self._stopped = True
         for t in (self._ticker, self._retention_timer):
             if t is not None:
                 t.cancel()
@@ -104,26 +103,10 @@ class GroupCoordinator:
         self.store.ensure_topic()
 
     # ================================================================ timers
-    def _tick(self) -> None:
-        try:
-            self.tick(time.monotonic())
-        except Exception:  # noqa: BLE001 - keep ticking
-            log.exception("group coordinator tick failed")
-        if not self._stopped:
-            self._ticker = self.loop.call_later(TICK_S, self._tick)
-
     def tick(self, now: float) -> None:
         """Expire sessions and pending member ids; give up on slow joins and syncs."""
         self.consumer.tick(now)
         self.classic.tick(now)
-
-    def _retention_tick(self) -> None:
-        try:
-            self.expire_offsets(now_ms())
-        except Exception:  # noqa: BLE001
-            log.exception("offset expiration failed")
-        if not self._stopped:
-            self._retention_timer = self.loop.call_later(self.retention_check_s, self._retention_tick)
 
     def expire_offsets(self, now: int) -> int:
         """offsets.retention.minutes: an Empty group's offsets expire that long after it became

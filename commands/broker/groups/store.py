@@ -47,6 +47,21 @@ def iter_log_batches(plog):
             break
 
 
+def iter_keyed_records(logs, topic: str, partitions: int):
+    """The keyed data records of an internal topic's partitions, each partition from its log
+    start to its end (control batches skipped): what a coordinator replays at load."""
+    for p in range(partitions):
+        plog = logs.get_log(topic, p)
+        if plog is None:
+            continue
+        for h, batch, start in iter_log_batches(plog):
+            if h.is_control:
+                continue
+            for r in batch.records():
+                if r.offset >= start and r.key is not None:
+                    yield r
+
+
 def is_commit_marker(batch) -> bool:
     """A control batch holding a COMMIT marker."""
     for r in batch.records():

@@ -7,11 +7,19 @@ Kafka's SaslServerAuthenticator: ApiVersions and SaslHandshake first, then
 SaslAuthenticate rounds (or, after a v0 handshake, raw size-prefixed tokens);
 a failed authentication answers SASL_AUTHENTICATION_FAILED and closes the
 connection; any other request before authentication closes it.
+
+Re-authentication (KIP-368): with `connections.max.reauth.ms` set (per listener
+and mechanism, as Kafka's), SaslAuthenticate answers the session's lifetime;
+a request on a connection whose session expired closes it, and a
+SaslHandshake on an authenticated connection starts re-authentication with
+the same mechanism and principal (at most one a second; the request waits for
+nothing else: any other request before it completes closes the connection).
 """
 from __future__ import annotations
 
 import logging
 import struct
+import time
 
 from pylog.commands.broker.net.listeners import SASL_MECHANISMS, ListenerSpec
 from pylog.core.errors import ErrorCode, UsageError
@@ -31,6 +39,7 @@ class ListenerRuntime:
 
     def __init__(self, spec: ListenerSpec, config, store):
         self.spec = spec
+        self.config = config
         self.store = store  # SecurityStore: SCRAM credentials
         self.ssl_context = None
         self.mechanisms: list[str] = []
@@ -100,6 +109,9 @@ class SaslSession:
         self.mechanism: str | None = None
         self.raw = False  # v0 handshake: tokens follow as raw frames
         self._server = None
+        self.expires_at: float | None = None  # monotonic end of the session (connections.max.reauth.ms)
+        self._reauth_started = 0.0
+        self._previous: tuple[str, str] | None = None  # (mechanism, principal) being re-authenticated
 
     @property
     def authenticated(self) -> bool:
@@ -112,6 +124,9 @@ class SaslSession:
         if mechanism not in enabled:
             self.state = "failed"
             return {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
+        if self._previous is not None and mechanism != self._previous[0]:
+            self.state = "bad_mechanism"  # Kafka answers the handshake, then fails the next token
+            return {"error_code": 0, "mechanisms": enabled}
         self.mechanism = mechanism
         if mechanism == "PLAIN":
             self._server = _PlainServer(self.listener.plain_users)
@@ -125,6 +140,10 @@ class SaslSession:
 
     def authenticate(self, token: bytes) -> bytes:
         """Evaluate one client token; the reply, or SaslFailure."""
+        if self.state == "bad_mechanism":
+            raise SaslFailure(ErrorCode.SASL_AUTHENTICATION_FAILED,
+                              f"SASL mechanism '{self.mechanism}' requested by client is not supported for "
+                              f"re-authentication of mechanism '{self._previous[0]}'")
         if self.state != "authenticate":
             raise SaslFailure(ErrorCode.ILLEGAL_SASL_STATE, "Unexpected SaslAuthenticate request")
         try:
@@ -138,8 +157,37 @@ class SaslSession:
                        f"mechanism {self.mechanism}")
             raise SaslFailure(ErrorCode.SASL_AUTHENTICATION_FAILED, msg) from None
         if self._server.complete:
+            if self._previous is not None and self.principal != self._previous[1]:
+                self.state = "failed"
+                old, new = self._previous[1].split(":", 1), self.principal.split(":", 1)
+                raise SaslFailure(ErrorCode.SASL_AUTHENTICATION_FAILED,
+                                  f"Cannot change principals during re-authentication from {old[0]}.{old[1]}: "
+                                  f"{new[0]}.{new[1]}")
             self.state = "done"
+            self._previous = None
         return reply
+
+    def start_session(self) -> int:
+        """At the end of an authentication: the session's lifetime in ms (0: it never expires)."""
+        value = self.listener.spec.get(self.listener.config, "connections.max.reauth.ms", self.mechanism)
+        lifetime = max(int(value or 0), 0)
+        self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime else None
+        return lifetime
+
+    def gate(self, api_key: int) -> str | None:
+        """Why a request must close the connection (None: serve it). A SaslHandshake on an
+        authenticated connection whose sessions expire begins re-authentication."""
+        if self.state != "done":
+            return None if api_key in ALLOWED_BEFORE_AUTH else "before SASL authentication"
+        if self.expires_at is None:
+            return None
+        now = time.monotonic()
+        if api_key == SASL_HANDSHAKE_KEY and now - self._reauth_started >= 1.0:
+            self._reauth_started = now
+            self._previous = (self.mechanism, self.principal)
+            self.state, self._server = "handshake", None
+            return None
+        return "after its SASL session expired (no re-authentication)" if now > self.expires_at else None
 
     @property
     def principal(self) -> str:
@@ -192,9 +240,11 @@ def sasl_authenticate(broker, ctx, body: dict):
     except SaslFailure as e:
         broker.respond_and_close(ctx, _auth_error(e.code, str(e)), f"SASL authentication failed: {e}")
         return None
+    lifetime = 0
     if conn.sasl.authenticated:
         conn.principal = conn.sasl.principal
-    return {"error_code": 0, "error_message": None, "auth_bytes": reply, "session_lifetime_ms": 0}
+        lifetime = conn.sasl.start_session()
+    return {"error_code": 0, "error_message": None, "auth_bytes": reply, "session_lifetime_ms": lifetime}
 
 
 def sasl_authenticate_error(body, version, code, msg):
@@ -214,4 +264,5 @@ def raw_token(conn, frame: bytearray) -> None:
     if conn.sasl.authenticated:
         conn.principal = conn.sasl.principal
         conn.sasl.raw = False
+        conn.sasl.start_session()
     conn.fill(conn.reserve(), [_SIZE.pack(len(reply)) + reply])

@@ -40,7 +40,7 @@ from pylog.commands.broker.ops.request_faults import FaultEngine
 from pylog.commands.broker.security.authorizer import Authorizer, make_authorizer
 from pylog.commands.broker.security.store import SecurityStore
 from pylog.commands.broker.node.producer_ids import ProducerIdManager
-from pylog.commands.broker.net.sasl import ALLOWED_BEFORE_AUTH, raw_token
+from pylog.commands.broker.net.sasl import raw_token
 from pylog.commands.broker.node.scheduler import Scheduler
 from pylog.commands.broker.net.server import Connection, Server
 from pylog.commands.broker.node.settings import BrokerSettings
@@ -297,13 +297,16 @@ class Broker:
             self.logs.shutdown()
 
     # ---- fetch long polls --------------------------------------------------
-    def new_waiter(self, keys) -> asyncio.Future:
-        """A future woken by the next append to any (topic, partition) in `keys`."""
-        return self.fetch_waiters.add(self.loop, keys)
-
-    def drop_waiter(self, fut: asyncio.Future, keys) -> None:
-        """Forget a waiter from new_waiter (woken or timed out)."""
-        self.fetch_waiters.remove(fut, keys)
+    async def wait_for_append(self, keys, timeout: float) -> None:
+        """Return at the next append to any (topic, partition) in `keys`, or after `timeout` s
+        (a parked fetch's wait)."""
+        fut = self.fetch_waiters.add(self.loop, keys)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self.fetch_waiters.remove(fut, keys)
 
     def wake(self, topic: str, partition: int) -> None:
         """New data in a partition: parked fetches on it read again."""
@@ -359,9 +362,9 @@ class Broker:
         handler = self.handlers.get(req.api_key)
         if handler is None:
             return conn.close(f"api {protocol.API_NAMES.get(req.api_key, req.api_key)} is not served by this broker")
-        if sasl is not None and not sasl.authenticated and req.api_key not in ALLOWED_BEFORE_AUTH:
-            # Kafka: any other request before authentication ends the connection
-            return conn.close(f"unexpected {handler.schema.name} request before SASL authentication")
+        if sasl is not None and (why := sasl.gate(req.api_key)) is not None:
+            # Kafka: any other request before authentication, or after the session expired, ends it
+            return conn.close(f"unexpected {handler.schema.name} request {why}")
         ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn)
         # the decoder checked the version against the schema, which is what we advertise;
         # authorization runs here, before the handler: it refuses the request or takes

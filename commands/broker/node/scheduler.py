@@ -1,8 +1,9 @@
-"""The broker's periodic storage work: retention, checkpoints, flushes, producer expiration.
+"""The broker's periodic work: storage jobs (retention, checkpoints, flushes, producer
+expiration) and the coordinators' timers.
 
-Each job runs every `every` seconds on one worker thread (the event loop must
-not block on disk), never overlapping itself; a failed run is logged and the
-job keeps its schedule.
+A storage job runs every `every` seconds on one worker thread (the event loop must
+not block on disk), never overlapping itself; a coordinator's Ticker runs on the event
+loop itself. A failed run is logged and the job keeps its schedule.
 """
 from __future__ import annotations
 
@@ -58,3 +59,31 @@ def _run_job(name: str, fn: Callable[[], None]) -> None:
         fn()
     except Exception:  # noqa: BLE001 - a failed timer must not stop the broker
         log.exception("periodic %s failed", name)
+
+
+class Ticker:
+    """`fn()` every `every` seconds on the event loop (a coordinator's timer); a failure is
+    logged to `logger` as "`what` failed" and the ticker keeps its schedule until cancel()."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, every: float, fn: Callable[[], None], what: str,
+                 logger: logging.Logger = log):
+        self._loop, self._every, self._fn, self._what, self._log = loop, every, fn, what, logger
+        self._stopped = False
+        self._handle = loop.call_later(every, self._fire)
+
+    def _fire(self) -> None:
+        try:
+            self._fn()
+        except Exception:  # noqa: BLE001 - keep ticking
+            self._log.exception("%s failed", self._what)
+        if not self._stopped:
+            self._handle = self._loop.call_later(self._every, self._fire)
+
+    def cancel(self) -> None:
+        """No run starts after this."""
+        self._stopped = True
+        self._handle.cancel()
+
+    def cancelled(self) -> bool:
+        """Whether cancel() was called."""
+        return self._stopped

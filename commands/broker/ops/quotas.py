@@ -153,10 +153,14 @@ class _Rate:
         self.values[-1] += value
 
     def measure(self, now: float) -> tuple[float, float]:
-        """(rate per second, span in seconds)."""
+        """(rate per second, span in seconds): the time since the oldest sample, plus the
+        windows missing to num-1 full ones (Kafka's Rate.windowSize)."""
         while self.starts and now - self.starts[0] > self.num * self.size:
             del self.starts[0], self.values[0]  # samples too old to count
-        span = max(now - self.starts[0] if self.starts else 0.0, (self.num - 1) * self.size)
+        span = now - self.starts[0] if self.starts else 0.0
+        full = int(span // self.size)
+        if full < self.num - 1:
+            span += (self.num - 1 - full) * self.size
         return sum(self.values) / span, span
 
 
@@ -244,6 +248,22 @@ class QuotaManager:
             return 0
         self.throttled[key] = self.throttled.get(key, 0) + 1
         return min(int((observed - quota) / quota * span * 1000), MAX_THROTTLE_MS)
+
+    def unrecord(self, key: str, user: str, client_id: str, value: float, now: float) -> None:
+        """Take back `value` recorded for an answer that was not delivered (a throttled fetch
+        goes out empty, so its bytes do not count: Kafka's unrecordQuotaSensor)."""
+        found = self.resolve(key, user, client_id)
+        rate = self._rates.get(found[1]) if found is not None else None
+        if rate is not None:
+            rate.record(-value, now)
+
+    def max_in_window(self, key: str, user: str, client_id: str) -> int | None:
+        """The most one answer may carry without being throttled for sure (the quota over
+        num-1 windows), or None when no quota applies: fetches are capped to it, as Kafka's."""
+        found = self.resolve(key, user, client_id)
+        if found is None:
+            return None
+        return int(found[0] * (self.window_num - 1) * self.window_s)
 
     def mutation_quota(self, user: str, client_id: str, strict: bool, now: float) -> MutationQuota | None:
         """The client's controller_mutation_rate for one CreateTopics/CreatePartitions/DeleteTopics

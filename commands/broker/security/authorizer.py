@@ -360,6 +360,19 @@ def _group_list(list_key: str, op: Op, rtype: Res = Res.GROUP, code: int = GROUP
     return rule
 
 
+def _describe_transactions(az: Authorizer, ctx, api, body):
+    """DescribeTransactions: DESCRIBE on each id; an answer lists only the topics the principal
+    may describe (Kafka leaves the others out)."""
+    split = _group_list("transactional_ids", Op.DESCRIBE, Res.TRANSACTIONAL_ID, TXN_DENIED)(az, ctx, api, body)
+    new, denied = split if split is not None else (body, None)
+
+    def filt(result):
+        for s in result.get("transaction_states") or ():
+            s["topics"] = [t for t in s.get("topics") or () if az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, t["topic"])]
+        return result if denied is None else az.merge(ctx, result, denied)
+    return new, filt
+
+
 def _list_transactions(az: Authorizer, ctx, api, body):
     """ListTransactions: only the transactional ids the principal may describe."""
     def filt(result):
@@ -474,7 +487,7 @@ _RULES = {
     50: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
     51: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
     61: _split_topics(Op.READ, "topics", "name"),
-    65: _group_list("transactional_ids", Op.DESCRIBE, Res.TRANSACTIONAL_ID, TXN_DENIED),
+    65: _describe_transactions,
     66: _list_transactions,
     68: _consumer_group_heartbeat,
     69: _group_list("group_ids", Op.DESCRIBE),

@@ -28,7 +28,8 @@ import logging
 import time
 
 from pylog.commands.broker.groups import offsets_topic as ot
-from pylog.commands.broker.groups.store import iter_log_batches
+from pylog.commands.broker.groups.store import iter_keyed_records
+from pylog.commands.broker.node.scheduler import Ticker
 from pylog.commands.broker.txn.state import MAX_EPOCH, NO_EPOCH, NO_PRODUCER_ID, TOPIC, TxnMetadata
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import txn_log as tl
@@ -67,8 +68,7 @@ class TransactionCoordinator:
         self.abort_check_s = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000.0
         self.expire_check_s = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000.0
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._timers: list = []
-        self._stopped = False
+        self._timers: list[Ticker] = []
 
     # ================================================================ lifecycle
     def load(self) -> None:
@@ -79,27 +79,18 @@ class TransactionCoordinator:
             return
         self.num_partitions = info.num_partitions
         count = 0
-        for p in range(info.num_partitions):
-            plog = logs.get_log(TOPIC, p)
-            if plog is None:
+        for r in iter_keyed_records(logs, TOPIC, info.num_partitions):
+            count += 1
+            try:
+                tid = tl.decode_key(bytes(r.key))
+                decoded = tl.decode_value(None if r.value is None else bytes(r.value))
+            except tl.MalformedDataError as e:
+                log.warning("skipping unreadable %s record at %d: %s", TOPIC, r.offset, e)
                 continue
-            for h, batch, start in iter_log_batches(plog):
-                if h.is_control:
-                    continue
-                for r in batch.records():
-                    if r.offset < start or r.key is None:
-                        continue
-                    count += 1
-                    try:
-                        tid = tl.decode_key(bytes(r.key))
-                        decoded = tl.decode_value(None if r.value is None else bytes(r.value))
-                    except tl.MalformedDataError as e:
-                        log.warning("skipping unreadable %s record at %d: %s", TOPIC, r.offset, e)
-                        continue
-                    if decoded is None:
-                        self.txns.pop(tid, None)
-                    else:
-                        self.txns[tid] = TxnMetadata.from_value(tid, decoded[1])
+            if decoded is None:
+                self.txns.pop(tid, None)
+            else:
+                self.txns[tid] = TxnMetadata.from_value(tid, decoded[1])
         self.by_producer = {m.producer_id: m for m in self.txns.values()}
         log.info("loaded %d transactional ids from %d %s records", len(self.txns), count, TOPIC)
         for m in list(self.txns.values()):
@@ -112,31 +103,15 @@ class TransactionCoordinator:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the timers: abort timed-out transactions, remove expired transactional ids."""
         self.loop = loop
-        self._stopped = False
-        self._timers = [loop.call_later(self.abort_check_s, self._tick_abort),
-                        loop.call_later(self.expire_check_s, self._tick_expire)]
+        self._timers = [
+            Ticker(loop, self.abort_check_s, lambda: self.abort_timed_out(now_ms()), "aborting timed-out transactions",
+                   log),
+            Ticker(loop, self.expire_check_s, lambda: self.expire_ids(now_ms()), "expiring transactional ids", log)]
 
     def stop(self) -> None:
         """Cancel the timers."""
-        self._stopped = True
         for t in self._timers:
             t.cancel()
-
-    def _tick_abort(self) -> None:
-        try:
-            self.abort_timed_out(now_ms())
-        except Exception:  # noqa: BLE001 - keep ticking
-            log.exception("aborting timed-out transactions failed")
-        if not self._stopped:
-            self._timers[0] = self.loop.call_later(self.abort_check_s, self._tick_abort)
-
-    def _tick_expire(self) -> None:
-        try:
-            self.expire_ids(now_ms())
-        except Exception:  # noqa: BLE001
-            log.exception("expiring transactional ids failed")
-        if not self._stopped:
-            self._timers[1] = self.loop.call_later(self.expire_check_s, self._tick_expire)
 
     # ================================================================ persistence
     def partition_for(self, transactional_id: str) -> int:

@@ -20,14 +20,10 @@ public class GroupMember {
         stdin.setDaemon(true);
         stdin.start();
         Properties c = new Properties();
-        c.put("bootstrap.servers", bootstrap);
-        c.put("group.id", group);
-        c.put("client.id", "java-" + group);
-        c.put("auto.offset.reset", "earliest");
-        c.put("enable.auto.commit", "false");
-        c.put("session.timeout.ms", "10000");
-        c.put("heartbeat.interval.ms", "500");
-        c.put("partition.assignment.strategy", RangeAssignor.class.getName());
+        c.putAll(Map.of("bootstrap.servers", bootstrap, "group.id", group, "client.id", "java-" + group,
+                        "auto.offset.reset", "earliest", "enable.auto.commit", "false",
+                        "session.timeout.ms", "10000", "heartbeat.interval.ms", "500",
+                        "partition.assignment.strategy", RangeAssignor.class.getName()));
         try (Consumer<byte[], byte[]> co = new KafkaConsumer<>(c, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             co.subscribe(List.of(topic));
             String last = null;

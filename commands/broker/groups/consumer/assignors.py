@@ -11,6 +11,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from pylog.core.client.assignors import contiguous_ranges
+
 TP = tuple  # (topic_id: uuid.UUID, partition: int)
 
 
@@ -96,12 +98,8 @@ def range_(members: dict[str, MemberSpec], topics: dict[uuid.UUID, int]) -> dict
         subs = sorted(m for m, s in members.items() if t in s.subscribed)
         if not subs:
             continue
-        base, extra = divmod(n, len(subs))
-        start = 0
-        for i, m in enumerate(subs):
-            count = base + (1 if i < extra else 0)
-            out[m].update((t, p) for p in range(start, start + count))
-            start += count
+        for m, parts in contiguous_ranges(n, subs):
+            out[m].update((t, p) for p in parts)
     return out
 
 

@@ -65,6 +65,17 @@ def validate(req: dict, version: int) -> None:
 
 
 
+def static_member_of(sm: ConsumerMember | None, mid: str, inst: str) -> ConsumerMember:
+    """The static member `sm` holding instance id `inst`, if it is member `mid`: an unknown
+    instance id is UNKNOWN_MEMBER_ID, one held by another member FENCED_INSTANCE_ID."""
+    if sm is None:
+        raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {inst} is unknown.")
+    if sm.member_id != mid:
+        raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
+                             f"Static member {mid} with instance id {inst} was fenced by member {sm.member_id}.")
+    return sm
+
+
 def check_epoch(m: ConsumerMember, epoch: int, owned: set | None) -> None:
     """A member's epoch must be its current one (or, owning no more than it was given, the previous one)."""
     if epoch > m.epoch:

@@ -36,7 +36,7 @@ from pylog.commands.broker.groups.consumer.group import (
     to_wire,
 )
 from pylog.commands.broker.groups.consumer.assignors import ASSIGNORS, MemberSpec
-from pylog.commands.broker.groups.consumer.checks import HeartbeatError, check_epoch, regex, validate
+from pylog.commands.broker.groups.consumer.checks import HeartbeatError, check_epoch, regex, static_member_of, validate
 from pylog.commands.broker.groups.consumer.undo import Undo
 from pylog.commands.broker.groups.state import Group
 from pylog.core.errors import ErrorCode
@@ -242,13 +242,7 @@ class ConsumerGroupCoordinator:
                 else:
                     m = self.replace_static(cg, sm, mid, records)
             else:
-                if sm is None:
-                    raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {inst} is unknown.")
-                if sm.member_id != mid:
-                    raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
-                                         f"Static member {mid} with instance id {inst} was fenced by member "
-                                         f"{sm.member_id}.")
-                m = sm
+                m = static_member_of(sm, mid, inst)
                 check_epoch(m, epoch, owned)
         if is_new and len(cg.members) >= self.max_size:
             raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -326,13 +320,7 @@ class ConsumerGroupCoordinator:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
             self.fence(g, m, records, "left")
         else:
-            m = cg.static_member(inst)
-            if m is None:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {inst} is unknown.")
-            if m.member_id != mid:
-                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
-                                     f"Static member {mid} with instance id {inst} was fenced by member "
-                                     f"{m.member_id}.")
+            m = static_member_of(cg.static_member(inst), mid, inst)
             if epoch == LEAVE_STATIC_EPOCH:
                 # it will be back: keep its partitions (and the group's epoch) until its session expires
                 m.epoch = LEAVE_STATIC_EPOCH

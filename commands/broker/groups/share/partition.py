@@ -64,12 +64,8 @@ class SharePartition:
 
     def __init__(self, group_id: str, topic: str, topic_id, partition: int, start_offset: int,
                  created_ms: int = 0):
-        self.group_id = group_id
-        self.topic = topic
-        self.topic_id = topic_id
-        self.partition = partition
-        self.start = start_offset
-        self.end = start_offset
+        self.group_id, self.topic, self.topic_id, self.partition = group_id, topic, topic_id, partition
+        self.start = self.end = start_offset
         self.records: dict[int, list] = {}
         self.available: set[int] = set()
         self.acquired = 0

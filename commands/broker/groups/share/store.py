@@ -16,7 +16,7 @@ import logging
 import time
 
 from pylog.commands.broker.groups.offsets_topic import java_string_hash
-from pylog.commands.broker.groups.store import iter_log_batches, now_ms
+from pylog.commands.broker.groups.store import iter_keyed_records, now_ms
 from pylog.core.protocol import share_state_records as ssr
 from pylog.core.records import BatchBuilder
 from pylog.core.records.kafka_types import uuid_text
@@ -66,16 +66,8 @@ class ShareStateStore:
             return out
         self.num_partitions = info.num_partitions
         t0 = time.monotonic()
-        for p in range(info.num_partitions):
-            plog = logs.get_log(TOPIC, p)
-            if plog is None:
-                continue
-            for h, batch, start in iter_log_batches(plog):
-                if h.is_control:
-                    continue
-                for r in batch.records():
-                    if r.offset >= start and r.key is not None:
-                        self._apply(out, r.key, r.value)
+        for r in iter_keyed_records(logs, TOPIC, info.num_partitions):
+            self._apply(out, r.key, r.value)
         log.info("loaded %d share-partitions from %d %s records in %.2fs", len(out), self.loaded_records, TOPIC,
                  time.monotonic() - t0)
         return out

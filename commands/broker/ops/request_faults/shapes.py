@@ -121,61 +121,65 @@ class RequestView:
             name = info.name if info is not None else None
         return name
 
+    def _cached(self, slot: str, compute):
+        """The slot's value, computed on first use."""
+        v = getattr(self, slot)
+        if v is None:
+            v = compute()
+            setattr(self, slot, v)
+        return v
+
+    def _found_by_coordinator(self, key_type: int) -> list[str]:
+        """FindCoordinator's keys when it looks for `key_type` (0 groups, 1 transactional ids)."""
+        b = self.body
+        return coordinator_keys(b) if self.api_key == FIND_COORDINATOR and b.get("key_type", 0) == key_type else []
+
     def partitions(self) -> list[tuple[int, int, str | None, int]]:
         """(topic position, partition position, topic name, partition) for a partitioned API."""
-        if self._parts is None:
-            shape = SHAPES.get(self.api_key)
-            out = []
-            if shape is not None:
-                for ti, t in enumerate(self.body.get(shape.req_topics) or ()):
-                    name = self.topic_name(t, shape.req_name)
-                    for pi, p in enumerate(t.get(shape.req_parts) or ()):
-                        out.append((ti, pi, name, p.get(shape.req_index)))
-            self._parts = out
-        return self._parts
+        return self._cached("_parts", self._find_partitions)
+
+    def _find_partitions(self) -> list:
+        shape = SHAPES.get(self.api_key)
+        if shape is None:
+            return []
+        return [(ti, pi, self.topic_name(t, shape.req_name), p.get(shape.req_index))
+                for ti, t in enumerate(self.body.get(shape.req_topics) or ())
+                for pi, p in enumerate(t.get(shape.req_parts) or ())]
 
     def topics(self) -> set:
         """Topic names an unpartitioned request names (Metadata, CreateTopics, AddPartitionsToTxn, ...)."""
-        if self._topics is None:
-            b = self.body
-            names = set()
-            for key in ("topics", "v3_and_below_topics"):
-                for t in b.get(key) or ():
-                    if isinstance(t, dict):
-                        n = self.topic_name(t, "name")
-                        if n:
-                            names.add(n)
-            for tx in b.get("transactions") or ():
-                names.update(t.get("name") for t in tx.get("topics") or ())
-            self._topics = names
-        return self._topics
+        return self._cached("_topics", self._find_topics)
+
+    def _find_topics(self) -> set:
+        b = self.body
+        names = {self.topic_name(t, "name") for key in ("topics", "v3_and_below_topics") for t in b.get(key) or ()
+                 if isinstance(t, dict)}
+        names.discard(None)
+        names.discard("")
+        for tx in b.get("transactions") or ():
+            names.update(t.get("name") for t in tx.get("topics") or ())
+        return names
 
     def groups(self) -> set:
-        if self._groups is None:
-            b = self.body
-            out = set()
-            if b.get("group_id"):
-                out.add(b["group_id"])
-            for g in b.get("groups") or ():
-                out.add(g.get("group_id") if isinstance(g, dict) else g)
-            if self.api_key == FIND_COORDINATOR and b.get("key_type", 0) == 0:
-                out.update(coordinator_keys(b))
-            self._groups = out
-        return self._groups
+        """Group ids the request names (FindCoordinator's group keys included)."""
+        return self._cached("_groups", self._find_groups)
+
+    def _find_groups(self) -> set:
+        b = self.body
+        out = {g.get("group_id") if isinstance(g, dict) else g for g in b.get("groups") or ()}
+        if b.get("group_id"):
+            out.add(b["group_id"])
+        return out | set(self._found_by_coordinator(0))
 
     def transactional_ids(self) -> set:
-        if self._txns is None:
-            b = self.body
-            out = set()
-            for k in ("transactional_id", "v3_and_below_transactional_id"):
-                if b.get(k):
-                    out.add(b[k])
-            for tx in b.get("transactions") or ():
-                out.add(tx.get("transactional_id"))
-            if self.api_key == FIND_COORDINATOR and b.get("key_type", 0) == 1:
-                out.update(coordinator_keys(b))
-            self._txns = out
-        return self._txns
+        """Transactional ids the request names (FindCoordinator's transaction keys included)."""
+        return self._cached("_txns", self._find_txns)
+
+    def _find_txns(self) -> set:
+        b = self.body
+        out = {b[k] for k in ("transactional_id", "v3_and_below_transactional_id") if b.get(k)}
+        out.update(tx.get("transactional_id") for tx in b.get("transactions") or ())
+        return out | set(self._found_by_coordinator(1))
 
 
 def coordinator_keys(body: dict) -> list[str]:

@@ -1,0 +1,169 @@
+"""SASL re-authentication (KIP-368), the same test against Apache Kafka and pylog, both with
+connections.max.reauth.ms set: SaslAuthenticate answers the session's lifetime, a connection
+whose session expired without re-authentication is closed at its next request, and a client
+re-authenticating on the same connection (as librdkafka and the Java client do) keeps it."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from support import broker_fixtures, kafka_peer  # noqa: F401 - tier marks: both brokers run here
+
+from diff_peers import ADMIN, PASSWORD, Client, start_kafka, start_pylog
+from pylog.core.errors import ErrorCode as E
+
+BROKERS = ["kafka", "pylog"]
+LIFETIME_MS = 3000
+
+
+@pytest.fixture(scope="module")
+def reauth_ports(tmp_path_factory):
+    """{broker: SASL_PLAINTEXT port}, both with connections.max.reauth.ms=LIFETIME_MS."""
+    root = tmp_path_factory.mktemp("reauth")
+    extra = {"connections.max.reauth.ms": LIFETIME_MS}
+    node, kport = start_kafka(root / "kafka", extra)
+    try:
+        broker, pport = start_pylog(root / "pylog", extra)
+        try:
+            yield {"kafka": kport, "pylog": pport}
+        finally:
+            broker.stop_clean()
+    finally:
+        node.stop()
+
+
+def metadata(c: Client) -> dict:
+    return c.call(3, 12, {"topics": [], "allow_auto_topic_creation": False,
+                          "include_topic_authorized_operations": False})
+
+
+def reauthenticate(c: Client, user: str = ADMIN, mechanism: str = "PLAIN") -> tuple[dict, dict]:
+    hs = c.call(17, 1, {"mechanism": mechanism})
+    if hs["error_code"]:
+        return hs, {}
+    return hs, c.call(36, 2, {"auth_bytes": b"\0" + user.encode() + b"\0" + PASSWORD.encode()})
+
+
+def closed(c: Client) -> bool:
+    """The next request finds the connection closed (no answer)."""
+    try:
+        metadata(c)
+    except (ConnectionError, OSError):
+        return True
+    return False
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_session_lifetime_and_expiry(reauth_ports, broker):
+    c = Client("127.0.0.1", reauth_ports[broker], ADMIN)
+    assert c.session_lifetime_ms == LIFETIME_MS
+    t0 = time.monotonic()
+    assert metadata(c)["brokers"]
+    time.sleep(max(0.0, LIFETIME_MS / 1000 + 0.5 - (time.monotonic() - t0)))
+    assert closed(c), "a request after the session expired is served"
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_reauthentication_keeps_the_connection(reauth_ports, broker):
+    c = Client("127.0.0.1", reauth_ports[broker], ADMIN)
+    t0 = time.monotonic()
+    time.sleep(1.5)
+    hs, auth = reauthenticate(c)
+    assert hs["error_code"] == E.NONE and auth["error_code"] == E.NONE, (hs, auth)
+    assert auth["session_lifetime_ms"] == LIFETIME_MS
+    # a second re-authentication within a second is not one: the handshake is refused, the
+    # connection stays
+    hs, _ = reauthenticate(c)
+    assert hs["error_code"] == E.ILLEGAL_SASL_STATE, hs
+    # past the first session's end, inside the new one: still served
+    time.sleep(max(0.0, LIFETIME_MS / 1000 + 0.5 - (time.monotonic() - t0)))
+    assert metadata(c)["brokers"]
+    # and a late re-authentication (after the new session ended) is still one
+    time.sleep(LIFETIME_MS / 1000 + 0.2)
+    hs, auth = reauthenticate(c)
+    assert hs["error_code"] == E.NONE and auth["error_code"] == E.NONE, (hs, auth)
+    assert metadata(c)["brokers"]
+    c.close()
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_reauthentication_cannot_change_principal(reauth_ports, broker):
+    c = Client("127.0.0.1", reauth_ports[broker], ADMIN)
+    hs, auth = reauthenticate(c, user="alice")
+    assert hs["error_code"] == E.NONE
+    assert auth["error_code"] == E.SASL_AUTHENTICATION_FAILED, auth
+    assert "Cannot change principals during re-authentication" in auth["error_message"], auth
+    assert closed(c)
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_librdkafka_reauthenticates_and_keeps_producing(reauth_ports, broker):
+    """confluent-kafka (librdkafka) re-authenticates before each session ends: a producer
+    running for three session lifetimes delivers everything on its connections."""
+    import logging
+
+    from confluent_kafka import Producer
+
+    from diff_peers import Peer
+    from diff_runner import create_topics
+
+    peer = Peer(broker, "127.0.0.1", reauth_ports[broker])
+    try:
+        create_topics(peer, {"reauth-t": 1})
+    finally:
+        peer.close()
+    lines: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+    logger = logging.getLogger(f"rdkafka-reauth-{broker}")
+    logger.addHandler(Capture())
+    logger.setLevel(logging.DEBUG)
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{reauth_ports[broker]}", "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanism": "PLAIN", "sasl.username": ADMIN, "sasl.password": PASSWORD,
+                  "debug": "security,broker", "linger.ms": 0}, logger=logger)
+    delivered, errors = [], []
+
+    def report(err, msg):
+        (errors if err else delivered).append(err or msg.offset())
+    end = time.monotonic() + 3 * LIFETIME_MS / 1000 + 1
+    sent = 0
+    while time.monotonic() < end:
+        p.produce("reauth-t", b"v%d" % sent, on_delivery=report)
+        sent += 1
+        p.poll(0.2)
+    assert p.flush(30) == 0
+    assert not errors and len(delivered) == sent, (errors, len(delivered), sent)
+    # librdkafka's log of each re-authentication it starts on a live connection
+    reauths = [ln for ln in lines if ln.startswith("REAUTH ") and "Received REAUTH op" in ln]
+    assert len(reauths) >= 2, "librdkafka re-authenticated fewer than twice in three session lifetimes"
+    assert not [ln for ln in lines if "isconnected" in ln], [ln for ln in lines if "isconnected" in ln]
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_java_client_reauthenticates_and_keeps_producing(reauth_ports, broker):
+    """The Java producer 4.4.0 re-authenticates before each session ends, on the same
+    connections: every record acknowledged, no connection made again."""
+    from pathlib import Path
+
+    from diff_peers import Peer
+    from diff_runner import create_topics
+    from support.kafka_peer import java_program
+
+    peer = Peer(broker, "127.0.0.1", reauth_ports[broker])
+    try:
+        create_topics(peer, {"reauth-java": 1})
+    finally:
+        peer.close()
+    source = (Path(__file__).resolve().parent.parent / "kafka" / "java" / "ReauthProducer.java").read_text()
+    seconds = 3 * LIFETIME_MS // 1000 + 1
+    out = java_program(source, f"127.0.0.1:{reauth_ports[broker]}", ADMIN, PASSWORD, "reauth-java", str(seconds),
+                       timeout=180).stdout
+    got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("["))
+    assert int(got["sent"]) > 0 and got["sent"] == got["acked"], got
+    assert float(got["successful-reauthentication-total"]) >= 2, got
+    assert float(got["failed-reauthentication-total"]) == 0, got
+    # bootstrap and the partition leader (the same node, possibly one connection each): never again
+    assert float(got["connection-creation-total"]) <= 2, got
