@@ -324,9 +324,11 @@ def _print_ingest(doc: dict) -> None:
                    "e.g. --set delete.retention.ms=0.")
 @click.option("--now-ms", type=int, default=None, hidden=True,
               help="Pretend the current time is this (epoch ms), for tests.")
+@registry_options
 @spark_options
 @json_option
-def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, settings, as_json):
+def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, registry_url, registry_auth, settings,
+                     as_json):
     """Predict what log compaction would leave, with Spark.
 
     PATH is a log dir or one or more partition folders' parent, or a single
@@ -337,6 +339,8 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
     cleaner-offset-checkpoint and its dirty ratio, the records and bytes that
     would remain after compaction (delete.retention.ms applied, using the
     cleaner's own retention rule), the saving in percent and the hottest keys.
+    With --schema-registry the hottest keys' latest values (what compaction
+    keeps) are decoded from the registry's wire format to JSON, keys too.
 
     The prediction is what `pylog compact PATH` (with the same --if-dirty and
     --set) leaves when run at the same moment on the same files: the rewrite
@@ -348,12 +352,14 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
       pylog spark-compaction /var/pylog
       pylog spark-compaction /var/pylog/orders-3 --json
       pylog spark-compaction /var/pylog --html report.html --master local[2]
+      pylog spark-compaction /var/pylog --topic users --schema-registry http://127.0.0.1:8081
       pylog spark-compaction /shared/pylog --master spark://10.0.0.5:7077
 
     On a cluster or through Spark Connect, PATH must be reachable at the same
     path by the driver and every executor (a shared mount).
     """
-    from pylog.commands.spark.compaction import run_compaction_report, write_html
+    from pylog.commands.spark.compaction import run_compaction_report
+    from pylog.commands.spark.compaction_html import write_html
     from pylog.commands.spark.session import open_session
     from pylog.core.config import TOPIC_CONFIGS
 
@@ -372,6 +378,11 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
                                                        progress_factory=progress_factory(run, not as_json)))
     finally:
         finish_session(run)
+    if registry_url:  # the hottest keys' latest values, decoded (their keys too when framed)
+        from pylog.commands.registry_options import make_client
+        from pylog.commands.spark.compaction_values import decode_hottest_keys
+
+        decode_hottest_keys(doc, path, make_client(registry_url, registry_auth))
     doc.update(run_info(run))
     doc["total_seconds"] = round(time.monotonic() - t0, 3)
     if html_path:
@@ -409,7 +420,9 @@ def _print_compaction(doc: dict) -> None:
     hot = []
     for p in doc["partitions"]:
         for k in p["hottest_keys"]:
-            hot.append([f"{p['topic']}-{p['partition']}", k["key"], f"{k['records']:,}"])
+            hot.append([f"{p['topic']}-{p['partition']}", k["key"], f"{k['records']:,}"]
+                       + ([str(k.get("latest_value"))[:80]] if "values_decoded_with" in doc else []))
     if hot:
-        tables.append(grid("hottest keys", ["partition", "key", "records"], hot))
+        tables.append(grid("hottest keys", ["partition", "key", "records"]
+                           + (["latest value (decoded)"] if "values_decoded_with" in doc else []), hot))
     print_tables(*tables)

@@ -177,14 +177,14 @@ def segment_rows(seg: dict, bounds: dict | None = None, acc_records=None, acc_by
 
 
 KEYS_SCHEMA = ("topic string, partition int, key_hash binary, n long, tombstones long, latest long, "
-               "preview string")
+               "preview string, last long")
 
 
 def segment_keys(batches, bounds: dict, acc_records=None, acc_bytes=None):
     """Per-key aggregate of each segment named in the Arrow input batches (topic,
     partition, base, path): one row per key of the segment (KEYS_SCHEMA; keyless
     records form the key_hash-null row) with its record and tombstone counts, its
-    latest offset the cleaner's offset map would take (null if none) and a preview.
+    latest offset the cleaner's offset map would take (null if none), a preview and its last offset.
     Aggregating inside the task sends Spark one row per key and segment, as Arrow
     columns, instead of one pickled row per record."""
     import pyarrow as pa
@@ -194,7 +194,7 @@ def segment_keys(batches, bounds: dict, acc_records=None, acc_bytes=None):
     for batch in batches:
         for topic, part, base, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
             first_dirty, upper = bounds.get((topic, part), (0, -1))
-            # key bytes -> [records, tombstones, latest in map]; hashed once per distinct key below
+            # key bytes -> [records, tombstones, latest in map, last]; hashed once per distinct key below
             agg: dict = {}
             get = agg.get
             n = nbytes = 0
@@ -210,8 +210,9 @@ def segment_keys(batches, bounds: dict, acc_records=None, acc_bytes=None):
                     k = r.key
                     e = get(k)
                     if e is None:
-                        e = agg[k] = [0, 0, None]
+                        e = agg[k] = [0, 0, None, 0]
                     e[0] += 1
+                    e[3] = r.offset
                     if r.value is None:
                         e[1] += 1
                     # offsets grow through a segment: the last one in the map is the latest
@@ -231,8 +232,8 @@ def segment_keys(batches, bounds: dict, acc_records=None, acc_bytes=None):
                 pa.array([e[0] for e in vals], pa.int64()), pa.array([e[1] for e in vals], pa.int64()),
                 pa.array([e[2] for e in vals], pa.int64()),
                 pa.array([None if k is None else k[:KEY_PREVIEW].decode("utf-8", "replace") for k in ks],
-                         pa.string()),
-            ], names=["topic", "partition", "key_hash", "n", "tombstones", "latest", "preview"])
+                         pa.string()), pa.array([e[3] for e in vals], pa.int64()),
+            ], names=["topic", "partition", "key_hash", "n", "tombstones", "latest", "preview", "last"])
 
 
 def segment_after(seg: dict, plan: dict, latest_bc) -> dict:
@@ -276,7 +277,10 @@ ROW_SCHEMA = ("topic string, partition int, segment long, offset long, key_hash 
 
 def __getattr__(name: str):
     # The driver side lives in compaction_report (it imports this module); the old import path still works.
-    if name in ("run_compaction_report", "write_html", "map_segments", "live_producers"):
+    if name in ("run_compaction_report", "map_segments", "live_producers"):
         from pylog.commands.spark import compaction_report
         return getattr(compaction_report, name)
+    if name == "write_html":
+        from pylog.commands.spark.compaction_html import write_html
+        return write_html
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

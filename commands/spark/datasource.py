@@ -12,6 +12,13 @@
           .option("isolation", "read_committed")          # the default; or read_uncommitted
           .load("/var/lib/kafka/data"))
 
+    # the same through a Kafka-protocol cluster (pylog or Apache Kafka), Spark's Kafka option names
+    df = (spark.read.format("pylog").option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "orders")                  # or "topics"
+          .option("kafka.security.protocol", "SSL")       # any kafka.* client property
+          .option("minPartitions", 8)                     # offset ranges split into at least 8 tasks
+          .load())
+
 The columns are Spark's Kafka source's plus `leaderEpoch` (log_rows.py).
 Filters on topic, partition and offset are pushed down and applied exactly at
 planning (no segment outside them is opened); `timestamp >= T` moves the start
@@ -19,6 +26,8 @@ to the first offset at or after T through the time index (Spark still applies
 the filter to later records whose timestamps run backwards). Pushdown needs
 `spark.sql.python.filterPushdown.enabled`, which `register` switches on. One
 read task per segment; the DIR must be at the same path on every executor.
+Through a cluster, the planning is ListOffsets (broker_plan.py) and each task
+fetches an offset range (broker_rows.py).
 """
 from __future__ import annotations
 
@@ -81,7 +90,8 @@ def read_options(options) -> "object":
     from pylog.commands.spark.log_plan import ReadOptions
 
     o = {str(k).lower(): v for k, v in options.items()}
-    topics = tuple(t.strip() for t in (o.get("topics") or o.get("topic") or "").split(",") if t.strip())
+    topics = tuple(t.strip() for t in (o.get("topics") or o.get("topic") or o.get("subscribe") or "").split(",")
+                   if t.strip())
     start, per_partition = parse_starting_offsets(o.get("startingoffsets", o.get("startingoffset")))
     end, end_per_partition = parse_starting_offsets(o.get("endingoffsets", o.get("endingoffset")), "endingOffsets")
     ro = ReadOptions(topics=topics, partitions=_ints(o.get("partitions")), from_offsets=per_partition,
@@ -102,6 +112,17 @@ def _ms(value) -> int | None:
     return None
 
 
+def cluster_source(options):
+    """broker_plan.ClusterSource from `kafka.bootstrap.servers` and the other `kafka.*` options, or None."""
+    from pylog.commands.spark.broker_plan import ClusterSource
+
+    o = {str(k): v for k, v in options.items()}
+    props = {k[len("kafka."):]: str(v) for k, v in o.items() if k.lower().startswith("kafka.")}
+    props.pop("isolation.level", None)  # the reader's isolation option decides
+    bootstrap = props.pop("bootstrap.servers", None) or o.get("bootstrap.servers")
+    return ClusterSource(str(bootstrap), props) if bootstrap else None
+
+
 class SegmentPartition(InputPartition):
     def __init__(self, task):
         super().__init__(task)
@@ -109,8 +130,10 @@ class SegmentPartition(InputPartition):
 
 
 class PylogReader(DataSourceReader):
-    def __init__(self, path: str, options):
+    def __init__(self, path: str | None, options):
         self.path = path
+        self.source = cluster_source(options)
+        self.min_tasks = _int_option({str(k).lower(): v for k, v in options.items()}, "minpartitions") or 1
         self.opts = read_options(options)
         self.topic_in: set | None = None
         self.partition_in: set | None = None
@@ -158,6 +181,10 @@ class PylogReader(DataSourceReader):
                 tuple(sorted(self.partition_in))
             if not o.partitions:
                 return []
+        if self.source is not None:
+            from pylog.commands.spark.broker_plan import plan_cluster
+
+            return plan_cluster(self.source, o, self.min_tasks)
         return plan_log_dir(self.path, o)
 
     def partitions(self):
@@ -165,11 +192,15 @@ class PylogReader(DataSourceReader):
         return tasks or [InputPartition(None)]
 
     def read(self, partition):
-        from pylog.commands.spark.log_rows import read_task
-
         task = getattr(partition, "task", None)
         if task is None:
             return iter(())
+        if hasattr(task, "bootstrap"):
+            from pylog.commands.spark.broker_rows import read_fetch_task
+
+            return read_fetch_task(task)
+        from pylog.commands.spark.log_rows import read_task
+
         return read_task(task)
 
 
@@ -187,8 +218,9 @@ class PylogDataSource(DataSource):
 
     def reader(self, schema):
         path = self.options.get("path")
-        if not path:
-            raise UsageError('spark.read.format("pylog") needs a log dir: .load(DIR)')
+        if not path and cluster_source(self.options) is None:
+            raise UsageError('spark.read.format("pylog") needs a log dir, .load(DIR), or a cluster, '
+                             '.option("kafka.bootstrap.servers", SERVERS)')
         return PylogReader(path, self.options)
 
 

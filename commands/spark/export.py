@@ -2,13 +2,16 @@
 
 1. The table's own metadata says which offsets earlier runs exported
    (export_tables.py); a run killed between commits is rolled forward first.
-2. The driver plans the log dir (log_plan.py): per partition, from the
-   exported offset (or --from) up to the last stable offset (READ_COMMITTED)
-   or the log end, or --until; those exact end offsets are what this run
-   commits, so a rerun starts where this one stopped whatever was appended.
+2. The driver plans the log dir (log_plan.py) or asks the cluster
+   (broker_plan.py, ListOffsets): per partition, from the exported offset
+   (or --from) up to the last stable offset (READ_COMMITTED) or the log end,
+   or --until; those exact end offsets are what this run commits, so a rerun
+   starts where this one stopped whatever was appended.
 3. The rows come from the `pylog` data source (datasource.py) with those
-   start and end offsets per partition; values decoded as asked (bytes, UTF-8,
-   JSON); --compacted keeps the latest record per key and drops tombstones.
+   start and end offsets per partition, read from the segment files or
+   fetched from the cluster (broker_rows.py); values decoded as asked (bytes,
+   UTF-8, JSON, a schema registry); --compacted keeps the latest record per
+   key and drops tombstones.
 4. Each task writes Parquet files (export_tables.file_writer); the driver
    commits them with the end offsets in one table commit.
 """
@@ -21,13 +24,13 @@ from dataclasses import dataclass, field
 
 from pylog.core.errors import DataError, UsageError
 
-VALUE_FORMATS = ("bytes", "utf8", "json")
+VALUE_FORMATS = ("bytes", "utf8", "json", "registry")
 
 
 @dataclass
 class ExportOptions:
     topics: tuple
-    from_dir: str
+    from_dir: str | None
     fmt: str
     output: str | None
     catalog: dict = field(default_factory=dict)
@@ -42,6 +45,61 @@ class ExportOptions:
     value_format: str = "bytes"
     key_format: str = "bytes"
     value_schema: str | None = None
+    bootstrap: str | None = None
+    client_props: dict = field(default_factory=dict)
+    registry: tuple | None = None  # (url, basic-auth user:password or None) for --value-format registry
+
+
+def registry_decoder(url: str, auth: str | None, column: str = "value"):
+    """The mapInArrow function decoding `column` from the registry's wire format to JSON text on the
+    executors (schemas fetched by id once per task); values not in the wire format become UTF-8 text."""
+
+    def decode(batches):
+        import pyarrow as pa
+
+        from pylog.core.client.schema_registry import Deserializer, RegistryClient, is_framed
+
+        dec = Deserializer(RegistryClient(url, auth))
+        for b in batches:
+            i = b.schema.get_field_index(column)
+            vals = [None if v is None else json.dumps(dec.decode(v), sort_keys=True) if is_framed(v)
+                    else v.decode("utf-8", "replace") for v in b.column(i).to_pylist()]
+            cols = list(b.columns)
+            cols[i] = pa.array(vals, pa.string())
+            yield pa.RecordBatch.from_arrays(cols, schema=b.schema.set(i, pa.field(column, pa.string())))
+
+    return decode
+
+
+def _parallelism(spark) -> int:
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext
+        return int(spark.conf.get("spark.default.parallelism", "2") or 2)
+
+
+def _plan_and_read(spark, opts: ExportOptions, ro):
+    """(partition plans, reader with every option but the offsets, load argument)."""
+    from pylog.commands.spark.datasource import register
+
+    register(spark)
+    reader = spark.read.format("pylog").option("isolation", opts.isolation)
+    if opts.bootstrap:
+        from pylog.commands.spark.broker_plan import ClusterSource, plan_cluster
+
+        tasks = _parallelism(spark)
+        plans = plan_cluster(ClusterSource(opts.bootstrap, opts.client_props), ro, tasks)
+        reader = reader.option("kafka.bootstrap.servers", opts.bootstrap).option("minPartitions", tasks)
+        for k, v in opts.client_props.items():
+            reader = reader.option(f"kafka.{k}", v)
+        return plans, reader, ()
+    from pylog.commands.spark.log_plan import plan_log_dir
+
+    plans = plan_log_dir(opts.from_dir, ro)
+    missing = set(opts.topics) - {p.topic for p in plans}
+    if missing:
+        raise DataError(f"topic {', '.join(sorted(missing))} has no partition folder in {opts.from_dir}")
+    return plans, reader, (opts.from_dir,)
 
 
 def _columns(df, opts: ExportOptions, spark):
@@ -58,6 +116,12 @@ def _columns(df, opts: ExportOptions, spark):
         df = df.withColumn("key", F.col("key").cast("string"))
     if opts.value_format == "utf8":
         df = df.withColumn("value", F.col("value").cast("string"))
+    elif opts.value_format == "registry":
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        schema = StructType([StructField(f.name, StringType(), True) if f.name == "value" else f
+                             for f in df.schema.fields])
+        df = df.mapInArrow(registry_decoder(*opts.registry), schema)
     elif opts.value_format == "json":
         schema = opts.value_schema
         if not schema:
@@ -86,9 +150,8 @@ def _server_plans_without_deps() -> bool:
 
 def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> dict:
     """Export once; the summary document."""
-    from pylog.commands.spark.datasource import register, tasks_frame
     from pylog.commands.spark.export_tables import FILES_SCHEMA, file_writer, offsets_to_json, open_table
-    from pylog.commands.spark.log_plan import ReadOptions, plan_log_dir
+    from pylog.commands.spark.log_plan import ReadOptions
 
     say = say or (lambda line: None)
     t0 = time.monotonic()
@@ -103,21 +166,18 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
                      isolation=opts.isolation)
     for key, off in prior.items():
         ro.from_offsets[key] = max(off, opts.from_offset or 0)
-    plans = plan_log_dir(opts.from_dir, ro)
-    missing = set(opts.topics) - {p.topic for p in plans}
-    if missing:
-        raise DataError(f"topic {', '.join(sorted(missing))} has no partition folder in {opts.from_dir}")
+    plans, reader, load_args = _plan_and_read(spark, opts, ro)
     ends = {(p.topic, p.partition): p.end for p in plans}
     starts = {(p.topic, p.partition): p.start for p in plans}
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-    if _server_plans_without_deps():
+    if not opts.bootstrap and _server_plans_without_deps():
+        from pylog.commands.spark.datasource import tasks_frame
+
         df = tasks_frame(spark, plans)
     else:
-        register(spark)
-        df = (spark.read.format("pylog").option("topics", ",".join(sorted({p.topic for p in plans})))
-              .option("isolation", opts.isolation)
+        df = (reader.option("topics", ",".join(sorted({p.topic for p in plans})))
               .option("startingOffsets", offsets_to_json(starts)).option("endingOffsets", offsets_to_json(ends))
-              .load(opts.from_dir))
+              .load(*load_args))
     df = _columns(df, opts, spark)
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -148,8 +208,11 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
         per_part.append({"topic": p.topic, "partition": p.partition, "start": starts[key], "end": ends[key],
                          "offsets": ends[key] - starts[key], "log_start_offset": p.log_start,
                          "log_end_offset": p.log_end, "last_stable_offset": p.stable_end,
-                         "segments_read": len(p.tasks)})
-    return {"format": opts.fmt, "output": table.where(), "from_dir": opts.from_dir, "topics": sorted({p.topic for p in plans}), "isolation": opts.isolation, "compacted": opts.compacted,
+                         "read_tasks": len(p.tasks)})
+        if not opts.bootstrap:
+            per_part[-1]["segments_read"] = len(p.tasks)
+    return {"format": opts.fmt, "output": table.where(), "from_dir": opts.from_dir,
+            "bootstrap_servers": opts.bootstrap, "topics": sorted({p.topic for p in plans}), "isolation": opts.isolation, "compacted": opts.compacted,
             "partition_by": list(opts.partition_by), "value_format": opts.value_format,
             "records": sum(f["rows"] for f in files), "files": len(files),
             "bytes": sum(f["bytes"] for f in files), "committed": committed, "table_version": version,
@@ -161,7 +224,7 @@ def print_export(doc: dict) -> None:
     from pylog.commands.spark.progress import grid, human_bytes, kv_table, print_tables
 
     rate = doc["records"] / doc["job_seconds"] if doc["job_seconds"] else 0.0
-    rows = [("format", doc["format"]), ("table", doc["output"]), ("source", doc["from_dir"]),
+    rows = [("format", doc["format"]), ("table", doc["output"]), ("source", doc["from_dir"] or f"cluster {doc['bootstrap_servers']}"),
             ("topics", ", ".join(doc["topics"])), ("isolation", doc["isolation"]),
             ("records", f"{doc['records']:,}"), ("files", f"{doc['files']:,} ({human_bytes(doc['bytes'])})"),
             ("commit", f"version {doc['table_version']}" if doc["committed"] else "nothing new: table unchanged"),
@@ -173,9 +236,9 @@ def print_export(doc: dict) -> None:
         rows.insert(5, ("partitioned by", ", ".join(doc["partition_by"])))
     if doc["compacted"]:
         rows.insert(5, ("compacted", "latest value per key, tombstones removed"))
-    cols = ["partition", "from", "until", "offsets", "log end", "stable end", "segments"]
+    cols = ["partition", "from", "until", "offsets", "log end", "stable end", "read tasks"]
     body = [[f"{p['topic']}-{p['partition']}", p["start"], p["end"], f"{p['offsets']:,}", p["log_end_offset"],
-             p["last_stable_offset"], p["segments_read"]] for p in doc["partitions"]]
+             p["last_stable_offset"], p["read_tasks"]] for p in doc["partitions"]]
     print_tables(kv_table("spark-export", rows), grid("per partition", cols, body))
 
 

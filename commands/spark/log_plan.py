@@ -240,6 +240,21 @@ class ReadOptions:
             raise UsageError(f"isolation must be read_committed or read_uncommitted, not {self.isolation!r}")
 
 
+def read_range(opts: ReadOptions, topic: str, partition: int, log_start: int, end: int, offset_for_ts) -> tuple:
+    """[start, end) of one partition under `opts`: `end` is the isolation's end (LSO or log end),
+    offset_for_ts(ms) the first offset at or after a time (the log end when none is)."""
+    start = max(log_start, opts.from_offsets.get((topic, partition), opts.from_offset or 0) or 0)
+    if opts.until_offset is not None:
+        end = min(end, opts.until_offset)
+    if (topic, partition) in opts.until_offsets:
+        end = min(end, opts.until_offsets[(topic, partition)])
+    if opts.from_time is not None:
+        start = max(start, offset_for_ts(opts.from_time))
+    if opts.until_time is not None:
+        end = min(end, offset_for_ts(opts.until_time))
+    return start, max(start, end)
+
+
 def plan_partition(log_dir: Path, topic: str, partition: int, folder: Path, opts: ReadOptions) -> PartitionPlan:
     """The read tasks of one partition under `opts`."""
     bases = segment_bases(folder)
@@ -247,17 +262,9 @@ def plan_partition(log_dir: Path, topic: str, partition: int, folder: Path, opts
     log_end = _log_end(folder, bases) if bases else log_start
     stable = _stable_end(folder, bases, log_start, log_end) if opts.isolation == READ_COMMITTED else log_end
     plan = PartitionPlan(topic, partition, str(folder), log_start, log_end, stable)
-    start = max(log_start, opts.from_offsets.get((topic, partition), opts.from_offset or 0) or 0)
-    end = stable
-    if opts.until_offset is not None:
-        end = min(end, opts.until_offset)
-    if (topic, partition) in opts.until_offsets:
-        end = min(end, opts.until_offsets[(topic, partition)])
-    if opts.from_time is not None:
-        start = max(start, offset_for_time(folder, bases, opts.from_time, log_end))
-    if opts.until_time is not None:
-        end = min(end, offset_for_time(folder, bases, opts.until_time, log_end))
-    plan.start, plan.end = start, max(start, end)
+    plan.start, plan.end = read_range(opts, topic, partition, log_start, stable,
+                                      lambda ts: offset_for_time(folder, bases, ts, log_end))
+    start = plan.start
     if plan.end <= plan.start:
         return plan
     aborted = _aborted(folder, bases, start, plan.end) if opts.isolation == READ_COMMITTED else ()

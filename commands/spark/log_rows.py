@@ -35,12 +35,25 @@ def arrow_schema():
     ])
 
 
-class _Columns:
+class RowColumns:
+    """Rows gathered a batch at a time, turned into one Arrow record batch."""
+
     def __init__(self):
         self.offset, self.ts, self.ts_type, self.key, self.value, self.headers, self.epoch = [], [], [], [], [], [], []
 
     def __len__(self):
         return len(self.offset)
+
+    def add(self, recs, ts_type: int, epoch: int) -> None:
+        """The records of one batch, with the batch's timestamp type and leader epoch."""
+        n = len(recs)
+        self.offset.extend(r.offset for r in recs)
+        self.ts.extend(r.timestamp for r in recs)
+        self.key.extend(r.key for r in recs)
+        self.value.extend(r.value for r in recs)
+        self.headers.extend(r.headers for r in recs)
+        self.ts_type.extend([ts_type] * n)
+        self.epoch.extend([epoch] * n)
 
     def to_arrow(self, topic: str, partition: int, schema):
         import pyarrow as pa
@@ -69,7 +82,7 @@ def read_task(task, rows_per_batch: int = ROWS_PER_BATCH):
     aborted = AbortedRanges([AbortedTxn(pid, first, last, 0) for pid, first, last in task.aborted]) \
         if task.aborted and task.isolation == "read_committed" else None
     start, end = task.start, task.end
-    cols = _Columns()
+    cols = RowColumns()
     with open(task.path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
         for buf, off, _, h in file_batches(f.fileno(), task.position, size, task.path, quiet=True):
@@ -84,16 +97,9 @@ def read_task(task, rows_per_batch: int = ROWS_PER_BATCH):
                 continue  # an empty batch the cleaner kept for a producer's sequence
             if recs[0].offset < start or recs[-1].offset >= end:
                 recs = [r for r in recs if start <= r.offset < end]
-            n = len(recs)
-            cols.offset.extend(r.offset for r in recs)
-            cols.ts.extend(r.timestamp for r in recs)
-            cols.key.extend(r.key for r in recs)
-            cols.value.extend(r.value for r in recs)
-            cols.headers.extend(r.headers for r in recs)
-            cols.ts_type.extend([(h.attributes & TIMESTAMP_TYPE_MASK) >> 3] * n)
-            cols.epoch.extend([h.partition_leader_epoch] * n)
+            cols.add(recs, (h.attributes & TIMESTAMP_TYPE_MASK) >> 3, h.partition_leader_epoch)
             if len(cols) >= rows_per_batch:
                 yield cols.to_arrow(task.topic, task.partition, schema)
-                cols = _Columns()
+                cols = RowColumns()
     if len(cols):
         yield cols.to_arrow(task.topic, task.partition, schema)

@@ -7,7 +7,9 @@
 - `plain` (1 partition): keys, headers, timestamps an hour apart in two halves;
 - `users` (compacted, small segments): versions per key and tombstones;
 reads what confluent-kafka's consumer sees with read_committed and
-read_uncommitted (the expected rows), and stops the broker cleanly.
+read_uncommitted (the expected rows), and stops the broker cleanly (with
+`keep=True` it stays up as `ExportDir.broker`, the open transaction's timeout
+two hours, so it stays open however long the tests take).
 """
 from __future__ import annotations
 
@@ -25,18 +27,20 @@ class ExportDir:
     path: Path
     committed: dict  # topic -> [(partition, offset, key, value, headers)]
     uncommitted: dict
+    broker: BrokerProcess | None = None
 
 
 def _rows(msgs) -> list:
     return sorted((m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ())) for m in msgs)
 
 
-def write_export_dir(root: Path) -> ExportDir:
+def write_export_dir(root: Path, keep: bool = False) -> ExportDir:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data = root / "data"
-    b = BrokerProcess(data).start()
+    txn_timeout = 7_200_000 if keep else 600_000
+    b = BrokerProcess(data, "--set", f"transaction.max.timeout.ms={txn_timeout}").start()
     try:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         fs = admin.create_topics([
@@ -53,7 +57,7 @@ def write_export_dir(root: Path) -> ExportDir:
             p.flush(30)
             (p.commit_transaction if outcome == "commit" else p.abort_transaction)(30)
         p2 = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "export-open",
-                       "transaction.timeout.ms": 600000})
+                       "transaction.timeout.ms": txn_timeout})
         p2.init_transactions(30)
         p2.begin_transaction()
         p2.produce("tx", key="open", value="open", partition=0)
@@ -85,8 +89,12 @@ def write_export_dir(root: Path) -> ExportDir:
                        for t, parts in (("tx", [0, 1]), ("plain", [0]), ("users", [0]))}
         time.sleep(0.5)
         del p, p2, plain, small, admin  # their threads stop before the broker does
-    finally:
+    except BaseException:
         b.stop_clean()
+        raise
+    if keep:
+        return ExportDir(data, committed, uncommitted, b)
+    b.stop_clean()
     return ExportDir(data, committed, uncommitted)
 
 
