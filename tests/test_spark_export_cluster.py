@@ -20,11 +20,8 @@ LOOPBACK = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bin
             "--conf", "spark.executor.memory=512m"]
 
 
-@pytest.fixture(autouse=True)
-def classic_spark(monkeypatch):
-    """A Spark Connect test earlier in this worker leaves pyspark in remote mode (its environment flag)."""
-    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+# pyspark runs classic in this process even after a Spark Connect test in the same worker
+pytestmark = pytest.mark.usefixtures("classic_spark")
 
 
 @pytest.fixture(scope="module")

@@ -26,10 +26,8 @@ CASES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def classic_spark(monkeypatch):
-    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+# pyspark runs classic in this process even after a Spark Connect test in the same worker
+pytestmark = pytest.mark.usefixtures("classic_spark")
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """An export killed with SIGKILL mid-run leaves the table as it was; the rerun finishes it exactly once.
 
 A `pylog broker start` holds a topic of 8 partitions. For each format a first
-export commits the offsets below 5000; then `pylog spark-export -b` runs as a
+export commits the offsets below 2000; then `pylog spark-export -b` runs as a
 process of its own and is killed with a real SIGKILL as soon as its first
 data file is on disk (its other tasks still running, nothing committed), with
 the Spark JVM and Python workers it started. The independent readers (pyarrow,
@@ -25,14 +25,12 @@ from support.spark_fixtures import run_pylog
 
 MASTER = "local[2]"
 PARTITIONS = 8
-PER_PARTITION = 25_000
-FIRST = 5000
+PER_PARTITION = 12_000
+FIRST = 2000
 
 
-@pytest.fixture(autouse=True)
-def classic_spark(monkeypatch):
-    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+# pyspark runs classic in this process even after a Spark Connect test in the same worker
+pytestmark = pytest.mark.usefixtures("classic_spark")
 
 
 @pytest.fixture(scope="module")

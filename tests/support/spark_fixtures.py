@@ -219,6 +219,14 @@ class StandaloneCluster:
 
 
 @pytest.fixture()
+def classic_spark(monkeypatch):
+    """A Spark Connect test earlier in this worker leaves pyspark in remote mode (its environment
+    flags); a test that runs classic Spark in this process clears them."""
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+
+
+@pytest.fixture()
 def keep_session(monkeypatch):
     """One SparkSession serves every job of the test (session.KEEP_SESSION), no PYSPARK_PYTHON left over."""
     from pylog.commands.spark import session
