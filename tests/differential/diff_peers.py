@@ -85,6 +85,14 @@ class Client:
         auth = self.call(36, 2, {"auth_bytes": b"\0" + user.encode() + b"\0" + PASSWORD.encode()})
         assert auth["error_code"] == 0, (user, auth)
         self.session_lifetime_ms = auth.get("session_lifetime_ms", 0)
+        self.opened = self.last_used = time.monotonic()
+
+    def stale(self) -> bool:
+        """Idle long enough that a broker may have closed it (connections.max.idle.ms), or its
+        SASL session near its end: a cached connection is replaced, not reused."""
+        now = time.monotonic()
+        lifetime = self.session_lifetime_ms / 1000
+        return now - self.last_used > 60 or (lifetime > 0 and now - self.opened > lifetime / 2)
 
     def send(self, api_key: int, version: int, body: dict) -> int:
         self.corr += 1
@@ -98,6 +106,7 @@ class Client:
         return body
 
     def call(self, api_key: int, version: int, body: dict) -> dict:
+        self.last_used = time.monotonic()
         return self.receive(api_key, version, self.send(api_key, version, body))
 
     def close(self) -> None:
@@ -114,6 +123,9 @@ class Peer:
     def client(self, user: str, client_id: str | None = None) -> Client:
         """The principal's connection (one per client id: quotas are per client id)."""
         c = self._clients.get((user, client_id))
+        if c is not None and c.stale():
+            c.close()
+            c = None
         if c is None:
             c = self._clients[(user, client_id)] = Client(self.host, self.port, user,
                                                           client_id=client_id or "pylog-differential")

@@ -59,6 +59,9 @@ def spark_master(request, tmp_path_factory):
 
     master = request.param
     saved = os.environ.get("PYSPARK_PYTHON")
+    # a Spark Connect test earlier in this worker leaves pyspark's remote-mode flags behind
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    os.environ.pop("SPARK_REMOTE", None)
     session.stop_session()
     if master.startswith("local-cluster"):
         os.environ["PYSPARK_PYTHON"] = _python_without_pylog(tmp_path_factory.mktemp("nopylog"))
