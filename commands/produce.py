@@ -93,72 +93,32 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
     -X schema.registry.url.
     """
     from pylog.core.client import Producer
-    from pylog.core.client.errors import BulkSendStopped
 
-    if key_separator == "":
-        raise UsageError("--key-separator must not be empty")
-    if key_separator is not None and fmt == "json":
-        raise UsageError("--key-separator applies to --format text only")
-    if transaction_size is not None and transactional_id is None:
-        raise UsageError("--transaction-size needs --transactional-id")
+    _check_options(key_separator, fmt, transaction_size, transactional_id)
     hdrs = [_header(h) for h in headers]
-    from pylog.commands.registry_options import make_client, pop_registry_props
-
-    properties = dict(properties)
-    reg_props = pop_registry_props(properties)
-    encoders = None
-    if value_format or key_format:
-        from pylog.commands.produce_schema import SchemaEncoders
-
-        encoders = SchemaEncoders(make_client(registry_url, registry_auth, reg_props), topic, value_format,
-                                  value_schema, value_subject, value_message, key_format, key_schema, key_subject)
-    elif value_schema or key_schema:
-        raise UsageError("--value-schema/--key-schema need --value-format/--key-format")
+    properties, encoders = _schema_encoders(topic, dict(properties), registry_url, registry_auth, value_format,
+                                            value_schema, value_subject, value_message, key_format, key_schema,
+                                            key_subject)
     props = client_props(bootstrap, properties, PRODUCER_CONFIGS, **{
         "acks": acks, "compression.type": compression, "linger.ms": linger_ms, "batch.size": batch_size,
         "transactional.id": transactional_id})
     sep = key_separator.encode("utf-8") if key_separator is not None else None
-
-    if input_file == "-":
-        stream = sys.stdin.buffer
-        total_size = None
-    else:
-        try:
-            stream = open(input_file, "rb")
-        except OSError as e:
-            raise UsageError(f"cannot read {input_file}: {e.strerror}") from None
-        import os
-        total_size = os.fstat(stream.fileno()).st_size
+    stream, total_size = _open_input(input_file)
 
     stats = {"delivered": 0, "bytes": 0, "partitions": set(), "failed": []}
     tracker = _Tracker(stats)
     start = time.monotonic()
-    producer = None
-    progress = None
-    stopped = None
-    interrupted = None
+    producer = progress = stopped = interrupted = txn = None
     in_flight = 0
-    txn = None
     try:
-        try:
-            producer = Producer(props)
-            if check_topic(producer.loop, producer.client, topic, allow_create=True):
-                warn_created(topic)
-        except UnknownTopicOrPartitionError as e:
-            raise NothingDelivered(f"nothing sent: {e}") from None
-        except PylogError as e:
-            raise NothingDelivered(f"cannot produce to {topic}: {e}") from None
+        producer = _connect(Producer, props, topic)
         if transactional_id is not None:
             try:
                 txn = Transactions(producer, transaction_size, tracker)
             except PylogError as e:
                 raise NothingDelivered(f"cannot produce to {topic}: init_transactions: {e}") from None
         if total_size is not None and err.is_terminal and not as_json:
-            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-            progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                                TransferSpeedColumn(), console=err, transient=True)
-            progress.start()
-            task = progress.add_task(f"producing to {topic}", total=total_size)
+            progress = _progress_bar(topic, total_size)
         read = 0
         for first, lines, nbytes in read_blocks(stream):
             read += nbytes
@@ -171,29 +131,12 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
             if encoders is not None:
                 block = encoders.apply(block, first)
             stats["failed"] += block.errors
-            for block, first in (((block, first),) if txn is None or not block.values
-                                 else txn.pieces(block, first)):
-                if not block.values:
-                    continue
-                parts = block.partitions
-                if parts is not None and partition is not None:
-                    parts = [partition if x is None else x for x in parts]
-                try:
-                    runs, refused = producer.send_many(
-                        topic, block.values, keys=block.keys, headers=block.headers, runs=True,
-                        partition=partition if parts is None else None, partitions=parts,
-                        timestamps=block.timestamps)
-                except BulkSendStopped as e:
-                    runs, refused = e.runs, []
-                    stopped = tracker.stopped(block, first, runs, e.error)
-                tracker.add(block, first, runs, refused)
-                if stopped is not None:
-                    break
+            stopped = _send_block(producer, tracker, txn, topic, partition, block, first)
             if stopped is not None:
                 break
             tracker.settle()
             if progress is not None:
-                progress.update(task, completed=read)
+                progress.update(progress.task_ids[0], completed=read)
         if txn is not None and stopped is None:
             txn.end()
         producer.flush()
@@ -206,20 +149,118 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         if progress is not None:
             progress.stop()
         if producer is not None:
-            # on Ctrl-C give in-flight records a moment, not the whole delivery.timeout.ms
-            try:
-                producer.close(timeout=5 if interrupted else None)
-            except KeyboardInterrupt as e:  # a second Ctrl-C: stop waiting
-                interrupted = interrupted or e
-            if interrupted is not None and txn is None:
-                tracker.settle()  # what is still pending now was dropped: counted below
-            else:
-                tracker.settle(force=True, failure="transaction aborted" if txn is not None else None)
+            interrupted = _close(producer, tracker, txn, interrupted)
         if stream is not sys.stdin.buffer:
             stream.close()
-    elapsed = time.monotonic() - start
-    failed = sorted(stats["failed"])
     dropped = tracker.in_flight() if interrupted is not None else 0
+    failed = _report(topic, stats, time.monotonic() - start, txn, interrupted, in_flight, dropped, as_json)
+    if interrupted is not None:
+        raise interrupted
+    _raise_outcome(topic, stats, failed, stopped)
+
+
+def _check_options(key_separator, fmt, transaction_size, transactional_id) -> None:
+    if key_separator == "":
+        raise UsageError("--key-separator must not be empty")
+    if key_separator is not None and fmt == "json":
+        raise UsageError("--key-separator applies to --format text only")
+    if transaction_size is not None and transactional_id is None:
+        raise UsageError("--transaction-size needs --transactional-id")
+
+
+def _schema_encoders(topic, properties, registry_url, registry_auth, value_format, value_schema, value_subject,
+                     value_message, key_format, key_schema, key_subject):
+    """(the -X properties without the registry's, the schema encoders or None)."""
+    from pylog.commands.registry_options import make_client, pop_registry_props
+
+    reg_props = pop_registry_props(properties)
+    if value_format or key_format:
+        from pylog.commands.produce_schema import SchemaEncoders
+
+        return properties, SchemaEncoders(make_client(registry_url, registry_auth, reg_props), topic, value_format,
+                                          value_schema, value_subject, value_message, key_format, key_schema,
+                                          key_subject)
+    if value_schema or key_schema:
+        raise UsageError("--value-schema/--key-schema need --value-format/--key-format")
+    return properties, None
+
+
+def _open_input(input_file: str):
+    """(binary stream, its size or None for stdin)."""
+    if input_file == "-":
+        return sys.stdin.buffer, None
+    try:
+        stream = open(input_file, "rb")
+    except OSError as e:
+        raise UsageError(f"cannot read {input_file}: {e.strerror}") from None
+    import os
+    return stream, os.fstat(stream.fileno()).st_size
+
+
+def _connect(producer_class, props: dict, topic: str):
+    """A producer whose metadata has TOPIC (created with a warning where the broker auto-creates)."""
+    try:
+        producer = producer_class(props)
+        if check_topic(producer.loop, producer.client, topic, allow_create=True):
+            warn_created(topic)
+        return producer
+    except UnknownTopicOrPartitionError as e:
+        raise NothingDelivered(f"nothing sent: {e}") from None
+    except PylogError as e:
+        raise NothingDelivered(f"cannot produce to {topic}: {e}") from None
+
+
+def _progress_bar(topic: str, total_size: int):
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+    progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                        TransferSpeedColumn(), console=err, transient=True)
+    progress.start()
+    progress.add_task(f"producing to {topic}", total=total_size)
+    return progress
+
+
+def _send_block(producer, tracker, txn, topic, partition, block, first):
+    """Send one parsed block (in transaction-sized pieces with --transactional-id); the line reading
+    stopped at, or None."""
+    from pylog.core.client.errors import BulkSendStopped
+
+    stopped = None
+    for block, first in (((block, first),) if txn is None or not block.values else txn.pieces(block, first)):
+        if not block.values:
+            continue
+        parts = block.partitions
+        if parts is not None and partition is not None:
+            parts = [partition if x is None else x for x in parts]
+        try:
+            runs, refused = producer.send_many(
+                topic, block.values, keys=block.keys, headers=block.headers, runs=True,
+                partition=partition if parts is None else None, partitions=parts, timestamps=block.timestamps)
+        except BulkSendStopped as e:
+            runs, refused = e.runs, []
+            stopped = tracker.stopped(block, first, runs, e.error)
+        tracker.add(block, first, runs, refused)
+        if stopped is not None:
+            return stopped
+    return None
+
+
+def _close(producer, tracker, txn, interrupted):
+    """Close the producer and settle what is pending; a second Ctrl-C while waiting is the interrupt."""
+    # on Ctrl-C give in-flight records a moment, not the whole delivery.timeout.ms
+    try:
+        producer.close(timeout=5 if interrupted else None)
+    except KeyboardInterrupt as e:  # a second Ctrl-C: stop waiting
+        interrupted = interrupted or e
+    if interrupted is not None and txn is None:
+        tracker.settle()  # what is still pending now was dropped: counted below
+    else:
+        tracker.settle(force=True, failure="transaction aborted" if txn is not None else None)
+    return interrupted
+
+
+def _report(topic, stats, elapsed, txn, interrupted, in_flight, dropped, as_json) -> list:
+    """Print the summary (a line on stderr, or the --json document); returns the sorted failures."""
+    failed = sorted(stats["failed"])
     summary = {
         "topic": topic,
         "records": stats["delivered"],
@@ -239,20 +280,23 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         summary["failed"] = [{"line": n, "error": e} for n, e in failed]
         summary["errors"] = [{"error": e, "count": len(lines), "lines": lines[:100]} for e, lines in causes]
         emit_json(summary)
-    else:
-        parts = ",".join(str(p) for p in summary["partitions"]) or "-"
-        head = "interrupted: " if interrupted is not None else ""
-        tail = (f"; {in_flight} in flight at the interrupt, {dropped} dropped (never acknowledged)"
-                if interrupted is not None else "")
-        err.print(f"{head}produced {plural(summary['records'], 'record')} ({plural(summary['bytes'], 'byte')}) "
-                  f"to {topic} partitions [{parts}] in {elapsed:.2f}s ({summary['records_per_s']:.0f} records/s); "
-                  f"{len(failed)} failed{tail}", markup=False)
-        if txn is not None:
-            err.print(f"transactions: {txn.committed} committed, {txn.aborted} aborted")
-        for e, lines in causes:
-            err.print(f"  {plural(len(lines), 'record')} failed: {e} ({_lines(lines)})", markup=False)
-    if interrupted is not None:
-        raise interrupted
+        return failed
+    parts = ",".join(str(p) for p in summary["partitions"]) or "-"
+    head = "interrupted: " if interrupted is not None else ""
+    tail = (f"; {in_flight} in flight at the interrupt, {dropped} dropped (never acknowledged)"
+            if interrupted is not None else "")
+    err.print(f"{head}produced {plural(summary['records'], 'record')} ({plural(summary['bytes'], 'byte')}) "
+              f"to {topic} partitions [{parts}] in {elapsed:.2f}s ({summary['records_per_s']:.0f} records/s); "
+              f"{len(failed)} failed{tail}", markup=False)
+    if txn is not None:
+        err.print(f"transactions: {txn.committed} committed, {txn.aborted} aborted")
+    for e, lines in causes:
+        err.print(f"  {plural(len(lines), 'record')} failed: {e} ({_lines(lines)})", markup=False)
+    return failed
+
+
+def _raise_outcome(topic, stats, failed, stopped) -> None:
+    """Exit 1 (some failed) or 3 (nothing delivered) as the docstring of `produce` says."""
     if stopped is not None:
         msg = f"stopped reading at line {stopped}: {failed[-1][1] if failed else 'metadata timeout'}"
         if stats["delivered"] == 0:

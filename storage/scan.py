@@ -83,6 +83,76 @@ def _find_resume(buf, start: int, end: int, max_size: int) -> int | None:
             return cand
 
 
+class _Window:
+    """What a scan sees of the file: a read-only mapping of all of it, or one reused buffer
+    refilled as the scan moves on (`base` is the file position of buf[0])."""
+
+    def __init__(self, f, limit: int, chunk_size: int):
+        self.f, self.limit, self.base = f, limit, 0
+        self.mm = None
+        if limit > 0 and chunk_size >= CHUNK:
+            try:
+                self.mm = mmap.mmap(f.fileno(), limit, prot=mmap.PROT_READ)
+                self.mm.madvise(mmap.MADV_SEQUENTIAL)
+            except (OSError, ValueError):
+                self.mm = None
+        if self.mm is not None:
+            self.buf, self.avail = self.mm, limit  # the whole file: refill() is never needed
+        else:
+            self.buf, self.avail = bytearray(max(chunk_size, HEADER_SIZE)), 0
+        self.mv = memoryview(self.buf)
+
+    def more(self) -> bool:
+        """Whether the file has bytes past the window."""
+        return self.base + self.avail < self.limit
+
+    def refill(self, keep_from: int, need: int) -> None:
+        """Keep buf[keep_from:avail] at the front (the scan's position becomes 0), then read up
+        to the buffer's size (at least `need` bytes from the front when the file has them)."""
+        rem = self.avail - keep_from
+        if need > len(self.buf):
+            bigger = bytearray(max(need, len(self.buf)))
+            bigger[:rem] = self.mv[keep_from:self.avail]
+            self.mv.release()
+            self.buf, self.mv = bigger, memoryview(bigger)
+        elif rem and keep_from:
+            self.buf[:rem] = bytes(self.mv[keep_from:self.avail])
+        self.base += keep_from
+        filled = rem
+        want = min(len(self.buf), self.limit - self.base)
+        while filled < want:
+            n = self.f.readinto(self.mv[filled:want])
+            if not n:
+                break
+            filled += n
+        self.avail = filled
+
+    def close(self) -> None:
+        self.mv.release()
+        if self.mm is not None:
+            try:
+                self.mm.close()
+            except BufferError:
+                pass  # a caller still holds a view of it: the mapping goes with that view
+
+
+def _entry_problem(buf, pos: int, max_message_size: int) -> tuple[int, int, str | None]:
+    """(magic, size, what is wrong with the entry's length or magic, or None)."""
+    length = _I32.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)[0]
+    magic = buf[pos + MAGIC_OFFSET]
+    size = length + LOG_OVERHEAD
+    if magic == 2:
+        if length < MIN_BATCH_LENGTH:
+            return magic, size, f"batch length {length} below the minimum {MIN_BATCH_LENGTH}"
+        if size > max_message_size:
+            return magic, size, f"batch size {size} above the maximum message size {max_message_size}"
+        return magic, size, None
+    if magic in (0, 1):
+        return magic, size, (f"message size {length} out of range"
+                             if length < 14 or size > max_message_size else None)
+    return magic, size, f"invalid magic byte {magic}"
+
+
 def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, max_bytes: int | None = None,
              check_crc: bool = True, chunk_size: int = CHUNK) -> Iterator[Union[Entry, Damage]]:
     """Yield every entry (and every damage) of a log file in order.
@@ -98,54 +168,16 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
     with open(path, "rb", buffering=0) as f:
         file_size = os.fstat(f.fileno()).st_size
         limit = file_size if max_bytes is None else min(file_size, max_bytes)
-        mm = None
-        if limit > 0 and chunk_size >= CHUNK:
-            try:
-                mm = mmap.mmap(f.fileno(), limit, prot=mmap.PROT_READ)
-                mm.madvise(mmap.MADV_SEQUENTIAL)
-            except (OSError, ValueError):
-                mm = None
-        if mm is not None:
-            buf = mm  # the whole file: avail == limit, so refill() is never needed
-            avail = limit
-        else:
-            buf = bytearray(max(chunk_size, HEADER_SIZE))
-            avail = 0  # bytes of buf holding file data
-        mv = memoryview(buf)
-        base = 0  # file position of buf[0]
-        pos = 0  # position in buf
-
-        def refill(keep_from: int, need: int) -> None:
-            """Keep buf[keep_from:avail] at the front, then read up to the buffer's
-            size (at least `need` bytes from the front when the file has them)."""
-            nonlocal buf, mv, base, avail, pos
-            rem = avail - keep_from
-            if need > len(buf):
-                bigger = bytearray(max(need, len(buf)))
-                bigger[:rem] = mv[keep_from:avail]
-                mv.release()
-                buf, mv = bigger, memoryview(bigger)
-            elif rem and keep_from:
-                buf[:rem] = bytes(mv[keep_from:avail])
-            base += keep_from
-            pos = 0
-            filled = rem
-            want = min(len(buf), limit - base)
-            while filled < want:
-                n = f.readinto(mv[filled:want])
-                if not n:
-                    break
-                filled += n
-            avail = filled
-
-        hdr_unpack = _HEADER.unpack_from
-        len_unpack = _I32.unpack_from
+        w = _Window(f, limit, chunk_size)
+        pos = 0  # position in w.buf
         new = tuple.__new__
         fast = True
         try:
             while True:
-                if avail - pos < HEADER_SIZE and base + avail < limit:
-                    refill(pos, HEADER_SIZE)
+                if w.avail - pos < HEADER_SIZE and w.more():
+                    w.refill(pos, HEADER_SIZE)
+                    pos = 0
+                buf, avail, base = w.buf, w.avail, w.base
                 if pos >= avail:
                     return
                 if fast:
@@ -153,7 +185,7 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                     try:
                         for p, h in iter_headers(buf, pos, avail, verify_crc=False, max_batch_size=max_message_size):
                             size = h.batch_length + LOG_OVERHEAD
-                            ok = (not check_crc) or crc32c(mv[p + ATTRIBUTES_OFFSET: p + size]) == h.crc
+                            ok = (not check_crc) or crc32c(w.mv[p + ATTRIBUTES_OFFSET: p + size]) == h.crc
                             yield new(Entry, (base + p, 2, h, buf, p, ok))
                             pos = p + size
                     except RecordFormatError as e:
@@ -163,20 +195,7 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                 if avail - pos < LOG_OVERHEAD + 5:
                     yield Damage(base + pos, "truncated", f"{avail - pos} trailing bytes, less than a batch header", 0)
                     return
-                length = len_unpack(buf, pos + BATCH_LENGTH_OFFSET)[0]
-                magic = buf[pos + MAGIC_OFFSET]
-                size = length + LOG_OVERHEAD
-                bad = None
-                if magic == 2:
-                    if length < MIN_BATCH_LENGTH:
-                        bad = f"batch length {length} below the minimum {MIN_BATCH_LENGTH}"
-                    elif size > max_message_size:
-                        bad = f"batch size {size} above the maximum message size {max_message_size}"
-                elif magic in (0, 1):
-                    if length < 14 or size > max_message_size:
-                        bad = f"message size {length} out of range"
-                else:
-                    bad = f"invalid magic byte {magic}"
+                magic, size, bad = _entry_problem(buf, pos, max_message_size)
                 if bad is None and pos + size > avail:
                     if base + pos + size > limit:
                         if max_bytes is not None and limit < file_size:
@@ -184,25 +203,26 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                         yield Damage(base + pos, "truncated",
                                      f"batch of {size} bytes but only {limit - base - pos} remain in the file", 0)
                         return
-                    # read on (growing the buffer if this entry needs it)
-                    refill(pos, max(size, HEADER_SIZE))
+                    w.refill(pos, max(size, HEADER_SIZE))  # read on, growing the buffer if this entry needs it
+                    pos = 0
                     continue
                 if bad is not None:
                     bad_at = base + pos
                     resume = _find_resume(buf, pos + 1, avail, max_message_size)
-                    while resume is None and base + avail < limit:
+                    while resume is None and w.more():
                         # slide the window forward and keep searching for a good batch
-                        refill(max(pos + 1, avail - HEADER_SIZE), HEADER_SIZE)
-                        resume = _find_resume(buf, 0, avail, max_message_size)
+                        w.refill(max(pos + 1, w.avail - HEADER_SIZE), HEADER_SIZE)
+                        pos = 0
+                        resume = _find_resume(w.buf, 0, w.avail, max_message_size)
                     if resume is None:
                         yield Damage(bad_at, "corrupt", bad + "; no valid batch after it", limit - bad_at)
                         return
-                    yield Damage(bad_at, "corrupt", bad, base + resume - bad_at)
+                    yield Damage(bad_at, "corrupt", bad, w.base + resume - bad_at)
                     pos = resume
                     continue
                 if magic == 2:
-                    header = new(BatchHeader, hdr_unpack(buf, pos))
-                    ok = (not check_crc) or crc32c(mv[pos + ATTRIBUTES_OFFSET: pos + size]) == header.crc
+                    header = new(BatchHeader, _HEADER.unpack_from(buf, pos))
+                    ok = (not check_crc) or crc32c(w.mv[pos + ATTRIBUTES_OFFSET: pos + size]) == header.crc
                 else:
                     try:
                         header = read_legacy_header(buf, pos, avail)
@@ -210,18 +230,12 @@ def scan_log(path: str | os.PathLike, *, max_message_size: int = DEFAULT_MAX_MES
                         yield Damage(base + pos, "corrupt", str(e), size)
                         pos += size
                         continue
-                    ok = True
-                    if check_crc:
-                        ok = zlib.crc32(mv[pos + MAGIC_OFFSET: pos + size])  # v0/v1 CRC covers magic..end == header.crc
+                    # a v0/v1 message's CRC covers magic..end
+                    ok = (not check_crc) or zlib.crc32(w.mv[pos + MAGIC_OFFSET: pos + size]) == header.crc
                 yield Entry(base + pos, magic, header, buf, pos, ok)
                 pos += size
         finally:
-            mv.release()
-            if mm is not None:
-                try:
-                    mm.close()
-                except BufferError:
-                    pass  # a caller still holds a view of it: the mapping goes with that view
+            w.close()
 
 
 # a header walk reads just the header of a batch this big (a page of data per header costs more)

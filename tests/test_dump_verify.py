@@ -193,6 +193,22 @@ def test_dump_streams_in_chunks(tmp_path):
     assert tiny == full and len(full) == 9
 
 
+def test_scan_checks_legacy_message_crcs(tmp_path):
+    """A v0/v1 message whose bytes no longer match its CRC-32 is scanned as damaged, in the mapped
+    and in the chunked reader alike; with check_crc=False it is not checked."""
+    from pylog.storage.scan import Entry, scan_log
+
+    seg = legacy_segment(tmp_path / "old-0")
+    data = bytearray(seg.read_bytes())
+    assert [e.crc_ok for e in scan_log(seg)] == [True, True]
+    data[-1] ^= 0xFF  # the last byte of the gzip wrapper's value
+    seg.write_bytes(bytes(data))
+    for chunk in (1 << 20, 64):
+        entries = [e for e in scan_log(seg, chunk_size=chunk) if isinstance(e, Entry)]
+        assert [e.crc_ok for e in entries] == [True, False], chunk
+    assert [e.crc_ok for e in scan_log(seg, check_crc=False)] == [True, True]
+
+
 @pytest.fixture
 def clean_dir(tmp_path):
     d = tmp_path / "logs" / "orders-0"
