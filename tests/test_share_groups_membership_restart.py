@@ -8,6 +8,7 @@ from pathlib import Path
 
 from support import share_scenarios as sc
 from support.broker_fixtures import BrokerProcess
+from support.segments import logged_records
 from support.kafka_peer import KafkaNode
 from support.share_members import Member, connect, describe
 from pylog.core.protocol import share_group_records as sr
@@ -64,22 +65,12 @@ def test_membership_survives_kill9(tmp_path):
 
 def _records_are_kafkas(log_dir: Path, group: str) -> None:
     from pylog.commands.broker.groups import offsets_topic as ot  # noqa: PLC0415
-    from pylog.commands.broker.groups.store import iter_log_batches  # noqa: PLC0415
-    from pylog.core.config import BROKER_CONFIGS  # noqa: PLC0415
-    from pylog.storage import LogManager  # noqa: PLC0415
 
     seen = set()
-    mgr = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({"log.dirs": str(log_dir), "log.cleaner.enable": "false"}))
-    mgr.startup(start_cleaner=False)
-    try:
-        for p in range(mgr.topics[ot.TOPIC].num_partitions):
-            for _h, batch, _start in iter_log_batches(mgr.get_log(ot.TOPIC, p)):
-                for r in batch.records():
-                    if sr.is_share_record(r.key):
-                        rtype, k, _v = sr.decode(bytes(r.key), None if r.value is None else bytes(r.value))
-                        if k["group_id"] == group:
-                            seen.add(rtype)
-    finally:
-        mgr.shutdown()
+    for key, value in logged_records(log_dir, ot.TOPIC):
+        if sr.is_share_record(key):
+            rtype, k, _v = sr.decode(key, value)
+            if k["group_id"] == group:
+                seen.add(rtype)
     assert seen == {sr.MEMBER_METADATA, sr.GROUP_METADATA, sr.TARGET_METADATA, sr.TARGET_MEMBER,
                     sr.CURRENT_ASSIGNMENT, sr.STATE_PARTITION_METADATA}, seen

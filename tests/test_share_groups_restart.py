@@ -14,6 +14,7 @@ from pathlib import Path
 
 from support import share_scenarios as sc
 from support.broker_fixtures import BrokerProcess
+from support.segments import logged_records
 from pylog.core.protocol import share_state_records as ssr
 
 HOLDER = textwrap.dedent("""
@@ -67,22 +68,10 @@ def test_kill9_keeps_acknowledged_and_delivery_counts(tmp_path):
 def _state_records_are_kafkas(log_dir: Path, group: str) -> None:
     """The share-partition's latest record in __share_group_state decodes as a ShareSnapshot
     whose start offset is past everything delivered."""
-    from pylog.storage import LogManager  # noqa: PLC0415
-    from pylog.core.config import BROKER_CONFIGS  # noqa: PLC0415
-
     found = []
-    mgr = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({"log.dirs": str(log_dir), "log.cleaner.enable": "false"}))
-    mgr.startup(start_cleaner=False)
-    try:
-        from pylog.commands.broker.groups.store import iter_log_batches  # noqa: PLC0415
-
-        for p in range(mgr.topics[ssr.TOPIC].num_partitions):
-            for _h, batch, start in iter_log_batches(mgr.get_log(ssr.TOPIC, p)):
-                for r in batch.records():
-                    rtype, k, v = ssr.decode(bytes(r.key), None if r.value is None else bytes(r.value))
-                    if k["group_id"] == group:
-                        found.append((rtype, v))
-    finally:
-        mgr.shutdown()
+    for key, value in logged_records(log_dir, ssr.TOPIC):
+        rtype, k, v = ssr.decode(key, value)
+        if k["group_id"] == group:
+            found.append((rtype, v))
     assert found and found[-1][0] == ssr.SNAPSHOT
     assert found[-1][1]["start_offset"] == 31 and found[-1][1]["state_batches"] == []

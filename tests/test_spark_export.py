@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from support.export_support import BASE_TS, rows_of, write_export_dir
+from support.export_support import BASE_TS, rows_of, table_readers, write_export_dir
 from support.spark_fixtures import run_pylog
 
 MASTER = "local[2]"
@@ -83,18 +83,9 @@ def test_data_source_reads_as_a_consumer(export_dir, spark):
 
 @pytest.mark.timeout(1200)
 def test_export_every_format_read_back_independently(export_dir, spark, tmp_path):
-    import deltalake
-    import pyarrow.dataset as pads
-    from pyiceberg.catalog.sql import SqlCatalog
-
     d = export_dir.path
     want = export_dir.committed["tx"] + [r for r in export_dir.committed["plain"]]
-    readers = {
-        "parquet": lambda p: pads.dataset(p, partitioning="hive").to_table(),
-        "delta": lambda p: deltalake.DeltaTable(str(p)).to_pyarrow_table(),
-        "iceberg": lambda p: SqlCatalog("pylog", uri=f"sqlite:///{p}/catalog.db", warehouse=f"file://{p}")
-        .load_table("pylog.export").scan().to_arrow(),
-    }
+    readers = table_readers()
     for fmt, read in readers.items():
         out = tmp_path / fmt
         # incremental: first up to offset 20 of each partition, then the rest

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from support.export_support import BASE_TS, rows_of, write_export_dir
+from support.export_support import BASE_TS, rows_of, table_readers, write_export_dir
 from support.spark_fixtures import run_pylog
 
 MASTER = "local[2]"
@@ -73,18 +73,9 @@ def test_data_source_through_the_broker(live, spark):
 
 @pytest.mark.timeout(1500)
 def test_export_through_the_broker_every_format(live, spark, tmp_path):
-    import deltalake
-    import pyarrow.dataset as pads
-    from pyiceberg.catalog.sql import SqlCatalog
-
     b = live.broker.bootstrap
     want = live.committed["tx"] + live.committed["plain"]
-    readers = {
-        "parquet": lambda p: pads.dataset(p, partitioning="hive").to_table(),
-        "delta": lambda p: deltalake.DeltaTable(str(p)).to_pyarrow_table(),
-        "iceberg": lambda p: SqlCatalog("pylog", uri=f"sqlite:///{p}/catalog.db", warehouse=f"file://{p}")
-        .load_table("pylog.export").scan().to_arrow(),
-    }
+    readers = table_readers()
     for fmt, read in readers.items():
         out = tmp_path / fmt
         doc = _export("tx", "plain", "-b", b, "--format", fmt, "-o", out, "--until", "20", "--partition-by", "topic")

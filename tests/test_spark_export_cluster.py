@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from support.export_support import rows_of, write_export_dir
+from support.export_support import rows_of, table_readers, write_export_dir
 from support.spark_fixtures import run_pylog
 
 LOOPBACK = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
@@ -29,25 +29,12 @@ def export_dir(tmp_path_factory):
     return write_export_dir(tmp_path_factory.mktemp("export-src"))
 
 
-def _readers():
-    import deltalake
-    import pyarrow.dataset as pads
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    return {
-        "parquet": lambda p: pads.dataset(p, partitioning="hive").to_table(),
-        "delta": lambda p: deltalake.DeltaTable(str(p)).to_pyarrow_table(),
-        "iceberg": lambda p: SqlCatalog("pylog", uri=f"sqlite:///{p}/catalog.db", warehouse=f"file://{p}")
-        .load_table("pylog.export").scan().to_arrow(),
-    }
-
-
 def _every_format(export_dir, tmp_path, *spark_args) -> list[dict]:
     """Export tx and plain in each format (the second half incrementally) and check each table
     with its independent reader: exactly the rows a read_committed consumer saw."""
     want = sorted(export_dir.committed["tx"] + export_dir.committed["plain"])
     docs = []
-    for fmt, read in _readers().items():
+    for fmt, read in table_readers().items():
         out = tmp_path / fmt
         for until in (["--until", "20"], []):
             res = run_pylog("spark-export", "tx", "plain", "--from-dir", export_dir.path, "--format", fmt, "-o", out,

@@ -31,8 +31,7 @@ class CrcMismatchError(RecordFormatError):
     """A batch whose stored CRC is not the computed one."""
     def __init__(self, expected: int, found: int, position: int | None = None):
         super().__init__(f"CRC mismatch: stored {expected:#010x}, computed {found:#010x}", position)
-        self.expected = expected
-        self.found = found
+        self.expected, self.found = expected, found
 
 
 class InvalidBatchSizeError(RecordFormatError):
@@ -43,8 +42,7 @@ class RecordCountMismatchError(RecordFormatError):
     """A batch whose header declares another number of records than it holds."""
     def __init__(self, declared: int, found: int, position: int | None = None):
         super().__init__(f"record count mismatch: header says {declared}, found {found}", position)
-        self.declared = declared
-        self.found = found
+        self.declared, self.found = declared, found
 
 
 class UnknownCodecError(RecordFormatError):

@@ -71,6 +71,12 @@ def jaas() -> str:
             f'password="{PASSWORD}" {users};')
 
 
+def end_txn(c, tid: str, pid: int, epoch: int, committed: bool) -> dict:
+    """EndTxn v3 on client `c`: the response body."""
+    return c.call(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                          "committed": committed})
+
+
 class Client:
     """One authenticated raw connection: `call(api_key, version, body)` -> decoded response body."""
 

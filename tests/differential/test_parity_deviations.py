@@ -9,7 +9,7 @@ import pytest
 
 from support import broker_fixtures, kafka_peer  # noqa: F401 - tier marks: both brokers run here
 
-from diff_peers import ADMIN, OPERATIONS, RESOURCE_TYPES, grant_acls
+from diff_peers import ADMIN, OPERATIONS, RESOURCE_TYPES, end_txn, grant_acls
 from diff_runner import _batch, create_topics
 from pylog.core.errors import ErrorCode as E
 from support.waiting import wait_until
@@ -139,8 +139,7 @@ def test_fenced_producer_kip360_reinit_is_fenced(peers, broker):
         assert add["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
         again = init_pid(a, "d2-tx", pid, epoch_a)
         assert again["error_code"] == E.PRODUCER_FENCED, again
-        end = b.call(26, 3, {"transactional_id": "d2-tx", "producer_id": pid, "producer_epoch": epoch_b,
-                             "committed": True})
+        end = end_txn(b, "d2-tx", pid, epoch_b, True)
         assert end["error_code"] == E.PRODUCER_FENCED, end
         d = a.call(65, 0, {"transactional_ids": ["d2-tx"]})["transaction_states"][0]
         assert (d["transaction_state"], d["producer_epoch"]) == ("CompleteAbort", epoch_b + 1), d
@@ -200,8 +199,7 @@ def test_transactional_writes_need_topic_acls(peers, broker):
                                      for n in ("d3-t", "d3-ok")]})
     codes = {t["name"]: t["partitions"][0]["error_code"] for t in tc["topics"]}
     assert codes == {"d3-t": E.TOPIC_AUTHORIZATION_FAILED, "d3-ok": E.NONE}, tc
-    end = bob.call(26, 3, {"transactional_id": "d3-tx", "producer_id": pid, "producer_epoch": epoch,
-                           "committed": True})
+    end = end_txn(bob, "d3-tx", pid, epoch, True)
     assert end["error_code"] == E.NONE, end
 
     def committed():
@@ -276,8 +274,7 @@ def test_offset_commit_unknown_topic(peers, broker, version):
 def test_end_txn_abort_with_nothing_added(peers, broker):
     admin = peers[broker].client(ADMIN)
     r = init_pid(admin, "d12-tx")
-    end = admin.call(26, 3, {"transactional_id": "d12-tx", "producer_id": r["producer_id"],
-                             "producer_epoch": r["producer_epoch"], "committed": False})
+    end = end_txn(admin, "d12-tx", r["producer_id"], r["producer_epoch"], False)
     assert end["error_code"] == E.INVALID_TXN_STATE, end
 
 

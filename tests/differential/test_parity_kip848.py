@@ -10,7 +10,7 @@ import pytest
 
 from support import broker_fixtures, kafka_peer  # noqa: F401 - tier marks: both brokers run here
 
-from diff_peers import ADMIN
+from diff_peers import ADMIN, end_txn
 from diff_runner import create_topics
 from pylog.core.errors import ErrorCode as E
 
@@ -141,8 +141,7 @@ def test_txn_offset_commit_member_epochs(peers, broker):
                           kept) == E.ILLEGAL_GENERATION
         assert txn_commit(admin, v, tid, pid, pepoch, "d4t-g", "d4t-nobody", m1.epoch, "d4t-t",
                           kept) == E.UNKNOWN_MEMBER_ID
-    end = admin.call(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": pepoch,
-                             "committed": False})
+    end = end_txn(admin, tid, pid, pepoch, False)
     assert end["error_code"] == E.NONE, end
 
 

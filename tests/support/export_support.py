@@ -106,3 +106,18 @@ def rows_of(table) -> list:
         hdrs = tuple((h["key"], h["value"]) for h in (cols["headers"][i] or ()))
         out.append((cols["partition"][i], cols["offset"][i], cols["key"][i], cols["value"][i], hdrs))
     return sorted(out)
+
+
+def table_readers() -> dict:
+    """{format: read(path) -> Arrow table}: each format's independent reader (pyarrow, delta-rs,
+    pyiceberg over the export's SQL catalog), not Spark."""
+    import deltalake
+    import pyarrow.dataset as pads
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return {
+        "parquet": lambda p: pads.dataset(p, partitioning="hive").to_table(),
+        "delta": lambda p: deltalake.DeltaTable(str(p)).to_pyarrow_table(),
+        "iceberg": lambda p: SqlCatalog("pylog", uri=f"sqlite:///{p}/catalog.db", warehouse=f"file://{p}")
+        .load_table("pylog.export").scan().to_arrow(),
+    }

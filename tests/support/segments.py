@@ -92,3 +92,22 @@ def txn_dir(tmp_path):
     # the storage engine's recovery writes the offset/time indexes and the epoch cache
     Log(d, TOPIC_CONFIGS.resolve({}), had_clean_shutdown=False, fsync=False).close()
     return d
+
+
+def logged_records(log_dir: Path, topic: str) -> list[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of TOPIC in a stopped broker's log dir, partition by partition
+    in offset order (opened with the storage engine, the cleaner off)."""
+    from pylog.commands.broker.groups.store import iter_log_batches
+    from pylog.core.config import BROKER_CONFIGS
+    from pylog.storage import LogManager
+
+    out = []
+    mgr = LogManager([str(log_dir)], BROKER_CONFIGS.resolve({"log.dirs": str(log_dir), "log.cleaner.enable": "false"}))
+    mgr.startup(start_cleaner=False)
+    try:
+        for p in range(mgr.topics[topic].num_partitions):
+            for _h, batch, _start in iter_log_batches(mgr.get_log(topic, p)):
+                out += [(bytes(r.key), None if r.value is None else bytes(r.value)) for r in batch.records()]
+    finally:
+        mgr.shutdown()
+    return out
