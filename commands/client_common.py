@@ -29,9 +29,11 @@ def client_props(bootstrap: str, properties: dict, configset, **explicit) -> dic
 CODEC_NAMES = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
-def producer_options(f):
+def producer_options(f=None, *, batch_default="16384"):
     """--acks, --compression, --linger-ms, --batch-size: the producer settings that
     `produce` and `perf produce` both take (None: the producer's default / -X)."""
+    if f is None:
+        return lambda g: producer_options(g, batch_default=batch_default)
     opts = [
         click.option("--acks", type=click.Choice(["0", "1", "all", "-1"]), default=None,
                      help="Acknowledgements to wait for (acks). [default: all]"),
@@ -39,7 +41,7 @@ def producer_options(f):
                      help="Batch compression (compression.type). [default: none]"),
         click.option("--linger-ms", type=click.IntRange(min=0), default=None, help="linger.ms [default: 5]"),
         click.option("--batch-size", type=click.IntRange(min=0), default=None,
-                     help="batch.size in bytes [default: 16384]"),
+                     help=f"batch.size in bytes [default: {batch_default}]"),
     ]
     for opt in reversed(opts):
         f = opt(f)

@@ -71,3 +71,15 @@ def test_one_line_per_distinct_error_with_a_count(bs):
     doc = json.loads(r.stdout)
     assert [(e["count"], e["lines"][:3]) for e in doc["errors"]] == [(30, [2, 4, 6])]
     assert len(doc["failed"]) == 30
+
+
+def test_batch_size_is_kcats_from_a_file_or_pipe_and_kafkas_from_a_terminal(monkeypatch):
+    from pylog.commands import produce as cmd
+
+    monkeypatch.setattr(cmd.sys.stdin, "isatty", lambda: False, raising=False)
+    assert cmd._batch_size(None, "in.txt", {}) == cmd._batch_size(None, "-", {}) == 1_000_000
+    assert cmd._batch_size(16384, "in.txt", {}) == 16384  # --batch-size wins
+    assert cmd._batch_size(None, "in.txt", {"batch.size": "20000"}) is None  # so does -X batch.size
+    monkeypatch.setattr(cmd.sys.stdin, "isatty", lambda: True, raising=False)
+    assert cmd._batch_size(None, "-", {}) is None  # the producer's 16384
+    assert cmd._batch_size(None, "in.txt", {}) == 1_000_000
