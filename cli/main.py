@@ -10,7 +10,6 @@ import logging
 import os
 import signal
 import sys
-from importlib import metadata
 
 import click
 
@@ -64,15 +63,23 @@ class LazyGroup(click.Group):
 
 
 def version() -> str:
+    from importlib import metadata  # only for --version: 0.1 s of imports every command would pay
     try:
         return metadata.version("pylog")
     except metadata.PackageNotFoundError:
         return "0+unknown"
 
 
+def _print_version(ctx, _param, value) -> None:
+    """--version, looked up only when asked for (click's version_option reads it at import)."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"pylog {version()}\nimplementation: {fastpath.implementation()}")
+        ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(version(), "--version", "-V", prog_name="pylog",
-                      message="%(prog)s %(version)s\nimplementation: " + fastpath.implementation())
+@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
 def cli(ctx, debug):

@@ -15,6 +15,7 @@ import pytest
 from support.broker_fixtures import module_broker
 from support.cli import pylog
 from support.kafka_fixtures import kafka_node  # noqa: F401
+from support.kafka_peer import shell  # noqa: F401
 
 # a heartbeat interval below Kafka's 5 s default keeps the pylog-broker runs short
 PYLOG_BROKER = ("--set", "group.consumer.heartbeat.interval.ms=1000")
@@ -227,10 +228,8 @@ def _pylog(*args):
     return r.stdout
 
 
-def test_groups_describe_matches_kafka_consumer_groups(peer, members):
+def test_groups_describe_matches_kafka_consumer_groups(peer, members, shell):
     import json
-
-    from support.kafka_peer import run_main
 
     b = peer.bootstrap
     topic, group = name("cgc-desc"), name("cgc-g")
@@ -239,11 +238,11 @@ def test_groups_describe_matches_kafka_consumer_groups(peer, members):
     poll_until(members, lambda: balanced(members, 4) and all(m.membership.stable for m in members),
                what="a stable group of two")
     tool = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-    kafka = run_main(tool, "--bootstrap-server", b, "--describe", "--group", group, "--members", "--verbose",
-                     check=True)
-    state = run_main(tool, "--bootstrap-server", b, "--describe", "--group", group, "--state", "--verbose",
-                     check=True)
-    listed = run_main(tool, "--bootstrap-server", b, "--list", "--type", check=True)
+    kafka = shell.run(tool, "--bootstrap-server", b, "--describe", "--group", group, "--members", "--verbose",
+                      check=True)
+    state = shell.run(tool, "--bootstrap-server", b, "--describe", "--group", group, "--state", "--verbose",
+                      check=True)
+    listed = shell.run(tool, "--bootstrap-server", b, "--list", "--type", check=True)
     ours = json.loads(_pylog("groups", "describe", group, "-b", b, "--members", "--json"))[0]
 
     [st] = _kafka_table(state.stdout)

@@ -20,9 +20,13 @@ import pytest
 
 from support.broker_fixtures import wait_for
 from support.client_fixtures import pylog_cli
-from support.kafka_peer import KafkaCluster, run_main
+from support.kafka_peer import TOOLS, KafkaCluster, ToolShell
 
 pytestmark = pytest.mark.slow
+
+# Kafka's tools (kafka-topics, kafka-consumer-groups) run in one JVM for the module: the tests poll
+# partition state in loops, and a JVM start per poll was most of the module's time on 2 cores.
+_TOOLS: list[ToolShell] = []
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +35,19 @@ def cluster(tmp_path_factory):
                      overrides={"replica.lag.time.max.ms": 5000,
                                 "group.initial.rebalance.delay.ms": 0,
                                 "leader.imbalance.check.interval.seconds": 5}).start()
+    _TOOLS.append(ToolShell())
     yield c
+    _TOOLS.pop().close()
     c.stop()
 
 
+def kafka_tool(name: str, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+    """kafka-NAME.sh ARGS in the module's tool JVM."""
+    return _TOOLS[-1].run(TOOLS[name], *args, check=check)
+
+
 def kafka_topics(bootstrap: str, *args: str) -> str:
-    return run_main("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, *args,
-                    check=True).stdout
+    return kafka_tool("topics", "--bootstrap-server", bootstrap, *args, check=True).stdout
 
 
 def partition_state(bootstrap: str, topic: str) -> dict[int, dict]:
@@ -213,8 +223,8 @@ def test_group_consumers_ride_through_coordinator_failover(cluster, tmp_path):
         def seen():
             return {int(x) for o in outs for x in o.read_text().split()}
         assert wait_for(lambda: len(seen()) > 0, 120)
-        desc = run_main("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-                        cluster.bootstrap, "--describe", "--group", "riders", "--state", check=True).stdout
+        desc = kafka_tool("consumer-groups", "--bootstrap-server", cluster.bootstrap,
+                          "--describe", "--group", "riders", "--state", check=True).stdout
         coordinator = int(re.search(r"\(\s*(\d+)\s*\)", desc)[1])
         cluster.node(coordinator).kill9()
         more = "".join(f"{i}\n" for i in range(n, 2 * n))
@@ -224,8 +234,8 @@ def test_group_consumers_ride_through_coordinator_failover(cluster, tmp_path):
         assert wait_for(lambda: seen() >= set(range(2 * n)), 240, step=0.5), f"saw {len(seen())} of {2 * n}"
 
         def lag_zero():
-            d = run_main("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-                         cluster.bootstrap, "--describe", "--group", "riders").stdout
+            d = kafka_tool("consumer-groups", "--bootstrap-server", cluster.bootstrap,
+                           "--describe", "--group", "riders").stdout
             lags = re.findall(r"^riders\s+failover\s+\d+\s+(\d+|-)\s+(\d+)\s+(\d+|-)", d, re.M)
             return len(lags) == 6 and all(lag == "0" for _, _, lag in lags)
         assert wait_for(lag_zero, 180, step=1), "committed offsets did not reach the end"
@@ -320,8 +330,8 @@ def test_groups_describe_on_java_and_librdkafka_members(cluster, tmp_path):
         # the offsets view agrees with kafka-consumer-groups.sh, partition by partition
         d = pylog_cli("groups", "describe", "mixed", "-b", cluster.bootstrap, "--json")
         assert d.returncode == 0, d.stderr
-        kafka = run_main("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-                         cluster.bootstrap, "--describe", "--group", "mixed", check=True).stdout
+        kafka = kafka_tool("consumer-groups", "--bootstrap-server", cluster.bootstrap,
+                           "--describe", "--group", "mixed", check=True).stdout
         rows = json.loads(d.stdout)[0]["offsets"]
         assert sorted(r["partition"] for r in rows) == [0, 1, 2, 3]
         for row in rows:

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from support.broker_fixtures import BrokerProcess
-from support.kafka_peer import KafkaNode, run_main
+from support.kafka_peer import KafkaNode, shell  # noqa: F401
 from pylog.cli.main import cli
 from pylog.storage.meta_properties import MetaProperties, write_meta_properties
 from support.cli import pylog
@@ -77,9 +77,9 @@ def test_help_and_man():
     assert r.exit_code == 0 and "kafka-storage.sh format" in r.output and "--kafka-config" in r.output
 
 
-def consume_all(node, topic: str, expect: int) -> dict:
+def consume_all(shell, node, topic: str, expect: int) -> dict:
     """Kafka's console consumer from the beginning: (partition, offset) -> (key, value)."""
-    p = run_main("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", node.bootstrap,
+    p = shell.run("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", node.bootstrap,
                  "--topic", topic, "--from-beginning", "--max-messages", str(expect), "--timeout-ms", "60000",
                  "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
                  "--formatter-property", "print.key=true", timeout=120)
@@ -91,36 +91,36 @@ def consume_all(node, topic: str, expect: int) -> dict:
     return got
 
 
-def test_kafka_serves_every_record_at_its_offset(exported):
+def test_kafka_serves_every_record_at_its_offset(exported, shell):
     node, _, expected, _ = exported
     want = {(p, o): kv for (t, p, o), kv in expected.items() if t == TOPIC}
-    assert consume_all(node, TOPIC, len(want)) == want
+    assert consume_all(shell, node, TOPIC, len(want)) == want
     want = {(p, o): kv for (t, p, o), kv in expected.items() if t == COMPACTED}
-    assert consume_all(node, COMPACTED, len(want)) == want
+    assert consume_all(shell, node, COMPACTED, len(want)) == want
 
 
-def test_same_topic_ids_partitions_and_configs(exported):
+def test_same_topic_ids_partitions_and_configs(exported, shell):
     node, src, _, summary = exported
     ids = {t["name"]: t["topic_id"] for t in summary["topics"]}
     for topic, partitions in ((TOPIC, 3), (COMPACTED, 1)):
         pm = (src / f"{topic}-0" / "partition.metadata").read_text()
         assert f"topic_id: {ids[topic]}" in pm
-        p = run_main("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", node.bootstrap, "--describe",
+        p = shell.run("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", node.bootstrap, "--describe",
                      "--topic", topic, check=True)
         first = p.stdout.splitlines()[0]
         assert f"TopicId: {ids[topic]}" in first and f"PartitionCount: {partitions}" in first, p.stdout
-    configs = run_main("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", node.bootstrap, "--describe",
+    configs = shell.run("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", node.bootstrap, "--describe",
                        "--topic", TOPIC, check=True).stdout.splitlines()[0]
     for k, v in CONFIGS.items():
         assert f"{k}={v}" in configs, configs
-    compacted = run_main("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", node.bootstrap, "--describe",
+    compacted = shell.run("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", node.bootstrap, "--describe",
                          "--topic", COMPACTED, check=True).stdout
     assert "cleanup.policy=compact" in compacted
 
 
-def test_committed_group_offsets_move_with_the_data(exported):
+def test_committed_group_offsets_move_with_the_data(exported, shell):
     node = exported[0]
-    p = run_main("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", node.bootstrap,
+    p = shell.run("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", node.bootstrap,
                  "--describe", "--group", GROUP, check=True)
     rows = {}
     for line in p.stdout.splitlines():
@@ -130,18 +130,18 @@ def test_committed_group_offsets_move_with_the_data(exported):
     assert rows == {0: 7, 1: 8, 2: 9}, p.stdout
 
 
-def test_kafka_appends_after_the_exported_records(exported):
+def test_kafka_appends_after_the_exported_records(exported, shell):
     """A new idempotent Kafka producer lands at the old end offset; its producer id is above pylog's."""
     node, _, expected, summary = exported
     end = 1 + max(o for (t, p, o) in expected if t == TOPIC and p == 0)
-    p = run_main("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", node.bootstrap, "--topic", TOPIC,
+    p = shell.run("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", node.bootstrap, "--topic", TOPIC,
                  "--property", "parse.key=true", "--property", "key.separator=:",
                  "--producer-property", "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
                  input="".join(f"after{i}:v{i}\n" for i in range(3)), check=True)
     assert p.returncode == 0
-    got = consume_all(node, TOPIC, sum(1 for k in expected if k[0] == TOPIC) + 3)
+    got = consume_all(shell, node, TOPIC, sum(1 for k in expected if k[0] == TOPIC) + 3)
     assert got[(0, end)][0].startswith("after")
-    dump = run_main("org.apache.kafka.tools.DumpLogSegments", "--files",
+    dump = shell.run("org.apache.kafka.tools.DumpLogSegments", "--files",
                     str(node.log_dir / f"{TOPIC}-0" / "00000000000000000000.log"), check=True).stdout
     pids = [int(m) for m in re.findall(r"producerId: (\d+)", dump)]
     assert pids[-1] >= summary["next_producer_id"] > max(pids[:-1])

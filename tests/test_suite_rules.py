@@ -46,23 +46,54 @@ def test_pylog_subprocesses_go_through_support_cli():
     assert not bad, "use support.cli.pylog():\n" + "\n".join(bad)
 
 
-def _collected(*args: str) -> int:
-    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
-                        *args], capture_output=True, text=True, cwd=TESTS.parent, timeout=300)
-    last = r.stdout.strip().splitlines()[-1]
-    assert "collected" in last or "no tests" in last, r.stdout[-2000:] + r.stderr[-2000:]
-    return 0 if "no tests" in last else int(last.split()[0].split("/")[0])
+# one `pytest --collect-only` run that prints each collected test's node id and tier marks
+_LIST_MARKS = """
+import sys, pytest
+class ListMarks:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            print("MARKS", item.nodeid, ",".join(sorted({m.name for m in item.iter_markers()})))
+sys.exit(pytest.main(sys.argv[1:], plugins=[ListMarks()]))
+"""
+
+
+def _collect_start(*args: str, marks: bool = False) -> subprocess.Popen:
+    head = ["-c", _LIST_MARKS] if marks else ["-m", "pytest"]
+    return subprocess.Popen([sys.executable, *head, "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=TESTS.parent)
+
+
+def _collect_end(p: subprocess.Popen) -> list[str]:
+    """The node ids a `--collect-only -q` run listed (or the MARKS lines of a marks=True run)."""
+    out, err = p.communicate(timeout=300)
+    last = out.strip().splitlines()[-1]
+    assert "collected" in last or "no tests" in last, out[-2000:] + err[-2000:]
+    if "MARKS " in out:
+        return [line for line in out.splitlines() if line.startswith("MARKS ")]
+    return [line for line in out.splitlines() if "::" in line]
 
 
 def test_tiers_follow_what_a_test_uses():
+    files = ["tests/test_kafka_harness.py", "tests/test_records_batch.py", "tests/test_broker_kafka_python.py"]
+    # two collections at once: the fast tier (`-m fast`, as README runs it), and every test with its marks
+    fast_run, all_run = _collect_start("-m", "fast", *files), _collect_start(*files, marks=True)
+    fast = _collect_end(fast_run)
+    marks: dict[str, list[set[str]]] = {}
+    for line in _collect_end(all_run):
+        nodeid, names = line.removeprefix("MARKS ").rsplit(" ", 1)
+        marks.setdefault(nodeid.split("::")[0], []).append(set(names.split(",")))
+    in_fast = {f: sum(1 for n in fast if n.startswith(f + "::")) for f in files}
     # a test that starts Apache Kafka is jvm and not fast; a pure codec test is fast
-    assert _collected("-m", "jvm", "tests/test_kafka_harness.py") > 0
-    assert _collected("-m", "fast", "tests/test_kafka_harness.py") == 0
-    n = _collected("tests/test_records_batch.py")
-    assert n > 0 and _collected("-m", "fast", "tests/test_records_batch.py") == n
+    harness = marks["tests/test_kafka_harness.py"]
+    assert harness and all("jvm" in m and "fast" not in m for m in harness), harness
+    assert in_fast["tests/test_kafka_harness.py"] == 0
+    n = len(marks["tests/test_records_batch.py"])
+    assert n > 0 and in_fast["tests/test_records_batch.py"] == n
     # a test that starts `pylog broker start` is broker_process
-    assert _collected("-m", "broker_process", "tests/test_broker_kafka_python.py") > 0
-    assert _collected("-m", "fast", "tests/test_broker_kafka_python.py") == 0
+    brokers = marks["tests/test_broker_kafka_python.py"]
+    assert brokers and all("broker_process" in m and "fast" not in m for m in brokers), brokers
+    assert in_fast["tests/test_broker_kafka_python.py"] == 0
 
 
 def test_xdist_keeps_a_module_on_one_worker():

@@ -12,9 +12,15 @@ import pytest
 from support.kafka_peer import KafkaCluster, KafkaNode
 
 
+# KIP-848 consumer-group members heartbeat every second instead of every 5 s: each step of a
+# reconciliation (assign, revoke, hand over) waits one interval, as on pylog's test brokers.
+FAST_CONSUMER_GROUPS = {"group.consumer.heartbeat.interval.ms": 1000,
+                        "group.consumer.min.heartbeat.interval.ms": 1000}
+
+
 @pytest.fixture(scope="session")
 def kafka_node(tmp_path_factory):
-    node = KafkaNode(tmp_path_factory.mktemp("kafka-node")).format().start()
+    node = KafkaNode(tmp_path_factory.mktemp("kafka-node"), overrides=FAST_CONSUMER_GROUPS).format().start()
     yield node
     alive = node.proc.poll() is None
     rc = node.stop()

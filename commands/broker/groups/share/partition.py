@@ -74,6 +74,8 @@ class SharePartition:
         self.next_deadline = None  # earliest lock deadline of an acquired record (ms)
         self.state_epoch = 0
         self.snapshot_epoch = 0
+        self.persisted = None  # (start, state epoch, {offset: (state, count)}) last written (store.py)
+        self.updates_since_snapshot = 0
         self.created_ms = created_ms
         # Kafka's coordinator writes the start offset a change began with and moves it in memory
         # after the write: describe shows that one until the next write (see described())
