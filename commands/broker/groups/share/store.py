@@ -22,6 +22,7 @@ import logging
 import time
 
 from pylog.commands.broker.groups.offsets_topic import java_string_hash
+from pylog.commands.broker.groups.share.partition import coalesce
 from pylog.commands.broker.groups.store import iter_keyed_records, now_ms
 from pylog.core.protocol import share_state_records as ssr
 from pylog.core.records import BatchBuilder
@@ -198,19 +199,6 @@ def expand(batches: list) -> dict:
     """{offset: (delivery state, delivery count)} of state batches."""
     return {off: (b["delivery_state"], b["delivery_count"]) for b in batches
             for off in range(b["first_offset"], b["last_offset"] + 1)}
-
-
-def coalesce(state: dict) -> list:
-    """State batches of {offset: (state, count)}, adjacent equal offsets in one batch."""
-    out: list = []
-    for off in sorted(state):
-        st, count = state[off]
-        if out and out[-1]["last_offset"] == off - 1 and out[-1]["delivery_state"] == st \
-                and out[-1]["delivery_count"] == count:
-            out[-1]["last_offset"] = off
-        else:
-            out.append({"first_offset": off, "last_offset": off, "delivery_state": st, "delivery_count": count})
-    return out
 
 
 def delta_ok(sp, last: tuple, state: dict) -> bool:
