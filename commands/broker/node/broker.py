@@ -23,6 +23,7 @@ import logging
 import time
 import uuid
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 from pylog.commands.broker.api.quotas import throttle
 from pylog.commands.broker.api.context import RequestContext, code_of
@@ -45,12 +46,14 @@ from pylog.commands.broker.node.scheduler import Scheduler
 from pylog.commands.broker.net.server import Connection, Server
 from pylog.commands.broker.node.settings import BrokerSettings
 from pylog.commands.broker.txn.coordinator import TransactionCoordinator
-from pylog.commands.schema_registry.service import SchemaRegistryService
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.storage import LogManager, RecoveryReport
+
+if TYPE_CHECKING:  # the registry (and http.server) loads only when schema.registry.listeners is set
+    from pylog.commands.schema_registry.service import SchemaRegistryService
 
 log = logging.getLogger("pylog.broker")
 
