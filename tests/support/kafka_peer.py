@@ -44,9 +44,17 @@ CLASSES_DIR = KAFKA_DIR / "target" / "programs"
 KAFKA_VERSION = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text()).group(1)
 
 # Small heaps: CI machines have 2 cores and run a 3-node cluster beside the tests.
-# C1 only (TieredStopAtLevel=1): a node is ready in about 40% of the time, and on 2 shared cores the
-# C2 compiler threads were most of a start-up; the tests measure no JVM throughput (bench/ does).
-JVM_OPTS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+JVM_OPTS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+# Tests run the JVMs with C1 only (TieredStopAtLevel=1): a node is ready in about 40% of the time, and on
+# 2 shared cores the C2 compiler threads were most of a start-up. bench/ measures Kafka's throughput, so
+# `python -m bench` sets FULL_JIT_ENV and its Kafka nodes, tools and clients compile as Kafka's scripts do.
+FULL_JIT_ENV = "PYLOG_JVM_FULL_JIT"
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+
+
+def jvm_opts() -> list[str]:
+    """The JVM options of every Kafka process started from here (see FULL_JIT_ENV)."""
+    return JVM_OPTS if os.environ.get(FULL_JIT_ENV) == "1" else [*JVM_OPTS, C1_ONLY]
 
 
 def classpath() -> str:
@@ -80,7 +88,8 @@ def _log_opts(level: str) -> list[str]:
 def java_command(main_class: str, *args: str, extra_cp: str | None = None,
                  log_level: str = "warn", jvm_opts: list[str] | None = None) -> list[str]:
     cp = classpath() if extra_cp is None else f"{extra_cp}{os.pathsep}{classpath()}"
-    return [java(), *(jvm_opts or JVM_OPTS), *_log_opts(log_level), "-cp", cp, main_class, *map(str, args)]
+    return [java(), *(jvm_opts or globals()["jvm_opts"]()), *_log_opts(log_level), "-cp", cp, main_class,
+            *map(str, args)]
 
 
 def run_main(main_class: str, *args: str, timeout: float = 180, check: bool = False,

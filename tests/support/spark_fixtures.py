@@ -22,9 +22,10 @@ MASTERS = ["local[2]", "local-cluster[2,1,1024]"]
 # Every Spark JVM the tests start (drivers through spark-submit, standalone Masters and Workers, and
 # their executors) compiles with C1 only: a Spark start-up and the tests' small jobs take about a
 # third less time on 2 shared cores. A value already in the environment wins.
-_C1_ONLY = "-XX:TieredStopAtLevel=1"
-os.environ.setdefault("SPARK_SUBMIT_OPTS", _C1_ONLY)
-os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _C1_ONLY)
+# `python -m bench` (FULL_JIT_ENV) measures Spark as it runs, with both compilers.
+if os.environ.get("PYLOG_JVM_FULL_JIT") != "1":
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
 
 _HIDE_PYLOG = textwrap.dedent("""\
     # An executor Python without pylog: site-packages as usual, minus the editable pylog finder.
