@@ -66,8 +66,12 @@ def _frames() -> dict:
 
 
 async def _measure(repeats: int, faults: str | None = None) -> dict:
-    from pylog.commands.broker.node.broker import Broker
-    from pylog.commands.broker.node.settings import build_settings
+    try:
+        from pylog.commands.broker.node.broker import Broker
+        from pylog.commands.broker.node.settings import build_settings
+    except ModuleNotFoundError:  # the broker before its folders (--compare-with an older tree)
+        from pylog.commands.broker.broker import Broker
+        from pylog.commands.broker.settings import build_settings
     from pylog.core.protocol import encode_request
 
     b = Broker(build_settings({}, {}, (tempfile.mkdtemp(prefix="pylog-bench-dispatch-"),), "127.0.0.1:0"))

@@ -30,7 +30,9 @@ RULES = [
     {"id": "j-txn", "api": "Produce", "transactional_id": "jf-txn-id", "error": "TRANSACTION_ABORTABLE", "count": 1},
     {"id": "j-oor-earliest", "api": "Fetch", "topic": "jf-oor-earliest", "error": "OFFSET_OUT_OF_RANGE", "count": 1},
     {"id": "j-oor-latest", "api": "Fetch", "topic": "jf-oor-latest", "error": "OFFSET_OUT_OF_RANGE", "count": 1},
-    {"id": "j-rip", "api": "Heartbeat", "group": "jf-rip-g", "error": "REBALANCE_IN_PROGRESS", "count": 1},
+    # the Java client ignores REBALANCE_IN_PROGRESS on a heartbeat sent while its SyncGroup is still out (a
+    # slow machine), so the rule fires on five heartbeats, 300 ms apart: at least one reaches a stable member
+    {"id": "j-rip", "api": "Heartbeat", "group": "jf-rip-g", "error": "REBALANCE_IN_PROGRESS", "count": 5},
     {"id": "j-offline", "kind": "offline", "topic": "jf-offline", "partition": 0},
     {"id": "j-coord", "kind": "coordinator", "group": "jf-coord-g"},
 ]
@@ -105,7 +107,7 @@ def test_offset_out_of_range_resets_per_auto_offset_reset(run):
 def test_rebalance_in_progress_rejoins(run):
     kafka, out = run
     assert out["rip.got"] == "[" + ", ".join(f"v{i}" for i in range(5)) + "]"
-    assert int(out["rip.assigned"]) >= 2 and hits(kafka, "j-rip") == 1
+    assert int(out["rip.assigned"]) >= 2 and 1 <= hits(kafka, "j-rip") <= 5
     assert kafka.broker.group_coordinator.groups["jf-rip-g"].generation >= 2
 
 

@@ -131,6 +131,10 @@ public class ShareGolden {
         rec("upd-value", (short) 0, new ShareUpdateValue().setSnapshotEpoch(2).setLeaderEpoch(0).setStartOffset(-1)
             .setStateBatches(List.of(new ShareUpdateValue.StateBatch().setFirstOffset(12).setLastOffset(12)
                 .setDeliveryState((byte) 2).setDeliveryCount((short) 1))));
+        rec("upd-value-delta", (short) 0, new ShareUpdateValue().setSnapshotEpoch(3).setLeaderEpoch(0).setStartOffset(12)
+            .setDeliveryCompleteCount(2).setStateBatches(List.of(
+                new ShareUpdateValue.StateBatch().setFirstOffset(12).setLastOffset(13).setDeliveryState((byte) 2).setDeliveryCount((short) 1),
+                new ShareUpdateValue.StateBatch().setFirstOffset(15).setLastOffset(15).setDeliveryState((byte) 0).setDeliveryCount((short) 3))));
     }
 }
 """
@@ -226,6 +230,12 @@ def test_share_group_state_records_same_bytes_as_kafka(kafka_bytes):
     rtype, k, v = ssr.decode(kafka_bytes[("upd-key", 0)], kafka_bytes[("upd-value", 0)])
     assert (rtype, k) == (ssr.UPDATE, {"group_id": "g", "topic_id": T, "partition": 3})
     assert decoded_subset(upd, v)
+    # an update as pylog's store writes one: the snapshot's epoch, the start offset, only the changed batches
+    from pylog.commands.broker.groups.share.store import coalesce
+    delta = coalesce({12: (2, 1), 13: (2, 1), 15: (0, 3)})
+    assert ssr.encode_value(ssr.UPDATE, {"snapshot_epoch": 3, "leader_epoch": 0, "start_offset": 12,
+                                         "delivery_complete_count": 2, "state_batches": delta}) \
+        == kafka_bytes[("upd-value-delta", 0)]
 
 
 def test_versions_are_kafka_4_4s():

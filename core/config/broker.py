@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pylog.core.config.definitions import (
     BOOLEAN, DOUBLE, INT, INT_MAX, LIST, LONG, LONG_MAX, SHORT, STRING, ConfigDef, ConfigSet, definition as _d,
-    at_least, one_of,
+    at_least, between, one_of,
 )
 from pylog.core.config.security import BROKER_SECURITY_CONFIGS
 from pylog.core.config.topic import TOPIC_CONFIGS
@@ -99,6 +99,10 @@ _BROKER_OWN = [
     _d("share.coordinator.state.topic.num.partitions", INT, 50, "Partitions of __share_group_state.", at_least(1)),
     _d("share.coordinator.state.topic.segment.bytes", INT, 104857600, "Segment size of __share_group_state.",
        at_least(1)),
+    _d("share.coordinator.snapshot.update.records.per.snapshot", INT, 500,
+       "ShareUpdate records written between two ShareSnapshot records of a share-partition.", between(0, 500)),
+    _d("share.coordinator.state.topic.prune.interval.ms", INT, 300000,
+       "How often records of __share_group_state before the last needed snapshot are deleted.", at_least(1)),
     _d("producer.id.expiration.ms", INT, 86400000, "Idle time after which a producer id's state expires."),
     _d("producer.id.expiration.check.interval.ms", INT, 600000,
        "How often the broker forgets producer ids idle for producer.id.expiration.ms.", at_least(1)),

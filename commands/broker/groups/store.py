@@ -48,10 +48,10 @@ def iter_log_batches(plog):
             break
 
 
-def iter_keyed_records(logs, topic: str, partitions: int):
+def iter_keyed_records(logs, topic: str, partitions: int, first: int = 0):
     """The keyed data records of an internal topic's partitions, each partition from its log
     start to its end (control batches skipped): what a coordinator replays at load."""
-    for p in range(partitions):
+    for p in range(first, partitions):
         plog = logs.get_log(topic, p)
         if plog is None:
             continue

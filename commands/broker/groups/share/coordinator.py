@@ -20,7 +20,7 @@ from pylog.commands.broker.groups.share.dead_letters import DeadLetters
 from pylog.commands.broker.groups.share.group import ASSIGNOR, ShareGroup, ShareMember, simple_assign
 from pylog.commands.broker.groups.share.members import ShareGroupRecords, metadata_hash
 from pylog.commands.broker.groups.share.partition import SharePartition
-from pylog.commands.broker.groups.share.store import ShareStateStore
+from pylog.commands.broker.groups.share.store import ShareStateStore, expand
 from pylog.commands.broker.groups.store import now_ms
 from pylog.core.errors import ErrorCode
 
@@ -61,6 +61,7 @@ class ShareCoordinator:
         self.loop = None
         self._ticker = None
         self.persist_failures = 0
+        self._next_prune = time.monotonic() + broker.config["share.coordinator.state.topic.prune.interval.ms"] / 1000
         self.stats = {"acks": {}, "acquired": 0}  # for /metrics (ops/share_metrics.py)
 
     # ---- lifecycle -------------------------------------------------------------
@@ -76,6 +77,8 @@ class ShareCoordinator:
             for start, batches in st["updates"]:
                 sp.load_batches(start, batches, limit, replace=False)
             sp.state_epoch, sp.snapshot_epoch = st["state_epoch"], st["snapshot_epoch"]
+            sp.persisted = (sp.start, sp.state_epoch, expand(sp.state_batches()))
+            sp.updates_since_snapshot = len(st["updates"])
             self.parts[(gid, tid, p)] = sp
             self.groups.setdefault(gid, ShareGroup(gid))
         store = self.broker.group_coordinator.store
@@ -356,6 +359,9 @@ class ShareCoordinator:
                 pass
             for sp in expired:
                 self.wake(sp)
+        if now >= self._next_prune:
+            self._next_prune = now + self.broker.config["share.coordinator.state.topic.prune.interval.ms"] / 1000
+            self.store.prune()
 
     # ---- describe / list / delete ---------------------------------------------------------
     def describe(self, gid: str) -> dict:

@@ -74,6 +74,8 @@ class SharePartition:
         self.next_deadline = None  # earliest lock deadline of an acquired record (ms)
         self.state_epoch = 0
         self.snapshot_epoch = 0
+        self.persisted = None  # (start, state epoch, {offset: (state, count)}) last written (store.py)
+        self.updates_since_snapshot = 0
         self.created_ms = created_ms
         # Kafka's coordinator writes the start offset a change began with and moves it in memory
         # after the write: describe shows that one until the next write (see described())
@@ -304,16 +306,8 @@ class SharePartition:
     # ---- persistence -----------------------------------------------------------------------
     def state_batches(self) -> list[dict]:
         """The in-flight records as Kafka's state batches (acquired records stored as available)."""
-        out: list[dict] = []
-        for off in sorted(self.records):
-            st, count = self.records[off][STATE], self.records[off][COUNT]
-            st = AVAILABLE if st == ACQUIRED else st
-            if out and out[-1]["last_offset"] == off - 1 and out[-1]["delivery_state"] == st \
-                    and out[-1]["delivery_count"] == count:
-                out[-1]["last_offset"] = off
-            else:
-                out.append({"first_offset": off, "last_offset": off, "delivery_state": st, "delivery_count": count})
-        return out
+        return coalesce({off: (AVAILABLE if r[STATE] == ACQUIRED else r[STATE], r[COUNT])
+                         for off, r in self.records.items()})
 
     def delivery_complete_count(self) -> int:
         """Offsets at or above the start offset whose delivery is complete (KIP-1226)."""
@@ -343,3 +337,16 @@ class SharePartition:
         self.end = max([self.start] + [o + 1 for o in self.records])
         self.advance()
         self.described_start = self.start
+
+
+def coalesce(state: dict) -> list:
+    """State batches of {offset: (state, count)}, adjacent equal offsets in one batch."""
+    out: list = []
+    for off in sorted(state):
+        st, count = state[off]
+        if out and out[-1]["last_offset"] == off - 1 and out[-1]["delivery_state"] == st \
+                and out[-1]["delivery_count"] == count:
+            out[-1]["last_offset"] = off
+        else:
+            out.append({"first_offset": off, "last_offset": off, "delivery_state": st, "delivery_count": count})
+    return out
