@@ -439,6 +439,17 @@ class KafkaCluster:
             n.wait_ready(timeout, all_brokers=True)
         return self
 
-    def stop(self) -> None:
-        for n in self.nodes + self.controllers:
-            n.stop()
+    def stop(self, timeout: float = 60) -> None:
+        """SIGTERM to every node at once (dedicated controllers after the brokers), then wait. One
+        after another, the last combined node's controlled shutdown waited out its whole timeout:
+        its quorum had already left."""
+        for group in (self.nodes, self.controllers):
+            live = [n for n in group if n.proc is not None and n.proc.poll() is None]
+            for n in live:
+                n.proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            for n in live:
+                try:
+                    n.proc.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    n.kill9()
