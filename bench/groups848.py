@@ -5,7 +5,7 @@
 librdkafka consumers (one thread each) join a new group on a 10-partition topic
 at once; "join to stable" is from the moment all have subscribed until every
 partition is owned exactly once by N members (bench.groups.rebalance_time).
-Brokers: pylog (`pylog broker start`) and Apache Kafka 4.3.1 (tests/kafka_peer),
+Brokers: pylog (`pylog broker start`) and Apache Kafka (the version tests/kafka/pom.xml pins; tests/support/kafka_peer),
 both with their defaults (heartbeat interval 5 s; the broker computes the
 assignment, so there is no initial rebalance delay). For comparison the same
 clients with the classic protocol on pylog (initial delay 0).

@@ -1,6 +1,6 @@
 """`python -m bench security`: produce and fetch over PLAINTEXT, SSL and SASL_SSL.
 
-pylog's broker and Apache Kafka 4.3.1 (tests/support/kafka_peer.py) each get three
+pylog's broker and Apache Kafka (the version tests/kafka/pom.xml pins, tests/support/kafka_peer.py) each get three
 listeners on the same settings (a PEM keystore, SCRAM-SHA-512 users made with
 `--add-scram`); a confluent-kafka (librdkafka) producer writes N 1 KiB
 messages with acks=1 and a consumer reads them back, per listener. TLS costs
@@ -49,10 +49,12 @@ class PylogSecure:
 
 
 class KafkaSecure:
-    name = "Apache Kafka 4.3.1"
+    name = "Apache Kafka"
 
     def __init__(self, work: Path, pki):
-        from support.kafka_peer import KafkaNode
+        from support.kafka_peer import KAFKA_VERSION, KafkaNode
+
+        self.name = f"Apache Kafka {KAFKA_VERSION}"
 
         node = KafkaNode(work / "kafka", format_args=(
             "--add-scram", f"SCRAM-SHA-512=[name={USER},password={PASSWORD}]"))
