@@ -18,6 +18,15 @@ def bs(broker):
     return broker.bootstrap
 
 
+def produce_proc(*args: str) -> subprocess.Popen:
+    """`pylog produce ARGS` reading a pipe, started as from a terminal: SIGINT at its default. A worker
+    process that ran Spark's tests before may have SIGINT ignored, and a child inherits that (Python then
+    installs no KeyboardInterrupt handler)."""
+    return subprocess.Popen([sys.executable, "-m", "pylog.cli", "produce", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 def end_offset(bs, topic):
     r = pylog_cli("topics", "describe", topic, "-b", bs, "--json")
     return json.loads(r.stdout)["partitions"][0]["end_offset"] if r.returncode == 0 else -1
@@ -28,8 +37,7 @@ def end_offset(bs, topic):
 def test_interrupt_prints_the_summary_marked_interrupted(bs, sig, code, last):
     topic = f"prod-int-{sig.name.lower()}"
     assert pylog_cli("topics", "create", topic, "-b", bs).returncode == 0
-    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", "produce", topic, "-b", bs],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = produce_proc(topic, "-b", bs)
     p.stdin.write("a\nb\nc\n")
     p.stdin.flush()
     wait_until(lambda: end_offset(bs, topic) == 3, 60, "3 records stored")
@@ -44,8 +52,7 @@ def test_interrupt_prints_the_summary_marked_interrupted(bs, sig, code, last):
 
 def test_interrupt_summary_in_json(bs):
     assert pylog_cli("topics", "create", "prod-int-json", "-b", bs).returncode == 0
-    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", "produce", "prod-int-json", "-b", bs, "--json"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = produce_proc("prod-int-json", "-b", bs, "--json")
     p.stdin.write("a\nb\n")
     p.stdin.flush()
     wait_until(lambda: end_offset(bs, "prod-int-json") == 2, 60, "2 records stored")
