@@ -12,11 +12,13 @@ Regenerate the record from a full run's JUnit XML:
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 RECORD = Path(__file__).resolve().parent / "group_seconds.json"
+_GROUP_SUFFIX = re.compile(r"@([A-Za-z0-9_.-]+)\]?$")
 GUESS_PER_TEST = 0.5  # seconds per test for a group the record does not know yet
 
 
@@ -65,9 +67,11 @@ def seconds_by_group(junit_xml: Path) -> dict[str, float]:
 
     seconds: dict[str, float] = defaultdict(float)
     for case in ET.parse(junit_xml).getroot().iter("testcase"):
-        name = case.get("name", "")
-        if "@" in name:  # a run under xdist's loadgroup: the name ends with its group
-            seconds[group_of_nodeid(name)] += float(case.get("time") or 0)
+        # a run under xdist's loadgroup: the name ends with its group, inside a parametrized
+        # test's brackets ("test_x[a-b@group]") or after the name ("test_y@group")
+        m = _GROUP_SUFFIX.search(case.get("name", ""))
+        if m:
+            seconds[m.group(1)] += float(case.get("time") or 0)
     return {g: round(s, 1) for g, s in sorted(seconds.items(), key=lambda kv: -kv[1])}
 
 
