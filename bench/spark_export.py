@@ -22,6 +22,7 @@ Goals (issue 32): the dir path at least 2x Spark's Kafka source; local[2]/local[
 """
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -93,7 +94,7 @@ def main(argv: list[str]) -> int:
 
     ap = spark_bench_parser("python -m bench spark-export", "local[1],local[2],cluster")
     ap.add_argument("--quick", action="store_true", help="200,000 records")
-    ap.add_argument("--kafka-source-child", nargs=3, metavar=("MASTER", "BOOTSTRAP", "OUT"), help=argparse_suppress())
+    ap.add_argument("--kafka-source-child", nargs=3, metavar=("MASTER", "BOOTSTRAP", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.kafka_source_child:
         print(json.dumps(kafka_source_job(*a.kafka_source_child)))
@@ -125,11 +126,6 @@ def main(argv: list[str]) -> int:
     if not a.dir:
         shutil.rmtree(work, ignore_errors=True)
     return 0
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS
 
 
 def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: int) -> list:

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from support.broker_fixtures import BrokerProcess
-from support.kafka_peer import java, jvm_opts
+from support.kafka_peer import java, jvm_options
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -129,7 +129,7 @@ def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, kafka_cluster):
         props = tmp_path / "mm2.properties"
         props.write_text(mm2_properties(src, kafka_cluster.bootstrap))
         log = open(tmp_path / "mm2.log", "wb")
-        mm = subprocess.Popen([java(), *jvm_opts(), "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+        mm = subprocess.Popen([java(), *jvm_options(), "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
                                "-cp", mirror_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(props)],
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         target = kafka_cluster.bootstrap

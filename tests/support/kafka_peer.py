@@ -52,7 +52,7 @@ FULL_JIT_ENV = "PYLOG_JVM_FULL_JIT"
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 
 
-def jvm_opts() -> list[str]:
+def jvm_options() -> list[str]:
     """The JVM options of every Kafka process started from here (see FULL_JIT_ENV)."""
     return JVM_OPTS if os.environ.get(FULL_JIT_ENV) == "1" else [*JVM_OPTS, C1_ONLY]
 
@@ -88,8 +88,7 @@ def _log_opts(level: str) -> list[str]:
 def java_command(main_class: str, *args: str, extra_cp: str | None = None,
                  log_level: str = "warn", jvm_opts: list[str] | None = None) -> list[str]:
     cp = classpath() if extra_cp is None else f"{extra_cp}{os.pathsep}{classpath()}"
-    return [java(), *(jvm_opts or globals()["jvm_opts"]()), *_log_opts(log_level), "-cp", cp, main_class,
-            *map(str, args)]
+    return [java(), *(jvm_opts or jvm_options()), *_log_opts(log_level), "-cp", cp, main_class, *map(str, args)]
 
 
 def run_main(main_class: str, *args: str, timeout: float = 180, check: bool = False,
