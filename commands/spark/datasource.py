@@ -224,21 +224,20 @@ class PylogDataSource(DataSource):
         return PylogReader(path, self.options)
 
 
-def tasks_frame(spark, plans):
+def tasks_frame(spark, plans, per_task=None, schema=None):
     """The rows of `plans` (planned here, by log_plan.plan_log_dir) as a DataFrame without the
-    data source API: one row per segment task, spread one per partition, read by mapInArrow.
-    For a Spark Connect server whose own Python (which plans a data source) lacks pylog's
-    dependencies while its executors run a shipped environment."""
+    data source API: spark.range with one row, one Spark partition, per segment task, each read
+    by mapInArrow (log_rows.read_task). For a Spark Connect server whose own Python (which plans a
+    data source) lacks pylog's dependencies while its executors run a shipped environment, and for
+    `spark-export`'s fused tasks: with `per_task` (Arrow batches in, Arrow batches of `schema` out)
+    each task's rows go straight into it in the same Python worker, never through the JVM."""
     import pickle
 
     from pylog.commands.spark.log_rows import SPARK_SCHEMA
 
-    tasks = [t for p in plans for t in p.tasks]
+    tasks = [pickle.dumps(t) for p in plans for t in p.tasks]
     if not tasks:
-        return spark.createDataFrame([], SPARK_SCHEMA)
-    rows = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
-    # round-robin from one local partition: task i lands in partition i
-    df = spark.createDataFrame(rows, "i int, task binary").repartition(len(tasks))
+        return spark.createDataFrame([], schema or SPARK_SCHEMA)
 
     def read(batches):
         import pickle as _pickle
@@ -246,10 +245,11 @@ def tasks_frame(spark, plans):
         from pylog.commands.spark.log_rows import read_task
 
         for b in batches:
-            for blob in b.column("task").to_pylist():
-                yield from read_task(_pickle.loads(blob))
+            for i in b.column("id").to_pylist():
+                rows = read_task(_pickle.loads(tasks[i]))
+                yield from (rows if per_task is None else per_task(rows))
 
-    return df.mapInArrow(read, SPARK_SCHEMA)
+    return spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(read, schema or SPARK_SCHEMA)
 
 
 def register(spark) -> None:

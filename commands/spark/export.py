@@ -148,6 +148,25 @@ def _server_plans_without_deps() -> bool:
     return bool(run and run.connect and run.executor_python and run.executor_python.how == "shipped")
 
 
+def _fused(opts: ExportOptions) -> bool:
+    """Whether each read task writes its own rows (read and write fused in one Python worker, the
+    rows never crossing into the JVM and back): from a dir, raw bytes, no Spark-side transform."""
+    return (not opts.bootstrap and not opts.compacted and opts.value_format == "bytes"
+            and opts.key_format == "bytes" and "date" not in opts.partition_by)
+
+
+def _cast_into(writer, schema):
+    """`writer` (export_tables.file_writer) over batches cast to the table's Arrow schema, which is
+    what Spark would hand it (list item names and all)."""
+
+    def per_task(batches):
+        import pyarrow as pa
+
+        return writer(c for b in batches for c in pa.Table.from_batches([b]).cast(schema).to_batches())
+
+    return per_task
+
+
 def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> dict:
     """Export once; the summary document."""
     from pylog.commands.spark.export_tables import FILES_SCHEMA, file_writer, offsets_to_json, open_table
@@ -170,7 +189,12 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
     ends = {(p.topic, p.partition): p.end for p in plans}
     starts = {(p.topic, p.partition): p.start for p in plans}
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-    if not opts.bootstrap and _server_plans_without_deps():
+    fused = _fused(opts)
+    if fused:  # the schema only: the rows never leave the Python worker that reads them
+        from pylog.commands.spark.log_rows import SPARK_SCHEMA
+
+        df = spark.createDataFrame([], SPARK_SCHEMA)
+    elif not opts.bootstrap and _server_plans_without_deps():
         from pylog.commands.spark.datasource import tasks_frame
 
         df = tasks_frame(spark, plans)
@@ -193,7 +217,12 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
 
         ctx = progress_factory("export", None, None) if progress_factory else nullcontext()
         with ctx:
-            rows = df.mapInArrow(writer, FILES_SCHEMA).collect()
+            if fused:
+                from pylog.commands.spark.datasource import tasks_frame
+
+                rows = tasks_frame(spark, plans, _cast_into(writer, arrow_schema), FILES_SCHEMA).collect()
+            else:
+                rows = df.mapInArrow(writer, FILES_SCHEMA).collect()
         files = [r.asDict() for r in rows if r["path"]]
     version = table.version()
     committed = False

@@ -61,8 +61,23 @@ def file_writer(root: str, rel_dir: str, partition_by: list, keep_partition_colu
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         out = {"path": [], "rows": [], "bytes": [], "partition_values": []}
+        if not partition_by:  # streamed: one file per task, batches written as they come
+            task, pw, rows = uuid.uuid4().hex[:12], None, 0
+            rel = "/".join(x for x in (rel_dir, f"part-{run_id}-{task}-00000.parquet") if x)
+            path = os.path.join(root, rel)
+            for b in batches:
+                if b.num_rows:
+                    if pw is None:
+                        os.makedirs(os.path.dirname(path), exist_ok=True)
+                        pw = pq.ParquetWriter(path, b.schema, compression="zstd")
+                    pw.write_batch(b)
+                    rows += b.num_rows
+            if pw is not None:
+                pw.close()
+                out = {"path": [rel], "rows": [rows], "bytes": [os.path.getsize(path)], "partition_values": ["{}"]}
+            batches = ()
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if tables:
             table = pa.concat_tables(tables)
             groups = [((), table)]
