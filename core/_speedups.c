@@ -535,6 +535,186 @@ error:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ records as Arrow columns (record_columns.decode_columns) */
+
+/* append n bytes to a bytearray: 0, or -1 with the error set */
+static inline int
+ba_append(PyObject *ba, const void *src, Py_ssize_t n)
+{
+    Py_ssize_t old = PyByteArray_GET_SIZE(ba);
+    if (PyByteArray_Resize(ba, old + n) < 0)
+        return -1;
+    if (n > 0)
+        memcpy(PyByteArray_AS_STRING(ba) + old, src, (size_t)n);
+    return 0;
+}
+
+/* one nullable binary column (validity bitmap, int32 offsets, data): append row `row`'s value,
+ * NULL d for null. 0, or -1 with the error set. */
+static int
+col_append(PyObject *valid, PyObject *offs, PyObject *data, Py_ssize_t row, const unsigned char *d, int64_t n)
+{
+    Py_ssize_t need = row / 8 + 1;
+    if (PyByteArray_GET_SIZE(valid) < need) {
+        Py_ssize_t old = PyByteArray_GET_SIZE(valid);
+        if (PyByteArray_Resize(valid, need) < 0)
+            return -1;
+        memset(PyByteArray_AS_STRING(valid) + old, 0, (size_t)(need - old));
+    }
+    if (d != NULL) {
+        PyByteArray_AS_STRING(valid)[row / 8] |= (char)(1 << (row % 8));
+        if (ba_append(data, d, (Py_ssize_t)n) < 0)
+            return -1;
+    }
+    Py_ssize_t len = PyByteArray_GET_SIZE(data);
+    if (len > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "decode_columns: a binary column passed 2 GiB: flush it sooner");
+        return -1;
+    }
+    int32_t o = (int32_t)len;
+    return ba_append(offs, &o, 4);
+}
+
+/* a key or value field: *p (NULL: null) and *n, pos moved past it. 0; -2 malformed; -1 error set */
+static int
+field_span(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, Py_ssize_t index, const char *what,
+           const unsigned char **p, int64_t *n)
+{
+    Py_ssize_t errpos;
+    if (read_varint(d, end, pos, n, &errpos) != V_OK)
+        return -2;
+    if (*n >= 0) {
+        if (*n > end - *pos)
+            return -2;
+        *p = d + *pos;
+        *pos += (Py_ssize_t)*n;
+        return 0;
+    }
+    if (*n == -1) {
+        *p = NULL;
+        *n = 0;
+        return 0;
+    }
+    raise_fmt(CorruptRecordError, -1, "record %zd: %s length %lld", index, what, (long long)*n);
+    return -1;
+}
+
+/* decode_columns(data, base_offset, base_timestamp, log_append_time, start, end, cols) -> records decoded.
+ * cols = [offsets, timestamps_us, key_valid, key_offsets, key_data, value_valid, value_offsets,
+ * value_data, headers]: bytearrays (int64, int64, bitmap, int32, bytes, ...) and a list of
+ * (row, headers); the records with offsets in [start, end) are appended. */
+static PyObject *
+sp_decode_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, 7, "decode_columns(data, base_offset, base_timestamp, log_append_time, start, end, "
+                    "cols)") < 0 || load_classes() < 0)
+        return NULL;
+    long long base_offset, base_ts, lat = 0, start, stop;
+    int has_lat = args[3] != Py_None;
+    if (as_long_long(args[1], &base_offset) < 0 || as_long_long(args[2], &base_ts) < 0
+        || (has_lat && as_long_long(args[3], &lat) < 0) || as_long_long(args[4], &start) < 0
+        || as_long_long(args[5], &stop) < 0)
+        return NULL;
+    PyObject *c[9];
+    if (!PyList_Check(args[6]) || PyList_GET_SIZE(args[6]) != 9) {
+        PyErr_SetString(PyExc_TypeError, "decode_columns: cols must be a list of 8 bytearrays and a list");
+        return NULL;
+    }
+    for (int i = 0; i < 9; i++) {
+        c[i] = PyList_GET_ITEM(args[6], i);
+        if (i < 8 ? !PyByteArray_Check(c[i]) : !PyList_Check(c[i])) {
+            PyErr_SetString(PyExc_TypeError, "decode_columns: cols must be a list of 8 bytearrays and a list");
+            return NULL;
+        }
+    }
+    bytes_view v;
+    if (get_view(args[0], &v) < 0)
+        return NULL;
+    const unsigned char *d = v.d;
+    Py_ssize_t end = v.n, pos = 0, index = 0;
+    for (; pos < end; index++) {
+        int64_t n, tsd, od, hc, kn, vn;
+        const unsigned char *kp, *vp;
+        Py_ssize_t errpos, rec_end;
+        int rc;
+        VARINT_OR_FAIL(read_varint(d, end, &pos, &n, &errpos));
+        rec_end = pos + (Py_ssize_t)n;
+        if (n <= 0 || n > end - pos) {
+            raise_fmt(CorruptRecordError, -1, "record %zd: length %lld does not fit the %zd bytes left", index,
+                      (long long)n, end - pos);
+            goto fail;
+        }
+        pos += 1;
+        VARINT_OR_FAIL(read_varlong(d, end, &pos, &tsd, &errpos));
+        VARINT_OR_FAIL(read_varint(d, end, &pos, &od, &errpos));
+        if ((rc = field_span(d, end, &pos, index, "key", &kp, &kn)) < 0 ||
+            (rc = field_span(d, end, &pos, index, "value", &vp, &vn)) < 0) {
+            if (rc == -2)
+                goto malformed;
+            goto fail;
+        }
+        VARINT_OR_FAIL(read_varint(d, end, &pos, &hc, &errpos));
+        if (hc < 0) {
+            raise_fmt(CorruptRecordError, -1, "record %zd: header count %lld", index, (long long)hc);
+            goto fail;
+        }
+        PyObject *headers = NULL;
+        if (hc > 0) {
+            int malformed = 0;
+            headers = decode_headers(d, end, &pos, hc, index, &malformed);
+            if (headers == NULL) {
+                if (malformed)
+                    goto malformed;
+                goto fail;
+            }
+        }
+        if (pos != rec_end) {
+            Py_XDECREF(headers);
+            raise_fmt(CorruptRecordError, -1, "record %zd: fields end at %zd, its length says %zd", index, pos,
+                      rec_end);
+            goto fail;
+        }
+        int64_t off, ts_us;
+        if (__builtin_add_overflow((int64_t)base_offset, od, &off)) {
+            Py_XDECREF(headers);
+            raise_fmt(CorruptRecordError, -1, "record %zd: offset overflows", index);
+            goto fail;
+        }
+        if (off < start || off >= stop) {
+            Py_XDECREF(headers);
+            continue;
+        }
+        int64_t ts = has_lat ? (int64_t)lat : (int64_t)base_ts + tsd;
+        Py_ssize_t row = PyByteArray_GET_SIZE(c[0]) / 8;
+        if (__builtin_mul_overflow(ts, (int64_t)1000, &ts_us)) {
+            Py_XDECREF(headers);
+            raise_fmt(CorruptRecordError, -1, "record %zd: timestamp %lld out of range", index, (long long)ts);
+            goto fail;
+        }
+        if (headers != NULL) {
+            PyObject *pair = Py_BuildValue("(nN)", row, headers);
+            if (pair == NULL || PyList_Append(c[8], pair) < 0) {
+                Py_XDECREF(pair);
+                goto fail;
+            }
+            Py_DECREF(pair);
+        }
+        if (ba_append(c[0], &off, 8) < 0 || ba_append(c[1], &ts_us, 8) < 0
+            || col_append(c[2], c[3], c[4], row, kp, kn) < 0 || col_append(c[5], c[6], c[7], row, vp, vn) < 0)
+            goto fail;
+        continue;
+    malformed:
+        raise_fmt(CorruptRecordError, -1, "record %zd runs past the end of the batch or holds a malformed varint",
+                  index);
+        goto fail;
+    }
+    release_view(&v);
+    return PyLong_FromSsize_t(index);
+fail:
+    release_view(&v);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ the validating walk (framing.check_records) */
 
 /* framing._skip_nullable: the length of the key, value or header value at *p (-1: null) in *n,
@@ -1096,6 +1276,8 @@ static PyMethodDef methods[] = {
     {"decode_varlong", (PyCFunction)(void (*)(void))sp_decode_varlong, METH_FASTCALL, "varint.decode_varlong"},
     {"encode_varint", (PyCFunction)sp_encode_varint, METH_O, "varint.encode_varint"},
     {"decode_records", (PyCFunction)(void (*)(void))sp_decode_records, METH_FASTCALL, "batch.decode_records"},
+    {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
+     "record_columns.decode_columns"},
     {"check_records", (PyCFunction)(void (*)(void))sp_check_records, METH_FASTCALL, "framing.check_records"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
     {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},

@@ -1,6 +1,6 @@
 """The compiled record codec against its pure-Python reference: the same inputs,
 damaged ones included, must give the same bytes, the same records and the same
-errors (class and message).
+errors (class and message); so must the column decoder spark-export reads segments with.
 
 The compiled extension is optional; where it was not built these tests skip
 saying so, except in CI (CI=true), where its absence is a failure.
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from support.mutations import damage
 from pylog.core import fastpath
 from pylog.core.client import partitioner
-from pylog.core.records import batch, framing, varint
+from pylog.core.records import batch, framing, record_columns, varint
 from pylog.core.records.errors import CorruptRecordError
 from pylog.storage import compaction_rules
 
@@ -187,6 +187,44 @@ def test_bad_header_key_is_the_same_error():
     assert outcome(native.decode_records, rec, 0, 0) == a
 
 
+# ------------------------------------------------------------------ records as Arrow columns (spark-export)
+
+def run(fn, data, base_offset, base_ts, lat, start, end):
+    cols = record_columns.Columns()
+    res = outcome(fn, data, base_offset, base_ts, lat, start, end, cols.cols)
+    return res, cols
+
+
+@SETTINGS
+@given(sections(), st.integers(0, 1 << 40), st.integers(0, 1 << 42), st.booleans(), st.integers(0, 40),
+       st.integers(0, 400))
+def test_decode_columns_agree(sec, base_offset, base_ts, log_append, lo, span):
+    _, _, data = sec
+    lat = base_ts + 7 if log_append else None
+    args = (data, base_offset, base_ts, lat, base_offset + lo, base_offset + lo + span)
+    a, ca = run(record_columns.decode_columns_py, *args)
+    b, cb = run(native.decode_columns, *args)
+    assert a == b
+    if a[0] == "ok":
+        assert ca.cols == cb.cols
+
+
+@SETTINGS
+@given(st.lists(record, min_size=1, max_size=30), st.integers(0, 30), st.integers(0, 30))
+def test_arrays_hold_the_records(recs, lo, span):
+    data = encode(recs)
+    want = [r for r in batch.decode_records_py(data, 100, 5000) if 100 + lo <= r.offset < 100 + lo + span]
+    cols = record_columns.Columns()
+    assert cols.add(data, 100, 5000, None, 100 + lo, 100 + lo + span, 0, 3) == len(recs)
+    a = cols.arrays()
+    assert a["offset"].to_pylist() == [r.offset for r in want]
+    assert a["timestamp"].to_pylist() == [r.timestamp * 1000 for r in want]
+    assert a["key"].to_pylist() == [r.key for r in want]
+    assert a["value"].to_pylist() == [r.value for r in want]
+    assert a["leaderEpoch"].to_pylist() == [3] * len(want)
+    assert a["headers"] == [(i, r.headers) for i, r in enumerate(want) if r.headers]
+
+
 # ------------------------------------------------------------------ murmur2
 
 @SETTINGS
@@ -205,6 +243,7 @@ def test_murmur2_matches_javas_values():
 
 def test_dispatch_binds_the_compiled_functions():
     assert batch.decode_records is native.decode_records
+    assert record_columns.decode_columns is native.decode_columns
     assert framing.check_records is native.check_records
     assert varint.decode_varint is native.decode_varint
     assert partitioner.murmur2_many is native.murmur2_many

@@ -8,7 +8,7 @@ ABORT markers) are skipped and, under READ_COMMITTED, so are the data batches
 of aborted transactions (the `.txnindex` ranges the planner hands each task,
 looked up per batch as the consumer does with a fetch's aborted list). Batches
 are walked with the one batch walker (storage.scan.file_batches, CRC checked)
-and decoded whole (core.records.batch.RecordBatch).
+and decoded whole into Arrow column buffers (core.records.record_columns).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import os
 from pylog.core.records.header import CONTROL_MASK, TIMESTAMP_TYPE_MASK
 
 ROWS_PER_BATCH = 1 << 16
+BYTES_PER_BATCH = 64 << 20  # keys and values: int32 offsets stay far below 2 GiB
 
 COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampType", "key", "value", "headers", "leaderEpoch")
 SPARK_SCHEMA = ("topic string, partition int, offset long, timestamp timestamp, timestampType int, key binary, "
@@ -70,10 +71,34 @@ class RowColumns:
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-def read_task(task, rows_per_batch: int = ROWS_PER_BATCH):
+def to_arrow(cols, topic: str, partition: int, schema):
+    """One Arrow record batch of `schema` from a record_columns.Columns."""
+    import pyarrow as pa
+
+    n = len(cols)
+    a = cols.arrays()
+    hdr_type = schema.field("headers").type
+    if a["headers"]:
+        rows: list = [[]] * n
+        for row, hs in a["headers"]:
+            rows[row] = [{"key": k, "value": v} for k, v in hs]
+        headers = pa.array(rows, type=hdr_type)
+    else:
+        headers = pa.ListArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n + 1),
+                                           pa.array([], hdr_type.value_type), type=hdr_type)
+    arrays = [pa.repeat(pa.scalar(topic, pa.string()), n), pa.repeat(pa.scalar(partition, pa.int32()), n),
+              a["offset"], a["timestamp"].view(pa.timestamp("us", tz="UTC")), a["timestampType"], a["key"],
+              a["value"], headers, a["leaderEpoch"]]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def read_task(task, rows_per_batch: int = ROWS_PER_BATCH, bytes_per_batch: int = BYTES_PER_BATCH):
     """Arrow record batches of the records of `task` (a log_plan.SegmentTask) a consumer with the
-    task's isolation level would see, in offset order."""
+    task's isolation level would see, in offset order: decoded straight into column buffers
+    (core.records.record_columns), no Python object per record."""
     from pylog.core.records.batch import RecordBatch
+    from pylog.core.records.errors import CorruptRecordError, RecordCountMismatchError
+    from pylog.core.records.record_columns import Columns
     from pylog.storage.aborted_ranges import AbortedRanges
     from pylog.storage.scan import file_batches
     from pylog.storage.txn_index import AbortedTxn
@@ -82,7 +107,7 @@ def read_task(task, rows_per_batch: int = ROWS_PER_BATCH):
     aborted = AbortedRanges([AbortedTxn(pid, first, last, 0) for pid, first, last in task.aborted]) \
         if task.aborted and task.isolation == "read_committed" else None
     start, end = task.start, task.end
-    cols = RowColumns()
+    cols = Columns()
     with open(task.path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
         for buf, off, _, h in file_batches(f.fileno(), task.position, size, task.path, quiet=True):
@@ -92,14 +117,18 @@ def read_task(task, rows_per_batch: int = ROWS_PER_BATCH):
                 continue
             if aborted is not None and aborted.is_aborted(h):
                 continue
-            recs = RecordBatch(buf, off).records()
-            if not recs:
+            if h.record_count == 0:
                 continue  # an empty batch the cleaner kept for a producer's sequence
-            if recs[0].offset < start or recs[-1].offset >= end:
-                recs = [r for r in recs if start <= r.offset < end]
-            cols.add(recs, (h.attributes & TIMESTAMP_TYPE_MASK) >> 3, h.partition_leader_epoch)
-            if len(cols) >= rows_per_batch:
-                yield cols.to_arrow(task.topic, task.partition, schema)
-                cols = RowColumns()
+            try:
+                n = cols.add(RecordBatch(buf, off).records_data(), h.base_offset, h.base_timestamp,
+                             h.max_timestamp if h.attributes & 0x08 else None, start, end,
+                             (h.attributes & TIMESTAMP_TYPE_MASK) >> 3, h.partition_leader_epoch)
+            except CorruptRecordError as e:
+                raise CorruptRecordError(e.args[0], off) from None
+            if n != h.record_count:
+                raise RecordCountMismatchError(h.record_count, n, off)
+            if len(cols) >= rows_per_batch or cols.data_bytes() >= bytes_per_batch:
+                yield to_arrow(cols, task.topic, task.partition, schema)
+                cols = Columns()
     if len(cols):
-        yield cols.to_arrow(task.topic, task.partition, schema)
+        yield to_arrow(cols, task.topic, task.partition, schema)
