@@ -5,6 +5,9 @@ into the same Parquet, on local[1], local[2] and a two-worker standalone cluster
     python -m bench spark-export [--records 10000000 | --quick] [--dir DIR]
                                  [--masters local[1],local[2],cluster]
 
+With --dir, a log dir loaded by an earlier run there (DIR/logs) is read again, not reloaded
+(give the same --records).
+
 Input: N records (key 10 bytes over N/10 keys, value 90 bytes) loaded into a fresh
 log dir with `pylog spark-ingest --mode segments` (4 partitions, lz4). `pylog broker
 start` then serves that same log dir.
@@ -105,12 +108,15 @@ def main(argv: list[str]) -> int:
     src = work / "input.csv"
     log_dir = work / "logs"
     t0 = time.monotonic()
-    make_input(src, a.records)
-    _pylog("spark-ingest", str(src), "-t", "bench", "--format", "csv", "--no-csv-header", "--key-column", "_c0",
-           "--value-column", "_c1", "--mode", "segments", "--log-dir", str(log_dir), "--partitions", "4",
-           "--compression", "lz4", "--master", "local[2]", "--json")
-    src.unlink()
-    print(f"loaded {a.records:,} records in {time.monotonic() - t0:.1f} s", flush=True)
+    if (log_dir / "meta.properties").exists():  # --dir of an earlier run: the same input again
+        print(f"reusing the log dir {log_dir}", flush=True)
+    else:
+        make_input(src, a.records)
+        _pylog("spark-ingest", str(src), "-t", "bench", "--format", "csv", "--no-csv-header", "--key-column",
+               "_c0", "--value-column", "_c1", "--mode", "segments", "--log-dir", str(log_dir), "--partitions",
+               "4", "--compression", "lz4", "--master", "local[2]", "--json")
+        src.unlink()
+        print(f"loaded {a.records:,} records in {time.monotonic() - t0:.1f} s", flush=True)
     ref_s, ref_n = reference(log_dir, work / "reference")
     shutil.rmtree(work / "reference", ignore_errors=True)
     assert ref_n == a.records, (ref_n, a.records)

@@ -6,7 +6,7 @@ request in flight while the previous answer is decoded. Each answer is walked
 as the consumer walks it (`fetch_records.scan_records`: CRCs checked, control
 batches hidden, and under read_committed the batches of the answer's aborted
 transactions dropped), and every kept batch becomes rows with the same
-builder as segment files (`log_rows.RowColumns`): the columns and values are
+column buffers as segment files (`record_columns.Columns`): the columns and values are
 those of a read from the log dir, byte for byte.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from pylog.commands.spark.log_rows import ROWS_PER_BATCH, RowColumns, arrow_schema
+from pylog.commands.spark.log_rows import BYTES_PER_BATCH, ROWS_PER_BATCH, arrow_schema, to_arrow
 from pylog.core.errors import DataError
 
 RETRIES = 20
@@ -66,19 +66,22 @@ async def _fetch(client, task, offset: int, cfg: dict) -> dict:
     raise DataError(f"cannot fetch {task.topic}-{task.partition} from {task.bootstrap}: {last}")
 
 
-def _batch_rows(b, start: int, end: int, below: bool):
-    """(records in [start, end), timestamp type, leader epoch) of one kept batch."""
+def _add_batch(cols, b, start: int, end: int) -> None:
+    """The records in [start, end) of one kept batch into `cols` (record_columns.Columns)."""
+    from pylog.core.records.errors import RecordCountMismatchError
     from pylog.core.records.header import TIMESTAMP_TYPE_MASK
 
-    recs = b.records()
-    if not recs:
-        return [], 0, -1
-    if below or recs[0].offset < start or recs[-1].offset >= end:
-        recs = [r for r in recs if start <= r.offset < end]
     h = b.header
     if getattr(h, "magic", 2) == 2:
-        return recs, (h.attributes & TIMESTAMP_TYPE_MASK) >> 3, h.partition_leader_epoch
-    return recs, (h.timestamp_type if h.magic == 1 else -1), -1
+        if h.record_count == 0:
+            return
+        n = cols.add(b.records_data(), h.base_offset, h.base_timestamp, h.max_timestamp if h.attributes & 0x08
+                     else None, start, end, (h.attributes & TIMESTAMP_TYPE_MASK) >> 3, h.partition_leader_epoch)
+        if n != h.record_count:
+            raise RecordCountMismatchError(h.record_count, n, b.position)
+        return
+    recs = [r for r in b.records() if start <= r.offset < end]
+    cols.add_records(recs, h.timestamp_type if h.magic == 1 else -1, -1)
 
 
 def read_fetch_task(task, rows_per_batch: int = ROWS_PER_BATCH):
@@ -89,6 +92,7 @@ def read_fetch_task(task, rows_per_batch: int = ROWS_PER_BATCH):
     from pylog.core.client.fetch_records import scan_records
     from pylog.core.client.loop import LoopThread
     from pylog.commands.spark.broker_plan import ClusterSource
+    from pylog.core.records.record_columns import Columns
 
     schema = arrow_schema()
     cfg = resolve_consumer_config(ClusterSource(task.bootstrap, dict(task.props)).client_props())
@@ -98,7 +102,7 @@ def read_fetch_task(task, rows_per_batch: int = ROWS_PER_BATCH):
     client.allow_auto_create = False
     read_committed = task.isolation == "read_committed"
     try:
-        pos, cols = task.start, RowColumns()
+        pos, cols = task.start, Columns()
         pending = loop.submit(_fetch(client, task, pos, cfg))
         empty_since = None
         while pos < task.end:
@@ -120,16 +124,14 @@ def read_fetch_task(task, rows_per_batch: int = ROWS_PER_BATCH):
             pos = max(pos, next_offset)
             if pos < task.end:
                 pending = loop.submit(_fetch(client, task, pos, cfg))  # in flight while this one is decoded
-            for b, below in parts:
+            for b, _ in parts:
                 if getattr(b.header, "base_offset", getattr(b.header, "offset", 0)) >= task.end:
                     break
-                recs, ts_type, epoch = _batch_rows(b, start, task.end, below)
-                if recs:
-                    cols.add(recs, ts_type, epoch)
-                if len(cols) >= rows_per_batch:
-                    yield cols.to_arrow(task.topic, task.partition, schema)
-                    cols = RowColumns()
+                _add_batch(cols, b, start, task.end)
+                if len(cols) >= rows_per_batch or cols.data_bytes() >= BYTES_PER_BATCH:
+                    yield to_arrow(cols, task.topic, task.partition, schema)
+                    cols = Columns()
         if len(cols):
-            yield cols.to_arrow(task.topic, task.partition, schema)
+            yield to_arrow(cols, task.topic, task.partition, schema)
     finally:
         loop.close_with(client.close(), 5)

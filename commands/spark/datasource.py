@@ -225,7 +225,7 @@ class PylogDataSource(DataSource):
 
 
 def tasks_frame(spark, plans, per_task=None, schema=None):
-    """The rows of `plans` (planned here, by log_plan.plan_log_dir) as a DataFrame without the
+    """The rows of `plans` (planned here, by log_plan.plan_log_dir or broker_plan.plan_cluster) as a DataFrame without the
     data source API: spark.range with one row, one Spark partition, per segment task, each read
     by mapInArrow (log_rows.read_task). For a Spark Connect server whose own Python (which plans a
     data source) lacks pylog's dependencies while its executors run a shipped environment, and for
@@ -242,11 +242,13 @@ def tasks_frame(spark, plans, per_task=None, schema=None):
     def read(batches):
         import pickle as _pickle
 
+        from pylog.commands.spark.broker_rows import read_fetch_task
         from pylog.commands.spark.log_rows import read_task
 
         for b in batches:
             for i in b.column("id").to_pylist():
-                rows = read_task(_pickle.loads(tasks[i]))
+                task = _pickle.loads(tasks[i])
+                rows = read_fetch_task(task) if hasattr(task, "bootstrap") else read_task(task)
                 yield from (rows if per_task is None else per_task(rows))
 
     return spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(read, schema or SPARK_SCHEMA)

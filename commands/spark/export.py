@@ -150,8 +150,8 @@ def _server_plans_without_deps() -> bool:
 
 def _fused(opts: ExportOptions) -> bool:
     """Whether each read task writes its own rows (read and write fused in one Python worker, the
-    rows never crossing into the JVM and back): from a dir, raw bytes, no Spark-side transform."""
-    return (not opts.bootstrap and not opts.compacted and opts.value_format == "bytes"
+    rows never crossing into the JVM and back): raw bytes, no Spark-side transform."""
+    return (not opts.compacted and opts.value_format == "bytes"
             and opts.key_format == "bytes" and "date" not in opts.partition_by)
 
 

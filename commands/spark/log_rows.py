@@ -36,41 +36,6 @@ def arrow_schema():
     ])
 
 
-class RowColumns:
-    """Rows gathered a batch at a time, turned into one Arrow record batch."""
-
-    def __init__(self):
-        self.offset, self.ts, self.ts_type, self.key, self.value, self.headers, self.epoch = [], [], [], [], [], [], []
-
-    def __len__(self):
-        return len(self.offset)
-
-    def add(self, recs, ts_type: int, epoch: int) -> None:
-        """The records of one batch, with the batch's timestamp type and leader epoch."""
-        n = len(recs)
-        self.offset.extend(r.offset for r in recs)
-        self.ts.extend(r.timestamp for r in recs)
-        self.key.extend(r.key for r in recs)
-        self.value.extend(r.value for r in recs)
-        self.headers.extend(r.headers for r in recs)
-        self.ts_type.extend([ts_type] * n)
-        self.epoch.extend([epoch] * n)
-
-    def to_arrow(self, topic: str, partition: int, schema):
-        import pyarrow as pa
-
-        n = len(self.offset)
-        hdr_type = schema.field("headers").type
-        headers = pa.array([[{"key": k, "value": v} for k, v in h] for h in self.headers], type=hdr_type) \
-            if any(self.headers) else pa.array([[]] * n, type=hdr_type)
-        cols = [pa.array([topic] * n, pa.string()),
-                pa.array([partition] * n, pa.int32()), pa.array(self.offset, pa.int64()),
-                pa.array([t * 1000 for t in self.ts], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-                pa.array(self.ts_type, pa.int32()), pa.array(self.key, pa.binary()), pa.array(self.value, pa.binary()),
-                headers, pa.array(self.epoch, pa.int32())]
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
 def to_arrow(cols, topic: str, partition: int, schema):
     """One Arrow record batch of `schema` from a record_columns.Columns."""
     import pyarrow as pa

@@ -81,6 +81,21 @@ class Columns:
             self.runs.append((len(self) - before, ts_type, epoch))
         return n
 
+    def add_records(self, recs, ts_type: int, epoch: int) -> None:
+        """Append decoded records (v0/v1 batches, which decode_columns does not read)."""
+        if not recs:
+            return
+        offsets, ts, kvalid, koffs, kdata, vvalid, voffs, vdata, headers = self.cols
+        for r in recs:
+            row = len(offsets) // 8
+            if r.headers:
+                headers.append((row, tuple(r.headers)))
+            offsets += _I64.pack(r.offset)
+            ts += _I64.pack(r.timestamp * 1000)
+            _binary(kvalid, koffs, kdata, row, r.key)
+            _binary(vvalid, voffs, vdata, row, r.value)
+        self.runs.append((len(recs), ts_type, epoch))
+
     def arrays(self) -> dict:
         """{"offset", "timestamp", "key", "value", "timestampType", "leaderEpoch": Arrow arrays,
         "headers": [(row, headers)]} (timestamp as int64 microseconds)."""
