@@ -11,7 +11,9 @@
    start and end offsets per partition, read from the segment files or
    fetched from the cluster (broker_rows.py); values decoded as asked (bytes,
    UTF-8, JSON, a schema registry); --compacted keeps the latest record per
-   key and drops tombstones.
+   key and drops tombstones. With raw bytes and no such transform the planned
+   tasks run fused instead (datasource.tasks_frame): each task reads its rows
+   and writes them in the same Python worker, never through the JVM.
 4. Each task writes Parquet files (export_tables.file_writer); the driver
    commits them with the end offsets in one table commit.
 """
