@@ -47,6 +47,7 @@ class ShareGroup:
         self.target: dict[str, dict] = {}  # member -> its part of the target assignment
         self.target_java: dict = {}  # the same as the assignor returned it (JavaHashMap per member)
         self.metadata_hash = 0  # as read back from __consumer_offsets
+        self.assignment_ms = 0  # when the target assignment was last computed (its metadata record)
         self.created_ms = int(time.time() * 1000)
 
     @property
