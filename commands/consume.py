@@ -431,9 +431,6 @@ def _position_props(start, group, group_protocol, partitions, isolation, propert
         extra["auto.offset.reset"] = "latest"
     if group is None:
         extra["enable.auto.commit"] = "false"
-        if "max.poll.records" not in properties:
-            # nothing is committed: each poll may hand over all that is buffered (one render, one write)
-            extra["max.poll.records"] = 50000
     return extra
 
 
