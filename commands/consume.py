@@ -260,10 +260,7 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
         if check_topic(consumer.loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
             warn_created(topic)
         _join_or_assign(consumer, topic, group, partitions, start)
-        write, flush, render, empty = sys.stdout.write, sys.stdout.flush, renderer.render, ""
-        if renderer.binary:  # piped UTF-8: bytes, one write per poll, no text layer
-            flush()
-            write, flush, render, empty = sys.stdout.buffer.write, sys.stdout.buffer.flush, renderer.render_bytes, b""
+        write, flush, render, empty = _output(renderer)
         last_record = time.monotonic()
         end_offsets = None
         if (exit_at_end or stop_ts is not None) and group is None:
@@ -325,6 +322,14 @@ def _renderer(fmt, formatter, kdec, vdec, as_json, kcat_envelope) -> Renderer:
                      json_line(kdec, vdec), errors=errors, escape=escape)
     r.binary = binary
     return r
+
+
+def _output(renderer: Renderer):
+    """(write, flush, render, empty): piped UTF-8 stdout takes bytes, with no text layer between."""
+    if not renderer.binary:
+        return sys.stdout.write, sys.stdout.flush, renderer.render, ""
+    sys.stdout.flush()
+    return sys.stdout.buffer.write, sys.stdout.buffer.flush, renderer.render_bytes, b""
 
 
 def _seek(consumer, tps, start: Start) -> None:
