@@ -23,6 +23,7 @@ _encode_str = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=Fal
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\\\": "\\", "%%": "%"}
 _COLUMN_TOKENS = {"%s", "%k", "%o", "%p", "%t", "%T", "%K", "%S", "%h"}
 _NATIVE_CODES = {"%s": 0, "%k": 1, "%o": 2, "%T": 3, "%K": 4, "%S": 5, "%h": 6}  # render_format's tokens
+_NATIVE_MAX_PIECES = 64  # render_format's limit; longer formats render in Python
 
 
 def _text(col, n, errors="replace"):
@@ -56,7 +57,8 @@ class Renderer:
         self.columns = strings and (as_json or all(p in _COLUMN_TOKENS or p in _ESCAPES or not p.startswith(("%", "\\"))
                                                    for p in pieces))
         piped = errors == "surrogateescape" and escape is None
-        self._native = fastpath.choose("render_format", None) if self.columns and piped and not as_json else None
+        native = self.columns and piped and not as_json and len(pieces) <= _NATIVE_MAX_PIECES
+        self._native = fastpath.choose("render_format", None) if native else None
         self._codes: dict = {}  # (topic, partition) -> render_format's pieces
 
     def native_pieces(self, topic, partition) -> list:

@@ -43,8 +43,7 @@ def piped(fmt_text: str) -> Renderer:
 @settings(max_examples=500, deadline=None)
 @given(fmt, st.lists(record, max_size=12), st.text(max_size=6), st.integers(0, 10_000))
 def test_render_format_writes_the_reference_bytes(fmt_text, records, topic, partition):
-    r = piped(fmt_text)
-    assert r.columns
+    r = piped(fmt_text)  # literal text starting with % or \ keeps the renderer per record: native agrees too
     want = r.render(topic, partition, records).encode("utf-8", "surrogateescape")
     got = native.render_format(r.native_pieces(topic, partition), records)
     shows_headers = "%h" in r.pieces and any(rec.headers for rec in records)
@@ -71,3 +70,13 @@ def test_render_format_refuses_what_it_cannot_render():
                                  ([2], [Record("x", 2, b"k", b"v", ())], TypeError)):
         with pytest.raises(err):
             native.render_format(pieces, records)
+
+
+def test_a_format_longer_than_the_compiled_limit_renders_in_python():
+    fmt_text = "%o:%k " * 40 + "\\n"
+    r = piped(fmt_text)
+    recs = [Record(7, 1, b"k\xff", b"v", ())]
+    want = r.render("t", 0, recs).encode("utf-8", "surrogateescape")
+    assert want.startswith(b"7:k\xff 7:k\xff ") and r.render_bytes("t", 0, recs) == want
+    with pytest.raises(ValueError):
+        native.render_format([2] * 65, recs)
