@@ -1112,8 +1112,13 @@ static struct PyModuleDef module = {
     methods,
 };
 
+extern PyMethodDef pylog_run_methods[]; /* _speedups_run.c */
+
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddFunctions(m, pylog_run_methods) < 0)
+        Py_CLEAR(m);
+    return m;
 }
