@@ -1112,13 +1112,15 @@ static struct PyModuleDef module = {
     methods,
 };
 
-extern PyMethodDef pylog_run_methods[]; /* _speedups_run.c */
+extern PyMethodDef pylog_run_methods[];  /* _speedups_run.c */
+extern PyMethodDef pylog_json_methods[]; /* _speedups_json.c */
 
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddFunctions(m, pylog_run_methods) < 0)
+    if (m != NULL && (PyModule_AddFunctions(m, pylog_run_methods) < 0 ||
+                      PyModule_AddFunctions(m, pylog_json_methods) < 0))
         Py_CLEAR(m);
     return m;
 }
