@@ -37,7 +37,7 @@ from array import array
 from itertools import repeat
 from sys import getsizeof
 
-from crc32c import crc32c
+from pylog.core.records.crc import crc32c
 
 SLOT_BYTES = 20
 EMPTY = -1

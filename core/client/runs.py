@@ -8,6 +8,7 @@ tested against it (tests/test_fastpath_runs.py). pylog.core.fastpath chooses.
 """
 from __future__ import annotations
 
+import functools
 import operator
 from bisect import bisect_right
 from itertools import accumulate, chain, repeat
@@ -22,17 +23,22 @@ VARINT_LIMIT = 1 << 14
 VARINT = [encode_varint(n) for n in range(VARINT_LIMIT)]
 _V = VARINT
 _VLIM = VARINT_LIMIT
-# length varint + the bytes it counts, for lengths below _VLIM: a record part's size in one lookup
-_VSIZE = [len(_V[n]) + n for n in range(_VLIM)]
-_VLEN = [len(v) for v in _V]
-# key and value parts by length, where length -1 (the last entry) is a null: varint -1
-_VN = _V + [b"\x01"]
-_VNSIZE = _VSIZE + [1]
-# offset delta with the attributes and a zero timestamp delta before it (and a null key after)
-_MID = [b"\x00\x00" + v for v in _V]
-_MID_NULL_KEY = [b"\x00\x00" + v + b"\x01" for v in _V]
-_V1 = [v + b"\x01" for v in _V]
-_P = [b"\x00" + v for v in _V]  # empty headers, then the next record's length
+
+
+@functools.lru_cache(maxsize=None)
+def _tables():
+    """The reference's lookup tables, made on its first use (a compiled install never needs them)."""
+    vsize = [len(_V[n]) + n for n in range(_VLIM)]  # length varint + the bytes it counts
+    return (
+        vsize,
+        [len(v) for v in _V],
+        _V + [b"\x01"],  # key and value parts by length, where length -1 (the last entry) is a null
+        vsize + [1],
+        [b"\x00\x00" + v for v in _V],  # offset delta after the attributes and a zero timestamp delta
+        [b"\x00\x00" + v + b"\x01" for v in _V],  # ... and a null key after
+        [v + b"\x01" for v in _V],
+        [b"\x00" + v for v in _V],  # empty headers, then the next record's length
+    )
 
 
 def encode_run_py(buf, od, tsd, room, values, start, stop, keys, headers, value_lens, key_lens):
@@ -46,6 +52,7 @@ def encode_run_py(buf, od, tsd, room, values, start, stop, keys, headers, value_
     full when a record was left out for want of room. A record of 16384 bytes or more
     is a ValueError, raised before anything is written. This reference may take fewer
     records than fit (it looks at a guessed number); the caller calls again."""
+    _VSIZE, _VLEN, _VN, _VNSIZE, _MID, _MID_NULL_KEY, _V1, _P = _tables()
     count = min(stop - start, _VLIM - 1 - od)
     shared = not isinstance(headers, list)
     # look at no more records than can fit (every record looked at costs): a guess
