@@ -6,6 +6,8 @@ call again until the run is taken, a new batch when one is full."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -110,3 +112,13 @@ def test_the_compiled_encoder_refuses_lengths_that_do_not_match_the_values():
         native.encode_run(bytearray(), 0, 0, 100, [b"abc"], 0, 1, None, b"\x00", [5], None)
     with pytest.raises(ValueError, match="key length"):
         native.encode_run(bytearray(), 0, 0, 100, [b"abc"], 0, 1, [b"k"], b"\x00", None, [-1])
+
+
+def test_pure_python_forced_takes_the_references():
+    code = ("import crc32c; from pylog.core.client import runs; from pylog.core.records import crc;"
+            "from pylog.commands import produce_input as p;"
+            "print(runs.encode_run is runs.encode_run_py, crc.crc32c is crc32c.crc32c, p._json_key_values is None)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True", "True"]
