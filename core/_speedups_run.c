@@ -233,6 +233,43 @@ sp_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
+/* ------------------------------------------------------------------ column lengths (runs.column_lengths_py) */
+
+/* column_lengths(items) -> (lengths with -1 for None, how many None, the longest or -1), or None
+ * when items is not a list of bytes and None (the caller converts it first) */
+static PyObject *
+sp_column_lengths(PyObject *self, PyObject *items)
+{
+    if (!PyList_CheckExact(items))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(items), nulls = 0, longest = -1;
+    PyObject *lens = PyList_New(n);
+    if (lens == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(items, i);
+        Py_ssize_t len;
+        if (o == Py_None) {
+            len = -1;
+            nulls++;
+        } else if (PyBytes_CheckExact(o)) {
+            len = PyBytes_GET_SIZE(o);
+        } else {
+            Py_DECREF(lens); /* list_dealloc skips the slots not filled yet */
+            Py_RETURN_NONE;
+        }
+        if (len > longest)
+            longest = len;
+        PyObject *v = PyLong_FromSsize_t(len);
+        if (v == NULL) {
+            Py_DECREF(lens);
+            return NULL;
+        }
+        PyList_SET_ITEM(lens, i, v);
+    }
+    return Py_BuildValue("(Nnn)", lens, nulls, longest);
+}
+
 /* ------------------------------------------------------------------ CRC-32C (the record batch checksum) */
 
 /* crc32c(data, value=0) -> int, as the crc32c package's crc32c (its reference here): the
@@ -335,6 +372,7 @@ sp_crc32c(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 PyMethodDef pylog_run_methods[] = {
     {"encode_run", (PyCFunction)(void (*)(void))sp_encode_run, METH_FASTCALL, "runs.encode_run"},
+    {"column_lengths", (PyCFunction)sp_column_lengths, METH_O, "runs.column_lengths_py"},
     {"crc32c", (PyCFunction)(void (*)(void))sp_crc32c, METH_FASTCALL, "crc32c.crc32c (the package)"},
     {NULL, NULL, 0, NULL},
 };

@@ -122,3 +122,15 @@ def test_pure_python_forced_takes_the_references():
                        env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True", "True"]
+
+
+class _Bytes(bytes):
+    pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=20), st.text(max_size=3), st.builds(bytearray),
+                          st.builds(_Bytes, st.binary(max_size=3))), max_size=30))
+def test_column_lengths_agree(items):
+    assert native.column_lengths(items) == runs.column_lengths_py(items)
+    assert native.column_lengths(tuple(items)) is None and runs.column_lengths_py(tuple(items)) is None

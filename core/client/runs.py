@@ -16,7 +16,7 @@ from itertools import accumulate, chain, repeat
 from pylog.core import fastpath
 from pylog.core.records.varint import encode_varint
 
-__all__ = ["VARINT", "VARINT_LIMIT", "encode_run", "encode_run_py"]
+__all__ = ["VARINT", "VARINT_LIMIT", "column_lengths", "column_lengths_py", "encode_run", "encode_run_py"]
 
 VARINT_LIMIT = 1 << 14
 # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas): the hot lookup
@@ -122,4 +122,18 @@ def encode_run_py(buf, od, tsd, room, values, start, stop, keys, headers, value_
     return n, full
 
 
+_BYTES_OR_NONE = {bytes, type(None)}
+
+
+def column_lengths_py(items):
+    """(lengths with -1 for None, how many are None, the longest length or -1) of a list of
+    bytes and None: one pass for what the run encoder and its caller need to know of a
+    key or value column. None when `items` is anything else (the caller converts it)."""
+    if not isinstance(items, list) or not set(map(type, items)) <= _BYTES_OR_NONE:
+        return None
+    lens = [-1 if x is None else len(x) for x in items]
+    return lens, lens.count(-1), max(lens, default=-1)
+
+
 encode_run = fastpath.choose("encode_run", encode_run_py)
+column_lengths = fastpath.choose("column_lengths", column_lengths_py)
