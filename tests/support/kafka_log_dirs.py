@@ -27,7 +27,7 @@ from pathlib import Path
 from support.kafka_peer import KafkaNode, java_program
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-SEGMENT_MS = 1500
+SEGMENT_MS = 800  # short: the writer sleeps past it between its waves (each wave a new segment)
 
 PRODUCE = r"""
 import java.util.*;
