@@ -145,8 +145,7 @@ def write_kafka_log_dirs(root: Path, timeout: float = 180) -> KafkaLogDirs:
     before = root / "before"
     shutil.copytree(node.log_dir, before)
     node.overrides.update({"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "100"})
-    node.config_path.write_text("".join(f"{k}={v}\n" for k, v in node.properties().items()))
-    node.start()
+    node.write_config().start()
     try:
         deadline = time.monotonic() + timeout
         while not _cleaned(node.log_dir, "compacted"):  # the cleaner checkpoints each cleaning it finishes
