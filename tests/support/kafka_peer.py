@@ -332,10 +332,15 @@ class KafkaNode:
         props.update(self.overrides)
         return props
 
-    def format(self, cluster_id: str | None = None) -> "KafkaNode":
-        """Write server.properties and format the log dirs (kafka-storage format)."""
+    def write_config(self) -> "KafkaNode":
+        """Write server.properties (a formatted node restarts with the new settings)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        return self
+
+    def format(self, cluster_id: str | None = None) -> "KafkaNode":
+        """Write server.properties and format the log dirs (kafka-storage format)."""
+        self.write_config()
         run_main("kafka.tools.StorageTool", "format", "-t", cluster_id or random_cluster_id(),
                  "-c", str(self.config_path), "--ignore-formatted", *self.format_args, check=True)
         return self
