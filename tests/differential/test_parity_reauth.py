@@ -145,26 +145,35 @@ def test_librdkafka_reauthenticates_and_keeps_producing(reauth_ports, broker):
     assert not [ln for ln in lines if "isconnected" in ln], [ln for ln in lines if "isconnected" in ln]
 
 
-@pytest.mark.parametrize("broker", BROKERS)
-def test_java_client_reauthenticates_and_keeps_producing(reauth_ports, broker):
-    """The Java producer 4.4.0 re-authenticates before each session ends, on the same
-    connections: every record acknowledged, no connection made again."""
+@pytest.fixture(scope="module")
+def java_shell():
+    """One JVM running ReauthProducer for both brokers (a JVM start costs seconds on 2 cores)."""
     from pathlib import Path
 
+    from support.kafka_peer import ToolShell
+
+    source = (Path(__file__).resolve().parent.parent / "kafka" / "java" / "ReauthProducer.java").read_text()
+    sh = ToolShell(programs=(source,))
+    yield sh
+    sh.close()
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_java_client_reauthenticates_and_keeps_producing(reauth_ports, broker, java_shell):
+    """The Java producer 4.4.0 re-authenticates before each session ends, on the same
+    connections: every record acknowledged, no connection made again."""
     from diff_peers import Peer
     from diff_runner import create_topics
-    from support.kafka_peer import java_program
 
     peer = Peer(broker, "127.0.0.1", reauth_ports[broker])
     try:
         create_topics(peer, {"reauth-java": 1})
     finally:
         peer.close()
-    source = (Path(__file__).resolve().parent.parent / "kafka" / "java" / "ReauthProducer.java").read_text()
     # past two session ends (the connections live only if they re-authenticated) and two re-authentications
     seconds = 2 * LIFETIME_MS // 1000 + 1
-    out = java_program(source, f"127.0.0.1:{reauth_ports[broker]}", ADMIN, PASSWORD, "reauth-java", str(seconds),
-                       "2", timeout=180).stdout
+    out = java_shell.run("ReauthProducer", f"127.0.0.1:{reauth_ports[broker]}", ADMIN, PASSWORD, "reauth-java",
+                         seconds, 2, timeout=180, check=True).stdout
     got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("["))
     assert int(got["sent"]) > 0 and got["sent"] == got["acked"], got
     assert float(got["successful-reauthentication-total"]) >= 2, got
