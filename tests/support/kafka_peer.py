@@ -182,8 +182,10 @@ class ToolShell:
     `run()` answers like `run_main()` (a CompletedProcess with the tool's exit code, stdout and
     stderr); the JVM turns Kafka's Exit.exit into that exit code instead of exiting."""
 
-    def __init__(self, log_level: str = "warn"):
+    def __init__(self, log_level: str = "warn", programs: tuple[str, ...] = ()):
+        """`programs`: Java sources (see java_program) whose main classes `run()` may call too."""
         classes, name = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
+        classes = os.pathsep.join([classes, *(compile_java(src)[0] for src in programs)])
         self.proc = subprocess.Popen(java_command(name, extra_cp=classes, log_level=log_level),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1)
