@@ -102,6 +102,7 @@ class Log(LogLoader, LogRetention):
             topic, partition = t, int(p)
         self.topic = topic
         self.partition = partition
+        self._tp = f"{topic}-{partition}"  # names the partition in append errors
         self.topic_id = topic_id
         self.config = config
         self._clock = clock
@@ -210,7 +211,7 @@ class Log(LogLoader, LogRetention):
             cfg = self.config
             mv = memoryview(buf)
             total = len(mv)
-            tp = f"{self.topic}-{self.partition}"
+            tp = self._tp
             checked = log_validator.validate_fast(mv, total, now, cfg, tp)
             if checked is None:
                 # something is unusual (or a compacted topic): the full walk raises the precise error
