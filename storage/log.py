@@ -293,8 +293,8 @@ class Log(LogLoader, LogRetention):
         self.unflushed_messages += count
         if self.unflushed_messages >= cfg["flush.messages"]:
             self.flush()
-        return AppendInfo(first, next_offset - 1, max_ts, now if log_append else -1,
-                          self.log_start_offset, count, False, total)
+        return tuple.__new__(AppendInfo, (first, next_offset - 1, max_ts, now if log_append else -1,
+                                          self.log_start_offset, count, False, total))  # no NamedTuple __new__
 
     def _index_abort(self, seg: LogSegment, done) -> None:
         """Kafka's .txnindex entry for an aborted transaction: its range and the LSO after the marker."""

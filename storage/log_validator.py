@@ -207,7 +207,7 @@ def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
                 max_ts = h.max_timestamp
     except RecordFormatError:
         return None  # damage: validate() names it
-    return Validated(batches, count, max_ts, has_pid)
+    return tuple.__new__(Validated, (batches, count, max_ts, has_pid))  # NamedTuple's __new__ costs ~0.5 us
 
 
 def validate(mv, total: int, now: int, cfg, tp: str) -> Validated:
