@@ -72,6 +72,7 @@ def test_archive_is_cached():
     assert again.cached and again.path == first.path
 
 
+@pytest.mark.timeout(900)  # a Spark application of its own on the cluster: a minute on a quiet machine
 def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_path):
     (tmp_path / "a.jsonl").write_text('{"k": "a"}\n{"k": "b"}\n')
     res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",
@@ -84,6 +85,7 @@ def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_
     assert "Traceback" not in res.output
 
 
+@pytest.mark.timeout(900)
 def test_conf_python_wins(spark_cluster, keep_session, tmp_path):
     # workers that already have the dependencies: name their Python, nothing is shipped
     (tmp_path / "a.jsonl").write_text("".join(json.dumps({"k": f"k{i}"}) + "\n" for i in range(50)))
