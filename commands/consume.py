@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import json
 import re
 import sys
@@ -259,7 +260,7 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
         if check_topic(consumer.loop, consumer.engine.client, topic, consumer.config["allow.auto.create.topics"]):
             warn_created(topic)
         _join_or_assign(consumer, topic, group, partitions, start)
-        write = sys.stdout.write
+        write, flush, render, empty = _output(renderer)
         last_record = time.monotonic()
         end_offsets = None
         if (exit_at_end or stop_ts is not None) and group is None:
@@ -278,12 +279,12 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
                         rs = keep.apply(rs)
                     if max_messages is not None and count + len(rs) > max_messages:
                         rs = rs[:max_messages - count]
-                    chunks.append(renderer.render(tp.topic, tp.partition, rs))
+                    chunks.append(render(tp.topic, tp.partition, rs))
                     count += len(rs)
                     if max_messages is not None and count >= max_messages:
                         break
-                write("".join(chunks))
-                sys.stdout.flush()
+                write(empty.join(chunks))
+                flush()
                 if max_messages is not None and count >= max_messages:
                     break
             if (exit_at_end or stop_ts is not None) and _at_end(consumer, end_offsets, stopped):
@@ -306,18 +307,29 @@ def _renderer(fmt, formatter, kdec, vdec, as_json, kcat_envelope) -> Renderer:
         # invalid UTF-8 round-trips to stdout's bytes unchanged
         errors, escape = "surrogateescape", None
         sys.stdout.reconfigure(errors="surrogateescape")
+    binary = not tty and codecs.lookup(sys.stdout.encoding or "ascii").name == "utf-8"
     if formatter:
         text = (lambda b: escape(decode(b, "string", errors=errors))) if escape else \
             (lambda b: decode(b, "string", errors=errors))
         one = kafka_formatter(formatter, text)
-        return Renderer(["%?"], kdec, vdec, False, one, None)
-    if kcat_envelope:
+        r = Renderer(["%?"], kdec, vdec, False, one, None)
+    elif kcat_envelope:
         r = Renderer(["%?"], kdec, vdec, False, None, None)
         r.render_one = kcat_json(kdec, vdec, lambda t, p: r.leader_of(t, p))
-        return r
-    fmt = fmt if fmt is not None else "%s\\n"
-    return Renderer(format_pieces(fmt), kdec, vdec, as_json, compile_format(fmt, kdec, vdec, errors, escape),
-                    json_line(kdec, vdec), errors=errors, escape=escape)
+    else:
+        fmt = fmt if fmt is not None else "%s\\n"
+        r = Renderer(format_pieces(fmt), kdec, vdec, as_json, compile_format(fmt, kdec, vdec, errors, escape),
+                     json_line(kdec, vdec), errors=errors, escape=escape)
+    r.binary = binary
+    return r
+
+
+def _output(renderer: Renderer):
+    """(write, flush, render, empty): piped UTF-8 stdout takes bytes, with no text layer between."""
+    if not renderer.binary:
+        return sys.stdout.write, sys.stdout.flush, renderer.render, ""
+    sys.stdout.flush()
+    return sys.stdout.buffer.write, sys.stdout.buffer.flush, renderer.render_bytes, b""
 
 
 def _seek(consumer, tps, start: Start) -> None:

@@ -6,15 +6,24 @@ made by map() over the whole list (bytes.decode, str, json's string encoder),
 and the columns are interleaved with one join. Output is the same text a
 record-at-a-time renderer writes; tokens and decoders without a column form
 (%h with headers present, hex/base64/json decoders) fall back to that renderer.
+
+`render_bytes` is what piped stdout receives: the same text as UTF-8 with invalid
+bytes unchanged. For a format string it runs the compiled `render_format` where
+the extension is active, which copies keys and values straight from the records;
+`render(...).encode(...)` is its reference.
 """
 from __future__ import annotations
 
 import json
 from itertools import chain, repeat
 
+from pylog.core import fastpath
+
 _encode_str = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes for a str
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\\\": "\\", "%%": "%"}
 _COLUMN_TOKENS = {"%s", "%k", "%o", "%p", "%t", "%T", "%K", "%S", "%h"}
+_NATIVE_CODES = {"%s": 0, "%k": 1, "%o": 2, "%T": 3, "%K": 4, "%S": 5, "%h": 6}  # render_format's tokens
+_NATIVE_MAX_PIECES = 64  # render_format's limit; longer formats render in Python
 
 
 def _text(col, n, errors="replace"):
@@ -40,12 +49,43 @@ class Renderer:
         self.as_json = as_json
         self.errors = errors  # how text output shows invalid UTF-8 (surrogateescape: bytes unchanged)
         self.escape = escape  # str -> str for a terminal, or None
+        self.binary = False  # the caller writes render_bytes() to a byte stream
         self.leader_of = lambda topic, partition: -1
         self.render_one = render_one  # (topic, partition, record) -> str: the fallback
         self.json_one = json_one
         strings = kdec == "string" and vdec == "string"
         self.columns = strings and (as_json or all(p in _COLUMN_TOKENS or p in _ESCAPES or not p.startswith(("%", "\\"))
                                                    for p in pieces))
+        piped = errors == "surrogateescape" and escape is None
+        native = self.columns and piped and not as_json and len(pieces) <= _NATIVE_MAX_PIECES
+        self._native = fastpath.choose("render_format", None) if native else None
+        self._codes: dict = {}  # (topic, partition) -> render_format's pieces
+
+    def native_pieces(self, topic, partition) -> list:
+        """The format for render_format: token codes, and literal text (%t and %p included) as bytes."""
+        out: list = []
+        for p in self.pieces:
+            if p in _NATIVE_CODES:
+                out.append(_NATIVE_CODES[p])
+                continue
+            text = topic if p == "%t" else str(partition) if p == "%p" else _ESCAPES.get(p, p)
+            data = text.encode("utf-8", "surrogateescape")
+            if out and isinstance(out[-1], bytes):
+                out[-1] += data
+            else:
+                out.append(data)
+        return out
+
+    def render_bytes(self, topic, partition, records) -> bytes:
+        """render()'s text as the bytes piped stdout gets: UTF-8, invalid bytes unchanged."""
+        if self._native is not None and records:
+            codes = self._codes.get((topic, partition))
+            if codes is None:
+                codes = self._codes[(topic, partition)] = self.native_pieces(topic, partition)
+            out = self._native(codes, records)
+            if out is not None:  # None: a record with headers for %h
+                return out
+        return self.render(topic, partition, records).encode("utf-8", "surrogateescape")
 
     def render(self, topic, partition, records) -> str:
         if not records:

@@ -1089,6 +1089,125 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ consume: format rendering */
+
+static int
+out_int(outbuf *o, PyObject *v)
+{
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", x);
+    return ob_put(o, tmp, n);
+}
+
+/* A key or value (None, bytes or any buffer): its bytes, or with length_only its length (-1: None) */
+static int
+out_data(outbuf *o, PyObject *v, int length_only)
+{
+    if (v == Py_None)
+        return length_only ? ob_put(o, "-1", 2) : 0;
+    bytes_view bv;
+    if (get_view(v, &bv) < 0)
+        return -1;
+    int rc;
+    if (length_only) {
+        char tmp[24];
+        rc = ob_put(o, tmp, snprintf(tmp, sizeof tmp, "%zd", bv.n));
+    } else {
+        rc = ob_put(o, bv.d, bv.n);
+    }
+    release_view(&bv);
+    return rc;
+}
+
+/* render_format(pieces, records) -> bytes, or None when a record has headers and the format
+ * shows them (%h: the caller renders those in Python). pieces: bytes (literal text, already
+ * encoded) or an int token: 0 %s, 1 %k, 2 %o, 3 %T, 4 %K, 5 %S, 6 %h. records: a list of
+ * (offset, timestamp, key, value, headers). The reference is consume_output.Renderer.render
+ * encoded as UTF-8 with surrogateescape: stdout's bytes when it is piped. */
+static PyObject *
+sp_render_format(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "render_format(pieces, records)");
+        return NULL;
+    }
+    PyObject *pieces = PySequence_Fast(args[0], "pieces must be a sequence");
+    if (pieces == NULL)
+        return NULL;
+    PyObject *records = PySequence_Fast(args[1], "records must be a sequence");
+    if (records == NULL) {
+        Py_DECREF(pieces);
+        return NULL;
+    }
+    Py_ssize_t np = PySequence_Fast_GET_SIZE(pieces), nr = PySequence_Fast_GET_SIZE(records);
+    int codes[64];
+    const char *lit[64];
+    Py_ssize_t litlen[64];
+    PyObject *result = NULL;
+    outbuf o = {NULL, 0, 0};
+    if (np > 64) {
+        PyErr_SetString(PyExc_ValueError, "render_format: more than 64 pieces");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < np; j++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(pieces, j);
+        if (PyBytes_Check(p)) {
+            codes[j] = -1;
+            lit[j] = PyBytes_AS_STRING(p);
+            litlen[j] = PyBytes_GET_SIZE(p);
+        } else {
+            long c = PyLong_AsLong(p);
+            if (c == -1 && PyErr_Occurred())
+                goto done;
+            if (c < 0 || c > 6) {
+                PyErr_Format(PyExc_ValueError, "render_format: unknown token %ld", c);
+                goto done;
+            }
+            codes[j] = (int)c;
+        }
+    }
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(records, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 5) {
+            PyErr_SetString(PyExc_TypeError, "a record must be a tuple (offset, timestamp, key, value, headers)");
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < np; j++) {
+            int rc = 0;
+            switch (codes[j]) {
+            case -1: rc = ob_put(&o, lit[j], litlen[j]); break;
+            case 0: rc = out_data(&o, PyTuple_GET_ITEM(r, 3), 0); break;
+            case 1: rc = out_data(&o, PyTuple_GET_ITEM(r, 2), 0); break;
+            case 2: rc = out_int(&o, PyTuple_GET_ITEM(r, 0)); break;
+            case 3: rc = out_int(&o, PyTuple_GET_ITEM(r, 1)); break;
+            case 4: rc = out_data(&o, PyTuple_GET_ITEM(r, 2), 1); break;
+            case 5: rc = out_data(&o, PyTuple_GET_ITEM(r, 3), 1); break;
+            case 6: {
+                int has = PyObject_IsTrue(PyTuple_GET_ITEM(r, 4));
+                if (has < 0)
+                    goto done;
+                if (has) {
+                    result = Py_NewRef(Py_None);
+                    goto done;
+                }
+                break;
+            }
+            }
+            if (rc < 0)
+                goto done;
+        }
+    }
+    result = PyBytes_FromStringAndSize(o.p ? (const char *)o.p : "", o.len);
+done:
+    PyMem_Free(o.p);
+    Py_DECREF(pieces);
+    Py_DECREF(records);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1104,6 +1223,8 @@ static PyMethodDef methods[] = {
      "compaction_rules.max_timestamp_delta"},
     {"split_key_value", (PyCFunction)(void (*)(void))sp_split_key_value, METH_FASTCALL,
      "produce_input.split_key_value"},
+    {"render_format", (PyCFunction)(void (*)(void))sp_render_format, METH_FASTCALL,
+     "consume_output.Renderer.render, as piped bytes"},
     {NULL, NULL, 0, NULL},
 };
 
