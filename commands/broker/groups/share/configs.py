@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from pylog.commands.broker.node.json_state import JsonStateFile
-from pylog.core.config import ConfigError
+from pylog.core.config import BROKER_CONFIGS, ConfigError
 
 RESOURCE_GROUP = 32
 _ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.I)
@@ -29,6 +29,21 @@ SHARE_CONFIGS = {
                                          ("group.share.min.partition.max.record.locks",
                                           "group.share.max.partition.max.record.locks"), int),
 }
+# Kafka 4.4's later group configs: broker default, the broker's bounds (checked after parsing,
+# with GroupConfig.validateIntRange's message) or None, kind. The offload ones are internal in
+# Kafka (not described unless set) and only move Kafka's assignor to a background thread:
+# pylog accepts and stores them and assigns inline either way.
+LATER_CONFIGS = {
+    "consumer.assignment.interval.ms": ("group.consumer.assignment.interval.ms",
+                                        ("group.consumer.min.assignment.interval.ms",
+                                         "group.consumer.max.assignment.interval.ms"), int),
+    "consumer.assignor.offload.enable": ("group.consumer.assignor.offload.enable", None, bool),
+    "share.assignment.interval.ms": ("group.share.assignment.interval.ms",
+                                     ("group.share.min.assignment.interval.ms",
+                                      "group.share.max.assignment.interval.ms"), int),
+    "share.assignor.offload.enable": ("group.share.assignor.offload.enable", None, bool),
+}
+INTERNAL = {"consumer.assignor.offload.enable", "share.assignor.offload.enable"}
 FIXED_DEFAULTS = {
     "share.auto.offset.reset": "latest",
     "share.isolation.level": "read_uncommitted",
@@ -49,8 +64,28 @@ def parse_duration_ms(text: str) -> int:
     return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60000 + float(s or 0) * 1000)
 
 
+def _validate_later(name: str, value: str, broker_config) -> None:
+    _, bounds, kind = LATER_CONFIGS[name]
+    if kind is bool:
+        if value.strip().lower() not in ("true", "false"):
+            raise ConfigError(f"Invalid value {value} for configuration {name}: Expected value to be either true or false")
+        return
+    try:
+        v = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+    if v < 0:
+        raise ConfigError(f"Invalid value {v} for configuration {name}: Value must be at least 0")
+    lo, hi = broker_config[bounds[0]], broker_config[bounds[1]]
+    if not lo <= v <= hi:
+        raise ConfigError(f"{name} must be in the range {lo} to {hi} inclusive.")
+
+
 def validate(name: str, value: str, broker_config) -> None:
     """ConfigError for a name Kafka does not know or a value out of its bounds."""
+    if name in LATER_CONFIGS:
+        _validate_later(name, value, broker_config)
+        return
     if name in SHARE_CONFIGS:
         _, bounds, _ = SHARE_CONFIGS[name]
         try:
@@ -114,15 +149,22 @@ class GroupConfigs(JsonStateFile):
         v = self.overrides.get(group, {}).get(name)
         if name in SHARE_CONFIGS:
             return int(v) if v is not None else self.broker_config[SHARE_CONFIGS[name][0]]
+        if name in LATER_CONFIGS:
+            kind = LATER_CONFIGS[name][2]
+            if v is None:
+                return self.broker_config[LATER_CONFIGS[name][0]]
+            return v.strip().lower() == "true" if kind is bool else int(v.strip())
         return v if v is not None else FIXED_DEFAULTS.get(name)
 
     def describe(self, group: str, keys) -> list[tuple[str, str | None, bool]]:
         """(name, value, is_default) of every group config (or those in `keys`)."""
         out = []
-        for name in list(SHARE_CONFIGS) + list(FIXED_DEFAULTS):
+        for name in list(SHARE_CONFIGS) + list(FIXED_DEFAULTS) + list(LATER_CONFIGS):
             if keys is not None and name not in keys:
                 continue
             over = self.overrides.get(group, {}).get(name)
+            if name in INTERNAL and over is None:
+                continue
             v = self.value(group, name)
             out.append((name, None if v is None else str(v).lower() if isinstance(v, bool) else str(v),
                         over is None))
@@ -131,17 +173,42 @@ class GroupConfigs(JsonStateFile):
 
 # ---- the DescribeConfigs / IncrementalAlterConfigs forms for GROUP resources ----------------
 DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigsResponse ConfigSource
-_TYPES = {int: 3}  # ConfigType INT; everything else STRING (2)
+_TYPES = {int: 3, bool: 1}  # ConfigType INT, BOOLEAN; everything else STRING (2)
+
+
+STATIC_BROKER_CONFIG = 4
+
+
+def _render(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _synonyms(configs: GroupConfigs, group: str, name: str) -> list[dict]:
+    """The synonyms Kafka lists for the later group configs: the group's own value, then the
+    broker's (server.properties, then its default)."""
+    out = []
+    over = configs.overrides.get(group, {}).get(name)
+    if over is not None:
+        out.append({"name": name, "value": over, "source": DYNAMIC_GROUP_CONFIG})
+    broker = LATER_CONFIGS[name][0]
+    cfg = configs.broker_config
+    if broker in getattr(cfg, "overridden", ()):
+        out.append({"name": broker, "value": _render(cfg[broker]), "source": STATIC_BROKER_CONFIG})
+    default = BROKER_CONFIGS.defs[broker].default
+    out.append({"name": broker, "value": _render(default), "source": DEFAULT_CONFIG})
+    return out
 
 
 def describe_entries(configs: GroupConfigs, group: str, keys) -> list[dict]:
     """DescribeConfigs entries of one group."""
     out = []
     for name, value, is_default in configs.describe(group, keys):
-        kind = SHARE_CONFIGS.get(name, (None, None, str))[2]
+        kind = SHARE_CONFIGS.get(name, LATER_CONFIGS.get(name, (None, None, str)))[2]
+        synonyms = _synonyms(configs, group, name) if name in LATER_CONFIGS else []
         out.append({"name": name, "value": value, "read_only": False, "is_default": is_default,
                     "config_source": DEFAULT_CONFIG if is_default else DYNAMIC_GROUP_CONFIG,
-                    "is_sensitive": False, "synonyms": [], "config_type": _TYPES.get(kind, 2), "documentation": None})
+                    "is_sensitive": False, "synonyms": synonyms, "config_type": _TYPES.get(kind, 2),
+                    "documentation": None})
     return out
 
 
@@ -159,7 +226,7 @@ def incremental_alter(configs: GroupConfigs, group: str, ops: list, validate_onl
                 validate(name, value, configs.broker_config)
                 new[name] = value
             elif kind == 1:  # DELETE
-                if name not in SHARE_CONFIGS and name not in FIXED_DEFAULTS:
+                if name not in SHARE_CONFIGS and name not in FIXED_DEFAULTS and name not in LATER_CONFIGS:
                     raise ConfigError(f"Unknown group config name: {name}")
                 new.pop(name, None)
             else:

@@ -243,9 +243,16 @@ class ShareCoordinator:
                 self.partition(g.group_id, tid, p)
             if fresh:
                 g.epoch += 1
-        if g.assignment_epoch != g.epoch:
+        if g.assignment_epoch != g.epoch and self._may_assign(g):
             g.assignment_epoch = g.epoch
-            g.target = simple_assign(g.members, {n: (tid, np) for n, tid, np in g.topology})
+            g.assignment_ms = int(time.time() * 1000)
+            g.target = simple_assign(g, {n: (tid, np) for n, tid, np in g.topology})
+
+    def _may_assign(self, g: ShareGroup) -> bool:
+        """Kafka's canComputeNextTargetAssignment: at most one new target assignment per
+        share.assignment.interval.ms (a heartbeat before then keeps the last one)."""
+        interval = self.configs.value(g.group_id, "share.assignment.interval.ms")
+        return g.assignment_ms == 0 or interval == 0 or time.time() * 1000 >= g.assignment_ms + interval
 
     def _record(self, g: ShareGroup, m: ShareMember, before: tuple) -> None:
         """Write what the heartbeat changed to `__consumer_offsets`, in Kafka's order."""
@@ -267,13 +274,14 @@ class ShareCoordinator:
         # heartbeat); one whose session timed out is gone, and its records are released at once
         g.members.pop(mid, None)
         g.target.pop(mid, None)
+        g.target_java.pop(mid, None)
         if release:
             self.release_member(g.group_id, mid)
         g.epoch += 1  # the new target assignment is computed at the next heartbeat, as on Kafka
         out = self.records.member_gone(g.group_id, mid) + [self.records.epoch(g)]
         if not g.members:
             g.assignment_epoch = g.epoch
-            g.target = {}
+            g.target, g.target_java = {}, {}
             out += self.records.target(g)
         self.records.write(g.group_id, out)
 

@@ -1,4 +1,4 @@
-"""A share group's membership and its assignment (Kafka's simple share assignor).
+"""A share group's membership and its assignment (Kafka 4.4's simple share assignor, assignor.py).
 
 Share groups have no revocation: a partition may be assigned to several
 members at once (records, not partitions, are what members hold exclusively),
@@ -7,8 +7,14 @@ with the target assignment's epoch as its member epoch.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
+
+from pylog.commands.broker.groups.share.assignor import AssignorError, MemberSpec, assign
+from pylog.commands.broker.groups.share.javahash import JavaHashMap, JavaHashSet
+
+log = logging.getLogger(__name__)
 
 EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 ASSIGNOR = "simple"
@@ -39,7 +45,9 @@ class ShareGroup:
         self.assignment_epoch = 0
         self.topology: tuple = ()  # the subscribed topics' (name, id, partitions) at the last bump
         self.target: dict[str, dict] = {}  # member -> its part of the target assignment
+        self.target_java: dict = {}  # the same as the assignor returned it (JavaHashMap per member)
         self.metadata_hash = 0  # as read back from __consumer_offsets
+        self.assignment_ms = 0  # when the target assignment was last computed (its metadata record)
         self.created_ms = int(time.time() * 1000)
 
     @property
@@ -51,23 +59,26 @@ class ShareGroup:
         return sorted({t for m in self.members.values() for t in m.subscribed})
 
 
-def simple_assign(members: dict[str, ShareMember], topics: dict[str, tuple]) -> dict[str, dict]:
-    """Kafka's simple share assignor for members that may subscribe differently: per topic, its
-    partitions spread over the members subscribing to it; with fewer partitions than members, each
-    member still gets one (a partition then has several members). topics: name -> (id, partitions)."""
-    out: dict[str, dict] = {m: {} for m in members}
-    for name in sorted(topics):
-        tid, n = topics[name]
-        subs = sorted(m for m, mem in members.items() if name in mem.subscribed)
-        if not subs or n <= 0:
-            continue
-        if len(subs) <= n:
-            for p in range(n):
-                out[subs[p % len(subs)]].setdefault(tid, []).append(p)
-        else:
-            for i, m in enumerate(subs):
-                out[m].setdefault(tid, []).append(i % n)
-    for a in out.values():
-        for tid in a:
-            a[tid].sort()
-    return out
+def simple_assign(g: ShareGroup, topics: dict[str, tuple]) -> dict[str, dict]:
+    """The group's new target assignment by Kafka 4.4's SimpleAssignor (assignor.py), from its
+    members in join order and their previous target assignments (kept in Java's map types, so the
+    next computation iterates them as Kafka would). topics: name -> (id, partitions).
+    Returns member -> {topic id: sorted partitions}; an assignor failure keeps the old target."""
+    ids = {name: tid for name, (tid, _) in topics.items()}
+    specs = JavaHashMap()
+    for mid, m in g.members.items():
+        prev = g.target_java.get(mid)
+        if prev is None:  # as Assignment.fromRecord restores it: a HashMap of HashSets
+            prev = JavaHashMap()
+            for tid, ps in g.target.get(mid, {}).items():
+                prev[tid] = JavaHashSet.of(ps)
+        subscribed = [ids[n] for n in JavaHashSet.of(m.subscribed) if n in ids]
+        specs[mid] = MemberSpec(subscribed, prev, named=bool(m.subscribed))
+    homogeneous = len({frozenset(m.subscribed) for m in g.members.values()}) <= 1
+    try:
+        out = assign(specs, homogeneous, {tid: n for tid, n in topics.values()})
+    except AssignorError as e:
+        log.warning("share group %s: the assignor failed (%s); the target assignment is kept", g.group_id, e)
+        return {mid: a for mid, a in g.target.items() if mid in g.members}
+    g.target_java = out.to_dict()
+    return {mid: {tid: sorted(ps) for tid, ps in a.items()} for mid, a in out.items()}

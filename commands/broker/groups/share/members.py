@@ -74,7 +74,7 @@ class ShareGroupRecords:
         out = [(sr.encode_key(sr.TARGET_MEMBER, _mk(g.group_id, mid)),
                 sr.encode_value(sr.TARGET_MEMBER, {"topic_partitions": _tps(a)})) for mid, a in g.target.items()]
         out.append((sr.encode_key(sr.TARGET_METADATA, _gk(g.group_id)), sr.encode_value(sr.TARGET_METADATA, {
-            "assignment_epoch": g.assignment_epoch, "assignment_timestamp": int(time.time() * 1000)})))
+            "assignment_epoch": g.assignment_epoch, "assignment_timestamp": g.assignment_ms or int(time.time() * 1000)})))
         return out
 
     def current(self, gid: str, m: ShareMember, previous: int) -> tuple:
@@ -140,6 +140,7 @@ class ShareGroupRecords:
                 g.epoch, g.metadata_hash = v["epoch"], v["metadata_hash"]
         elif rtype == sr.TARGET_METADATA:
             g.assignment_epoch = v["assignment_epoch"] if v is not None else 0
+            g.assignment_ms = v["assignment_timestamp"] if v is not None else 0
         elif rtype == sr.TARGET_MEMBER:
             if v is None:
                 g.target.pop(k["member_id"], None)
