@@ -246,7 +246,9 @@ class ShareCoordinator:
         if g.assignment_epoch != g.epoch and self._may_assign(g):
             g.assignment_epoch = g.epoch
             g.assignment_ms = int(time.time() * 1000)
+            old = g.target
             g.target = simple_assign(g, {n: (tid, np) for n, tid, np in g.topology})
+            g.target_changed = [mid for mid, a in g.target.items() if old.get(mid) != a or mid not in old]
 
     def _may_assign(self, g: ShareGroup) -> bool:
         """Kafka's canComputeNextTargetAssignment: at most one new target assignment per
@@ -264,7 +266,7 @@ class ShareCoordinator:
         if epoch != g.epoch:
             out += [rs.epoch(g), rs.initialized(g)]
         if assignment_epoch != g.assignment_epoch:
-            out += rs.target(g)
+            out += rs.target(g, g.target_changed)
         if member_epoch != m.epoch:
             out.append(rs.current(g.group_id, m, member_epoch or 0))
         rs.write(g.group_id, out)
@@ -282,7 +284,7 @@ class ShareCoordinator:
         if not g.members:
             g.assignment_epoch = g.epoch
             g.target, g.target_java = {}, {}
-            out += self.records.target(g)
+            out += self.records.target(g, [])
         self.records.write(g.group_id, out)
 
     def release_member(self, gid: str, mid: str, only=None) -> None:

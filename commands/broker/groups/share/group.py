@@ -45,6 +45,7 @@ class ShareGroup:
         self.assignment_epoch = 0
         self.topology: tuple = ()  # the subscribed topics' (name, id, partitions) at the last bump
         self.target: dict[str, dict] = {}  # member -> its part of the target assignment
+        self.target_changed: list[str] = []  # members whose part the last computation changed
         self.target_java: dict = {}  # the same as the assignor returned it (JavaHashMap per member)
         self.metadata_hash = 0  # as read back from __consumer_offsets
         self.assignment_ms = 0  # when the target assignment was last computed (its metadata record)
