@@ -154,6 +154,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         if stream is not sys.stdin.buffer:
             stream.close()
     dropped = tracker.in_flight() if interrupted is not None else 0
+    tracker.finish()
     failed = _report(topic, stats, time.monotonic() - start, txn, interrupted, in_flight, dropped, as_json)
     if interrupted is not None:
         raise interrupted
@@ -347,6 +348,7 @@ class _Tracker:
         self.stats = stats
         self.pending: list = []  # (batch, record indices, block, first line)
         self.hold = False  # transactional: settled only when a transaction ends
+        self.partial: dict = {}  # id(block) -> [block, records delivered, [their indices per batch]]
 
     def add(self, block, first, runs, refused):
         for i, e in refused:
@@ -369,12 +371,32 @@ class _Tracker:
                 keep.append(entry)
             elif b.error is None:
                 stats["delivered"] += len(idx)
-                stats["bytes"] += _bytes(block, idx)
+                self._delivered(block, idx)
                 stats["partitions"].add(b.partition)
             else:
                 msg = str(b.error)
                 stats["failed"] += [(_line(block, first, i), msg) for i in idx]
         self.pending = keep
+
+    def _delivered(self, block, idx):
+        """Key and value bytes are counted a block at a time: the block's total once all of
+        its records are delivered (no per-record work on the way)."""
+        n = len(block.values)
+        if len(idx) == n:
+            self.stats["bytes"] += _block_bytes(block)
+            return
+        entry = self.partial.setdefault(id(block), [block, 0, []])
+        entry[1] += len(idx)
+        entry[2].append(idx)
+        if entry[1] == n:
+            self.stats["bytes"] += _block_bytes(block)
+            del self.partial[id(block)]
+
+    def finish(self):
+        """Count the bytes of the blocks only partly delivered (failures, an interrupt) record by record."""
+        for block, _, idxs in self.partial.values():
+            self.stats["bytes"] += sum(_bytes(block, idx) for idx in idxs)
+        self.partial = {}
 
     def in_flight(self) -> int:
         """Records in batches sent or queued but not yet completed."""
@@ -394,6 +416,20 @@ class _Tracker:
 
 def _line(block, first, i):
     return block.lines[i] if block.lines is not None else first + i
+
+
+def _size(items) -> int:
+    """Bytes in a key or value column (None counts 0)."""
+    if items is None:
+        return 0
+    try:
+        return sum(map(len, items))
+    except TypeError:  # a None among them
+        return sum(len(x) for x in items if x is not None)
+
+
+def _block_bytes(block) -> int:
+    return _size(block.values) + _size(block.keys)
 
 
 def _bytes(block, idx) -> int:

@@ -229,8 +229,16 @@ def parse_json_lines(first: int, lines: list) -> tuple[list, list]:
     return rows, errors
 
 
+# the compiled framing of the common shape ({"key": "...", "value": "..."}); None: not compiled
+_json_key_values = fastpath.choose("json_key_values", None)
+
+
 def parse_json(first: int, lines: list, common_headers) -> Block:
     """JSON lines: {"key", "value", "headers", "partition", "timestamp"} per line; blank lines skipped."""
+    if _json_key_values is not None:
+        kv = _json_key_values(lines)  # None unless every line has the common shape
+        if kv is not None:
+            return Block(kv[1], kv[0], [common_headers] * len(lines) if common_headers else None)
     block = _json_fast(first, lines, common_headers)
     if block is not None:
         return block

@@ -46,6 +46,11 @@ load_classes(void)
         PyErr_SetString(PyExc_TypeError, "pylog.core.records.batch.Record is not a tuple type");
         return -1;
     }
+    if (!PyType_Check(RecordsCheck) || !PyType_IsSubtype((PyTypeObject *)RecordsCheck, &PyTuple_Type)) {
+        Py_DECREF(rec);
+        PyErr_SetString(PyExc_TypeError, "pylog.core.records.framing.RecordsCheck is not a tuple type");
+        return -1;
+    }
     Record = rec;
     return 0;
 }
@@ -653,7 +658,16 @@ sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         raise_framing(index, "the batch declares %lld records but holds %zd", count, index);
         goto done;
     }
-    result = PyObject_CallFunction(RecordsCheck, "nn", index, null_key);
+    /* RecordsCheck is a NamedTuple (checked in load_classes): filled in place, as decode_records fills
+     * its Records, not through its Python-level __new__ (a microsecond of a 16 KB batch's validation) */
+    PyObject *cnt = PyLong_FromSsize_t(index), *nk = PyLong_FromSsize_t(null_key);
+    if (cnt && nk && (result = ((PyTypeObject *)RecordsCheck)->tp_alloc((PyTypeObject *)RecordsCheck, 2)) != NULL) {
+        PyTuple_SET_ITEM(result, 0, cnt);
+        PyTuple_SET_ITEM(result, 1, nk);
+        cnt = nk = NULL;
+    }
+    Py_XDECREF(cnt);
+    Py_XDECREF(nk);
 done:
     release_view(&v);
     return result;
@@ -790,6 +804,101 @@ sp_max_timestamp_delta(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 done:
     release_view(&v);
     Py_DECREF(seq);
+    return result;
+}
+
+/* One record of a records section at *pos, the steps of scan_records with keys: its offset delta and its
+ * key (*key NULL: a null key; cut at the end of the section, as a Python slice is); *pos moves past it.
+ * 0, or -1 where scan_records raises "records run past the end of their batch" (nothing set). */
+static inline int
+next_keyed(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, int64_t *od,
+           const unsigned char **key, Py_ssize_t *klen)
+{
+    int64_t n, tsd, kl;
+    Py_ssize_t p = *pos, p2, errpos;
+    if (read_varint(d, end, &p, &n, &errpos) != V_OK || n <= 0)
+        return -1;
+    p2 = p + 1;
+    if (read_varlong(d, end, &p2, &tsd, &errpos) != V_OK || read_varint(d, end, &p2, od, &errpos) != V_OK ||
+        read_varint(d, end, &p2, &kl, &errpos) != V_OK)
+        return -1;
+    if (kl >= 0) {
+        *key = d + p2;
+        *klen = kl > end - p2 ? end - p2 : (Py_ssize_t)kl;
+    } else {
+        *key = NULL;
+    }
+    *pos = p + (Py_ssize_t)n;
+    return 0;
+}
+
+/* map_keys(d, data, base_offset, fits) -> keyed records put into the dict d, or None
+ * (compaction_rules.map_keys): one walk finds the keyed records' count, longest key and last offset,
+ * fits(count, longest, last offset or -1) decides, a second walk puts key -> offset into d with no
+ * list in between. A damaged section raises before d changes. */
+static PyObject *
+sp_map_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 4, 4, "map_keys(d, data, base_offset, fits)") < 0 || load_classes() < 0)
+        return NULL;
+    PyObject *dict = args[0];
+    if (!PyDict_Check(dict)) {
+        PyErr_SetString(PyExc_TypeError, "map_keys needs a dict");
+        return NULL;
+    }
+    long long base;
+    if (as_long_long(args[2], &base) < 0)
+        return NULL;
+    bytes_view v;
+    if (get_view(args[1], &v) < 0)
+        return NULL;
+    const unsigned char *d = v.d, *key;
+    Py_ssize_t end = v.n, pos = 0, klen, count = 0, longest = 0;
+    int64_t od, last_od = 0;
+    PyObject *result = NULL, *last = NULL;
+    while (pos < end) {
+        if (next_keyed(d, end, &pos, &od, &key, &klen) < 0)
+            goto corrupt;
+        if (key != NULL) {
+            count++;
+            if (klen > longest)
+                longest = klen;
+            last_od = od;
+        }
+    }
+    if (pos != end)
+        goto corrupt;
+    last = count ? add_i64(base, last_od) : PyLong_FromLong(-1);
+    if (last == NULL)
+        goto done;
+    PyObject *ok = PyObject_CallFunction(args[3], "nnO", count, longest, last);
+    int yes = ok == NULL ? -1 : PyObject_IsTrue(ok);
+    Py_XDECREF(ok);
+    if (yes < 0)
+        goto done;
+    if (!yes) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (pos = 0; pos < end;) {
+        if (next_keyed(d, end, &pos, &od, &key, &klen) < 0)
+            goto corrupt; /* changed by fits() */
+        if (key == NULL)
+            continue;
+        PyObject *k = PyBytes_FromStringAndSize((const char *)key, klen), *o = add_i64(base, od);
+        int rc = k && o ? PyDict_SetItem(dict, k, o) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(o);
+        if (rc < 0)
+            goto done;
+    }
+    result = PyLong_FromSsize_t(count);
+    goto done;
+corrupt:
+    raise_fmt(CorruptRecordError, -1, "records run past the end of their batch");
+done:
+    Py_XDECREF(last);
+    release_view(&v);
     return result;
 }
 
@@ -1219,6 +1328,7 @@ static PyMethodDef methods[] = {
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
     {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},
     {"murmur2_many", (PyCFunction)sp_murmur2_many, METH_O, "partitioner.murmur2_many"},
+    {"map_keys", (PyCFunction)(void (*)(void))sp_map_keys, METH_FASTCALL, "compaction_rules.map_keys"},
     {"max_timestamp_delta", (PyCFunction)(void (*)(void))sp_max_timestamp_delta, METH_FASTCALL,
      "compaction_rules.max_timestamp_delta"},
     {"split_key_value", (PyCFunction)(void (*)(void))sp_split_key_value, METH_FASTCALL,
@@ -1233,8 +1343,15 @@ static struct PyModuleDef module = {
     methods,
 };
 
+extern PyMethodDef pylog_run_methods[];  /* _speedups_run.c */
+extern PyMethodDef pylog_json_methods[]; /* _speedups_json.c */
+
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && (PyModule_AddFunctions(m, pylog_run_methods) < 0 ||
+                      PyModule_AddFunctions(m, pylog_json_methods) < 0))
+        Py_CLEAR(m);
+    return m;
 }

@@ -350,6 +350,8 @@ def _check_indexes(rep: PartitionReport, log_path: Path, base: int, positions: d
             if live and pos >= log_size:
                 continue  # indexes a batch appended after the log was read
             h = positions.get(pos)
+            if live and (off, pos) == (base, 0) and h is not None and h.last_offset != off:
+                continue  # the blank first slot of the active segment's preallocated index, not yet written
             if h is None:
                 rep.add("index", ipath, f"entry for offset {off} points at position {pos}, which is not a batch "
                         f"boundary of {log_path.name}", pos, off)

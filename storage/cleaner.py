@@ -52,7 +52,6 @@ from pylog.storage.compaction_rules import (
     filter_marker,
     group_segments,
     marker_type,
-    record_keys,
     should_clean,
 )
 from pylog.storage.offset_map import OffsetMap, UnboundedOffsetMap
@@ -317,24 +316,21 @@ class Cleaner:
                     continue
                 if aborted and aborted.is_aborted(h):
                     continue  # an aborted value must not shadow the committed one before it
-                raw = memoryview(buf)[off:off + h.batch_length + LOG_OVERHEAD]
-                keys, offsets = record_keys(batch_records_data(raw, h), h.base_offset)
-                if None in keys:
-                    pairs = [(k, o) for k, o in zip(keys, offsets) if k is not None]
-                    keys, offsets = [k for k, _ in pairs], [o for _, o in pairs]
-                if not m.fits(keys, offsets):
+                data = batch_records_data(memoryview(buf)[off:off + h.batch_length + LOG_OVERHEAD], h)
+                put = m.put_records(data, h.base_offset)
+                if put is None:
                     if m.size:
                         m.overflow()  # this pass ends here; the next one starts at this batch
                         return h.base_offset
                     if getattr(m, "uses_dict", False):
                         m.overflow()
                         m.clear()  # an empty dict cannot take it: on to the arrays, which hold more
-                    if not m.fits(keys, offsets):
+                    put = m.put_records(data, h.base_offset)
+                    if put is None:
                         raise DataError(
-                            f"log.cleaner.dedupe.buffer.size is too small to hold the {len(keys)} keys of the "
+                            f"log.cleaner.dedupe.buffer.size is too small to hold the {m.wanted} keys of the "
                             f"batch at offset {h.base_offset} of {lg.topic}-{lg.partition}")
-                m.put_many(keys, offsets)
-                stats.map_records += len(keys)
+                stats.map_records += put
             self.progress(seg.size)
         return upper
 

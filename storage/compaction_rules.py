@@ -222,6 +222,26 @@ def scan_records(data, base_offset: int, with_keys: bool) -> tuple[list, list, l
 _scan_records = fastpath.choose("scan_records", scan_records)
 
 
+def map_keys_py(d: dict, data, base_offset: int, fits: Callable[[int, int, int], bool]) -> int | None:
+    """The map pass's loop over one uncompressed records section: when
+    `fits(keyed records, longest key, offset of the last keyed one or -1)` is true,
+    puts key -> offset of every keyed record into `d` (a later record of a key wins)
+    and returns how many; else returns None with `d` untouched (so does a damaged
+    section, raising as scan_records does). Reference version of the compiled one,
+    which puts the keys into `d` without building lists."""
+    _, keys, offsets, _ = scan_records(data, base_offset, True)
+    if None in keys:
+        offsets = [o for k, o in zip(keys, offsets) if k is not None]
+        keys = [k for k in keys if k is not None]
+    if not fits(len(keys), max(map(len, keys), default=0), offsets[-1] if offsets else -1):
+        return None
+    d.update(zip(keys, offsets))
+    return len(keys)
+
+
+map_keys = fastpath.choose("map_keys", map_keys_py)
+
+
 class RecordSpan(NamedTuple):
     """Where one record lies in a records section, for copying it or re-encoding its timestamp delta."""
     offset: int

@@ -102,6 +102,7 @@ class Log(LogLoader, LogRetention):
             topic, partition = t, int(p)
         self.topic = topic
         self.partition = partition
+        self._tp = f"{topic}-{partition}"  # names the partition in append errors
         self.topic_id = topic_id
         self.config = config
         self._clock = clock
@@ -210,7 +211,7 @@ class Log(LogLoader, LogRetention):
             cfg = self.config
             mv = memoryview(buf)
             total = len(mv)
-            tp = f"{self.topic}-{self.partition}"
+            tp = self._tp
             checked = log_validator.validate_fast(mv, total, now, cfg, tp)
             if checked is None:
                 # something is unusual (or a compacted topic): the full walk raises the precise error
@@ -292,8 +293,8 @@ class Log(LogLoader, LogRetention):
         self.unflushed_messages += count
         if self.unflushed_messages >= cfg["flush.messages"]:
             self.flush()
-        return AppendInfo(first, next_offset - 1, max_ts, now if log_append else -1,
-                          self.log_start_offset, count, False, total)
+        return tuple.__new__(AppendInfo, (first, next_offset - 1, max_ts, now if log_append else -1,
+                                          self.log_start_offset, count, False, total))  # no NamedTuple __new__
 
     def _index_abort(self, seg: LogSegment, done) -> None:
         """Kafka's .txnindex entry for an aborted transaction: its range and the LSO after the marker."""

@@ -37,7 +37,9 @@ from array import array
 from itertools import repeat
 from sys import getsizeof
 
-from crc32c import crc32c
+from pylog.core.records.crc import crc32c
+
+from pylog.storage.compaction_rules import map_keys, record_keys
 
 SLOT_BYTES = 20
 EMPTY = -1
@@ -93,6 +95,8 @@ class OffsetMap:
         self._int_bytes = 32  # heap bytes of one offset int (48 beyond 2**60)
         self._overflowed = False
         self._checked = None  # (keys, dict size, bytes bound) of the last fits()
+        self._fit = (0, -1, 0)  # (longest key, last offset, bytes bound) of the last put_records() check
+        self.wanted = 0  # keys the last put_records() was given
         self.peak_bytes = 0
         self._size = 0
         self.latest_offset = -1
@@ -233,6 +237,39 @@ class OffsetMap:
 
     def put(self, key: bytes, offset: int) -> None:
         self.put_many((key,), (offset,))
+
+    def put_records(self, data, base_offset: int) -> int | None:
+        """put_many of the keyed records of one uncompressed records section (offsets
+        from base_offset) when they fit: returns how many, or None with nothing put
+        (`wanted` then says how many keys did not fit). In dict mode the keys go
+        straight from the records into the dict (compaction_rules.map_keys)."""
+        d = self._d
+        if d is not None:
+            before = len(d)
+            n = map_keys(d, data, base_offset, self._dict_fits)
+            if n:
+                longest, last, need = self._fit
+                self._key_bytes += (len(d) - before) * _object_bytes(_EMPTY_BYTES + longest)
+                if last >= 1 << 60:
+                    self._int_bytes = 48
+                self.peak_bytes = max(self.peak_bytes, need)
+                self.latest_offset = max(self.latest_offset, last)
+            return n
+        keys, offsets = record_keys(data, base_offset)
+        if None in keys:
+            offsets = [o for k, o in zip(keys, offsets) if k is not None]
+            keys = [k for k in keys if k is not None]
+        self.wanted = len(keys)
+        if len(keys) > self.max_entries - self._size:
+            return None
+        self.put_many(keys, offsets)
+        return len(keys)
+
+    def _dict_fits(self, count: int, longest: int, last: int) -> bool:
+        need = self._dict_bytes_for(count, longest, max(last, 0))
+        self._fit = (longest, last, need)
+        self.wanted = count
+        return need <= self.memory
 
     def put_many(self, keys, offsets) -> None:
         """Record offsets[i] as the latest offset of keys[i] (offsets ascending).
@@ -391,6 +428,14 @@ class UnboundedOffsetMap:
 
     def put(self, key: bytes, offset: int) -> None:
         self.put_many((key,), (offset,))
+
+    def put_records(self, data, base_offset: int) -> int:
+        """OffsetMap.put_records, always fitting."""
+        return map_keys(self._d, data, base_offset, self._note_last)
+
+    def _note_last(self, count: int, longest: int, last: int) -> bool:
+        self.latest_offset = max(self.latest_offset, last)
+        return True
 
     def put_many(self, keys, offsets) -> None:
         self._d.update(zip(keys, offsets))

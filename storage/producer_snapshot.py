@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from crc32c import crc32c
+from pylog.core.records.crc import crc32c
 
 from pylog.core.errors import DataError
 

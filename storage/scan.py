@@ -16,7 +16,7 @@ import struct
 import zlib
 from typing import Iterator, NamedTuple, Union
 
-from crc32c import crc32c
+from pylog.core.records.crc import crc32c
 
 from pylog.core.errors import DataError
 from pylog.core.records.errors import RecordFormatError

@@ -9,8 +9,11 @@ import tracemalloc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.mutations import damage
 from support.cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
 from pylog.core.records import BatchBuilder
+from pylog.core.records.batch import encode_record_py
+from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.header import parse_header
 from pylog.storage.cleaner import Cleaner
 from pylog.storage.compaction_rules import filter_batch, filter_batch_many, filter_batch_survivors, record_keys
@@ -132,3 +135,56 @@ def test_cleaning_that_outgrows_the_dict_switches_to_the_arrays(tmp_path):
     keys, offs = record_keys(batch_records_data(raw, h), h.base_offset)
     assert len(keys) == h.record_count and offs == sorted(offs) and offs[0] >= h.base_offset
     assert SLOT_BYTES == 20
+
+
+@st.composite
+def record_sections(draw):
+    """(base offset, records section) of a batch, sometimes damaged."""
+    keys = draw(st.lists(st.one_of(st.none(), st.sampled_from([b"a", b"b", b"k" * 20, b"x" * 200]),
+                                   st.binary(min_size=1, max_size=30)), max_size=40))
+    data = bytearray(b"".join(encode_record_py(i, 0, k, b"v" * (i % 7), ()) for i, k in enumerate(keys)))
+    if draw(st.integers(0, 4)) == 0:
+        damage(draw, data, draw(st.integers(1, 3)), ["flip", "cut", "insert", "delete", "set"], [0x00, 0x01, 0xFF],
+               3, 4)
+    return draw(st.integers(0, 5000)), bytes(data)
+
+
+def put_by_keys(m, data, base):
+    """The map pass as it was: record_keys, fits(), put_many."""
+    keys, offsets = record_keys(data, base)
+    pairs = [(k, o) for k, o in zip(keys, offsets) if k is not None]
+    keys, offsets = [k for k, _ in pairs], [o for _, o in pairs]
+    if not m.fits(keys, offsets):
+        return None
+    m.put_many(keys, offsets)
+    return len(keys)
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches=st.lists(record_sections(), min_size=1, max_size=12),
+       budget=st.sampled_from([400, 3000, 12_000, 1 << 20]))
+def test_put_records_builds_the_map_put_many_builds(batches, budget):
+    """put_records (keys straight from the records into the map) against record_keys +
+    fits + put_many: same answers and errors, same map, same survivors, same accounting,
+    in the dict form and the arrays; a damaged section changes neither map."""
+    old, new = OffsetMap(budget), OffsetMap(budget)
+    seen = set()
+    for base, data in batches:
+        got = []
+        for m, put in ((old, put_by_keys), (new, lambda m, d, b: m.put_records(d, b))):
+            try:
+                got.append(put(m, data, base))
+            except CorruptRecordError as e:
+                got.append(str(e))
+        assert got[0] == got[1]
+        if got[0] is None:  # does not fit: as the cleaner does, the next pass starts afresh
+            for m in (old, new):
+                m.overflow()
+                m.clear()
+        elif isinstance(got[0], int):
+            seen.update(k for k in record_keys(data, base)[0] if k is not None)
+        probe = sorted(seen) + [b"absent"]
+        assert old.get_many(probe) == new.get_many(probe)
+        assert old.sorted_offsets() == new.sorted_offsets()
+        assert (old.uses_dict, old.size, old.memory_bytes, old.peak_bytes, old.latest_offset, old.full) == \
+            (new.uses_dict, new.size, new.memory_bytes, new.peak_bytes, new.latest_offset, new.full)

@@ -7,12 +7,17 @@ import time
 
 import pytest
 
+from support.broker_fixtures import module_broker
 from support.client_fixtures import pylog_cli
 
 
+# a group's first join is not held back group.initial.rebalance.delay.ms (3 s by default)
+gbroker = module_broker("cmd", "--set", "group.initial.rebalance.delay.ms=0")
+
+
 @pytest.fixture(scope="module")
-def bs(broker):
-    return broker.bootstrap
+def bs(gbroker):
+    return gbroker.bootstrap
 
 
 def topic(bs, name, partitions=1):

@@ -3,18 +3,20 @@ from __future__ import annotations
 
 import json
 
+from support.cli import pylog_in_process
 from support.client_fixtures import pylog_cli
 
 
 def test_topics_lifecycle(broker):
     bs = broker.bootstrap
+    run = pylog_in_process  # each command and each failing exit also runs here as a real process
     r = pylog_cli("topics", "create", "tp-a", "-b", bs, "-p", "3", "-c", "retention.ms=60000", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"topic": "tp-a", "created": True, "partitions": 3, "replication_factor": 1,
                                     "configs": {"retention.ms": "60000"}}
     r = pylog_cli("topics", "create", "tp-a", "-b", bs)
     assert r.returncode == 1 and "already exists" in r.stderr
-    assert pylog_cli("topics", "create", "tp-a", "-b", bs, "--if-not-exists").returncode == 0
+    assert run("topics", "create", "tp-a", "-b", bs, "--if-not-exists").returncode == 0
     r = pylog_cli("topics", "create", "tp-b", "-b", bs, "-c", "retention.ms=soon")
     assert r.returncode == 2 and "retention.ms" in r.stderr
     assert pylog_cli("produce", "tp-a", "-b", bs, "-p", "1", input="x\ny\n").returncode == 0
@@ -22,7 +24,7 @@ def test_topics_lifecycle(broker):
     r = pylog_cli("topics", "list", "-b", bs, "--json")
     listed = {t["topic"]: t for t in json.loads(r.stdout)}
     assert listed["tp-a"]["partitions"] == 3
-    r = pylog_cli("topics", "list", "-b", bs)
+    r = run("topics", "list", "-b", bs)
     assert "tp-a" in r.stdout and "partitions" in r.stdout
 
     r = pylog_cli("topics", "describe", "tp-a", "-b", bs, "--json")
@@ -31,18 +33,18 @@ def test_topics_lifecycle(broker):
     assert [(p["partition"], p["start_offset"], p["end_offset"]) for p in d["partitions"]] == [
         (0, 0, 0), (1, 0, 2), (2, 0, 0)]
     assert d["configs"].get("retention.ms") == "60000"
-    r = pylog_cli("topics", "describe", "tp-a", "-b", bs)
+    r = run("topics", "describe", "tp-a", "-b", bs)
     assert "leader" in r.stdout and "retention.ms" in r.stdout
 
     r = pylog_cli("topics", "alter-config", "tp-a", "-b", bs, "--set", "retention.ms=120000", "--set",
                   "cleanup.policy=compact")
     assert r.returncode == 0, r.stderr
-    d = json.loads(pylog_cli("topics", "describe", "tp-a", "-b", bs, "--json", "--no-offsets").stdout)
+    d = json.loads(run("topics", "describe", "tp-a", "-b", bs, "--json", "--no-offsets").stdout)
     assert d["configs"]["retention.ms"] == "120000" and d["configs"]["cleanup.policy"] == "compact"
     assert "start_offset" not in d["partitions"][0]
-    r = pylog_cli("topics", "alter-config", "tp-a", "-b", bs, "--delete", "cleanup.policy")
+    r = run("topics", "alter-config", "tp-a", "-b", bs, "--delete", "cleanup.policy")
     assert r.returncode == 0, r.stderr
-    d = json.loads(pylog_cli("topics", "describe", "tp-a", "-b", bs, "--json").stdout)
+    d = json.loads(run("topics", "describe", "tp-a", "-b", bs, "--json").stdout)
     assert "cleanup.policy" not in d["configs"]
     assert pylog_cli("topics", "alter-config", "tp-a", "-b", bs).returncode == 2
 
@@ -50,7 +52,7 @@ def test_topics_lifecycle(broker):
     assert r.returncode == 0 and json.loads(r.stdout) == {"topic": "tp-a", "deleted": True}
     r = pylog_cli("topics", "delete", "tp-a", "-b", bs)
     assert r.returncode == 1 and "tp-a" in r.stderr
-    assert pylog_cli("topics", "delete", "tp-a", "-b", bs, "--if-exists").returncode == 0
+    assert run("topics", "delete", "tp-a", "-b", bs, "--if-exists").returncode == 0
     r = pylog_cli("topics", "describe", "tp-a", "-b", bs)
     assert r.returncode == 1 and "Traceback" not in r.stderr
 

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from support.cli import pylog_in_process
 from support.client_fixtures import pylog_cli
 from support.kafka_peer import ToolShell
 from pylog.core.client import Producer
@@ -66,7 +67,9 @@ def _rows(text: str) -> list[list[str]]:
     return [line.rstrip("\t").split("\t") for line in text.splitlines() if line.strip()]
 
 
-def test_transactions_list_describe_abort_match_kafka_tool(bs, tools):
+def test_transactions_list_describe_abort_match_kafka_tool(bs, tools, request):
+    # `pylog transactions` as a real process against pylog's broker, in this process against Kafka's
+    run = pylog_in_process if request.node.callspec.params["bs"] == "kafka" else pylog_cli
     topic = new_topic(bs, 1)
     tid = f"hang-{topic}"
     p = Producer({"bootstrap.servers": bs, "transactional.id": tid})
@@ -77,7 +80,7 @@ def test_transactions_list_describe_abort_match_kafka_tool(bs, tools):
             p.send(topic, f"h{i}", partition=0).get(30)
 
         def ours(*args):
-            r = pylog_cli("transactions", *args, "-b", bs)
+            r = run("transactions", *args, "-b", bs)
             assert r.returncode == 0, r.stderr
             return r.stdout
 
@@ -99,19 +102,19 @@ def test_transactions_list_describe_abort_match_kafka_tool(bs, tools):
         pr_mine = ours("describe-producers", "--topic", topic, "--partition", "0")
         assert pr_mine == kafkas("describe-producers", "--topic", topic, "--partition", "0")
         assert _rows(pr_mine)[1][5].strip() == "0"
-        js = json.loads(pylog_cli("transactions", "describe", "--transactional-id", tid, "-b", bs,
-                                  "--json").stdout)
+        js = json.loads(run("transactions", "describe", "--transactional-id", tid, "-b", bs,
+                            "--json").stdout)
         assert js["state"] == "Ongoing" and js["topic_partitions"] == [f"{topic}-0"]
         # abort the (hanging) transaction by its start offset: read_committed passes it at once
-        r = pylog_cli("transactions", "abort", "-b", bs, "--topic", topic, "--partition", "0",
-                      "--start-offset", "0")
+        r = run("transactions", "abort", "-b", bs, "--topic", topic, "--partition", "0",
+                "--start-offset", "0")
         assert r.returncode == 0, r.stderr
         wait_until(lambda: "None" in _rows(ours("describe-producers", "--topic", topic, "--partition", "0"))[1][5],
                    30, "the open transaction gone from the partition")
         assert consume(bs, topic, "read_committed") == []
         assert consume(bs, topic, "read_uncommitted") == ["h0", "h1", "h2"]
-        r = pylog_cli("transactions", "abort", "-b", bs, "--topic", topic, "--partition", "0",
-                      "--start-offset", "0")
+        r = run("transactions", "abort", "-b", bs, "--topic", topic, "--partition", "0",
+                "--start-offset", "0")
         assert r.returncode == 1 and "Could not find any open transactions starting at offset 0" in r.stderr
         assert "Traceback" not in r.stderr
     finally:

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from support.broker_fixtures import module_broker
 from support.client_fixtures import pylog_cli
 from support.terminal import pylog_on_terminal
 from support.cli import pylog
@@ -19,9 +20,13 @@ from support.cli import pylog
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
 
+# a group's first join is not held back group.initial.rebalance.delay.ms (3 s by default)
+gbroker = module_broker("cmd", "--set", "group.initial.rebalance.delay.ms=0")
+
+
 @pytest.fixture(scope="module")
-def bs(broker):
-    return broker.bootstrap
+def bs(gbroker):
+    return gbroker.bootstrap
 
 
 def send(bs, topic, records, partitions=1):

@@ -147,6 +147,25 @@ def test_scan_records_agree(sec, base_offset, with_keys):
 
 
 @SETTINGS
+@given(sections(), st.integers(0, 1 << 40), st.booleans(),
+       st.dictionaries(st.binary(max_size=2), st.integers(0, 9), max_size=3), st.booleans())
+def test_map_keys_agree(sec, base_offset, fits, start, view):
+    """The map pass's loop: the same fits() question, the same answer or error and the
+    same dict (contents and order); a section that does not fit, or is damaged, leaves it as it was."""
+    _, _, data = sec
+    runs = []
+    for fn, arg in ((compaction_rules.map_keys_py, data), (native.map_keys, memoryview(data) if view else data)):
+        d = dict(start)
+        asked = []
+        got = outcome(fn, d, arg, base_offset, lambda *a: asked.append(a) or fits)
+        runs.append((got, list(d.items()), asked))
+    assert runs[0] == runs[1]
+    got, items, _ = runs[0]
+    if got[0] == "error" or not fits:
+        assert items == list(start.items())
+
+
+@SETTINGS
 @given(sections(), st.lists(st.integers(0, 400), min_size=1, max_size=8))
 def test_max_timestamp_delta_agrees(sec, extra):
     _, _, data = sec
@@ -208,3 +227,4 @@ def test_dispatch_binds_the_compiled_functions():
     assert framing.check_records is native.check_records
     assert varint.decode_varint is native.decode_varint
     assert partitioner.murmur2_many is native.murmur2_many
+    assert compaction_rules.map_keys is native.map_keys

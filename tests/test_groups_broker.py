@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from support.cli import pylog_in_process
 from support.broker_fixtures import BrokerProcess, call, connect, module_broker
 from support.member_procs import MemberProcess, end_members
 from support.waiting import wait_until
@@ -131,6 +132,7 @@ def test_pylog_and_librdkafka_in_one_group(gbroker):
 
 
 def test_consume_cli_with_group_and_groups_commands(gbroker):
+    run = pylog_in_process  # each command (and each failing exit) also runs here as a real process
     topic, group = "cli-topic", "cli-g"
     create_topic(gbroker, topic, 2)
     produce(gbroker, topic, 2, 5)
@@ -152,17 +154,17 @@ def test_consume_cli_with_group_and_groups_commands(gbroker):
     r = pylog_cli("groups", "reset-offsets", group, "-b", gbroker.bootstrap, "--topic", topic, "--to-earliest")
     assert r.returncode == 0 and "dry run" in r.stderr
     assert {o["current_offset"] for o in describe_json(gbroker, group)["offsets"]} == {5}
-    r = pylog_cli("groups", "reset-offsets", group, "-b", gbroker.bootstrap, "--topic", f"{topic}:1", "--shift-by",
+    r = run("groups", "reset-offsets", group, "-b", gbroker.bootstrap, "--topic", f"{topic}:1", "--shift-by",
                   "-2", "--execute", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["offsets"] == [{"group": group, "topic": topic, "partition": 1,
                                                 "previous_offset": 5, "new_offset": 3}]
-    r = pylog_cli("groups", "reset-offsets", group, "-b", gbroker.bootstrap, "--all-topics", "--to-offset", "99",
+    r = run("groups", "reset-offsets", group, "-b", gbroker.bootstrap, "--all-topics", "--to-offset", "99",
                   "--execute")
     assert r.returncode == 0
     assert {(o["partition"], o["current_offset"]) for o in describe_json(gbroker, group)["offsets"]} == \
         {(0, 5), (1, 5)}  # clamped to the end
-    r = pylog_cli("groups", "reset-offsets", group, "-b", gbroker.bootstrap, "--all-topics",
+    r = run("groups", "reset-offsets", group, "-b", gbroker.bootstrap, "--all-topics",
                   "--to-datetime", "2001-01-01T00:00:00", "--execute")
     assert r.returncode == 0
     assert {o["current_offset"] for o in describe_json(gbroker, group)["offsets"]} == {0}
@@ -188,24 +190,24 @@ def test_consume_cli_with_group_and_groups_commands(gbroker):
         assert d["state"] == "Stable" and len(d["members"]) == 1
         assert sorted((a["topic"], a["partition"]) for a in d["members"][0]["assignment"]) == [(topic, 0), (topic, 1)]
         # the text views show the same driven state
-        r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap, "--members")
+        r = run("groups", "describe", group, "-b", gbroker.bootstrap, "--members")
         assert r.returncode == 0, r.stderr
         assert f"GROUP {group}  state: Stable  protocol: consumer/range  members: 1" in r.stdout
         rows = [line.split() for line in r.stdout.splitlines() if line.startswith(d["members"][0]["member_id"])]
         assert len(rows) == 1 and rows[0][-2:] == ["2", f"{topic}-0,{topic}-1"], r.stdout
-        r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap)
+        r = run("groups", "describe", group, "-b", gbroker.bootstrap)
         rows = sorted(line.split() for line in r.stdout.splitlines() if line.startswith(topic))
         assert [row[:5] for row in rows] == [[topic, "0", "0", "5", "5"], [topic, "1", "0", "5", "5"]]
         assert {row[7] for row in rows} == {d["members"][0]["member_id"]}
-        r = pylog_cli("groups", "list", "-b", gbroker.bootstrap, "--state", "stable", "--json")
+        r = run("groups", "list", "-b", gbroker.bootstrap, "--state", "stable", "--json")
         assert {g["group_id"]: g["state"] for g in json.loads(r.stdout)}.get(group) == "Stable"
-        r = pylog_cli("groups", "list", "-b", gbroker.bootstrap, "--state", "Empty", "--json")
+        r = run("groups", "list", "-b", gbroker.bootstrap, "--state", "Empty", "--json")
         assert group not in {g["group_id"] for g in json.loads(r.stdout)}
     finally:
         c.close()
-    r = pylog_cli("groups", "delete", group, "-b", gbroker.bootstrap)
+    r = run("groups", "delete", group, "-b", gbroker.bootstrap)
     assert r.returncode == 0 and f"deleted group {group}" in r.stdout
-    r = pylog_cli("groups", "list", "-b", gbroker.bootstrap, "--json")
+    r = run("groups", "list", "-b", gbroker.bootstrap, "--json")
     assert group not in {g["group_id"] for g in json.loads(r.stdout)}
     r = pylog_cli("groups", "delete", group, "-b", gbroker.bootstrap)
     assert r.returncode == 1 and "GROUP_ID_NOT_FOUND" in r.stderr
@@ -213,7 +215,7 @@ def test_consume_cli_with_group_and_groups_commands(gbroker):
     # the other groups named are still described
     r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap)
     assert r.returncode == 1 and f"consumer group '{group}' does not exist" in r.stderr
-    r = pylog_cli("groups", "describe", group, "-b", gbroker.bootstrap, "--json")
+    r = run("groups", "describe", group, "-b", gbroker.bootstrap, "--json")
     assert r.returncode == 1 and json.loads(r.stdout)[0]["state"] == "Dead"
 
 

@@ -34,7 +34,11 @@ def cluster(tmp_path_factory):
     c = KafkaCluster(tmp_path_factory.mktemp("kafka3"), 3, dedicated_controller=True,
                      overrides={"replica.lag.time.max.ms": 5000,
                                 "group.initial.rebalance.delay.ms": 0,
-                                "leader.imbalance.check.interval.seconds": 5}).start()
+                                "leader.imbalance.check.interval.seconds": 5,
+                                # a killed broker is fenced (its leaderships moved, its replicas
+                                # out of the ISR) after 4.5 s without a heartbeat instead of 9 s
+                                "broker.heartbeat.interval.ms": 1000,
+                                "broker.session.timeout.ms": 4500}).start()
     _TOOLS.append(ToolShell())
     yield c
     _TOOLS.pop().close()
@@ -371,8 +375,7 @@ def test_broker_address_change_is_followed(cluster, tmp_path):
     old_port = node.port
     node.stop()
     node.port = free_port()
-    node.format(cluster.cluster_id)  # rewrites server.properties; the formatted dirs are kept
-    node.start()
+    node.write_config().start()  # the formatted dirs are kept
     assert node.port != old_port
     rc, summary, err = feeder.result()
     assert rc == 0, err

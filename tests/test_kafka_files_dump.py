@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from support.broker_fixtures import BrokerProcess
-from support.kafka_peer import KafkaNode, run_main
+from support.kafka_peer import KafkaNode
 from support.segments import batch, engine_log
 from support.dump_compare import DUMP, assert_same_dump, pylog_dump  # noqa: F401
 

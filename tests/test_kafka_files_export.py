@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from click.testing import CliRunner
@@ -36,6 +37,10 @@ def exported(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("export")
     src = root / "pylog-data"
+    # the Kafka node's kafka-storage format JVM runs while pylog's broker is written
+    pool = ThreadPoolExecutor(1)
+    formatted = pool.submit(KafkaNode(root / "kafka").format)
+    pool.shutdown(wait=False)
     b = BrokerProcess(src).start()
     expected = {}  # (topic, partition, offset) -> (key, value)
     try:
@@ -62,7 +67,7 @@ def exported(tmp_path_factory):
         c.close()
     finally:
         assert b.stop() == 0, b.stderr()
-    node = KafkaNode(root / "kafka").format()
+    node = formatted.result()
     run = CliRunner().invoke(cli, ["export-to-kafka", str(src), "-c", str(node.config_path), "--json"],
                              catch_exceptions=False)
     assert run.exit_code == 0, run.output

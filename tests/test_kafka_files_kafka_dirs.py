@@ -20,10 +20,9 @@ import pytest
 
 from support.broker_fixtures import BrokerProcess
 from support.kafka_log_dirs import write_kafka_log_dirs
-from support.dump_compare import assert_same_dump
+from support.dump_compare import assert_same_dump, kafka_dump
 from support.cli import pylog
 
-DUMP = "org.apache.kafka.tools.DumpLogSegments"
 KINDS = (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
 GROUP = "pylog-files-group"
 
@@ -227,7 +226,5 @@ def test_pylog_broker_serves_a_kafka_log_dir(kdirs, tmp_path):
 
 
 def subprocess_dump(d: Path) -> str:
-    from support.kafka_peer import run_main
-
     logs = [f for f in sorted(d.glob("*.log"))]
-    return run_main(DUMP, "--print-data-log", "--files", ",".join(map(str, logs)), check=True).stdout
+    return kafka_dump("--print-data-log", "--files", ",".join(map(str, logs)), check=True).stdout

@@ -8,6 +8,7 @@ StandardAuthorizer, super user User:admin, and SCRAM users bootstrapped with
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import socket
 import ssl
@@ -196,8 +197,9 @@ def test_kafka_python_and_aiokafka_sasl_ssl(secure, pki):
     p = KafkaProducer(**common)
     p.send("kp", b"from-kafka-python").get(timeout=30)
     p.close()
-    c = KafkaConsumer("kp", auto_offset_reset="earliest", consumer_timeout_ms=10000, **common)
-    assert [m.value for m in c][:1] == [b"from-kafka-python"]
+    c = KafkaConsumer("kp", auto_offset_reset="earliest", consumer_timeout_ms=30000, **common)
+    # the first record, then stop (the iterator would wait out consumer_timeout_ms)
+    assert [m.value for m in itertools.islice(c, 1)] == [b"from-kafka-python"]
     c.close()
 
     async def aio():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from support import share_scenarios as sc
-from support.kafka_peer import java_program
+from support.kafka_peer import ToolShell
 
 SOURCE = r"""
 import org.apache.kafka.clients.consumer.*;
@@ -64,35 +64,45 @@ public class ShareJava {
 """
 
 
-def run_java(bootstrap, topic, group, consumers, target, rule) -> list[tuple]:
-    r = java_program(SOURCE, bootstrap, topic, group, str(consumers), str(target), rule, timeout=240)
+@pytest.fixture(scope="module")
+def shells(share_brokers):
+    """{bootstrap: a JVM that runs ShareJava again and again}: one JVM start per broker, not per run."""
+    out = {bs: ToolShell(programs=(SOURCE,)) for bs in share_brokers.values()}
+    yield out
+    for sh in out.values():
+        sh.close()
+
+
+def run_java(shell, bootstrap, topic, group, consumers, target, rule) -> list[tuple]:
+    r = shell.run("ShareJava", bootstrap, topic, group, str(consumers), str(target), rule, timeout=240, check=True)
     return [(int(o), int(p), int(n), t.upper()) for o, p, n, t in (line.split() for line in r.stdout.splitlines())]
 
 
-def _scenario(n, consumers, target, rule, partitions=1, extra=0, **configs):
+def _scenario(shells, n, consumers, target, rule, partitions=1, extra=0, **configs):
     def run(bs):
+        shell = shells[bs]
         topic, group = sc.fresh(bs, n, partitions, **configs)
-        first = run_java(bs, topic, group, consumers, target, rule)
+        first = run_java(shell, bs, topic, group, consumers, target, rule)
         if not extra:
             return first, []
         sc.produce(bs, topic, extra)
-        return first, run_java(bs, topic, group, 1, extra, "accept")
+        return first, run_java(shell, bs, topic, group, 1, extra, "accept")
     return run
 
 
 @pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
-def test_java_share_consumers_accept_every_record_exactly_once(share_brokers):
-    results = sc.on_both(share_brokers, _scenario(200, 3, 200, "accept", partitions=2))
+def test_java_share_consumers_accept_every_record_exactly_once(share_brokers, shells):
+    results = sc.on_both(share_brokers, _scenario(shells, 200, 3, 200, "accept", partitions=2))
     for which, (log, _) in results.items():
         assert sorted((p, o) for o, p, _, _ in log) == sorted((p, o) for p in range(2) for o in range(100)), which
         assert {n for _, _, n, _ in log} == {1}, which
 
 
 @pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
-def test_java_release_reject_and_poison_same_as_kafka(share_brokers):
-    release = sc.on_both(share_brokers, _scenario(10, 1, 11, "release:4"))
-    reject = sc.on_both(share_brokers, _scenario(10, 1, 10, "reject:3", extra=1))
-    poison = sc.on_both(share_brokers, _scenario(5, 1, 7, "poison:0", extra=1, share_delivery_count_limit=3))
+def test_java_release_reject_and_poison_same_as_kafka(share_brokers, shells):
+    release = sc.on_both(share_brokers, _scenario(shells, 10, 1, 11, "release:4"))
+    reject = sc.on_both(share_brokers, _scenario(shells, 10, 1, 10, "reject:3", extra=1))
+    poison = sc.on_both(share_brokers, _scenario(shells, 5, 1, 7, "poison:0", extra=1, share_delivery_count_limit=3))
     for which in share_brokers:
         log, _ = release[which]
         assert [(n, t) for o, _, n, t in log if o == 4] == [(1, "RELEASE"), (2, "ACCEPT")], which

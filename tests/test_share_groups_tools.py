@@ -9,24 +9,36 @@ import re
 import pytest
 
 from support import share_scenarios as sc
-from support.cli import pylog
-from support.kafka_peer import run_main
+from support.cli import pylog, pylog_in_process
+from support.kafka_peer import ToolShell, run_main
 
 TOOL = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 CONSOLE = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
 
 
-def _tool(bootstrap, *args) -> str:
-    r = run_main(TOOL, "--bootstrap-server", bootstrap, *args, check=True)
-    return r.stdout
+@pytest.fixture(scope="module")
+def shell():
+    """Kafka's tools in one JVM for the module (a JVM start costs seconds); the console consumer's
+    first run below is a process of its own."""
+    sh = ToolShell()
+    yield sh
+    sh.close()
+
+
+@pytest.fixture(scope="module")
+def tool(shell):
+    """kafka-share-groups.sh --bootstrap-server BOOTSTRAP ARGS: its output."""
+    return lambda bootstrap, *args: shell.run(TOOL, "--bootstrap-server", bootstrap, *args, check=True).stdout
 
 
 def _table(text: str) -> list[list[str]]:
     return [re.split(r"\s+", line.strip()) for line in text.strip().splitlines() if line.strip()]
 
 
-def _pylog(*args):
-    return pylog(*args)
+def _pylog(which):
+    """`pylog` as a real process against pylog's broker, in this process (CliRunner) against Kafka's:
+    every command still runs once as a process, for its exit status and stderr."""
+    return pylog if which == "pylog" else pylog_in_process
 
 
 def _consumed(brokers, topic, group, n, partitions=2):
@@ -37,28 +49,28 @@ def _consumed(brokers, topic, group, n, partitions=2):
 
 
 @pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
-def test_kafka_share_groups_sh_shows_the_same_on_pylog_and_kafka(share_brokers):
+def test_kafka_share_groups_sh_shows_the_same_on_pylog_and_kafka(share_brokers, tool):
     topic, group = sc.name("tool-t"), sc.name("tool-g")
     _consumed(share_brokers, topic, group, 20)
     for bs in share_brokers.values():
-        assert group in _tool(bs, "--list").split()
+        assert group in tool(bs, "--list").split()
     # reset one partition, then describe: START-OFFSET and LAG the same on both
     views = {}
     for which, bs in share_brokers.items():
-        reset = _table(_tool(bs, "--group", group, "--reset-offsets", "--to-offset", "4", "--topic", f"{topic}:0",
+        reset = _table(tool(bs, "--group", group, "--reset-offsets", "--to-offset", "4", "--topic", f"{topic}:0",
                              "--execute"))
         assert reset[1] == [group, topic, "0", "4"], which
-        views[which] = _table(_tool(bs, "--describe", "--group", group))
-        state = _table(_tool(bs, "--describe", "--group", group, "--state"))
+        views[which] = _table(tool(bs, "--describe", "--group", group))
+        state = _table(tool(bs, "--describe", "--group", group, "--state"))
         assert state[1][0] == group and state[1][-2:] == ["Empty", "0"], (which, state)
     assert views["pylog"] == views["kafka"]
     assert [group, topic, "0", "4", "6"] in views["pylog"]
     for which, bs in share_brokers.items():
-        out = _tool(bs, "--delete-offsets", "--group", group, "--topic", topic)
+        out = tool(bs, "--delete-offsets", "--group", group, "--topic", topic)
         assert _table(out)[1] == [topic, "Successful"], which
-        out = _tool(bs, "--delete", "--group", group)
+        out = tool(bs, "--delete", "--group", group)
         assert "was successful" in out, which
-        assert group not in _tool(bs, "--list").split(), which
+        assert group not in tool(bs, "--list").split(), which
 
 
 @pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
@@ -67,33 +79,34 @@ def test_pylog_share_groups_on_kafka_and_pylog(share_brokers):
     _consumed(share_brokers, topic, group, 20)
     seen = {}
     for which, bs in share_brokers.items():
-        r = _pylog("share-groups", "list", "-b", bs, "--json")
+        run = _pylog(which)
+        r = run("share-groups", "list", "-b", bs, "--json")
         assert r.returncode == 0, r.stderr
         assert {"group_id": group, "state": "Empty"} in json.loads(r.stdout), which
-        r = _pylog("share-groups", "reset-offsets", group, "-b", bs, "-t", f"{topic}:1", "--to-earliest",
-                   "--execute", "--json")
+        r = run("share-groups", "reset-offsets", group, "-b", bs, "-t", f"{topic}:1", "--to-earliest",
+                "--execute", "--json")
         assert r.returncode == 0, r.stderr
-        r = _pylog("share-groups", "describe", group, "-b", bs, "--json")
+        r = run("share-groups", "describe", group, "-b", bs, "--json")
         assert r.returncode == 0, r.stderr
         seen[which] = [(o["topic"], o["partition"], o["start_offset"], o["lag"])
                        for o in json.loads(r.stdout)[0]["offsets"]]
-        r = _pylog("share-groups", "describe", sc.name("missing"), "-b", bs)
+        r = run("share-groups", "describe", sc.name("missing"), "-b", bs)
         assert r.returncode == 1 and "does not exist" in r.stderr, which
     assert (topic, 1, 0, 10) in seen["pylog"]
     assert seen["pylog"] == seen["kafka"]
     for which, bs in share_brokers.items():
-        r = _pylog("share-groups", "delete", group, "-b", bs, "--json")
+        r = _pylog(which)("share-groups", "delete", group, "-b", bs, "--json")
         assert r.returncode == 0 and json.loads(r.stdout) == [{"group": group, "deleted": True, "error": None}], \
             (which, r.stdout, r.stderr)
 
 
 @pytest.mark.timeout(900)  # JVM tools and clients on a shared 2-core machine
-def test_kafka_console_share_consumer_on_pylog(share_pylog):
+def test_kafka_console_share_consumer_on_pylog(share_pylog, shell):
     bs = share_pylog.bootstrap
     topic, group = sc.fresh(bs, 12, 1)
     r = run_main(CONSOLE, "--bootstrap-server", bs, "--topic", topic, "--group", group, "--max-messages", "12",
                  "--timeout-ms", "60000", check=True)
     assert sorted(r.stdout.split()) == sorted(f"v{i}" for i in range(12))
     # accepted: a second run sees nothing left
-    r = run_main(CONSOLE, "--bootstrap-server", bs, "--topic", topic, "--group", group, "--timeout-ms", "5000")
-    assert r.stdout.split() == []
+    r = shell.run(CONSOLE, "--bootstrap-server", bs, "--topic", topic, "--group", group, "--timeout-ms", "5000")
+    assert r.stdout.split() == [] and "Processed a total of 0 messages" in r.stderr, r.stderr

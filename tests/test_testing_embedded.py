@@ -44,8 +44,13 @@ def test_kafka_python_round_trip(pylog_broker):
         p.send("emb-kp", f"v{i}".encode()).get(30)
     p.close()
     c = KafkaConsumer("emb-kp", bootstrap_servers=pylog_broker.bootstrap, auto_offset_reset="earliest",
-                      consumer_timeout_ms=10000)
-    assert [m.value for m in c][:5] == [f"v{i}".encode() for i in range(5)]
+                      consumer_timeout_ms=30000)
+    got = []
+    for m in c:  # the five records, then stop (the iterator would wait out consumer_timeout_ms)
+        got.append(m.value)
+        if len(got) == 5:
+            break
+    assert got == [f"v{i}".encode() for i in range(5)]
     c.close()
 
 

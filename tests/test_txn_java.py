@@ -9,6 +9,7 @@ for the same workload, down to the producer epoch the transactional id ends with
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -33,29 +34,40 @@ def level(request):
 
 
 @pytest.fixture(scope="module")
-def pylog_views(tmp_path_factory, level):
+def views(tmp_path_factory, level, kafka_node):
+    """(pylog's views, Kafka's views) of the workload at `level`: the two runs side by side, on pylog's
+    broker and on Kafka 4.4 at the same transaction.version (the shared node is formatted at 2)."""
     from support.broker_fixtures import BrokerProcess
 
-    b = BrokerProcess(tmp_path_factory.mktemp(f"txn-java-tv{level}") / "data",
-                      "--feature", f"transaction.version={level}").start()
+    node = None
+    with ThreadPoolExecutor(1) as pool:
+        started = pool.submit(BrokerProcess(tmp_path_factory.mktemp(f"txn-java-tv{level}") / "data",
+                                            "--feature", f"transaction.version={level}").start)
+        try:
+            if level != 2:  # started from this thread: a Kafka JVM dies with the thread that started it
+                node = KafkaNode(tmp_path_factory.mktemp(f"kafka-tv{level}"),
+                                 format_args=("--feature", f"transaction.version={level}")).format().start()
+        finally:
+            b = started.result()
     try:
-        yield run(b.bootstrap, "jtx")
+        with ThreadPoolExecutor(1) as pool:
+            kafka_side = pool.submit(run, (node or kafka_node).bootstrap, "jtx")
+            mine = run(b.bootstrap, "jtx")
+            yield mine, kafka_side.result()
     finally:
         b.stop_clean()
+        if node is not None:
+            node.stop()
 
 
 @pytest.fixture(scope="module")
-def kafka_views(tmp_path_factory, level, kafka_node):
-    """Kafka 4.4 at the same transaction.version (the shared node is formatted at 2)."""
-    if level == 2:
-        yield run(kafka_node.bootstrap, "jtx")
-        return
-    node = KafkaNode(tmp_path_factory.mktemp(f"kafka-tv{level}"),
-                     format_args=("--feature", f"transaction.version={level}")).format().start()
-    try:
-        yield run(node.bootstrap, "jtx")
-    finally:
-        node.stop()
+def pylog_views(views):
+    return views[0]
+
+
+@pytest.fixture(scope="module")
+def kafka_views(views):
+    return views[1]
 
 
 def test_java_transactions_on_pylog(pylog_views, level):

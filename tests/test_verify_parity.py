@@ -9,8 +9,11 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
 from support.cli import pylog
-from support.kafka_peer import KafkaNode, run_main
+from support.dump_compare import kafka_dump
+from support.kafka_peer import KafkaNode
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
@@ -21,14 +24,32 @@ def verify(path) -> tuple[int, dict]:
     return r.returncode, json.loads(r.stdout)
 
 
-def test_kafka_dir_with_empty_cleaner_checkpoint_is_clean(tmp_path):
-    node = KafkaNode(tmp_path / "kafka").format().start()
+def kcat_produce(node: KafkaNode, topic: str, lines: str) -> None:
+    r = subprocess.run([KCAT, "-b", node.bootstrap, "-P", "-t", topic], input=lines, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def kafka_run(tmp_path_factory):
+    """One Kafka node for the module: `one` written to v14 and `one`, `two` (one batch) to v13, the dir
+    verified while the node runs (the active segments' preallocated indexes have no entry yet, and
+    their blank first slot reads as offset 0 at position 0), then the node stopped.
+    (node, live verify's (rc, report))."""
+    node = KafkaNode(tmp_path_factory.mktemp("kafka")).format().start()
     try:
-        r = subprocess.run([KCAT, "-b", node.bootstrap, "-P", "-t", "v13"], input="one\ntwo\n",
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
+        kcat_produce(node, "v14", "one\n")
+        assert (node.log_dir / "v14-0" / "00000000000000000000.log").stat().st_size > 0
+        kcat_produce(node, "v13", "one\ntwo\n")
+        live = verify(node.log_dir)
     finally:
-        assert node.stop() == 143, node.log_tail()
+        rc = node.stop()
+    assert rc == 143, node.log_tail()
+    return node, live
+
+
+def test_kafka_dir_with_empty_cleaner_checkpoint_is_clean(kafka_run):
+    node, _ = kafka_run
     cleaner = node.log_dir / "cleaner-offset-checkpoint"
     assert cleaner.exists() and cleaner.stat().st_size == 0  # what Kafka 4 leaves without a compacted topic
     rc, report = verify(node.log_dir)
@@ -45,9 +66,10 @@ def test_checkpoint_problems_are_never_records_lost(tmp_path):
 
 def test_live_dir_right_after_one_record_is_clean(broker_factory):
     b = broker_factory(None)
-    r = subprocess.run([KCAT, "-b", b.bootstrap, "-P", "-t", "v14"], input="one\n", capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    for topic, lines in (("v14", "one\n"), ("v13", "one\ntwo\n")):  # a batch of one record, and of two
+        r = subprocess.run([KCAT, "-b", b.bootstrap, "-P", "-t", topic], input=lines, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
     live_rc, live = verify(b.log_dir)
     assert live["in_use"] == [str(b.log_dir)]
     assert b.stop() == 0
@@ -55,17 +77,9 @@ def test_live_dir_right_after_one_record_is_clean(broker_factory):
     assert (live_rc, live["verdict"]) == (stopped_rc, stopped["verdict"]) == (0, "clean"), live
 
 
-def test_live_kafka_dir_right_after_one_record_gets_the_stopped_verdict(tmp_path):
-    node = KafkaNode(tmp_path / "kafka").format().start()
-    try:
-        r = subprocess.run([KCAT, "-b", node.bootstrap, "-P", "-t", "v14"], input="one\n", capture_output=True,
-                           text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        assert (node.log_dir / "v14-0" / "00000000000000000000.log").stat().st_size > 0
-        live_rc, live = verify(node.log_dir)
-        assert live["in_use"] == [str(node.log_dir)]  # Kafka's lock (a POSIX record lock) is seen
-    finally:
-        node.stop()
+def test_live_kafka_dir_right_after_one_record_gets_the_stopped_verdict(kafka_run):
+    node, (live_rc, live) = kafka_run
+    assert live["in_use"] == [str(node.log_dir)]  # Kafka's lock (a POSIX record lock) is seen
     stopped_rc, stopped = verify(node.log_dir)
     assert (live_rc, live["verdict"], live["problem_count"]) == \
         (stopped_rc, stopped["verdict"], stopped["problem_count"]) == (0, "clean", 0), live
@@ -74,7 +88,7 @@ def test_live_kafka_dir_right_after_one_record_gets_the_stopped_verdict(tmp_path
 def test_random_index_without_a_segment_is_refused(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     path.write_bytes(os.urandom(4096))
-    kafka = run_main("org.apache.kafka.tools.DumpLogSegments", "--files", str(path), timeout=300)
+    kafka = kafka_dump("--files", path)
     r = pylog("dump-segment", path)
     assert kafka.returncode == r.returncode == 1, (kafka.stdout[-2000:], kafka.stderr[-2000:])
     assert r.stdout == ""

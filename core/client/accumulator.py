@@ -12,35 +12,20 @@ completes. When the pool is empty, append blocks up to `max.block.ms`.
 from __future__ import annotations
 
 import collections
-import operator
 import threading
 import time
-from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate, chain, repeat
-
 
 from pylog.core.client.errors import BufferExhaustedError, KafkaTimeoutError
 from pylog.core.records import compression
 from pylog.core.records.batch import decode_records, encode_headers
 from pylog.core.records.header import HEADER_SIZE, TRANSACTIONAL_MASK, pack_batch, set_producer
 from pylog.core.records.varint import encode_varint
+from pylog.core.client.runs import VARINT, VARINT_LIMIT, encode_run
 
-# zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas): the hot lookup
-_V = [encode_varint(n) for n in range(1 << 14)]
-_VLIM = 1 << 14
+_V = VARINT  # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas)
+_VLIM = VARINT_LIMIT
 RECORD_OVERHEAD_MAX = 21  # worst-case varint bytes around key and value
-# length varint + the bytes it counts, for lengths below _VLIM: a record part's size in one lookup
-_VSIZE = [len(_V[n]) + n for n in range(_VLIM)]
-_VLEN = [len(v) for v in _V]
-# key and value parts by length, where length -1 (the last entry) is a null: varint -1
-_VN = _V + [b"\x01"]
-_VNSIZE = _VSIZE + [1]
-# offset delta with the attributes and a zero timestamp delta before it (and a null key after)
-_MID = [b"\x00\x00" + v for v in _V]
-_MID_NULL_KEY = [b"\x00\x00" + v + b"\x01" for v in _V]
-_V1 = [v + b"\x01" for v in _V]
-_P = [b"\x00" + v for v in _V]  # empty headers, then the next record's length
 
 
 @dataclass(slots=True, eq=False, repr=False)
@@ -172,92 +157,26 @@ class ProducerBatch:
     def append_run(self, ts, values, start=0, stop=None, keys=None, headers=b"\x00",
                    value_lens=None, key_lens=None) -> int:
         """Append records values[start:stop] with one timestamp, as many as fit: the bulk
-        path. `keys` is None (every key null) or a list like `values`; a null key or value
-        is b"" there with length -1 in `key_lens`/`value_lens`;
-        `headers` is the encoded headers (count and pairs) shared by every record, or a
-        list like `values` of them; `value_lens`/`key_lens` optionally the lengths, also
-        like `values`. Each record must encode to less than 16384 bytes. Records are
-        encoded with whole-list operations (map/zip/join run in C), never a Python loop
-        per record. Returns how many records were taken."""
+        path (`pylog.core.client.runs.encode_run`, which says what the arguments hold).
+        Each record must encode to less than 16384 bytes. Returns how many were taken."""
         stop = len(values) if stop is None else stop
-        count = stop - start
         od = self.count
         room = self.limit - len(self.buf) - 5
-        if count <= 0 or od + 1 >= _VLIM or (room <= 0 and od):
-            self.full = self.full or count > 0
+        if stop <= start or od + 1 >= _VLIM or (room <= 0 and od):
+            self.full = self.full or stop > start
             return 0
-        shared = not isinstance(headers, list)
-        # look at no more records than can fit (every record looked at costs): a guess
-        # from the first few; taking too few only means another call
-        probe = min(count, 32)
-        sample = (sum(map(len, values[start:start + probe])) + (sum(map(len, keys[start:start + probe]))
-                  if keys is not None else 0)) / probe
-        count = min(count, _VLIM - 1 - od, int(room * 1.25 / (sample + 8 + (len(headers) if shared else 8))) + 8)
-        stop = start + count
-        values = values[start:stop]
-        vls = value_lens[start:stop] if value_lens is not None else list(map(len, values))
-        kls = None
-        if keys is not None:
-            keys = keys[start:stop]
-            kls = key_lens[start:stop] if key_lens is not None else list(map(len, keys))
-        if not shared:
-            headers = headers[start:stop]
         if self.base_ts is None:
             self.base_ts = ts
-        tsd = ts - self.base_ts
-        fixed = b"\x00" + (_V[tsd] if 0 <= tsd < _VLIM else encode_varint(tsd))  # attributes, timestamp delta
-        if keys is None:
-            mids = _MID_NULL_KEY[od:od + count] if tsd == 0 else list(map((fixed).__add__, _V1[od:od + count]))
-            extra = len(fixed) + 1
-        else:
-            mids = _MID[od:od + count] if tsd == 0 else list(map(fixed.__add__, _V[od:od + count]))
-            extra = len(fixed)
-        # record body sizes: fixed part, offset delta, key part, value part, headers
-        sizes = map(operator.add, map(_VNSIZE.__getitem__, vls), map(_VLEN.__getitem__, range(od, od + count)))
-        if kls is not None:
-            sizes = map(operator.add, sizes, map(_VNSIZE.__getitem__, kls))
-        if shared:
-            extra += len(headers)
-        else:
-            sizes = map(operator.add, sizes, map(len, headers))
-        bodies = list(map(operator.add, sizes, repeat(extra, count)))
-        if max(bodies) >= _VLIM:
-            raise ValueError("append_run: a record of 16384 bytes or more")
-        totals = list(accumulate(map(_VSIZE.__getitem__, bodies)))
-        n = bisect_right(totals, room)
-        if n == 0 and od == 0:
-            n = 1  # an empty batch takes its first record whatever its size
-        if n < count:
-            if n < len(totals) and totals[n] > room:
-                self.full = True
-            if n == 0:
-                return 0
-            bodies, mids, values, vls = bodies[:n], mids[:n], values[:n], vls[:n]
-            if kls is not None:
-                keys, kls = keys[:n], kls[:n]
-            if not shared:
-                headers = headers[:n]
-        # each record's headers go out with the next record's length varint: one piece fewer
-        heads = map(_V.__getitem__, bodies)
-        first = next(heads)
-        if shared:
-            tails = map(headers.__add__, heads) if headers != b"\x00" else map(_P.__getitem__, bodies[1:])
-            last = headers
-        else:
-            tails = map(operator.add, headers, heads)
-            last = headers[-1]
-        tails = chain(tails, (last,))
-        if keys is None:
-            parts = zip(mids, map(_VN.__getitem__, vls), values, tails)
-        else:
-            parts = zip(mids, map(_VN.__getitem__, kls), keys, map(_VN.__getitem__, vls), values, tails)
-        buf = self.buf
-        buf += first
-        buf += b"".join(chain.from_iterable(parts))
+        n, full = encode_run(self.buf, od, ts - self.base_ts, room, values, start, stop, keys, headers,
+                             value_lens, key_lens)
+        if full:
+            self.full = True
+        if not n:
+            return 0
         if ts > self.max_ts:
             self.max_ts = ts
         self.count = od + n
-        if len(buf) >= self.limit:
+        if len(self.buf) >= self.limit:
             self.full = True
         return n
 

@@ -21,6 +21,7 @@ from pylog.core.client.accumulator import HEADER_SIZE, RECORD_OVERHEAD_MAX
 from pylog.core.records.batch import encode_headers
 from pylog.core.client.errors import BulkSendStopped, KafkaTimeoutError, record_too_large
 from pylog.core.client.partitioner import murmur2_many
+from pylog.core.client.runs import column_lengths
 from pylog.core.errors import KafkaError
 
 _RUN_LIMIT = 16384 - 2 * RECORD_OVERHEAD_MAX  # larger records take the one-by-one path
@@ -51,6 +52,18 @@ def _with_nulls(items):
     for i in nulls:
         lens[i] = -1
     return items, lens
+
+
+def _column(items):
+    """(items with None as b"", lengths with -1 for None, how many None, the longest or -1)."""
+    got = column_lengths(items)
+    if got is None:  # str, bytearray, a tuple...: converted first
+        items, lens = _with_nulls(_as_bytes(items))
+        return items, lens, lens.count(-1), max(lens, default=-1)
+    lens, nulls, longest = got
+    if nulls:
+        items = [b"" if x is None else x for x in items]
+    return items, lens, nulls, longest
 
 
 def _pick(seq, idx):
@@ -96,9 +109,12 @@ class BulkSender:
             n = p.partition_counts.get(topic) or p.wait_topic(topic)
         except KafkaError as e:
             return runs, [(i, e) for i in range(len(values))]
-        values = _as_bytes(values)
+        # a null key or value: b"" with length -1 (the run encoder writes varint -1)
+        values, vls, _, longest = _column(values)
         count = len(values)
-        keys = _as_bytes(keys)
+        kls, klongest, nullkeys = None, 0, False
+        if keys is not None:
+            keys, kls, nullkeys, klongest = _column(keys)
         if keys is not None and len(keys) != count:
             raise ValueError("send_many: keys and values differ in length")
         failures: list = []
@@ -116,16 +132,10 @@ class BulkSender:
                 hl = None
             else:
                 hl = list(map(len, hdrs))
-        # a null key or value: b"" with length -1 (the run encoder writes varint -1)
-        values, vls = _with_nulls(values)
-        kls = None
-        if keys is not None:
-            keys, kls = _with_nulls(keys)
-            nullkeys = -1 in kls
         single = set()
         if timestamps is not None:
             single.update(i for i, t in enumerate(timestamps) if t is not None)
-        biggest = max(vls) + (max(kls) if kls else 0) + (max(hl) if hl is not None else len(hdrs))
+        biggest = longest + klongest + (max(hl) if hl is not None else len(hdrs))
         if biggest + RECORD_OVERHEAD_MAX + HEADER_SIZE > min(p.max_request_size, p.pool.total) or \
                 biggest >= _RUN_LIMIT:
             for i in range(count):

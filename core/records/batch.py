@@ -10,7 +10,7 @@ import time
 from operator import attrgetter
 from typing import Iterable, Iterator, Optional
 
-from crc32c import crc32c
+from pylog.core.records.crc import crc32c
 
 from pylog.core.records import compression
 from pylog.core.records.errors import (

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import ssl
-import tempfile
 
 PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
              "TLSv1.1": ssl.TLSVersion.TLSv1_1, "TLSv1": ssl.TLSVersion.TLSv1}
@@ -51,6 +50,8 @@ def _pkcs12_to_pem(path: str, password: str | None) -> tuple[bytes, bytes, list[
 
 def _load_chain(ctx: ssl.SSLContext, pem: bytes, password: str | None) -> None:
     # load_cert_chain takes a path only: a private temporary file, removed at once
+    import tempfile  # here: a PLAINTEXT client never needs it, and its import is a short command's cost
+
     fd, path = tempfile.mkstemp(prefix="pylog-key-", suffix=".pem")
     try:
         with os.fdopen(fd, "wb") as f:

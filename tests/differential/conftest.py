@@ -3,6 +3,7 @@ settings, users and single-ACL principals (diff_peers.py), plus the shared topic
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,31 +38,43 @@ def peers_tv1(tmp_path_factory):
 
 
 def _peers(root, transaction_version):
-    node, kport = start_kafka(root / "kafka", transaction_version=transaction_version)
-    broker, pport = start_pylog(root / "pylog", transaction_version=transaction_version)
+    # the two start, get ready and stop side by side: one after the other was twice the wait. Kafka
+    # starts from this thread: its JVM dies with the thread that started it (PR_SET_PDEATHSIG)
+    with ThreadPoolExecutor(1) as pool:
+        pylog_start = pool.submit(start_pylog, root / "pylog", transaction_version=transaction_version)
+        node, kport = start_kafka(root / "kafka", transaction_version=transaction_version)
+        broker, pport = pylog_start.result()
     out = {"kafka": Peer("kafka", "127.0.0.1", kport), "pylog": Peer("pylog", "127.0.0.1", pport)}
     creations = [acl_creation(p, r, o) for p, (r, o) in ACL_PRINCIPALS.items()]
+
+    def ready(peer: Peer) -> None:
+        grant_acls(peer, creations)
+        # its records carry a fixed 2023 timestamp: Kafka's time retention (7 days, checked every
+        # 5 minutes) would delete them in the middle of a long run
+        create_topics(peer, {SHARED_TOPIC: 1}, {SHARED_TOPIC: {"retention.ms": -1}})
+        r = wait_until(lambda: ok(peer.client("admin").call(0, 9, {
+            "transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
+                {"name": SHARED_TOPIC, "partition_data": [
+                    {"index": 0, "records": batch({"values": ["a", "b", "c"]})}]}]})), 60)
+        # both at the transaction.version the scenarios expect (Kafka's default level is 2)
+        finalized = {f["name"]: f["max_version_level"] for f in peer.client("admin").call(18, 3, {
+            "client_software_name": "pylog-differential", "client_software_version": "1"})["finalized_features"]}
+        assert finalized.get("transaction.version") == (transaction_version or 2), (peer.name, finalized)
+        # both coordinators loaded before the first scenario asks for them
+        for key_type, key in ((0, "warm-up"), (1, "warm-up")):
+            wait_until(lambda: peer.client("admin").call(10, 4, {"key_type": key_type, "coordinator_keys": [key]})[
+                "coordinators"][0]["error_code"] == 0, 60)
+
     try:
-        for peer in out.values():
-            grant_acls(peer, creations)
-            # its records carry a fixed 2023 timestamp: Kafka's time retention (7 days, checked every
-            # 5 minutes) would delete them in the middle of a long run
-            create_topics(peer, {SHARED_TOPIC: 1}, {SHARED_TOPIC: {"retention.ms": -1}})
-            r = wait_until(lambda: ok(peer.client("admin").call(0, 9, {
-                "transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
-                    {"name": SHARED_TOPIC, "partition_data": [
-                        {"index": 0, "records": batch({"values": ["a", "b", "c"]})}]}]})), 60)
-            # both at the transaction.version the scenarios expect (Kafka's default level is 2)
-            finalized = {f["name"]: f["max_version_level"] for f in peer.client("admin").call(18, 3, {
-                "client_software_name": "pylog-differential", "client_software_version": "1"})["finalized_features"]}
-            assert finalized.get("transaction.version") == (transaction_version or 2), (peer.name, finalized)
-            # both coordinators loaded before the first scenario asks for them
-            for key_type, key in ((0, "warm-up"), (1, "warm-up")):
-                wait_until(lambda: peer.client("admin").call(10, 4, {"key_type": key_type, "coordinator_keys": [key]})[
-                    "coordinators"][0]["error_code"] == 0, 60)
+        with ThreadPoolExecutor(1) as pool:
+            kafka_ready = pool.submit(ready, out["kafka"])
+            ready(out["pylog"])
+            kafka_ready.result()
         yield out
     finally:
         for peer in out.values():
             peer.close()
-        broker.stop_clean()
-        node.stop()
+        with ThreadPoolExecutor(1) as pool:
+            kafka_stop = pool.submit(node.stop)
+            broker.stop_clean()
+            kafka_stop.result()

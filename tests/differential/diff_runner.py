@@ -5,7 +5,8 @@ A scenario is a dict:
     name:     unique; `{u}` in any string of the scenario becomes a suffix unique to it
     topics:   {name: partitions} created by admin before the steps (waited for)
     steps:    [{"api": "Metadata" or 3, "v": version, "as": principal (default admin),
-                "body": {...}, "compare": True, "wait_ms": 0, "repeat_until": {...}}]
+                "body": {...}, "compare": True, "wait_ms": 0, "repeat_until": {...},
+                "repeat_while": {...}}]
 A body value "$N.path.to.field" is the value at that path of step N's answer (on the same
 broker: producer ids, epochs and member ids differ between brokers). A "records" value that is
 a dict {"values": [...], "producer_id", "producer_epoch", "base_sequence", "transactional",
@@ -13,6 +14,8 @@ a dict {"values": [...], "producer_id", "producer_epoch", "base_sequence", "tran
 is built into a v2 batch with pylog's BatchBuilder (the same bytes for both brokers).
 `ignore`: extra field names left out of the comparison of that step, with the reason in
 `why` (README's Compatibility section lists them).
+`repeat_until` resends a step (every `repeat_every_ms`, up to `repeat_s`) until its answer has
+the values given; `repeat_while` resends it as long as its answer has them (a retriable error).
 A step's `client_id` sends it on a connection with that client id (quotas are per client id).
 A scenario's `acls` [(principal, resource type, name, operation)] are granted (ALLOW, LITERAL)
 on each broker before its steps.
@@ -157,7 +160,7 @@ def run(peer: Peer, sc: dict) -> list[dict]:
             time.sleep(step["wait_ms"] / 1000)
         user = step.get("as", ADMIN)
         key, version = api_key(step["api"]), step["v"]
-        until = step.get("repeat_until")
+        until, while_ = step.get("repeat_until"), step.get("repeat_while")
         deadline = time.monotonic() + step.get("repeat_s", 20)
         while True:
             body = render(step.get("body") or {}, u, answers)
@@ -169,10 +172,11 @@ def run(peer: Peer, sc: dict) -> list[dict]:
             except (ConnectionError, OSError):
                 peer.drop(user, cid)
                 ans = {"closed": True}
-            if not until and _loading(ans) and time.monotonic() < deadline:
+            if not (until or while_) and _loading(ans) and time.monotonic() < deadline:
                 time.sleep(0.2)  # a coordinator still loading: clients retry these
                 continue
-            if not until or _matches(ans, until) or time.monotonic() > deadline:
+            settled = (not until or _matches(ans, until)) and (not while_ or not _matches(ans, while_))
+            if settled or time.monotonic() > deadline:
                 break
             time.sleep(step.get("repeat_every_ms", 200) / 1000)
         answers.append(ans)

@@ -5,6 +5,7 @@ one fetch never asks for more than the quota allows in the sampled window."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -85,22 +86,26 @@ def last_offset(data: bytes) -> int:
     return last
 
 
+def measure(peer) -> tuple[float, int, list]:
+    """(steady bytes/s, max throttle ms, every throttle) of the consumer on one broker."""
+    topic, client_id = "q5-fetch-quota", "q5-consumer"
+    # the harness's batches carry a fixed old timestamp: no time retention may delete them
+    create_topics(peer, {topic: 1}, {topic: {"retention.ms": -1}})
+    fill(peer, topic, batches=400, batch_bytes=10_000)
+    set_consumer_quota(peer, client_id, QUOTA)
+    got, throttles = consume(peer, topic, client_id)
+    steady = sum(n for t, n in got if t >= STEADY_FROM_S) / (RUN_S - STEADY_FROM_S)
+    print(peer.name, steady, max(throttles), len(throttles))
+    return steady, max(throttles), throttles
+
+
 @pytest.fixture(scope="module")
 def rates(peers):
-    """{broker: (steady bytes/s, max throttle ms, every throttle)} for the same consumer on each."""
-    out = {}
-    for name in BROKERS:
-        peer = peers[name]
-        topic, client_id = "q5-fetch-quota", "q5-consumer"
-        # the harness's batches carry a fixed old timestamp: no time retention may delete them
-        create_topics(peer, {topic: 1}, {topic: {"retention.ms": -1}})
-        fill(peer, topic, batches=400, batch_bytes=10_000)
-        set_consumer_quota(peer, client_id, QUOTA)
-        got, throttles = consume(peer, topic, client_id)
-        steady = sum(n for t, n in got if t >= STEADY_FROM_S) / (RUN_S - STEADY_FROM_S)
-        out[name] = (steady, max(throttles), throttles)
-        print(name, steady, max(throttles), len(throttles))
-    return out
+    """{broker: measure(its peer)}: the two measured side by side (each run lasts RUN_S, paced by the
+    quota, not by the machine)."""
+    with ThreadPoolExecutor(len(BROKERS)) as pool:
+        runs = {name: pool.submit(measure, peers[name]) for name in BROKERS}
+        return {name: r.result() for name, r in runs.items()}
 
 
 @pytest.mark.parametrize("broker", BROKERS)

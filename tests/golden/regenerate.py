@@ -21,7 +21,6 @@ TESTS = HERE.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
 
 # golden file -> (segment builder in test_dump_verify, DumpLogSegments options)
 GOLDENS = {
@@ -35,13 +34,13 @@ GOLDENS = {
 def kafka_goldens(workdir: Path) -> dict[str, str]:
     """golden name -> Kafka's DumpLogSegments output for it, folder written as <tmp>."""
     from support import segments
-    from support.kafka_peer import run_main
+    from support.dump_compare import kafka_dump
 
     out = {}
     for name, (builder, options) in GOLDENS.items():
         folder = workdir / name.removesuffix(".txt")
         seg = getattr(segments, builder)(folder / ("t-0" if builder == "golden_segment" else "old-0"))
-        proc = run_main(DUMP_LOG_SEGMENTS, *options, "--files", str(seg), check=True)
+        proc = kafka_dump(*options, "--files", str(seg), check=True)
         out[name] = proc.stdout.replace(str(folder), "<tmp>")
     return out
 

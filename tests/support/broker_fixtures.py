@@ -139,9 +139,10 @@ class BrokerProcess:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    """A running broker: yields a BrokerProcess (host, port, log_dir, bootstrap)."""
+    """A running broker: yields a BrokerProcess (host, port, log_dir, bootstrap). Groups form at
+    once (group.initial.rebalance.delay.ms=0, as the Kafka peer runs), not after Kafka's 3 s."""
     d = tmp_path_factory.mktemp("broker") / "data"
-    b = BrokerProcess(d).start()
+    b = BrokerProcess(d, "--set", "group.initial.rebalance.delay.ms=0").start()
     yield b
     b.stop_clean()
 

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from support.member_procs import MemberProcess
 from support.cli import pylog as pylog_cli
+from support.cli import pylog_in_process
 
 
 SESSION_MS = 6000
@@ -15,7 +16,8 @@ HERE = Path(__file__).resolve().parent
 def describe_json(b, group):
     # no rate window: these tests look at membership and offsets, and a member that is not
     # polled meanwhile must not outlive a short max.poll.interval.ms
-    r = pylog_cli("groups", "describe", group, "-b", b.bootstrap, "--json", "--rate-window", "0")
+    # in this process: tests poll it in loops; `groups describe` runs as a process in the tests of the command
+    r = pylog_in_process("groups", "describe", group, "-b", b.bootstrap, "--json", "--rate-window", "0")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)[0]
 

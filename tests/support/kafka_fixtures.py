@@ -16,11 +16,14 @@ from support.kafka_peer import KafkaCluster, KafkaNode
 # reconciliation (assign, revoke, hand over) waits one interval, as on pylog's test brokers.
 FAST_CONSUMER_GROUPS = {"group.consumer.heartbeat.interval.ms": 1000,
                         "group.consumer.min.heartbeat.interval.ms": 1000}
+# Kafka's cleaner looks for dirty logs every second instead of every 15 s (log.cleaner.backoff.ms):
+# tests that wait for it to clean a compacted topic (several rounds for markers) waited out each 15 s
+FAST_CLEANER = {"log.cleaner.backoff.ms": 1000}
 
 
 @pytest.fixture(scope="session")
 def kafka_node(tmp_path_factory):
-    node = KafkaNode(tmp_path_factory.mktemp("kafka-node"), overrides=FAST_CONSUMER_GROUPS).format().start()
+    node = KafkaNode(tmp_path_factory.mktemp("kafka-node"), overrides={**FAST_CONSUMER_GROUPS, **FAST_CLEANER}).format().start()
     yield node
     alive = node.proc.poll() is None
     rc = node.stop()

@@ -27,7 +27,7 @@ from pathlib import Path
 from support.kafka_peer import KafkaNode, java_program
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-SEGMENT_MS = 1500
+SEGMENT_MS = 800  # short: the writer sleeps past it between its waves (each wave a new segment)
 
 PRODUCE = r"""
 import java.util.*;
@@ -145,8 +145,7 @@ def write_kafka_log_dirs(root: Path, timeout: float = 180) -> KafkaLogDirs:
     before = root / "before"
     shutil.copytree(node.log_dir, before)
     node.overrides.update({"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "100"})
-    node.config_path.write_text("".join(f"{k}={v}\n" for k, v in node.properties().items()))
-    node.start()
+    node.write_config().start()
     try:
         deadline = time.monotonic() + timeout
         while not _cleaned(node.log_dir, "compacted"):  # the cleaner checkpoints each cleaning it finishes

@@ -182,8 +182,10 @@ class ToolShell:
     `run()` answers like `run_main()` (a CompletedProcess with the tool's exit code, stdout and
     stderr); the JVM turns Kafka's Exit.exit into that exit code instead of exiting."""
 
-    def __init__(self, log_level: str = "warn"):
+    def __init__(self, log_level: str = "warn", programs: tuple[str, ...] = ()):
+        """`programs`: Java sources (see java_program) whose main classes `run()` may call too."""
         classes, name = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
+        classes = os.pathsep.join([classes, *(compile_java(src)[0] for src in programs)])
         self.proc = subprocess.Popen(java_command(name, extra_cp=classes, log_level=log_level),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1)
@@ -332,10 +334,15 @@ class KafkaNode:
         props.update(self.overrides)
         return props
 
-    def format(self, cluster_id: str | None = None) -> "KafkaNode":
-        """Write server.properties and format the log dirs (kafka-storage format)."""
+    def write_config(self) -> "KafkaNode":
+        """Write server.properties (a formatted node restarts with the new settings)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        return self
+
+    def format(self, cluster_id: str | None = None) -> "KafkaNode":
+        """Write server.properties and format the log dirs (kafka-storage format)."""
+        self.write_config()
         run_main("kafka.tools.StorageTool", "format", "-t", cluster_id or random_cluster_id(),
                  "-c", str(self.config_path), "--ignore-formatted", *self.format_args, check=True)
         return self

@@ -5,6 +5,8 @@ transaction.version 1 ("transaction_version": 1: the harness starts both at that
 level-2 client's sequences (Produce v12 and TxnOffsetCommit v5 adding implicitly, EndTxn v5
 bumping the epoch) run at both levels too. `$N.field` is step N's answer on the same broker."""
 
+from pylog.core.errors import ErrorCode
+
 T = "dt"
 
 
@@ -65,6 +67,7 @@ def produce(pid, epoch, seq=0, v=9, tid="tx-{u}", topic=T):
 
 
 P, E = "$0.producer_id", "$0.producer_epoch"
+CONCURRENT_TRANSACTIONS = int(ErrorCode.CONCURRENT_TRANSACTIONS)
 
 
 def sequences(av, ev, iv):
@@ -120,7 +123,10 @@ KIP360 = V6 + [
     # a re-init by another producer: the old epoch is fenced for good
     ("kip360-fenced", [init(), init(), init(pid=P, epoch=E), describe()]),
     ("kip360-unknown-producer", [init(), init(pid=987654, epoch=0)]),
-    ("kip360-during-transaction", [init(), add(3, P, E), init(pid=P, epoch=E, repeat_until={"error_code": 0}),
+    # the re-init aborts the open transaction, answering CONCURRENT_TRANSACTIONS until the abort is
+    # done; then at level 2 the bumped epoch, at level 1 PRODUCER_FENCED (the abort took the epoch)
+    ("kip360-during-transaction", [init(), add(3, P, E),
+                                   init(pid=P, epoch=E, repeat_while={"error_code": CONCURRENT_TRANSACTIONS}),
                                    describe()]),
     ("fresh-init-during-transaction", [init(), add(3, P, E), init(repeat_until={"error_code": 0}), end(3, P, E),
                                        settled()]),

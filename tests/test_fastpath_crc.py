@@ -1,0 +1,45 @@
+"""The compiled CRC-32C against the crc32c package (the reference): the same checksum
+for any bytes-like input and any running value (taken modulo 2**32, as the package
+does), and the same refusals."""
+from __future__ import annotations
+
+import os
+
+import crc32c as package
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pylog.core import fastpath
+from pylog.core.records import crc
+
+native = fastpath.native
+_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
+pytestmark = pytest.mark.skipif(
+    native is None and (_FORCED or not os.environ.get("CI")),
+    reason=f"the compiled extension is not active: {fastpath.reason}",
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=300), st.integers(-(1 << 70), 1 << 70), st.integers(0, 20))
+def test_crc32c_agrees(data, value, skip):
+    assert native.crc32c(data) == package.crc32c(data)
+    assert native.crc32c(data, value) == package.crc32c(data, value)
+    view = memoryview(bytearray(data))[skip:]
+    assert native.crc32c(view) == package.crc32c(view)
+
+
+def test_large_buffers_and_the_chosen_implementation():
+    data = os.urandom(1 << 20) + b"tail"
+    assert native.crc32c(data) == package.crc32c(data)
+    assert crc.crc32c is native.crc32c
+
+
+@pytest.mark.parametrize("args", [("text",), (b"x", "1"), (b"x", 1.5), ()])
+def test_crc32c_refuses_what_the_package_refuses(args):
+    with pytest.raises((TypeError, ValueError, OverflowError)) as ref:
+        package.crc32c(*args)
+    with pytest.raises((TypeError, ValueError, OverflowError)):
+        native.crc32c(*args)
+    assert ref.type
