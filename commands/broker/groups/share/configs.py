@@ -1,9 +1,9 @@
 """Group configs (IncrementalAlterConfigs/DescribeConfigs on GROUP resources) and their values.
 
 Kafka keeps them in its metadata log; pylog in `group-configs.json` in the
-first log dir. Names and bounds are Kafka 4.4's GroupConfig: the share.*
-settings bounded by the broker's group.share.min/max.* configs, and the
-consumer.* and dead-letter names stored and described as given.
+first log dir. Names, types and bounds are Kafka 4.4's GroupConfig (validate_all): the share.*
+and consumer.* numbers bounded by the broker's group.share/consumer.min/max.* configs; the streams.*
+names are not served.
 """
 from __future__ import annotations
 
