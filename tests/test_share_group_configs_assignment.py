@@ -60,6 +60,47 @@ def test_described_and_altered_as_on_kafka(share_brokers):
     assert after["share.assignment.interval.ms"][0] == "0" and after["share.assignor.offload.enable"][0] == "false"
 
 
+# every share.* and consumer.* group config at and past its bounds (the broker's min/max, the
+# definition's floor, the type); with several wrong, Kafka's order decides the message
+INVALID = [
+    {"share.session.timeout.ms": "44999"}, {"share.session.timeout.ms": "60001"}, {"share.session.timeout.ms": "0"},
+    {"share.heartbeat.interval.ms": "4999"}, {"share.heartbeat.interval.ms": "15001"},
+    {"share.heartbeat.interval.ms": "x"},
+    {"share.session.timeout.ms": "45000", "share.heartbeat.interval.ms": "45000"},
+    {"share.record.lock.duration.ms": "999"}, {"share.record.lock.duration.ms": "60001"},
+    {"share.record.lock.duration.ms": "1.5"},
+    {"share.delivery.count.limit": "1"}, {"share.delivery.count.limit": "11"},
+    {"share.partition.max.record.locks": "99"}, {"share.partition.max.record.locks": "4001"},
+    {"share.partition.max.record.locks": "2147483648"},
+    {"share.assignment.interval.ms": "15001"}, {"share.isolation.level": "committed"},
+    {"share.renew.acknowledge.enable": "yes"}, {"share.assignor.offload.enable": "1"},
+    {"consumer.session.timeout.ms": "44999"}, {"consumer.session.timeout.ms": "60001"},
+    {"consumer.session.timeout.ms": "0"}, {"consumer.heartbeat.interval.ms": "4999"},
+    {"consumer.heartbeat.interval.ms": "15001"}, {"consumer.heartbeat.interval.ms": "-5"},
+    {"consumer.session.timeout.ms": "44999", "consumer.heartbeat.interval.ms": "15001"},
+    {"consumer.assignment.interval.ms": "-1"}, {"consumer.assignment.interval.ms": "15001"},
+    {"consumer.assignor.offload.enable": "on"}, {"errors.deadletterqueue.copy.record.enable": "maybe"},
+    {"share.delivery.count.limit": "1", "consumer.session.timeout.ms": "0"},
+]
+VALID = [{"share.session.timeout.ms": "60000", "share.heartbeat.interval.ms": "15000",
+          "share.record.lock.duration.ms": "1000", "share.delivery.count.limit": "10",
+          "share.partition.max.record.locks": "4000", "consumer.session.timeout.ms": "45000",
+          "consumer.heartbeat.interval.ms": "5000"}]
+
+
+def test_every_bound_and_message_as_on_kafka(share_brokers):
+    def scenario(bs):
+        group = sc.name("bnd-g")
+        return [_set(bs, group, **{k.replace(".", "_"): v for k, v in c.items()}) for c in INVALID + VALID]
+
+    out = sc.on_both(share_brokers, scenario)
+    for i, (p, k) in enumerate(zip(out["pylog"], out["kafka"])):
+        assert p == k, (i, (INVALID + VALID)[i], p, k)
+    accepted = [c for c, e in zip(INVALID, out["kafka"]) if e is None or e[0] != "INVALID_CONFIG"]
+    assert not accepted, (accepted, out["kafka"])
+    assert out["kafka"][len(INVALID)] is None
+
+
 def test_the_assignment_interval_defers_a_new_target_assignment_as_on_kafka(share_brokers):
     interval = 4.0
 

@@ -72,10 +72,12 @@ def test_archive_is_cached():
     assert again.cached and again.path == first.path
 
 
+@pytest.mark.timeout(900)  # a Spark application of its own on the cluster: a minute on a quiet machine
 def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_path):
     (tmp_path / "a.jsonl").write_text('{"k": "a"}\n{"k": "b"}\n')
     res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",
-                    tmp_path / "l", "--partitions", 1, *cluster_args(spark_cluster, "--ship-env", "never"), expect=1)
+                    tmp_path / "l", "--partitions", 1, *cluster_args(spark_cluster, "--ship-env", "never"),
+                    "--conf", "spark.task.maxFailures=1", expect=1)  # one failed task is enough to show
     assert "the workers' own python3 (--ship-env never)" in res.stderr
     err = res.stderr.strip().splitlines()[-1]
     assert err.startswith("pylog: error: Spark job failed: an executor cannot import ")
@@ -83,6 +85,7 @@ def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_
     assert "Traceback" not in res.output
 
 
+@pytest.mark.timeout(900)
 def test_conf_python_wins(spark_cluster, keep_session, tmp_path):
     # workers that already have the dependencies: name their Python, nothing is shipped
     (tmp_path / "a.jsonl").write_text("".join(json.dumps({"k": f"k{i}"}) + "\n" for i in range(50)))

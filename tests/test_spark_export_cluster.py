@@ -76,6 +76,15 @@ def test_compaction_through_spark_connect_on_bare_workers(spark_connect_bare, ke
     from pylog.commands.spark import session
 
     url = spark_connect_bare.url
+    docs = {}
+
+    def compaction(ship):
+        res = run_pylog("spark-compaction", export_dir.path, "--remote", url, "--ship-env", ship, "--json")
+        docs[ship] = json.loads(res.stdout)
+
+    # auto first: when the export test above ran just before, its session (auto: probed, the
+    # environment shipped) serves this job; never and always start sessions of their own
+    compaction("auto")
     # never: the bare executors fail, in one line that names only what works through Connect
     session.stop_session()
     res = run_pylog("spark-compaction", export_dir.path, "--remote", url, "--ship-env", "never", expect=1)
@@ -84,11 +93,9 @@ def test_compaction_through_spark_connect_on_bare_workers(spark_connect_bare, ke
     assert "--ship-env auto or always" in err and "spark.sql.execution.pyspark.python" in err
     assert "spark.pyspark.python" not in err.replace("spark.sql.execution.pyspark.python", "")
     assert "Traceback" not in res.output
-    docs = {}
-    for ship in ("always", "auto"):
-        session.stop_session()
-        res = run_pylog("spark-compaction", export_dir.path, "--remote", url, "--ship-env", ship, "--json")
-        docs[ship] = doc = json.loads(res.stdout)
+    session.stop_session()
+    compaction("always")
+    for ship, doc in docs.items():
         assert doc["executor_python"]["how"] == "shipped", ship
         records = sum(len(export_dir.uncommitted[t]) for t in ("tx", "plain", "users"))
         assert doc["totals"]["records"] >= records  # every record a consumer reads, and the markers

@@ -1,7 +1,7 @@
 """An export killed with SIGKILL mid-run leaves the table as it was; the rerun finishes it exactly once.
 
 A `pylog broker start` holds a topic of 8 partitions. For each format a first
-export commits the offsets below 2000; then `pylog spark-export -b` runs as a
+export commits the offsets below 1000; then `pylog spark-export -b` runs as a
 process of its own and is killed with a real SIGKILL as soon as its first
 data file is on disk (its other tasks still running, nothing committed), with
 the Spark JVM and Python workers it started. The independent readers (pyarrow,
@@ -25,8 +25,8 @@ from support.spark_fixtures import run_pylog
 
 MASTER = "local[2]"
 PARTITIONS = 8
-PER_PARTITION = 12_000
-FIRST = 2000
+PER_PARTITION = 4000
+FIRST = 1000
 
 
 # pyspark runs classic in this process even after a Spark Connect test in the same worker
@@ -46,7 +46,7 @@ def broker(tmp_path_factory):
         for i in range(PER_PARTITION):
             for part in range(PARTITIONS):
                 p.produce("big", key=f"k{i % 1000}", value=f"v{part}-{i}-" + "x" * 60, partition=part)
-            if i % 2000 == 0:
+            if i % 1000 == 0:
                 p.flush(60)
         assert p.flush(120) == 0
         del p, admin
@@ -122,4 +122,4 @@ def test_sigkill_mid_export_leaves_the_table_then_rerun_finishes(broker, keep_se
     assert len(keys) == len(set(keys)) == PARTITIONS * PER_PARTITION
     assert set(keys) == {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
     values = dict(zip(keys, table["value"].to_pylist()))
-    assert values[(3, 7000)] == b"v3-7000-" + b"x" * 60
+    assert values[(3, 3000)] == b"v3-3000-" + b"x" * 60

@@ -23,6 +23,12 @@ def _share_bounded(name: str, default: int, smallest: int, largest: int, floor: 
     ]
 
 
+def _bounds(kind: str, name: str, smallest: int, largest: int, what: str) -> list[ConfigDef]:
+    """group.KIND.min.NAME and group.KIND.max.NAME: the bounds of a group's KIND.NAME group config."""
+    return [_d(f"group.{kind}.min.{name}", INT, smallest, f"Smallest {what}.", at_least(1)),
+            _d(f"group.{kind}.max.{name}", INT, largest, f"Largest {what}.", at_least(1))]
+
+
 # ---- broker configs ----
 _BROKER_OWN = [
     _d("node.id", INT, 1, "This broker's id."),
@@ -75,6 +81,8 @@ _BROKER_OWN = [
        at_least(1)),
     _d("group.consumer.heartbeat.interval.ms", INT, 5000, "Heartbeat interval given to consumer group members.",
        at_least(1)),
+    *_bounds("consumer", "session.timeout.ms", 45000, 60000, "session timeout of a consumer group's members"),
+    *_bounds("consumer", "heartbeat.interval.ms", 5000, 15000, "heartbeat interval of a consumer group's members"),
     _d("group.consumer.assignors", LIST, ["uniform", "range"],
        "Server-side assignors of consumer groups (uniform, range); the first is the default.",
        one_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
@@ -94,6 +102,8 @@ _BROKER_OWN = [
     # share groups (KIP-932): broker defaults of the group configs share.* and their bounds
     _d("group.share.session.timeout.ms", INT, 45000, "Session timeout of share group members.", at_least(1)),
     _d("group.share.heartbeat.interval.ms", INT, 5000, "Heartbeat interval of share group members.", at_least(1)),
+    *_bounds("share", "session.timeout.ms", 45000, 60000, "share.session.timeout.ms of a share group"),
+    *_bounds("share", "heartbeat.interval.ms", 5000, 15000, "share.heartbeat.interval.ms of a share group"),
     _d("group.share.max.size", INT, 200, "Largest number of members in one share group.", at_least(1)),
     *_share_bounded("record.lock.duration.ms", 30000, 15000, 60000, 1,
                     "How long a share consumer holds a record it acquired before it becomes available again."),

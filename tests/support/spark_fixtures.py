@@ -21,11 +21,16 @@ MASTERS = ["local[2]", "local-cluster[2,1,1024]"]
 
 # Every Spark JVM the tests start (drivers through spark-submit, standalone Masters and Workers, and
 # their executors) compiles with C1 only: a Spark start-up and the tests' small jobs take about a
-# third less time on 2 shared cores. A value already in the environment wins.
+# third less time on 2 shared cores. A value already in the environment wins. Executors are not
+# started by spark-submit: local-cluster's get C1_EXECUTORS (spark_master's session conf), a
+# standalone cluster's inherit JAVA_TOOL_OPTIONS from their Worker (StandaloneCluster._env).
 # `python -m bench` (FULL_JIT_ENV) measures Spark as it runs, with both compilers.
-if os.environ.get("PYLOG_JVM_FULL_JIT") != "1":
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
-    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+FULL_JIT = os.environ.get("PYLOG_JVM_FULL_JIT") == "1"
+C1_EXECUTORS = {} if FULL_JIT else {"spark.executor.defaultJavaOptions": C1_ONLY}
+if not FULL_JIT:
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", C1_ONLY)
+    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", C1_ONLY)
 
 _HIDE_PYLOG = textwrap.dedent("""\
     # An executor Python without pylog: site-packages as usual, minus the editable pylog finder.
@@ -76,7 +81,7 @@ def spark_master(request, tmp_path_factory):
     else:
         os.environ.pop("PYSPARK_PYTHON", None)
     session.KEEP_SESSION = True
-    run = session.open_session(session.SessionSettings(master=master, app_name="pylog tests"))
+    run = session.open_session(session.SessionSettings(master=master, app_name="pylog tests", conf=dict(C1_EXECUTORS)))
     if master.startswith("local-cluster"):
         where = run.spark.sparkContext.parallelize([0, 1], 2).map(session.pylog_origin).collect()
         assert all("pylog.zip" in w for w in where), where
@@ -161,6 +166,8 @@ class StandaloneCluster:
         conf_dir.mkdir(parents=True, exist_ok=True)
         env.update(SPARK_HOME=ensure_spark_home(), SPARK_LOCAL_IP="127.0.0.1", SPARK_CONF_DIR=str(conf_dir),
                    SPARK_DAEMON_MEMORY="256m", SPARK_NO_DAEMONIZE="1")
+        if os.environ.get("PYLOG_JVM_FULL_JIT") != "1":  # the daemons and every executor they start
+            env["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {C1_ONLY}".strip()
         if self.python_bin:
             env["PATH"] = f"{os.path.dirname(self.python_bin)}{os.pathsep}{env.get('PATH', '')}"
             env["PYSPARK_PYTHON"] = self.python_bin

@@ -89,7 +89,9 @@ def module_marks(path: str) -> frozenset[str]:
 # Spark fixtures shared for the whole run, and the group of every module that uses one: a Spark
 # group runs on one worker so its sessions or cluster start once; the two groups (and Spark
 # modules that start their own session) run side by side, each Spark needing at most 2 cores.
-SPARK_SHARED = (("spark_standalone", ("spark_cluster", "spark_connect")), ("spark_local", ("spark_master",)))
+# keep_session's modules (local[2] exports that keep their session between jobs) join
+# spark_local unless they use the cluster: one local[2] driver serves them all.
+SPARK_SHARED = (("spark_standalone", ("spark_cluster", "spark_connect")), ("spark_local", ("spark_master", "keep_session")))
 
 
 def module_fixtures(items) -> dict:

@@ -1,9 +1,9 @@
 """Group configs (IncrementalAlterConfigs/DescribeConfigs on GROUP resources) and their values.
 
 Kafka keeps them in its metadata log; pylog in `group-configs.json` in the
-first log dir. Names and bounds are Kafka 4.4's GroupConfig: the share.*
-settings bounded by the broker's group.share.min/max.* configs, and the
-consumer.* and dead-letter names stored and described as given.
+first log dir. Names, types and bounds are Kafka 4.4's GroupConfig (validate_all): the share.*
+and consumer.* numbers bounded by the broker's group.share/consumer.min/max.* configs; the streams.*
+names are not served.
 """
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ _ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.
 
 # name -> (broker default config, (min config, max config) or None, kind)
 SHARE_CONFIGS = {
-    "share.session.timeout.ms": ("group.share.session.timeout.ms", None, int),
-    "share.heartbeat.interval.ms": ("group.share.heartbeat.interval.ms", None, int),
+    "share.session.timeout.ms": ("group.share.session.timeout.ms",
+                                 ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"), int),
+    "share.heartbeat.interval.ms": ("group.share.heartbeat.interval.ms",
+                                    ("group.share.min.heartbeat.interval.ms",
+                                     "group.share.max.heartbeat.interval.ms"), int),
     "share.record.lock.duration.ms": ("group.share.record.lock.duration.ms",
                                       ("group.share.min.record.lock.duration.ms",
                                        "group.share.max.record.lock.duration.ms"), int),
@@ -64,61 +67,87 @@ def parse_duration_ms(text: str) -> int:
     return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60000 + float(s or 0) * 1000)
 
 
-def _validate_later(name: str, value: str, broker_config) -> None:
-    _, bounds, kind = LATER_CONFIGS[name]
+# Kafka 4.4's GroupConfig.CONFIG_DEF in its definition order (the streams.* names aside):
+# name -> (type, atLeast floor or allowed strings or None). ConfigDef.parse checks them in this
+# order, then GroupConfig.validateValues the broker's bounds in _RANGES' order.
+_DEFS = {
+    "consumer.session.timeout.ms": (int, 1), "consumer.heartbeat.interval.ms": (int, 1),
+    "consumer.assignment.interval.ms": (int, 0), "consumer.assignor.offload.enable": (bool, None),
+    "share.session.timeout.ms": (int, 1), "share.heartbeat.interval.ms": (int, 1),
+    "share.record.lock.duration.ms": (int, 1000), "share.delivery.count.limit": (int, 2),
+    "share.partition.max.record.locks": (int, 100), "share.auto.offset.reset": ("reset", None),
+    "share.isolation.level": (str, ("read_committed", "read_uncommitted")),
+    "share.renew.acknowledge.enable": (bool, None), "share.assignment.interval.ms": (int, 0),
+    "share.assignor.offload.enable": (bool, None), "errors.deadletterqueue.topic.name": (str, None),
+    "errors.deadletterqueue.copy.record.enable": (bool, None),
+}
+_RANGES = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms", "consumer.assignment.interval.ms",
+           "share.heartbeat.interval.ms", "share.session.timeout.ms", "share.record.lock.duration.ms",
+           "share.delivery.count.limit", "share.partition.max.record.locks", "share.assignment.interval.ms")
+_JAVA_INT = re.compile(r"^[+-]?\d+$")
+
+
+def _bad(name: str, value, why: str) -> ConfigError:
+    return ConfigError(f"Invalid value {value} for configuration {name}: {why}")
+
+
+def _parse(name: str, value: str):
+    """ConfigDef.parseType and the definition's validator, with ConfigDef's messages."""
+    kind, rule = _DEFS[name]
     if kind is bool:
         if value.strip().lower() not in ("true", "false"):
-            raise ConfigError(f"Invalid value {value} for configuration {name}: Expected value to be either true or false")
-        return
-    try:
-        v = int(value.strip())
-    except ValueError:
-        raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
-    if v < 0:
-        raise ConfigError(f"Invalid value {v} for configuration {name}: Value must be at least 0")
-    lo, hi = broker_config[bounds[0]], broker_config[bounds[1]]
-    if not lo <= v <= hi:
-        raise ConfigError(f"{name} must be in the range {lo} to {hi} inclusive.")
-
-
-def validate(name: str, value: str, broker_config) -> None:
-    """ConfigError for a name Kafka does not know or a value out of its bounds."""
-    if name in LATER_CONFIGS:
-        _validate_later(name, value, broker_config)
-        return
-    if name in SHARE_CONFIGS:
-        _, bounds, _ = SHARE_CONFIGS[name]
-        try:
-            v = int(value)
-        except ValueError:
-            raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
-        if bounds is not None:
-            lo, hi = broker_config[bounds[0]], broker_config[bounds[1]]
-            if not lo <= v <= hi:
-                raise ConfigError(f"Invalid value {value} for configuration {name}: Value must be at least "
-                                  f"{lo} and at most {hi}")
-        return
-    if name == "share.auto.offset.reset":
+            raise _bad(name, value, "Expected value to be either true or false")
+        return value.strip().lower() == "true"
+    if kind is int:
+        t = value.strip()
+        if not _JAVA_INT.match(t) or not -2**31 <= int(t) < 2**31:
+            raise _bad(name, value, "Not a number of type INT")
+        if int(t) < rule:
+            raise _bad(name, int(t), f"Value must be at least {rule}")
+        return int(t)
+    if kind == "reset":
         if value in ("earliest", "latest"):
-            return
+            return value
         if value.startswith("by_duration:"):
             try:
                 parse_duration_ms(value[len("by_duration:"):])
-                return
+                return value
             except ValueError as e:
-                raise ConfigError(f"Invalid value {value} for configuration {name}: {e}") from None
-        raise ConfigError(f"Invalid value {value} for configuration {name}: "
-                          "must be earliest, latest or by_duration:<ISO-8601 duration>")
-    if name == "share.isolation.level":
-        if value not in ("read_committed", "read_uncommitted"):
-            raise ConfigError(f"Invalid value {value} for configuration {name}: String must be one of: "
-                              "read_committed, read_uncommitted")
-        return
-    if name == "errors.deadletterqueue.topic.name" and value.startswith("__"):
-        raise ConfigError(f"{name}: DLQ topic name must not start with '__'")
-    if name in FIXED_DEFAULTS:
-        return
-    raise ConfigError(f"Unknown group config name: {name}")
+                raise _bad(name, value, str(e)) from None
+        raise _bad(name, value, "must be earliest, latest or by_duration:<ISO-8601 duration>")
+    if rule is not None and value not in rule:
+        raise _bad(name, value, "String must be one of: " + ", ".join(rule))
+    return value
+
+
+def _bounds(name: str) -> tuple[str, str]:
+    """The broker configs bounding a group config: group.X.min.Y and group.X.max.Y."""
+    kind, rest = name.split(".", 1)
+    return f"group.{kind}.min.{rest}", f"group.{kind}.max.{rest}"
+
+
+def validate_all(configs: dict[str, str], broker_config) -> None:
+    """Kafka 4.4's GroupConfig.validate on a group's whole new config (its overrides after the
+    request's operations): names, then types and floors, then the broker's bounds, then each
+    session timeout above its heartbeat interval, then the DLQ name. ConfigError with Kafka's message."""
+    for name in configs:
+        if name not in _DEFS:
+            raise ConfigError(f"Unknown group config name: {name}")
+    parsed = {n: _parse(n, configs[n]) for n in _DEFS if n in configs}
+    for name in _RANGES:
+        if name in parsed:
+            lo, hi = (broker_config[b] for b in _bounds(name))
+            if not lo <= parsed[name] <= hi:
+                raise ConfigError(f"{name} must be in the range {lo} to {hi} inclusive.")
+    for kind in ("consumer", "share"):
+        session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
+        if session in parsed or heartbeat in parsed:
+            s = parsed.get(session, broker_config[f"group.{session}"])
+            h = parsed.get(heartbeat, broker_config[f"group.{heartbeat}"])
+            if s <= h:
+                raise ConfigError(f"{session} must be greater than {heartbeat}")
+    if parsed.get("errors.deadletterqueue.topic.name", "").startswith("__"):
+        raise ConfigError("errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'")
 
 
 class GroupConfigs(JsonStateFile):
@@ -223,14 +252,14 @@ def incremental_alter(configs: GroupConfigs, group: str, ops: list, validate_onl
             if kind == 0:  # SET
                 if value is None:
                     raise ConfigError(f"SET of {name} needs a value")
-                validate(name, value, configs.broker_config)
                 new[name] = value
             elif kind == 1:  # DELETE
-                if name not in SHARE_CONFIGS and name not in FIXED_DEFAULTS and name not in LATER_CONFIGS:
+                if name not in _DEFS:
                     raise ConfigError(f"Unknown group config name: {name}")
                 new.pop(name, None)
             else:
                 raise ConfigError(f"{name}: APPEND and SUBTRACT need a list config; group configs have none")
+        validate_all(new, configs.broker_config)
     except ConfigError as e:
         return ErrorCode.INVALID_CONFIG, str(e)
     if not validate_only:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 
+from pylog.commands.broker.groups.share.assignor import AssignorError
 from pylog.commands.broker.groups.share.configs import GroupConfigs, parse_duration_ms
 from pylog.commands.broker.groups.share.dead_letters import DeadLetters
 from pylog.commands.broker.groups.share.group import ASSIGNOR, ShareGroup, ShareMember, simple_assign
@@ -186,6 +187,8 @@ class ShareCoordinator:
                 return heartbeat_error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
             g = self.groups[gid] = ShareGroup(gid)
         m = g.members.get(mid)
+        undo = (g.epoch, g.assignment_epoch, g.assignment_ms, g.topology, dict(g.members),
+                None if m is None else (m.subscribed, m.rack_id), g.members == {} and g.epoch == 0)
         changed = False
         before = (g.epoch, g.assignment_epoch, m.epoch if m is not None else None,
                   (m.rack_id, m.subscribed) if m is not None else None)
@@ -211,7 +214,10 @@ class ShareCoordinator:
         if req["rack_id"] is not None:
             m.rack_id = req["rack_id"]
         m.last_seen = time.monotonic()
-        self._advance(g, changed)
+        try:
+            self._advance(g, changed)
+        except AssignorError as e:
+            return self._assignor_failed(g, m, undo, e)
         if m.epoch != g.assignment_epoch:  # the member moves to the target assignment as it heartbeats
             m.epoch = g.assignment_epoch
             m.assignment = g.target.get(mid, {})
@@ -224,6 +230,17 @@ class ShareCoordinator:
                 {"topic_id": tid, "partitions": ps} for tid, ps in sorted(m.assignment.items(), key=str)]}
             m.sent_assignment = m.assignment
         return answer
+
+    def _assignor_failed(self, g: ShareGroup, m: ShareMember, undo: tuple, e: Exception) -> dict:
+        """Kafka's heartbeat fails with UNKNOWN_SERVER_ERROR (no message) when its assignor throws,
+        and nothing the heartbeat changed is kept (the coordinator's write is rolled back)."""
+        log.error("[GroupId %s] Failed to compute a new target assignment for epoch %d: %s.", g.group_id, g.epoch, e)
+        g.epoch, g.assignment_epoch, g.assignment_ms, g.topology, g.members, member, new_group = undo
+        if member is not None:
+            m.subscribed, m.rack_id = member
+        if new_group:
+            self.groups.pop(g.group_id, None)
+        return heartbeat_error(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _topology(self, g: ShareGroup) -> tuple:
         topics = self.broker.logs.topics
@@ -246,7 +263,9 @@ class ShareCoordinator:
         if g.assignment_epoch != g.epoch and self._may_assign(g):
             g.assignment_epoch = g.epoch
             g.assignment_ms = int(time.time() * 1000)
+            old = g.target
             g.target = simple_assign(g, {n: (tid, np) for n, tid, np in g.topology})
+            g.target_changed = [mid for mid, a in g.target.items() if old.get(mid) != a or mid not in old]
 
     def _may_assign(self, g: ShareGroup) -> bool:
         """Kafka's canComputeNextTargetAssignment: at most one new target assignment per
@@ -264,7 +283,7 @@ class ShareCoordinator:
         if epoch != g.epoch:
             out += [rs.epoch(g), rs.initialized(g)]
         if assignment_epoch != g.assignment_epoch:
-            out += rs.target(g)
+            out += rs.target(g, g.target_changed)
         if member_epoch != m.epoch:
             out.append(rs.current(g.group_id, m, member_epoch or 0))
         rs.write(g.group_id, out)
@@ -282,7 +301,7 @@ class ShareCoordinator:
         if not g.members:
             g.assignment_epoch = g.epoch
             g.target, g.target_java = {}, {}
-            out += self.records.target(g)
+            out += self.records.target(g, [])
         self.records.write(g.group_id, out)
 
     def release_member(self, gid: str, mid: str, only=None) -> None:

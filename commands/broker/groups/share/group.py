@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from pylog.commands.broker.groups.share.assignor import AssignorError, MemberSpec, assign
+from pylog.commands.broker.groups.share.assignor import MemberSpec, assign
 from pylog.commands.broker.groups.share.javahash import JavaHashMap, JavaHashSet
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ class ShareGroup:
         self.assignment_epoch = 0
         self.topology: tuple = ()  # the subscribed topics' (name, id, partitions) at the last bump
         self.target: dict[str, dict] = {}  # member -> its part of the target assignment
+        self.target_changed: list[str] = []  # members whose part the last computation changed
         self.target_java: dict = {}  # the same as the assignor returned it (JavaHashMap per member)
         self.metadata_hash = 0  # as read back from __consumer_offsets
         self.assignment_ms = 0  # when the target assignment was last computed (its metadata record)
@@ -63,7 +64,7 @@ def simple_assign(g: ShareGroup, topics: dict[str, tuple]) -> dict[str, dict]:
     """The group's new target assignment by Kafka 4.4's SimpleAssignor (assignor.py), from its
     members in join order and their previous target assignments (kept in Java's map types, so the
     next computation iterates them as Kafka would). topics: name -> (id, partitions).
-    Returns member -> {topic id: sorted partitions}; an assignor failure keeps the old target."""
+    Returns member -> {topic id: sorted partitions}; AssignorError when Kafka's assignor would throw."""
     ids = {name: tid for name, (tid, _) in topics.items()}
     specs = JavaHashMap()
     for mid, m in g.members.items():
@@ -75,10 +76,6 @@ def simple_assign(g: ShareGroup, topics: dict[str, tuple]) -> dict[str, dict]:
         subscribed = [ids[n] for n in JavaHashSet.of(m.subscribed) if n in ids]
         specs[mid] = MemberSpec(subscribed, prev, named=bool(m.subscribed))
     homogeneous = len({frozenset(m.subscribed) for m in g.members.values()}) <= 1
-    try:
-        out = assign(specs, homogeneous, {tid: n for tid, n in topics.values()})
-    except AssignorError as e:
-        log.warning("share group %s: the assignor failed (%s); the target assignment is kept", g.group_id, e)
-        return {mid: a for mid, a in g.target.items() if mid in g.members}
+    out = assign(specs, homogeneous, {tid: n for tid, n in topics.values()})  # AssignorError: the caller's
     g.target_java = out.to_dict()
     return {mid: {tid: sorted(ps) for tid, ps in a.items()} for mid, a in out.items()}

@@ -70,9 +70,12 @@ class ShareGroupRecords:
         return (sr.encode_key(sr.GROUP_METADATA, _gk(g.group_id)),
                 sr.encode_value(sr.GROUP_METADATA, {"epoch": g.epoch, "metadata_hash": metadata_hash(g.topology)}))
 
-    def target(self, g: ShareGroup) -> list:
+    def target(self, g: ShareGroup, changed) -> list:
+        """The target assignment records of the members in `changed` (those whose part is new or
+        differs from the last one, as Kafka's TargetAssignmentBuilder writes), then its metadata."""
         out = [(sr.encode_key(sr.TARGET_MEMBER, _mk(g.group_id, mid)),
-                sr.encode_value(sr.TARGET_MEMBER, {"topic_partitions": _tps(a)})) for mid, a in g.target.items()]
+                sr.encode_value(sr.TARGET_MEMBER, {"topic_partitions": _tps(g.target[mid])}))
+               for mid in changed if mid in g.target]
         out.append((sr.encode_key(sr.TARGET_METADATA, _gk(g.group_id)), sr.encode_value(sr.TARGET_METADATA, {
             "assignment_epoch": g.assignment_epoch, "assignment_timestamp": g.assignment_ms or int(time.time() * 1000)})))
         return out
