@@ -84,7 +84,8 @@ def _plan_and_read(spark, opts: ExportOptions, ro):
     """(partition plans, reader with every option but the offsets, load argument)."""
     from pylog.commands.spark.datasource import register
 
-    register(spark)
+    if not _fused(opts):  # registering starts Spark's Python data source lookup (seconds of CPU)
+        register(spark)
     reader = spark.read.format("pylog").option("isolation", opts.isolation)
     if opts.bootstrap:
         from pylog.commands.spark.broker_plan import ClusterSource, plan_cluster
