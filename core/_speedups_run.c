@@ -12,32 +12,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_speedups_varint.h"
+
 #define RUN_VARINT_LIMIT 16384 /* a record body, and an offset delta, stay below this */
-
-static inline int
-run_put_varint(unsigned char *out, int64_t v)
-{
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    int n = 0;
-    while (u >= 0x80) {
-        out[n++] = (unsigned char)((u & 0x7F) | 0x80);
-        u >>= 7;
-    }
-    out[n++] = (unsigned char)u;
-    return n;
-}
-
-static inline Py_ssize_t
-run_size_varint(int64_t v)
-{
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    Py_ssize_t n = 1;
-    while (u >= 0x80) {
-        u >>= 7;
-        n++;
-    }
-    return n;
-}
 
 /* the inputs of one run: lists, or NULL where the argument was None */
 typedef struct {
@@ -113,13 +90,13 @@ run_record_at(const run_args *a, Py_ssize_t i, run_record *r)
 static inline Py_ssize_t
 run_part_size(Py_ssize_t n)
 {
-    return n < 0 ? 1 : run_size_varint(n) + n;
+    return n < 0 ? 1 : size_varint(n) + n;
 }
 
 static inline unsigned char *
 run_put_part(unsigned char *p, const char *data, Py_ssize_t n)
 {
-    p += run_put_varint(p, n);
+    p += put_varint(p, n);
     if (n > 0) {
         memcpy(p, data, n);
         p += n;
@@ -191,19 +168,19 @@ sp_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t count = stop - start;
     if (count > RUN_VARINT_LIMIT - 1 - od)
         count = RUN_VARINT_LIMIT - 1 - od;
-    Py_ssize_t fixed = 1 + run_size_varint(tsd); /* attributes, timestamp delta */
+    Py_ssize_t fixed = 1 + size_varint(tsd); /* attributes, timestamp delta */
     Py_ssize_t total = 0, n = 0;
     int full = 0;
     run_record r;
     for (; n < count; n++) {
         if (run_record_at(&a, start + n, &r) < 0)
             return NULL;
-        Py_ssize_t body = fixed + run_size_varint(od + n) + run_part_size(r.kl) + run_part_size(r.vl) + r.hl;
+        Py_ssize_t body = fixed + size_varint(od + n) + run_part_size(r.kl) + run_part_size(r.vl) + r.hl;
         if (body >= RUN_VARINT_LIMIT) {
             PyErr_SetString(PyExc_ValueError, "append_run: a record of 16384 bytes or more");
             return NULL;
         }
-        Py_ssize_t whole = run_size_varint(body) + body;
+        Py_ssize_t whole = size_varint(body) + body;
         if (total + whole > room && !(n == 0 && od == 0)) {
             full = 1;
             break;
@@ -218,11 +195,11 @@ sp_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         for (Py_ssize_t i = 0; i < n; i++) {
             if (run_record_at(&a, start + i, &r) < 0)
                 return NULL; /* cannot happen: checked in the first pass */
-            Py_ssize_t body = fixed + run_size_varint(od + i) + run_part_size(r.kl) + run_part_size(r.vl) + r.hl;
-            p += run_put_varint(p, body);
+            Py_ssize_t body = fixed + size_varint(od + i) + run_part_size(r.kl) + run_part_size(r.vl) + r.hl;
+            p += put_varint(p, body);
             *p++ = 0;
-            p += run_put_varint(p, tsd);
-            p += run_put_varint(p, od + i);
+            p += put_varint(p, tsd);
+            p += put_varint(p, od + i);
             p = run_put_part(p, r.k, r.kl);
             p = run_put_part(p, r.v, r.vl);
             memcpy(p, r.h, r.hl);
