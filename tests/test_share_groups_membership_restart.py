@@ -10,7 +10,7 @@ from support import share_scenarios as sc
 from support.broker_fixtures import BrokerProcess
 from support.segments import logged_records
 from support.kafka_peer import KafkaNode
-from support.share_members import Member, connect, describe
+from support.share_members import connect, describe, two_sharing
 from pylog.core.protocol import share_group_records as sr
 
 
@@ -18,12 +18,7 @@ def _scenario(bs: str, restart) -> tuple:
     topic, group = sc.name("mr"), sc.name("mr-g")
     sc.create_topic(bs, topic, 2)
     s = connect(bs)
-    a, b = Member(s, group, [topic]), Member(s, group, [topic])
-    a.heartbeat()
-    a.until(2)
-    b.heartbeat()
-    b.until(1)
-    before = a.until(1)
+    a, b, before = two_sharing(s, group, [topic])
     s.close()
     bs = restart()
     s = connect(bs)

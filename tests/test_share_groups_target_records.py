@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 from pylog.commands.broker.groups import offsets_topic as ot
 from pylog.core.protocol import share_group_records as sr
 from support import share_scenarios as sc
-from support.share_members import Member, connect
+from support.share_members import Member, connect, two_sharing
 
 
 def _target_records(bs: str, group: str, labels: dict) -> list:
@@ -49,12 +49,7 @@ def test_only_the_changed_members_targets_are_written_as_on_kafka(share_brokers)
         sc.create_topic(bs, t1, 2)
         sc.create_topic(bs, t2, 1)
         s = connect(bs)
-        a, b = Member(s, group, [t1]), Member(s, group, [t1])
-        a.heartbeat()
-        a.until(2)
-        b.heartbeat()
-        b.until(1)
-        a.until(1)
+        a, b, _ = two_sharing(s, group, [t1])
         c = Member(s, group, [t2])  # a and b keep their parts: only c's target is new
         c.heartbeat()
         c.until(1)

@@ -52,6 +52,17 @@ class Member:
             time.sleep(0.3)
 
 
+def two_sharing(s, group: str, topics: list) -> tuple:
+    """Members a and b of `group` on `topics` (two partitions), a joined first: past the rebalance
+    that leaves each with one partition. (a, b, a's answer with its one partition)."""
+    a, b = Member(s, group, topics), Member(s, group, topics)
+    a.heartbeat()
+    a.until(2)
+    b.heartbeat()
+    b.until(1)
+    return a, b, a.until(1)
+
+
 def describe(s, group, wait: float = 60.0):
     """(state, group epoch, assignment epoch, sorted member epochs); waits out a loading coordinator."""
     deadline = time.monotonic() + wait
