@@ -98,6 +98,34 @@ def assign(members: JavaHashMap, homogeneous: bool, describe: dict, allowed: dic
     return _Heterogeneous(members, describe, allowed).build()
 
 
+def _fill_round_robin(by_partition, unfilled, sharing: int, by_member, desired, give) -> None:
+    """Both builders' last step: partitions short of `sharing` members take the unfilled members in
+    turn (skipping a partition's own), until no member is unfilled or a full turn assigns nothing;
+    `give(member, partition key)` records the new part."""
+    it = JavaIterator(unfilled)
+    assigned_this_round = False
+    for key, members in by_partition.items():
+        if len(members) < sharing:
+            to_make = sharing - len(members)
+            while to_make > 0:
+                if not it.has_next():
+                    if not assigned_this_round:
+                        break
+                    it = JavaIterator(unfilled)
+                    assigned_this_round = False
+                i = it.next()
+                if i in members:
+                    continue
+                give(i, key)
+                by_member.setdefault(i, JavaHashSet).add(key)
+                to_make -= 1
+                assigned_this_round = True
+                if len(by_member[i]) >= desired[i]:
+                    it.remove()
+        if not len(unfilled):
+            break
+
+
 class _Base:
     def __init__(self, members: JavaHashMap):
         self.members = members
@@ -213,28 +241,8 @@ class _Homogeneous(_Base):
     def _assign_remaining(self) -> None:
         if not len(self.unfilled):
             return
-        it = JavaIterator(self.unfilled)
-        assigned_this_round = False
-        for tp, members in self.by_partition.items():
-            if len(members) < self.sharing:
-                to_make = self.sharing - len(members)
-                while to_make > 0:
-                    if not it.has_next():
-                        if not assigned_this_round:
-                            break
-                        it = JavaIterator(self.unfilled)
-                        assigned_this_round = False
-                    i = it.next()
-                    if i in members:
-                        continue
-                    self.new_of(i).setdefault(tp[0], JavaHashSet).add(tp[1])
-                    self.by_member.setdefault(i, JavaHashSet).add(tp)
-                    to_make -= 1
-                    assigned_this_round = True
-                    if len(self.by_member[i]) >= self.desired[i]:
-                        it.remove()
-            if not len(self.unfilled):
-                break
+        _fill_round_robin(self.by_partition, self.unfilled, self.sharing, self.by_member, self.desired,
+                          lambda i, tp: self.new_of(i).setdefault(tp[0], JavaHashSet).add(tp[1]))
 
 
 class _Heterogeneous(_Base):
@@ -335,25 +343,5 @@ class _TopicBuilder:
             parts = self.by_member.get(i)
             if (0 if parts is None else len(parts)) < self.desired[i]:
                 unfilled.add(i)
-        it = JavaIterator(unfilled)
-        assigned_this_round = False
-        for p, members in self.by_partition.items():
-            if len(members) < self.sharing:
-                to_make = self.sharing - len(members)
-                while to_make > 0:
-                    if not it.has_next():
-                        if not assigned_this_round:
-                            break
-                        it = JavaIterator(unfilled)
-                        assigned_this_round = False
-                    i = it.next()
-                    if i in members:
-                        continue
-                    self.o.new_of(i).setdefault(self.tid, JavaHashSet).add(p)
-                    self.by_member.setdefault(i, JavaHashSet).add(p)
-                    to_make -= 1
-                    assigned_this_round = True
-                    if len(self.by_member[i]) >= self.desired[i]:
-                        it.remove()
-            if not len(unfilled):
-                break
+        _fill_round_robin(self.by_partition, unfilled, self.sharing, self.by_member, self.desired,
+                          lambda i, p: self.o.new_of(i).setdefault(self.tid, JavaHashSet).add(p))
