@@ -139,10 +139,11 @@ class BrokerProcess:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    """A running broker: yields a BrokerProcess (host, port, log_dir, bootstrap). Groups form at
-    once (group.initial.rebalance.delay.ms=0, as the Kafka peer runs), not after Kafka's 3 s."""
+    """A running broker: yields a BrokerProcess (host, port, log_dir, bootstrap). Kafka's defaults,
+    group.initial.rebalance.delay.ms (3 s) included: tests count on a group's first generation
+    holding every member that joined within it."""
     d = tmp_path_factory.mktemp("broker") / "data"
-    b = BrokerProcess(d, "--set", "group.initial.rebalance.delay.ms=0").start()
+    b = BrokerProcess(d).start()
     yield b
     b.stop_clean()
 
