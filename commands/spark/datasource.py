@@ -25,7 +25,9 @@ planning (no segment outside them is opened); `timestamp >= T` moves the start
 to the first offset at or after T through the time index (Spark still applies
 the filter to later records whose timestamps run backwards). Pushdown needs
 `spark.sql.python.filterPushdown.enabled`, which `register` switches on. One
-read task per segment; the DIR must be at the same path on every executor.
+read task per segment, or with `minPartitions` offset ranges of about equal
+bytes cut at offset-index entries; the DIR must be at the same path on every
+executor.
 Through a cluster, the planning is ListOffsets (broker_plan.py) and each task
 fetches an offset range (broker_rows.py).
 """
@@ -185,7 +187,7 @@ class PylogReader(DataSourceReader):
             from pylog.commands.spark.broker_plan import plan_cluster
 
             return plan_cluster(self.source, o, self.min_tasks)
-        return plan_log_dir(self.path, o)
+        return plan_log_dir(self.path, o, self.min_tasks)
 
     def partitions(self):
         tasks = [SegmentPartition(t) for p in self.plans() for t in p.tasks]
@@ -252,6 +254,54 @@ def tasks_frame(spark, plans, per_task=None, schema=None):
                 yield from (rows if per_task is None else per_task(rows))
 
     return spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(read, schema or SPARK_SCHEMA)
+
+
+def run_tasks(spark, plans, per_task, schema) -> list[dict]:
+    """Run `per_task` (Arrow batches of one task's rows in, Arrow batches of `schema` out) over each
+    task of `plans` and return its output rows as dicts, each with the task's `task_start`,
+    `task_end` (epoch seconds) and `task_cpu` (its worker's CPU seconds). On a classic session the
+    job is an RDD of task numbers: no SQL plan, code generation or Arrow exchange for the JVM to
+    prepare, which on a fresh JVM is seconds of driver work before the first task; through Spark
+    Connect (no RDDs) it is tasks_frame."""
+    import pickle
+
+    tasks = [pickle.dumps(t) for p in plans for t in p.tasks]
+    if not tasks:
+        return []
+
+    def timed(rows):
+        import time as _time
+
+        import pyarrow as pa
+
+        t0, c0 = _time.time(), _time.process_time()
+        out = [b for b in per_task(rows) if b.num_rows]
+        extra = {"task_start": t0, "task_end": _time.time(), "task_cpu": _time.process_time() - c0}
+        for b in out:
+            yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array([v] * b.num_rows, pa.float64())
+                                                                for v in extra.values()],
+                                             names=list(b.schema.names) + list(extra))
+
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect
+        sc = None
+    if sc is None:
+        timed_schema = f"{schema}, task_start double, task_end double, task_cpu double"
+        return [r.asDict() for r in tasks_frame(spark, plans, timed, timed_schema).collect()]
+
+    def run(numbers):
+        import pickle as _pickle
+
+        from pylog.commands.spark.broker_rows import read_fetch_task
+        from pylog.commands.spark.log_rows import read_task
+
+        for i in numbers:
+            task = _pickle.loads(tasks[i])
+            for b in timed(read_fetch_task(task) if hasattr(task, "bootstrap") else read_task(task)):
+                yield from b.to_pylist()
+
+    return sc.parallelize(range(len(tasks)), len(tasks)).mapPartitions(run).collect()
 
 
 def register(spark) -> None:

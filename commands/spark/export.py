@@ -12,8 +12,10 @@
    fetched from the cluster (broker_rows.py); values decoded as asked (bytes,
    UTF-8, JSON, a schema registry); --compacted keeps the latest record per
    key and drops tombstones. With raw bytes and no such transform the planned
-   tasks run fused instead (datasource.tasks_frame): each task reads its rows
-   and writes them in the same Python worker, never through the JVM.
+   tasks run fused instead (datasource.run_tasks): each task reads its rows
+   and writes them in the same Python worker, never through the JVM, in an
+   RDD job (no SQL plan for a fresh JVM to prepare). Tasks are offset ranges of
+   about equal bytes, TASKS_PER_CORE per core (log_plan.split_tasks).
 4. Each task writes Parquet files (export_tables.file_writer); the driver
    commits them with the end offsets in one table commit.
 """
@@ -27,6 +29,9 @@ from dataclasses import dataclass, field
 from pylog.core.errors import DataError, UsageError
 
 VALUE_FORMATS = ("bytes", "utf8", "json", "registry")
+# read tasks planned per core: offset ranges of about equal bytes, so no core idles while another
+# finishes a long partition
+TASKS_PER_CORE = 2
 
 
 @dataclass
@@ -86,19 +91,19 @@ def _plan_and_read(spark, opts: ExportOptions, ro):
 
     if not _fused(opts):  # registering starts Spark's Python data source lookup (seconds of CPU)
         register(spark)
-    reader = spark.read.format("pylog").option("isolation", opts.isolation)
+    tasks = TASKS_PER_CORE * _parallelism(spark)
+    reader = spark.read.format("pylog").option("isolation", opts.isolation).option("minPartitions", tasks)
     if opts.bootstrap:
         from pylog.commands.spark.broker_plan import ClusterSource, plan_cluster
 
-        tasks = _parallelism(spark)
         plans = plan_cluster(ClusterSource(opts.bootstrap, opts.client_props), ro, tasks)
-        reader = reader.option("kafka.bootstrap.servers", opts.bootstrap).option("minPartitions", tasks)
+        reader = reader.option("kafka.bootstrap.servers", opts.bootstrap)
         for k, v in opts.client_props.items():
             reader = reader.option(f"kafka.{k}", v)
         return plans, reader, ()
     from pylog.commands.spark.log_plan import plan_log_dir
 
-    plans = plan_log_dir(opts.from_dir, ro)
+    plans = plan_log_dir(opts.from_dir, ro, tasks)
     missing = set(opts.topics) - {p.topic for p in plans}
     if missing:
         raise DataError(f"topic {', '.join(sorted(missing))} has no partition folder in {opts.from_dir}")
@@ -170,6 +175,23 @@ def _cast_into(writer, schema):
     return per_task
 
 
+FILE_KEYS = ("path", "rows", "bytes", "partition_values")
+
+
+def task_timeline(rows: list, t0: float, t_job: float, wall_minus_mono: float) -> dict:
+    """Where a fused job's time went, from its tasks' own clocks: before the job (table, planning),
+    from the job's submission to its first task, the tasks (first start to last end), after the
+    last task, and the tasks' CPU seconds in their workers (what one core would need for them)."""
+    if not rows:
+        return {"tasks": 0}
+    first, last = min(r["task_start"] for r in rows), max(r["task_end"] for r in rows)
+    job = t_job + wall_minus_mono
+    return {"tasks": len(rows), "before_job_seconds": round(t_job - t0, 3),
+            "to_first_task_seconds": round(first - job, 3), "tasks_seconds": round(last - first, 3),
+            "after_tasks_seconds": round(time.time() - last, 3),
+            "task_cpu_seconds": round(sum(r["task_cpu"] for r in rows), 3)}
+
+
 def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> dict:
     """Export once; the summary document."""
     from pylog.commands.spark.export_tables import FILES_SCHEMA, file_writer, offsets_to_json, open_table
@@ -193,10 +215,11 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
     starts = {(p.topic, p.partition): p.start for p in plans}
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     fused = _fused(opts)
-    if fused:  # the schema only: the rows never leave the Python worker that reads them
-        from pylog.commands.spark.log_rows import SPARK_SCHEMA
+    if fused:  # the schema only (built here, not by a query): the rows never leave the worker reading them
+        from pylog.commands.spark.log_rows import spark_struct
 
-        df = spark.createDataFrame([], SPARK_SCHEMA)
+        df = None
+        schema = spark_struct()
     elif not opts.bootstrap and _server_plans_without_deps():
         from pylog.commands.spark.datasource import tasks_frame
 
@@ -205,28 +228,34 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
         df = (reader.option("topics", ",".join(sorted({p.topic for p in plans})))
               .option("startingOffsets", offsets_to_json(starts)).option("endingOffsets", offsets_to_json(ends))
               .load(*load_args))
-    df = _columns(df, opts, spark)
+    if df is not None:
+        df = _columns(df, opts, spark)
+        schema = df.schema
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
     if opts.fmt == "iceberg":
         table.create(arrow_schema, list(opts.partition_by))
     root, rel = table.data_dir(run_id)
     writer = file_writer(root, rel, list(opts.partition_by), table.keep_partition_columns, run_id)
     todo = sum(ends[k] - starts[k] for k in ends)
     files: list[dict] = []
+    timeline = None
     if todo > 0:
         from contextlib import nullcontext
 
         ctx = progress_factory("export", None, None) if progress_factory else nullcontext()
         with ctx:
+            t_job = time.monotonic()
             if fused:
-                from pylog.commands.spark.datasource import tasks_frame
+                from pylog.commands.spark.datasource import run_tasks
 
-                rows = tasks_frame(spark, plans, _cast_into(writer, arrow_schema), FILES_SCHEMA).collect()
+                rows = run_tasks(spark, plans, _cast_into(writer, arrow_schema), FILES_SCHEMA)
+                timeline = task_timeline(rows, t0, t_job, time.time() - time.monotonic())
             else:
-                rows = df.mapInArrow(writer, FILES_SCHEMA).collect()
-        files = [r.asDict() for r in rows if r["path"]]
+                rows = [r.asDict() for r in df.mapInArrow(writer, FILES_SCHEMA).collect()]
+        files = [{k: r[k] for k in FILE_KEYS} for r in rows if r["path"]]
+    t_commit = time.monotonic()
     version = table.version()
     committed = False
     if files:
@@ -249,7 +278,8 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
             "records": sum(f["rows"] for f in files), "files": len(files),
             "bytes": sum(f["bytes"] for f in files), "committed": committed, "table_version": version,
             "run_id": run_id, "rolled_forward_files": recovered, "resumed": bool(prior),
-            "partitions": per_part, "job_seconds": round(time.monotonic() - t0, 3)}
+            "partitions": per_part, "job_seconds": round(time.monotonic() - t0, 3),
+            "timeline": timeline and {**timeline, "commit_seconds": round(time.monotonic() - t_commit, 3)}}
 
 
 def print_export(doc: dict) -> None:

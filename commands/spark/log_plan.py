@@ -280,10 +280,71 @@ def plan_partition(log_dir: Path, topic: str, partition: int, folder: Path, opts
     return plan
 
 
-def plan_log_dir(path: str, opts: ReadOptions) -> list[PartitionPlan]:
-    """Every selected partition's plan (a log dir, or one partition folder)."""
+def plan_log_dir(path: str, opts: ReadOptions, min_tasks: int = 1) -> list[PartitionPlan]:
+    """Every selected partition's plan (a log dir, or one partition folder), its segment tasks cut
+    into offset ranges when that makes at least `min_tasks` tasks of about equal bytes."""
     opts.check()
     found = find_partition_dirs(path, opts.topics, opts.partitions)
     p = Path(path)
     log_dir = p.parent if user_partition_dir(p.name) and len(found) == 1 and found[0][2] == p else p
-    return [plan_partition(log_dir, t, n, folder, opts) for t, n, folder in found]
+    plans = [plan_partition(log_dir, t, n, folder, opts) for t, n, folder in found]
+    split_tasks(plans, min_tasks)
+    return plans
+
+
+def _task_bytes(task: SegmentTask) -> int:
+    """The bytes of its segment a task walks (to the segment's end, or to where its end offset is)."""
+    path = Path(task.path)
+    base = segment_base(path.name)
+    end_pos = _offset_position(path.parent, base, task.end) if base is not None else 0
+    size = path.stat().st_size
+    return max(0, (end_pos if task.position < end_pos < size else size) - task.position)
+
+
+def _split_points(task: SegmentTask, pieces: int) -> list[tuple[int, int]]:
+    """Up to pieces-1 (offset, position) offset-index entries inside the task, about evenly apart in
+    bytes; a walk from such a position reaches the offset (the entry's batch holds it)."""
+    from pylog.storage.offset_index import OffsetIndex
+
+    path = Path(task.path)
+    base = segment_base(path.name)
+    idx_path = _seg(path.parent, base, ".index") if base is not None else None
+    if idx_path is None or not idx_path.exists() or idx_path.stat().st_size == 0:
+        return []
+    idx = OffsetIndex.open_read_only(idx_path, base)
+    try:
+        size = path.stat().st_size
+        entries = [(o, pos) for o, pos in idx.all_entries() if task.start < o < task.end and task.position < pos < size]
+    finally:
+        idx.close()
+    span = _task_bytes(task)
+    out: list[tuple[int, int]] = []
+    for k in range(1, pieces):
+        want = task.position + span * k // pieces
+        cands = [e for e in entries if (not out or (e[0] > out[-1][0] and e[1] > out[-1][1]))]
+        if cands:
+            out.append(min(cands, key=lambda e: abs(e[1] - want)))
+    return out
+
+
+def split_tasks(plans: list[PartitionPlan], min_tasks: int) -> None:
+    """Cut each plan's segment tasks at offset-index entries into pieces of about total/min_tasks
+    bytes (at least min_tasks tasks when the indexes allow it), so every core stays busy to the end
+    however unequal the partitions are. Each piece reads exactly its offsets [start, end)."""
+    if min_tasks <= 1:
+        return
+    sizes = {id(t): _task_bytes(t) for p in plans for t in p.tasks}
+    target = max(1, sum(sizes.values()) // min_tasks)
+    for plan in plans:
+        pieces = []
+        for t in plan.tasks:
+            n = round(sizes[id(t)] / target)
+            bounds = [(t.start, t.position)] + _split_points(t, n) + [(t.end, None)] if n > 1 else []
+            if len(bounds) <= 2:
+                pieces.append(t)
+                continue
+            for (s, pos), (e, _) in zip(bounds, bounds[1:]):
+                pos = _offset_position(Path(t.path).parent, segment_base(Path(t.path).name), s) if s > t.start else pos
+                pieces.append(SegmentTask(t.topic, t.partition, t.path, pos, s, e, t.isolation,
+                                          tuple(a for a in t.aborted if a[2] >= s and a[1] < e)))
+        plan.tasks = pieces

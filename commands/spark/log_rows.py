@@ -24,6 +24,21 @@ SPARK_SCHEMA = ("topic string, partition int, offset long, timestamp timestamp, 
                 "value binary, headers array<struct<key: string, value: binary>>, leaderEpoch int")
 
 
+def spark_struct():
+    """SPARK_SCHEMA as a pyspark StructType built here, without asking the JVM to parse it."""
+    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField,
+                                   StructType, TimestampType)
+
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    return StructType([
+        StructField("topic", StringType()), StructField("partition", IntegerType()),
+        StructField("offset", LongType()), StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()), StructField("key", BinaryType()),
+        StructField("value", BinaryType()), StructField("headers", ArrayType(header)),
+        StructField("leaderEpoch", IntegerType()),
+    ])
+
+
 def arrow_schema():
     import pyarrow as pa
 
