@@ -3,7 +3,7 @@ against Spark's own Kafka source (spark-sql-kafka-0-10) reading the same topic f
 into the same Parquet, on local[1], local[2] and a two-worker standalone cluster.
 
     python -m bench spark-export [--records 10000000 | --quick] [--dir DIR]
-                                 [--masters local[1],local[2],cluster]
+                                 [--masters local[1],local[2],cluster] [--paths dir,broker,kafka] [--warm]
 
 With --dir, a log dir loaded by an earlier run there (DIR/logs) is read again, not reloaded
 (give the same --records).
@@ -16,7 +16,14 @@ start` then serves that same log dir.
 - `Spark Kafka source`: spark.read.format("kafka") with subscribe=bench and includeHeaders, the
   same columns selected, written as Parquet (zstd, as spark-export writes it), with the connector
   of tests/spark-kafka/pom.xml (spark-sql-kafka-0-10 4.2.0, kafka-clients 3.9.2).
-Each run is a fresh process; its job time excludes Spark's start-up (reported beside it).
+Each run is a fresh process; its job time excludes Spark's start-up (reported beside it). That
+first job is cold: a fresh driver JVM compiles and loads as it plans, a fresh Python worker imports.
+With --warm every run does the same job twice in its process (the first into a scratch output) and
+the table shows both: cold (the first, what one `pylog spark-export` costs) and warm (the second).
+--paths picks the runs (dir = the offline path alone, the quickest way to the scaling figures).
+For pylog's rows the export's own timeline (its tasks' clocks, `timeline` in --json) gives F, the
+wall time outside the tasks, and T, the tasks' CPU seconds in their workers; the expected
+local[2]/local[1] scaling from local[1]'s figures is (F + T) / (F + T/2), what two free cores give.
 `cluster` is a standalone Master and two Workers (1 core, 2 GB each) from pyspark's
 spark-class on loopback (tests/support/spark_fixtures.StandaloneCluster).
 The reference row is one process: the planner and `log_rows.read_task` over every
@@ -65,8 +72,9 @@ def reference(log_dir: Path, out: Path) -> tuple[float, int]:
     return time.monotonic() - t0, n
 
 
-def kafka_source_job(master: str, bootstrap: str, out: str) -> dict:
-    """Run in a child: Spark's Kafka source, the topic to Parquet; {records, job_seconds, startup_seconds}."""
+def kafka_source_job(master: str, bootstrap: str, out: str, warm: bool = False) -> dict:
+    """Run in a child: Spark's Kafka source, the topic to Parquet; {records, job_seconds, startup_seconds}
+    (and warm_seconds: the same job again in the same session, when `warm`)."""
     sys.path.insert(0, str(TESTS))
     from pyspark.sql import SparkSession
 
@@ -81,15 +89,40 @@ def kafka_source_job(master: str, bootstrap: str, out: str) -> dict:
     spark = builder.getOrCreate()
     spark.range(1).count()  # executors up, as `pylog spark-export` has them before its job clock
     startup = time.monotonic() - t0
-    t1 = time.monotonic()
-    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", "bench")
-          .option("startingOffsets", "earliest").option("endingOffsets", "latest").option("includeHeaders", "true")
-          .load().select("topic", "partition", "offset", "timestamp", "timestampType", "key", "value", "headers"))
-    df.write.mode("overwrite").parquet(out)
-    job = time.monotonic() - t1
-    n = spark.read.parquet(out).count()
+    doc = {"startup_seconds": startup}
+    for key, dest in ([("job_seconds", out + "-cold"), ("warm_seconds", out)] if warm else [("job_seconds", out)]):
+        t1 = time.monotonic()
+        df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", "bench")
+              .option("startingOffsets", "earliest").option("endingOffsets", "latest").option("includeHeaders", "true")
+              .load().select("topic", "partition", "offset", "timestamp", "timestampType", "key", "value", "headers"))
+        df.write.mode("overwrite").parquet(dest)
+        doc[key] = time.monotonic() - t1
+    doc["records"] = spark.read.parquet(out).count()
     spark.stop()
-    return {"records": n, "job_seconds": job, "startup_seconds": startup}
+    return doc
+
+
+def export_twice_job(args: list[str]) -> dict:
+    """Run in a child: `pylog spark-export ARGS -o OUT` twice in one process and session, the first
+    into OUT-cold; {"cold": its --json document, "warm": the second's}."""
+    import contextlib
+    import io
+
+    from pylog.cli.main import main as pylog_main
+    from pylog.commands.spark import session
+
+    out = args[args.index("-o") + 1]
+    session.KEEP_SESSION = True
+    docs = []
+    for dest in (out + "-cold", out):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            pylog_main([a if a != out else dest for a in args])
+        docs.append(json.loads(buf.getvalue()))
+        shutil.rmtree(dest if dest != out else "/nonexistent", ignore_errors=True)
+    session.KEEP_SESSION = False
+    session.stop_session()
+    return {"cold": docs[0], "warm": docs[1]}
 
 
 def main(argv: list[str]) -> int:
@@ -97,13 +130,24 @@ def main(argv: list[str]) -> int:
 
     ap = spark_bench_parser("python -m bench spark-export", "local[1],local[2],cluster")
     ap.add_argument("--quick", action="store_true", help="200,000 records")
-    ap.add_argument("--kafka-source-child", nargs=3, metavar=("MASTER", "BOOTSTRAP", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--paths", default="dir,broker,kafka",
+                    help="which runs: dir (from the log dir), broker (pylog through the broker), kafka "
+                         "(Spark's own Kafka source)")
+    ap.add_argument("--warm", action="store_true", help="each run's job twice in its process: cold and warm")
+    ap.add_argument("--kafka-source-child", nargs=4, metavar=("MASTER", "BOOTSTRAP", "OUT", "WARM"),
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--export-child", metavar="ARGS_JSON", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.kafka_source_child:
-        print(json.dumps(kafka_source_job(*a.kafka_source_child)))
+        m, b, o, w = a.kafka_source_child
+        print(json.dumps(kafka_source_job(m, b, o, w == "1")))
+        return 0
+    if a.export_child:
+        print(json.dumps(export_twice_job(json.loads(a.export_child))))
         return 0
     if a.quick:
         a.records = 200_000
+    paths = {p.strip() for p in a.paths.split(",") if p.strip()}
     work = work_dir(a.dir, "bench-spark-export-")
     src = work / "input.csv"
     log_dir = work / "logs"
@@ -120,11 +164,11 @@ def main(argv: list[str]) -> int:
     ref_s, ref_n = reference(log_dir, work / "reference")
     shutil.rmtree(work / "reference", ignore_errors=True)
     assert ref_n == a.records, (ref_n, a.records)
-    rows = [("one process (read_task + pyarrow)", ref_s, None)]
+    rows = [{"name": "one process (read_task + pyarrow)", "job": ref_s}]
     proc, bootstrap = start_pylog_broker(["--listen", "127.0.0.1:0", "--log-dir", str(log_dir)])
     try:
         for name in (m.strip() for m in a.masters.split(",")):
-            rows += _one_master(work, name, log_dir, bootstrap, a.records)
+            rows += _one_master(work, name, log_dir, bootstrap, a.records, paths, a.warm)
     finally:
         proc.terminate()
         proc.wait(60)
@@ -134,8 +178,8 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: int) -> list:
-    """The three runs on one master (a standalone cluster started for `cluster`)."""
+def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: int, paths: set, warm: bool) -> list:
+    """The runs on one master (a standalone cluster started for `cluster`)."""
     cluster = None
     master = name
     if name == "cluster":
@@ -146,57 +190,106 @@ def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: i
         master = cluster.url
         name = "standalone 2x1"
     try:
-        out = [_run(work, f"dir {name}", ["--from-dir", str(log_dir)], master, records),
-               _run(work, f"broker {name}", ["-b", bootstrap], master, records),
-               _kafka_source(work, name, master, bootstrap, records)]
+        out = []
+        if "dir" in paths:
+            out.append(_run(work, f"dir {name}", ["--from-dir", str(log_dir)], master, records, warm))
+        if "broker" in paths:
+            out.append(_run(work, f"broker {name}", ["-b", bootstrap], master, records, warm))
+        if "kafka" in paths:
+            out.append(_kafka_source(work, name, master, bootstrap, records, warm))
     finally:
         if cluster is not None:
             cluster.stop()
     for row in out:
-        print(f"  {row[0]}: {row[1]:.1f} s (start-up {row[2]:.1f} s)", flush=True)
+        tl = row.get("timeline") or {}
+        print(f"  {row['name']}: {row['job']:.1f} s" + (f", warm {row['warm']:.1f} s" if "warm" in row else "")
+              + f" (start-up {row['startup']:.1f} s)" + (f" timeline {tl}" if tl else ""), flush=True)
     return out
 
 
-def _run(work: Path, name: str, source: list, master: str, records: int) -> tuple:
+def _run(work: Path, name: str, source: list, master: str, records: int, warm: bool) -> dict:
     out = work / f"out-{name.replace(' ', '-').replace('[', '').replace(']', '')}"
     shutil.rmtree(out, ignore_errors=True)
     # the executors run this interpreter: no environment packed or unpacked inside the figures
     extra = (["--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=1536m",
               "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1"]
              if master.startswith("spark://") else [])
-    doc = _pylog("spark-export", "bench", *source, "-o", str(out), "--master", master, *extra, "--json")
+    args = ["spark-export", "bench", *source, "-o", str(out), "--master", master, *extra, "--json"]
+    if warm:
+        res = subprocess.run([sys.executable, "-m", "bench", "spark-export", "--export-child", json.dumps(args)],
+                             capture_output=True, text=True, timeout=7200, cwd=str(Path(__file__).resolve().parents[1]))
+        if res.returncode != 0:
+            raise SystemExit(f"spark-export {name} failed ({res.returncode}): {res.stderr[-3000:]}")
+        both = json.loads(res.stdout.strip().splitlines()[-1])
+        doc, warm_doc = both["cold"], both["warm"]
+        assert warm_doc["records"] == records, (name, warm_doc["records"])
+    else:
+        doc, warm_doc = _pylog(*args), None
     assert doc["records"] == records, (name, doc["records"])
     shutil.rmtree(out, ignore_errors=True)
-    return (f"spark-export {name}", doc["job_seconds"], doc["spark_startup_seconds"])
+    row = {"name": f"spark-export {name}", "job": doc["job_seconds"], "startup": doc["spark_startup_seconds"],
+           "timeline": doc.get("timeline")}
+    if warm_doc:
+        row["warm"], row["warm_timeline"] = warm_doc["job_seconds"], warm_doc.get("timeline")
+    return row
 
 
-def _kafka_source(work: Path, name: str, master: str, bootstrap: str, records: int) -> tuple:
+def _kafka_source(work: Path, name: str, master: str, bootstrap: str, records: int, warm: bool) -> dict:
     out = work / "out-kafka-source"
     shutil.rmtree(out, ignore_errors=True)
     res = subprocess.run([sys.executable, "-m", "bench", "spark-export", "--kafka-source-child", master, bootstrap,
-                          str(out)], capture_output=True, text=True, timeout=7200,
+                          str(out), "1" if warm else "0"], capture_output=True, text=True, timeout=7200,
                          cwd=str(Path(__file__).resolve().parents[1]))
     if res.returncode != 0:
         raise SystemExit(f"Spark's Kafka source on {master} failed ({res.returncode}): {res.stderr[-3000:]}")
     doc = json.loads(res.stdout.strip().splitlines()[-1])
     assert doc["records"] == records, (name, doc["records"])
     shutil.rmtree(out, ignore_errors=True)
-    return (f"Spark Kafka source {name}", doc["job_seconds"], doc["startup_seconds"])
+    shutil.rmtree(str(out) + "-cold", ignore_errors=True)
+    row = {"name": f"Spark Kafka source {name}", "job": doc["job_seconds"], "startup": doc["startup_seconds"]}
+    if "warm_seconds" in doc:
+        row["warm"] = doc["warm_seconds"]
+    return row
+
+
+def expected_scaling(timeline: dict | None, job: float) -> tuple | None:
+    """(F, T, expected local[2]/local[1]) from a local[1] run: F the job's wall time outside its
+    tasks, T the tasks' CPU seconds (on one core the tasks' wall time is about that)."""
+    if not timeline or not timeline.get("tasks"):
+        return None
+    t = timeline["task_cpu_seconds"]
+    f = max(0.0, job - timeline["tasks_seconds"])
+    return f, t, (f + t) / (f + t / 2)
 
 
 def _print_table(rows: list, ref_s: float, records: int) -> None:
-    times = {n: s for n, s, _ in rows}
+    warm = any("warm" in r for r in rows)
     print(f"\n{records:,} records, 4 partitions, lz4, to Parquet (zstd)")
     print(f"{'run':40} {'seconds':>8} {'records/s':>12} {'vs one process':>15} {'spark start-up':>15} "
-          f"{'vs Spark Kafka source':>22}")
-    for name, sec, start in rows:
+          f"{'vs Spark Kafka source':>22}" + (f" {'warm s':>8} {'warm records/s':>15} {'warm vs Kafka':>14}" if warm else ""))
+    by = {r["name"]: r for r in rows}
+    for r in rows:
+        name, sec, start = r["name"], r["job"], r.get("startup")
         kafka = None
         for where in ("local[1]", "local[2]", "standalone 2x1"):
             if name.endswith(where) and not name.startswith("Spark Kafka"):
-                kafka = times.get(f"Spark Kafka source {where}")
-        print(f"{name:40} {sec:8.1f} {records / sec:12,.0f} {ref_s / sec:14.2f}x "
-              f"{'' if start is None else f'{start:.1f} s':>15} {'-' if kafka is None else f'{kafka / sec:.2f}x':>22}")
+                kafka = by.get(f"Spark Kafka source {where}")
+        vs = "-" if kafka is None else f"{kafka['job'] / sec:.2f}x"
+        line = (f"{name:40} {sec:8.1f} {records / sec:12,.0f} {ref_s / sec:14.2f}x "
+                f"{'' if start is None else f'{start:.1f} s':>15} {vs:>22}")
+        if warm and "warm" in r:
+            w = r["warm"]
+            kw = f"{kafka['warm'] / w:.2f}x" if kafka and "warm" in kafka else "-"
+            line += f" {w:8.1f} {records / w:15,.0f} {kw:>14}"
+        print(line)
     for src in ("spark-export dir", "spark-export broker", "Spark Kafka source"):
-        one, two = times.get(f"{src} local[1]"), times.get(f"{src} local[2]")
+        one, two = by.get(f"{src} local[1]"), by.get(f"{src} local[2]")
         if one and two:
-            print(f"scaling {src} local[2] / local[1]: {one / two:.2f}x")
+            print(f"scaling {src} local[2] / local[1]: {one['job'] / two['job']:.2f}x"
+                  + (f" (warm {one['warm'] / two['warm']:.2f}x)" if "warm" in one and "warm" in two else ""))
+        for key, tl in (("cold", "timeline"), ("warm", "warm_timeline")):
+            est = expected_scaling(one.get(tl), one["job" if key == "cold" else "warm"]) if one else None
+            if est:
+                f, t, x = est
+                print(f"  {src} local[1] {key}: F {f:.1f} s outside the tasks, T {t:.1f} s of task CPU "
+                      f"({one[tl]['tasks']} tasks): expected local[2]/local[1] on two free cores {x:.2f}x")
