@@ -117,7 +117,11 @@ def export_twice_job(args: list[str]) -> dict:
     for dest in (out + "-cold", out):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            pylog_main([a if a != out else dest for a in args])
+            try:
+                pylog_main([a if a != out else dest for a in args])
+            except SystemExit as e:  # pylog's main exits with the command's status
+                if e.code:
+                    raise
         docs.append(json.loads(buf.getvalue()))
         shutil.rmtree(dest if dest != out else "/nonexistent", ignore_errors=True)
     session.KEEP_SESSION = False
