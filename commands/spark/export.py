@@ -163,6 +163,26 @@ def _fused(opts: ExportOptions) -> bool:
             and opts.key_format == "bytes" and "date" not in opts.partition_by)
 
 
+def light_driver_jvm(settings, opts: ExportOptions) -> None:
+    """A fused export's JVM plans and schedules but never touches a row: on a local master it runs
+    with the client compiler alone (-XX:TieredStopAtLevel=1), which cuts the JVM's CPU from its
+    start to the first task by half or more (the server compiler's threads, busy compiling code
+    that runs once). A -XX:...Tiered... option given in spark.driver.extraJavaOptions or
+    SPARK_SUBMIT_OPTS wins."""
+    import os
+
+    from pylog.commands.spark.session import remote_url
+
+    master = settings.master or ""
+    if not _fused(opts) or not master.startswith("local") or remote_url(settings):
+        return
+    key = "spark.driver.extraJavaOptions"
+    given = settings.conf.get(key, "")
+    if "Tiered" in f"{given} {os.environ.get('SPARK_SUBMIT_OPTS', '')}":
+        return
+    settings.conf[key] = f"{given} -XX:TieredStopAtLevel=1".strip()
+
+
 def _cast_into(writer, schema):
     """`writer` (export_tables.file_writer) over batches cast to the table's Arrow schema, which is
     what Spark would hand it (list item names and all)."""

@@ -80,7 +80,8 @@ def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table,
       pylog spark-export users --from-dir /data --compacted --value-format json -o /lake/users
       pylog spark-export events -b kafka1:9092 --value-format registry --schema-registry http://sr:8081 -o /lake/ev
     """
-    from pylog.commands.spark.export import ExportOptions, parse_time_or_offset, print_export, run_export
+    from pylog.commands.spark.export import (ExportOptions, light_driver_jvm, parse_time_or_offset, print_export,
+                                             run_export)
     from pylog.commands.spark.session import open_session, preflight
 
     if bool(from_dir) == bool(bootstrap):
@@ -112,6 +113,7 @@ def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table,
         raise UsageError("give --isolation, not -X isolation.level")
     t0 = time.monotonic()
     preflight(settings)
+    light_driver_jvm(settings, opts)
     run = open_session(settings, say=say)
     try:
         doc = spark_job(lambda: run_export(run.spark, opts, progress_factory(run, not as_json), say=say))
