@@ -115,6 +115,7 @@ def export_twice_job(args: list[str]) -> dict:
     session.KEEP_SESSION = True
     docs = []
     for dest in (out + "-cold", out):
+        shutil.rmtree(dest, ignore_errors=True)  # a fresh table each time: an export only appends what is new
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             try:
@@ -123,7 +124,8 @@ def export_twice_job(args: list[str]) -> dict:
                 if e.code:
                     raise
         docs.append(json.loads(buf.getvalue()))
-        shutil.rmtree(dest if dest != out else "/nonexistent", ignore_errors=True)
+        if dest != out:
+            shutil.rmtree(dest, ignore_errors=True)
     session.KEEP_SESSION = False
     session.stop_session()
     return {"cold": docs[0], "warm": docs[1]}
