@@ -104,7 +104,7 @@ def _read_all(broker: Broker, req: _FetchRequest) -> tuple[list, int, bool]:
             try:
                 sl = plog.read(p["fetch_offset"], max(limit, 0),
                                upper_bound=plog.last_stable_offset if req.read_committed else None,
-                               min_one_batch=first)
+                               min_one_batch=first, partial_tail=True)
             except Exception as e:  # noqa: BLE001 - per-partition error
                 entry["error_code"], _ = code_of(e)
                 errors = True
