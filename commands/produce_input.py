@@ -60,16 +60,13 @@ def read_blocks(stream, block_size: int = BLOCK):
                 yield lineno, [rest], len(rest)
             return
         data = rest + chunk if rest else chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            rest = data
+        lines = data.split(b"\n")  # the piece after the last "\n" is the next block's start
+        rest = lines.pop()
+        if not lines:
             continue
-        body = data[:cut]
-        rest = data[cut + 1:]
-        lines = body.split(b"\n")
-        if b"\r" in body:
+        if b"\r" in data:
             lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
-        yield lineno, lines, cut + 1
+        yield lineno, lines, len(data) - len(rest)
         lineno += len(lines)
 
 
