@@ -121,7 +121,7 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         if total_size is not None and not as_json and stderr_is_terminal():
             progress = _progress_bar(topic, total_size)
         read = 0
-        for first, lines, nbytes in read_blocks(stream):
+        for first, lines, nbytes in read_blocks(stream, raw=fmt == "json"):  # JSON: framed in place
             read += nbytes
             if fmt == "json":
                 block = parse_json(first, lines, hdrs)
