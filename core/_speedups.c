@@ -14,6 +14,7 @@
 /* ------------------------------------------------------------------ lazily imported Python classes */
 
 static PyObject *CorruptRecordError, *MalformedVarintError, *InvalidRecordFraming, *RecordsCheck, *Record;
+static PyObject *BatchHeader; /* pylog.core.records.header.BatchHeader, a NamedTuple: filled in place */
 
 /* Attributes `a` (and `b`, when not NULL) of a module: 0, or -1 with the error set */
 static int
@@ -51,6 +52,18 @@ load_classes(void)
         PyErr_SetString(PyExc_TypeError, "pylog.core.records.framing.RecordsCheck is not a tuple type");
         return -1;
     }
+    PyObject *bh = NULL;
+    if (import_attrs("pylog.core.records.header", "BatchHeader", &bh, NULL, NULL) < 0) {
+        Py_DECREF(rec);
+        return -1;
+    }
+    if (!PyType_Check(bh) || !PyType_IsSubtype((PyTypeObject *)bh, &PyTuple_Type)) {
+        Py_DECREF(rec);
+        Py_DECREF(bh);
+        PyErr_SetString(PyExc_TypeError, "pylog.core.records.header.BatchHeader is not a tuple type");
+        return -1;
+    }
+    BatchHeader = bh;
     Record = rec;
     return 0;
 }
@@ -780,6 +793,34 @@ malformed:
     return -1;
 }
 
+/* framing.check_records' walk over the n bytes of a records section: 0 with the record count in *count_out
+ * and the first keyless record's index (-1: none) in *null_key, or -1 with InvalidRecordFraming raised */
+static int
+walk_records(const unsigned char *d, Py_ssize_t n, long long count, long long last, Py_ssize_t *count_out,
+             Py_ssize_t *null_key)
+{
+    Py_ssize_t pos = 0, index = 0;
+    *null_key = -1;
+    while (pos < n) {
+        int key_null;
+        if (check_one(d, pos, n, index, last, &pos, &key_null) < 0)
+            return -1;
+        if (key_null && *null_key < 0)
+            *null_key = index;
+        index++;
+        if (index > count) {
+            raise_framing(index - 1, "more records than the %lld the batch declares", count);
+            return -1;
+        }
+    }
+    if (index != count) {
+        raise_framing(index, "the batch declares %lld records but holds %zd", count, index);
+        return -1;
+    }
+    *count_out = index;
+    return 0;
+}
+
 /* check_records(data, record_count, last_offset_delta) -> RecordsCheck(count, first_null_key) */
 static PyObject *
 sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -792,24 +833,10 @@ sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     bytes_view v;
     if (get_view(args[0], &v) < 0)
         return NULL;
-    Py_ssize_t pos = 0, index = 0, null_key = -1;
+    Py_ssize_t index, null_key;
     PyObject *result = NULL;
-    while (pos < v.n) {
-        int key_null;
-        if (check_one(v.d, pos, v.n, index, last, &pos, &key_null) < 0)
-            goto done;
-        if (key_null && null_key < 0)
-            null_key = index;
-        index++;
-        if (index > count) {
-            raise_framing(index - 1, "more records than the %lld the batch declares", count);
-            goto done;
-        }
-    }
-    if (index != count) {
-        raise_framing(index, "the batch declares %lld records but holds %zd", count, index);
+    if (walk_records(v.d, v.n, count, last, &index, &null_key) < 0)
         goto done;
-    }
     /* RecordsCheck is a NamedTuple (checked in load_classes): filled in place, as decode_records fills
      * its Records, not through its Python-level __new__ (a microsecond of a 16 KB batch's validation) */
     PyObject *cnt = PyLong_FromSsize_t(index), *nk = PyLong_FromSsize_t(null_key);
@@ -821,6 +848,167 @@ sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_XDECREF(cnt);
     Py_XDECREF(nk);
 done:
+    release_view(&v);
+    return result;
+}
+
+/* ------------------------------------------------------------------ the append's validating walk (log_validator.validate_batches_py) */
+
+uint32_t pylog_crc32c_update(uint32_t crc, const unsigned char *p, Py_ssize_t n); /* _speedups_run.c */
+
+static inline int64_t
+be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+static inline uint32_t
+be32u(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline int16_t
+be16(const unsigned char *p)
+{
+    return (int16_t)(uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+/* The v2 header at d as a BatchHeader (HEADER_STRUCT's fields, filled in place), or NULL */
+static PyObject *
+batch_header(const unsigned char *d)
+{
+    PyObject *h = ((PyTypeObject *)BatchHeader)->tp_alloc((PyTypeObject *)BatchHeader, 13);
+    if (h == NULL)
+        return NULL;
+    PyObject *f[13] = {
+        PyLong_FromLongLong(be64(d)), PyLong_FromLong((int32_t)be32u(d + 8)),
+        PyLong_FromLong((int32_t)be32u(d + 12)), PyLong_FromLong((int8_t)d[16]),
+        PyLong_FromUnsignedLong(be32u(d + 17)), PyLong_FromLong(be16(d + 21)),
+        PyLong_FromLong((int32_t)be32u(d + 23)), PyLong_FromLongLong(be64(d + 27)),
+        PyLong_FromLongLong(be64(d + 35)), PyLong_FromLongLong(be64(d + 43)),
+        PyLong_FromLong(be16(d + 51)), PyLong_FromLong((int32_t)be32u(d + 53)),
+        PyLong_FromLong((int32_t)be32u(d + 57)),
+    };
+    int ok = 1;
+    for (int i = 0; i < 13; i++) {
+        if (f[i] == NULL)
+            ok = 0;
+        PyTuple_SET_ITEM(h, i, f[i]); /* NULL slots are fine for the tuple's dealloc */
+    }
+    if (!ok) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* validate_batches(buf, max_message, create_time, lo, hi, check_compressed, tp)
+ *   -> (batches, count, max_ts, has_pid) or None: log_validator.validate_batches_py, the walk of
+ * validate_fast in one call. Each batch's header, CRC-32C (three lanes; without the GIL from 32 KB on,
+ * as crc32c), the checks, and the records' framing where they lie; a compressed batch's records are
+ * left to check_compressed(buf, pos, header, tp) -> bool. None as soon as anything is unusual. */
+static PyObject *
+sp_validate_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, 7, "validate_batches(buf, max_message, create_time, lo, hi, check_compressed, tp)") < 0 ||
+        load_classes() < 0)
+        return NULL;
+    long long max_message, lo, hi;
+    if (as_long_long(args[1], &max_message) < 0 || as_long_long(args[3], &lo) < 0 || as_long_long(args[4], &hi) < 0)
+        return NULL;
+    int create_time = PyObject_IsTrue(args[2]);
+    if (create_time < 0)
+        return NULL;
+    int lo_bounded = lo != LLONG_MIN;
+    bytes_view v;
+    if (get_view(args[0], &v) < 0)
+        return NULL;
+    PyObject *batches = PyList_New(0), *result = NULL;
+    if (batches == NULL)
+        goto done;
+    Py_ssize_t pos = 0, end = v.n;
+    long long count = 0, max_ts = -1;
+    int has_pid = 0;
+    while (pos < end) {
+        const unsigned char *d = v.d + pos;
+        if (end - pos < 61)
+            goto unusual;
+        long long size = (long long)(int32_t)be32u(d + 8) + 12;
+        if (d[16] != 2 || size < 61 || size > max_message || size > end - pos)
+            goto unusual;
+        uint32_t crc;
+        if (size >= 32768) {
+            PyThreadState *ts = PyEval_SaveThread(); /* other threads run meanwhile */
+            crc = ~pylog_crc32c_update(~0u, d + 21, (Py_ssize_t)size - 21);
+            PyEval_RestoreThread(ts);
+        } else
+            crc = ~pylog_crc32c_update(~0u, d + 21, (Py_ssize_t)size - 21);
+        if (crc != be32u(d + 17))
+            goto unusual;
+        int attrs = be16(d + 21);
+        long long last_delta = (int32_t)be32u(d + 23), n = (int32_t)be32u(d + 57);
+        long long max_timestamp = be64(d + 35), producer_id = be64(d + 43);
+        if (n <= 0 || last_delta + 1 != n || attrs & 0x20 || (attrs & 0x07) > 4)
+            goto unusual;
+        if (producer_id >= 0) {
+            if ((int32_t)be32u(d + 53) < 0)
+                goto unusual;
+            has_pid = 1;
+        } else if (attrs & 0x10)
+            goto unusual;
+        if (create_time) {
+            if (max_timestamp > hi ||
+                (lo_bounded && !((n == 1 || attrs & 0x08) && (max_timestamp >= lo || max_timestamp == -1))))
+                goto unusual; /* out of range, or only the records can tell */
+        } else if (attrs & 0x08)
+            goto unusual;
+        PyObject *h = batch_header(d);
+        if (h == NULL)
+            goto done;
+        if (attrs & 0x07) {
+            PyObject *pp = PyLong_FromSsize_t(pos);
+            PyObject *r = pp == NULL ? NULL : PyObject_CallFunctionObjArgs(args[5], args[0], pp, h, args[6], NULL);
+            Py_XDECREF(pp);
+            int ok = r == NULL ? -1 : PyObject_IsTrue(r);
+            Py_XDECREF(r);
+            if (ok <= 0) {
+                Py_DECREF(h);
+                if (ok < 0)
+                    goto done;
+                goto unusual;
+            }
+        } else {
+            Py_ssize_t walked, null_key;
+            if (walk_records(d + 61, (Py_ssize_t)size - 61, n, last_delta, &walked, &null_key) < 0) {
+                Py_DECREF(h);
+                if (!PyErr_ExceptionMatches(InvalidRecordFraming))
+                    goto done;
+                PyErr_Clear();
+                goto unusual;
+            }
+        }
+        PyObject *entry = Py_BuildValue("(nN)", pos, h);
+        if (entry == NULL || PyList_Append(batches, entry) < 0) {
+            Py_XDECREF(entry);
+            goto done;
+        }
+        Py_DECREF(entry);
+        count += n;
+        if (max_timestamp > max_ts)
+            max_ts = max_timestamp;
+        pos += (Py_ssize_t)size;
+    }
+    result = Py_BuildValue("(OLLO)", batches, count, max_ts, has_pid ? Py_True : Py_False);
+    goto done;
+unusual:
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_XDECREF(batches);
     release_view(&v);
     return result;
 }
@@ -1029,7 +1217,8 @@ sp_map_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (yes < 0)
         goto done;
     if (!yes) {
-        result = Py_NewRef(Py_None);
+        Py_INCREF(Py_None);
+    result = Py_None;
         goto done;
     }
     for (pos = 0; pos < end;) {
@@ -1451,7 +1640,8 @@ sp_render_format(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 if (has < 0)
                     goto done;
                 if (has) {
-                    result = Py_NewRef(Py_None);
+                    Py_INCREF(Py_None);
+    result = Py_None;
                     goto done;
                 }
                 break;
@@ -1479,6 +1669,8 @@ static PyMethodDef methods[] = {
     {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
      "record_columns.decode_columns"},
     {"check_records", (PyCFunction)(void (*)(void))sp_check_records, METH_FASTCALL, "framing.check_records"},
+    {"validate_batches", (PyCFunction)(void (*)(void))sp_validate_batches, METH_FASTCALL,
+     "log_validator.validate_batches_py"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
     {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},
     {"murmur2_many", (PyCFunction)sp_murmur2_many, METH_O, "partitioner.murmur2_many"},
