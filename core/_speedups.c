@@ -1013,6 +1013,88 @@ done:
     return result;
 }
 
+/* patch_append_fields(buf, batches, base_offset, leader_epoch) -> (patched, next_offset):
+ * header.patch_append_fields_py. Each (position, BatchHeader) of `batches` gets its baseOffset (from
+ * base_offset on), batchLength (the header's) and partitionLeaderEpoch written at its position in the
+ * writable buf, and a BatchHeader with the two fields set, as written. A position or header the log
+ * would never pass (out of the buffer, not a 13-field tuple) is a ValueError or TypeError. */
+static PyObject *
+sp_patch_append_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 4, 4, "patch_append_fields(buf, batches, base_offset, leader_epoch)") < 0 ||
+        load_classes() < 0)
+        return NULL;
+    long long offset, epoch;
+    if (!PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "patch_append_fields: batches must be a list");
+        return NULL;
+    }
+    if (as_long_long(args[2], &offset) < 0 || as_long_long(args[3], &epoch) < 0)
+        return NULL;
+    if (epoch < INT32_MIN || epoch > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "patch_append_fields: leader_epoch out of the int32 range");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    unsigned char *d = view.buf;
+    Py_ssize_t n = PyList_GET_SIZE(args[1]);
+    PyObject *patched = PyList_New(n), *result = NULL;
+    if (patched == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(args[1], i), *h;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyTuple_Check(h = PyTuple_GET_ITEM(item, 1)) ||
+            PyTuple_GET_SIZE(h) != 13) {
+            PyErr_SetString(PyExc_TypeError, "patch_append_fields: batches must be (position, BatchHeader)");
+            goto done;
+        }
+        Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        long long length, delta;
+        if ((pos == -1 && PyErr_Occurred()) || as_long_long(PyTuple_GET_ITEM(h, 1), &length) < 0 ||
+            as_long_long(PyTuple_GET_ITEM(h, 6), &delta) < 0)
+            goto done;
+        if (pos < 0 || pos > view.len - 16 || length < INT32_MIN || length > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "patch_append_fields: no batch header at %zd of %zd bytes", pos, view.len);
+            goto done;
+        }
+        uint64_t o = (uint64_t)offset;
+        for (int k = 0; k < 8; k++)
+            d[pos + k] = (unsigned char)(o >> (56 - 8 * k));
+        uint32_t l = (uint32_t)length, e = (uint32_t)epoch;
+        for (int k = 0; k < 4; k++) {
+            d[pos + 8 + k] = (unsigned char)(l >> (24 - 8 * k));
+            d[pos + 12 + k] = (unsigned char)(e >> (24 - 8 * k));
+        }
+        PyObject *nh = ((PyTypeObject *)BatchHeader)->tp_alloc((PyTypeObject *)BatchHeader, 13);
+        if (nh == NULL)
+            goto done;
+        PyObject *entry = PyTuple_New(2);
+        if (entry == NULL) {
+            Py_DECREF(nh);
+            goto done;
+        }
+        PyList_SET_ITEM(patched, i, entry);
+        PyTuple_SET_ITEM(entry, 0, Py_NewRef(PyTuple_GET_ITEM(item, 0)));
+        PyTuple_SET_ITEM(entry, 1, nh);
+        for (int k = 1; k < 13; k++)
+            if (k != 2)
+                PyTuple_SET_ITEM(nh, k, Py_NewRef(PyTuple_GET_ITEM(h, k)));
+        PyObject *bo = PyLong_FromLongLong(offset), *le = PyLong_FromLongLong(epoch);
+        PyTuple_SET_ITEM(nh, 0, bo);
+        PyTuple_SET_ITEM(nh, 2, le);
+        if (bo == NULL || le == NULL)
+            goto done;
+        offset += delta + 1;
+    }
+    result = Py_BuildValue("(OL)", patched, offset);
+done:
+    Py_XDECREF(patched);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* ------------------------------------------------------------------ the cleaner's key scan (compaction_rules.scan_records) */
 
 static int
@@ -1669,6 +1751,8 @@ static PyMethodDef methods[] = {
     {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
      "record_columns.decode_columns"},
     {"check_records", (PyCFunction)(void (*)(void))sp_check_records, METH_FASTCALL, "framing.check_records"},
+    {"patch_append_fields", (PyCFunction)(void (*)(void))sp_patch_append_fields, METH_FASTCALL,
+     "header.patch_append_fields_py"},
     {"validate_batches", (PyCFunction)(void (*)(void))sp_validate_batches, METH_FASTCALL,
      "log_validator.validate_batches_py"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},

@@ -1,10 +1,12 @@
-"""The append's validating walk in C (`validate_batches`, one call per append) against its
-pure-Python reference (`log_validator.validate_batches_py`): for the same buffers (one to
-three batches with any header fields, codecs, record sections, damaged ones included) and
-the same limits, the same answer (the batches as BatchHeaders, count, max timestamp, producer
-id flag, or None) and the same calls of the compressed-batch check. Beside it, in whichever
-implementation is active, what `validate_fast` accepts `validate` accepts with the same result,
-and what `validate` refuses `validate_fast` hands over (None).
+"""The append's validating walk in C (`validate_batches`, one call per append) and its offset
+and epoch patch (`patch_append_fields`) against their pure-Python references
+(`log_validator.validate_batches_py`, `header.patch_append_fields_py`): for the same buffers
+(one to three batches with any header fields, codecs, record sections, damaged ones included)
+and the same limits, the same answer (the batches as BatchHeaders, count, max timestamp,
+producer id flag, or None), the same calls of the compressed-batch check, the same patched
+bytes. Beside it, in whichever implementation is active, what `validate_fast` accepts
+`validate` accepts with the same result, and what `validate` refuses `validate_fast` hands
+over (None).
 
 The compiled extension is optional; where it was not built the C-against-Python test skips
 saying so, except in CI (CI=true), where its absence is a failure.
@@ -20,8 +22,8 @@ from hypothesis import strategies as st
 from support.mutations import damage
 from pylog.core import fastpath
 from pylog.core.config import TOPIC_CONFIGS
-from pylog.core.records import batch, compression
-from pylog.core.records.header import BatchHeader, pack_batch
+from pylog.core.records import batch, compression, header
+from pylog.core.records.header import BatchHeader, iter_headers, pack_batch
 from pylog.storage import log_validator
 
 native = fastpath.native
@@ -139,3 +141,23 @@ def test_validate_fast_accepts_what_validate_accepts(buf, ts_type, policy, befor
     if fast is not None:
         assert type(fast) is log_validator.Validated
         assert fast == full
+
+
+@needs_native
+@SETTINGS
+@given(st.lists(one_batch(), min_size=1, max_size=3), st.integers(0, 1 << 62), st.integers(-1, (1 << 31) - 1))
+def test_patch_append_fields_agrees(batches, base_offset, epoch):
+    """The leader's offset and epoch patch: the same bytes and the same headers as written."""
+    buf = b"".join(batches)
+    found = list(iter_headers(buf, 0, len(buf), verify_crc=False))
+    py_buf, c_buf = bytearray(buf), bytearray(buf)
+    py = header.patch_append_fields_py(py_buf, found, base_offset, epoch)
+    c = native.patch_append_fields(c_buf, found, base_offset, epoch)
+    assert py_buf == c_buf
+    assert [(p, type(h), tuple(h)) for p, h in py[0]] == [(p, type(h), tuple(h)) for p, h in c[0]]
+    assert py[1] == c[1]
+    assert [h for _, h in c[0]] == [h for _, h in iter_headers(c_buf, 0, len(c_buf), verify_crc=False)]
+    for bad in ([(len(buf) - 8, found[0][1])], [(0, tuple(found[0][1])[:5])]):
+        with pytest.raises((ValueError, TypeError)):
+            native.patch_append_fields(bytearray(buf), bad, base_offset, epoch)
+    assert header.patch_append_fields is native.patch_append_fields
