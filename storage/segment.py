@@ -170,9 +170,9 @@ class LogSegment:
         start = self.size
         view = memoryview(buf)[:total_size]
         try:
-            written = faults.pwrite(self.fd, view, start, self._path_str)
+            written = faults.pwrite(self.fd, view, start, self.log_path)
             while written < total_size:
-                written += faults.pwrite(self.fd, view[written:], start + written, self._path_str)
+                written += faults.pwrite(self.fd, view[written:], start + written, self.log_path)
         except OSError as e:
             # a write that failed half way (ENOSPC, EIO): cut the file back to the last
             # whole batch before anything else is appended, so nothing torn is ever served
@@ -201,26 +201,27 @@ class LogSegment:
         self.max_timestamp_so_far = max_ts
         self.bytes_since_last_index_entry = since
         self.size = start + total_size
-        self.next_offset = batches[-1][1].next_offset
+        self.next_offset = h.base_offset + h.last_offset_delta + 1  # the last batch's next offset
         self.unflushed = True
 
     def can_hold(self, last_offset: int) -> bool:
         """True when last_offset fits the segment's int32 relative offsets."""
         return 0 <= last_offset - self.base_offset <= INT_MAX
 
-    def should_roll(self, *, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int,
+    def should_roll(self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int,
                     segment_bytes: int, segment_ms: int) -> str | None:
-        """Kafka's four roll conditions; returns the reason or None."""
-        if self.size > segment_bytes - messages_size:
+        """Kafka's four roll conditions; returns the reason or None. (Positional: once per append.)"""
+        size = self.size
+        if size > segment_bytes - messages_size:
             return "size"
-        if self.size > 0:
+        if size > 0:
             t = self.rolling_based_timestamp
             waited = (max_timestamp - t) if (t is not None and t >= 0) else (now_ms - self.created_ms)
             if waited > segment_ms - self.roll_jitter_ms:
                 return "time"
         if self.offset_index.is_full or self.time_index.is_full:
             return "index full"
-        if not self.can_hold(max_offset):
+        if not 0 <= max_offset - self.base_offset <= INT_MAX:  # can_hold
             return "offset overflow"
         return None
 
