@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from support.spark_fixtures import run_pylog
+from support.spark_fixtures import LOCAL, run_pylog
 from support.diff_data import fill, recs
 
 pytestmark = pytest.mark.timeout(900)
@@ -22,6 +22,9 @@ def both(broker, master, *args, expect):
 
 
 def test_spark_diff_equals_streaming_diff(spark_master, pylog_broker):
+    # local[2] runs every comparison; local-cluster (executor JVMs per job) the two that find
+    # differences, one by position and one by key
+    every = spark_master == LOCAL
     tag = spark_master.split("[")[0].replace("-", "")
     a, b, c = f"sd-{tag}-a", f"sd-{tag}-b", f"sd-{tag}-c"
     for t in (a, b, c):
@@ -29,9 +32,10 @@ def test_spark_diff_equals_streaming_diff(spark_master, pylog_broker):
     for t in (a, b):
         fill(pylog_broker.bootstrap, t, recs(40), 0)
         fill(pylog_broker.bootstrap, t, recs(9), 1)  # partition 2 stays empty
-    plain, spark = both(pylog_broker, spark_master, a, b, expect=0)
-    assert plain == spark and spark["equal"]
-    assert [p["compared"] for p in spark["partitions"]] == [40, 9, 0]
+    if every:
+        plain, spark = both(pylog_broker, spark_master, a, b, expect=0)
+        assert plain == spark and spark["equal"]
+        assert [p["compared"] for p in spark["partitions"]] == [40, 9, 0]
 
     # c: a changed value and header at position 12 of partition 0, three more records, one fewer in 1,
     # a tombstone, a key that moved, and keyless records
@@ -43,12 +47,14 @@ def test_spark_diff_equals_streaming_diff(spark_master, pylog_broker):
     p0 = spark["partitions"][0]
     assert p0["first_difference"]["offset_a"] == 12 and p0["first_difference"]["b"]["value"] == "CHANGED"
     assert (p0["only_in_a"], p0["only_in_b"]) == (0, 3)
-    plain, spark = both(pylog_broker, spark_master, a, c, "--ignore", "value", "--ignore", "headers", expect=1)
-    assert plain == spark and spark["partitions"][0]["first_difference"] is None
+    if every:
+        plain, spark = both(pylog_broker, spark_master, a, c, "--ignore", "value", "--ignore", "headers", expect=1)
+        assert plain == spark and spark["partitions"][0]["first_difference"] is None
 
     plain, spark = both(pylog_broker, spark_master, a, c, "--by-key", expect=1)
     assert plain == spark
     assert spark["only_in_b"] == 1 and spark["examples"]["only_in_b"] == ["new"]
     assert spark["keyless_records_b"] == 1 and spark["different"] >= 1
-    plain, spark = both(pylog_broker, spark_master, a, b, "--by-key", expect=0)
-    assert plain == spark and spark["equal"]
+    if every:
+        plain, spark = both(pylog_broker, spark_master, a, b, "--by-key", expect=0)
+        assert plain == spark and spark["equal"]

@@ -14,9 +14,9 @@ import json
 import pytest
 
 from support.kafka_log_dirs import CODECS, write_kafka_log_dirs
-from support.spark_fixtures import run_pylog
+from support.spark_fixtures import LOCAL, local_only, run_pylog
 
-MASTER = "local[2]"
+MASTER = LOCAL
 ORDER = [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
 CASES = {
     "committed": ("codecs", "txn", "compacted"),
@@ -26,8 +26,9 @@ CASES = {
 }
 
 
-# pyspark runs classic in this process even after a Spark Connect test in the same worker
-pytestmark = pytest.mark.usefixtures("classic_spark")
+# pyspark runs classic in this process even after a Spark Connect test in the same worker; the
+# local[2] session of `spark_master` serves the jobs, in its round (no second local[2] JVM)
+pytestmark = [pytest.mark.usefixtures("classic_spark", "spark_master"), local_only]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """`pylog spark-ingest` end to end on local[2] and local-cluster[2,1,1024].
 
-Every test runs on both masters (the session-scoped `spark_master` fixture);
-inputs are small so the whole Spark suite stays within a few minutes.
+Every test runs on local[2] (the session-scoped `spark_master` fixture); each mode
+(segments from Parquet, produce from JSON) also runs on local-cluster, whose executors
+import pylog only from the zip the job ships. Inputs are small.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pylog.commands.spark.compaction import _batches
 from pylog.core.client import Consumer, TopicPartition
 from pylog.core.client.partitioner import murmur2
 from pylog.core.records import decode_records
-from support.spark_fixtures import run_pylog
+from support.spark_fixtures import local_only, run_pylog
 from support.spark_rows import (  # noqa: F401
     COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, expected, make_rows,
     read_partition_dir, write_input,
@@ -21,8 +22,17 @@ from support.spark_rows import (  # noqa: F401
 from support.cli import pylog
 
 
-@pytest.mark.parametrize("fmt", ["json", "csv", "parquet"])
-def test_ingest_segments(spark_master, fmt, tmp_path):
+def test_ingest_segments(spark_master, tmp_path):
+    check_ingest_segments(spark_master, "parquet", tmp_path)
+
+
+@local_only
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_ingest_segments_text_formats(spark_master, fmt, tmp_path):
+    check_ingest_segments(spark_master, fmt, tmp_path)
+
+
+def check_ingest_segments(spark_master, fmt, tmp_path):
     rows = make_rows()
     src = write_input(fmt, rows, tmp_path)
     log_dir = tmp_path / "logs"
@@ -62,6 +72,7 @@ def test_ingest_segments(spark_master, fmt, tmp_path):
     run_pylog("verify", log_dir)
 
 
+@local_only
 def test_segments_served_by_broker(spark_master, tmp_path, broker_factory):
     rows = make_rows()
     src = write_input("json", rows, tmp_path)
@@ -73,8 +84,17 @@ def test_segments_served_by_broker(spark_master, tmp_path, broker_factory):
     check_partitions(by_p, rows, ordered=True)
 
 
-@pytest.mark.parametrize("fmt", ["json", "csv", "parquet"])
-def test_ingest_produce(spark_master, fmt, tmp_path, broker):
+def test_ingest_produce(spark_master, tmp_path, broker):
+    check_ingest_produce(spark_master, "json", tmp_path, broker)
+
+
+@local_only
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_ingest_produce_other_formats(spark_master, fmt, tmp_path, broker):
+    check_ingest_produce(spark_master, fmt, tmp_path, broker)
+
+
+def check_ingest_produce(spark_master, fmt, tmp_path, broker):
     rows = make_rows()
     src = write_input(fmt, rows, tmp_path)
     topic = f"produced-{fmt}-{spark_master[:7].replace('[', '')}"
@@ -89,6 +109,7 @@ def test_ingest_produce(spark_master, fmt, tmp_path, broker):
     check_partitions(by_p, rows, ordered=False)
 
 
+@local_only
 def test_text_and_whole_row(spark_master, tmp_path):
     # text: one record per line, no key; JSON without --value-column: the row as a JSON object
     (tmp_path / "lines.txt").write_text("alpha\nbeta\ngamma\n")
@@ -115,6 +136,7 @@ JAVA_MURMUR2 = {
 }
 
 
+@local_only
 def test_java_compatible_partitions(spark_master, tmp_path):
     src = tmp_path / "keys.jsonl"
     src.write_text("".join(json.dumps({"key": k, "v": i}) + "\n" for i, k in enumerate(JAVA_MURMUR2)))
@@ -129,6 +151,7 @@ def test_java_compatible_partitions(spark_master, tmp_path):
     assert where == {k: (h & 0x7FFFFFFF) % n for k, h in JAVA_MURMUR2.items()}
 
 
+@local_only
 def test_bad_input_one_line(spark_master, tmp_path):
     (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
     res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",

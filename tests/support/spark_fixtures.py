@@ -1,8 +1,9 @@
 """Spark fixtures: one SparkSession per master for the whole test run.
 
-`spark_master` is session-scoped and parametrized, so pytest runs every Spark
-test on `local[2]` and then on `local-cluster[2,1,1024]` (separate executor
-JVMs and Python workers), starting Spark only twice. On local-cluster the
+`spark_master` is session-scoped and parametrized, so pytest runs a Spark test
+on `local[2]` and then on `local-cluster[2,1,1024]` (separate executor JVMs and
+Python workers), starting Spark only twice; tests marked `local_only` run on
+`local[2]` alone, in the same round. On local-cluster the
 executors' Python is a wrapper that hides the editable pylog install, so the
 jobs can only run with the code pylog ships through addPyFile.
 """
@@ -18,6 +19,12 @@ import pytest
 from click.testing import CliRunner
 
 MASTERS = ["local[2]", "local-cluster[2,1,1024]"]
+LOCAL = MASTERS[0]
+# A test that runs on local[2] only, on the same session as the rest of the local[2] round (its
+# param sorts with theirs). local-cluster[...] starts executor JVMs and Python workers without pylog
+# for each job: one test per job kind runs there (spark-ingest segments and produce, spark-compaction,
+# diff --spark, the registry encoding), which shows the shipped code runs on executors.
+local_only = pytest.mark.parametrize("spark_master", [LOCAL], indirect=True)
 
 # Every Spark JVM the tests start (drivers through spark-submit, standalone Masters and Workers, and
 # their executors) compiles with C1 only: a Spark start-up and the tests' small jobs take about a
