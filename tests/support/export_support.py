@@ -5,7 +5,8 @@
   then a second transactional producer leaves a transaction open on
   partition 0 followed by plain records (beyond the last stable offset);
 - `plain` (1 partition): keys, headers, timestamps an hour apart in two halves;
-- `users` (compacted, small segments): versions per key and tombstones;
+- `users` (compacted, small segments unless `users_segment_bytes` says otherwise): versions per
+  key and tombstones;
 reads what confluent-kafka's consumer sees with read_committed and
 read_uncommitted (the expected rows), and stops the broker cleanly (with
 `keep=True` it stays up as `ExportDir.broker`, the open transaction's timeout
@@ -34,7 +35,7 @@ def _rows(msgs) -> list:
     return sorted((m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ())) for m in msgs)
 
 
-def write_export_dir(root: Path, keep: bool = False) -> ExportDir:
+def write_export_dir(root: Path, keep: bool = False, users_segment_bytes: int = 2000) -> ExportDir:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -45,7 +46,7 @@ def write_export_dir(root: Path, keep: bool = False) -> ExportDir:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         fs = admin.create_topics([
             NewTopic("tx", 2, 1), NewTopic("plain", 1, 1),
-            NewTopic("users", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": "2000"})])
+            NewTopic("users", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": str(users_segment_bytes)})])
         for f in fs.values():
             f.result(timeout=30)
         p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "export-t1", "linger.ms": 5})

@@ -273,10 +273,13 @@ def spark_cluster(tmp_path_factory):
 @pytest.fixture(scope="session")
 def standalone_export_dir(tmp_path_factory):
     """The log dir the standalone group's exports read (tx, plain, users; see export_support),
-    written once for the group: the classic and the Spark Connect exports read the same dir."""
+    written once for the group: the classic and the Spark Connect exports read the same dir.
+    `users` in one segment: `spark-compaction` runs a task per segment (two jobs), and the
+    group's compaction runs show the shipped environment, not many segments (the spark_local
+    tests do, on `users` in 2 kB segments)."""
     from support.export_support import write_export_dir
 
-    return write_export_dir(tmp_path_factory.mktemp("export-src"))
+    return write_export_dir(tmp_path_factory.mktemp("export-src"), users_segment_bytes=1 << 20)
 
 
 class ConnectServer:
