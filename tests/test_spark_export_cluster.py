@@ -36,8 +36,12 @@ def test_compaction_through_spark_connect_on_bare_workers(spark_connect_bare, ke
     url = spark_connect_bare.url
     docs = {}
 
+    # the three topics (the dir's 100 partitions of __consumer_offsets and __transaction_state
+    # would make each run's two jobs a hundred tasks each)
+    topics = ["--topic", "tx", "--topic", "plain", "--topic", "users"]
+
     def compaction(ship):
-        res = run_pylog("spark-compaction", export_dir.path, "--remote", url, "--ship-env", ship, "--json")
+        res = run_pylog("spark-compaction", export_dir.path, *topics, "--remote", url, "--ship-env", ship, "--json")
         docs[ship] = json.loads(res.stdout)
 
     # auto first: when the export test above ran just before, its session (auto: probed, the
@@ -45,7 +49,7 @@ def test_compaction_through_spark_connect_on_bare_workers(spark_connect_bare, ke
     compaction("auto")
     # never: the bare executors fail, in one line that names only what works through Connect
     session.stop_session()
-    res = run_pylog("spark-compaction", export_dir.path, "--remote", url, "--ship-env", "never", expect=1)
+    res = run_pylog("spark-compaction", export_dir.path, *topics, "--remote", url, "--ship-env", "never", expect=1)
     err = res.stderr.strip().splitlines()[-1]
     assert err.startswith("pylog: error: Spark job failed: an executor cannot import "), err
     assert "--ship-env auto or always" in err and "spark.sql.execution.pyspark.python" in err

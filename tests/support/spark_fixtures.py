@@ -274,9 +274,9 @@ def spark_cluster(tmp_path_factory):
 def standalone_export_dir(tmp_path_factory):
     """The log dir the standalone group's exports read (tx, plain, users; see export_support),
     written once for the group: the classic and the Spark Connect exports read the same dir.
-    `users` in one segment: `spark-compaction` runs a task per segment (two jobs), and the
-    group's compaction runs show the shipped environment, not many segments (the spark_local
-    tests do, on `users` in 2 kB segments)."""
+    `users` in one segment: `spark-compaction` runs a task per segment in each of its two jobs,
+    and the group's compaction runs show the shipped environment, not many segments (the
+    spark_local tests do, on `users` in 2 kB segments)."""
     from support.export_support import write_export_dir
 
     return write_export_dir(tmp_path_factory.mktemp("export-src"), users_segment_bytes=1 << 20)
