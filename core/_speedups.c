@@ -14,6 +14,7 @@
 /* ------------------------------------------------------------------ lazily imported Python classes */
 
 static PyObject *CorruptRecordError, *MalformedVarintError, *InvalidRecordFraming, *RecordsCheck, *Record;
+static PyObject *BatchHeader; /* pylog.core.records.header.BatchHeader, a NamedTuple: filled in place */
 
 /* Attributes `a` (and `b`, when not NULL) of a module: 0, or -1 with the error set */
 static int
@@ -51,6 +52,18 @@ load_classes(void)
         PyErr_SetString(PyExc_TypeError, "pylog.core.records.framing.RecordsCheck is not a tuple type");
         return -1;
     }
+    PyObject *bh = NULL;
+    if (import_attrs("pylog.core.records.header", "BatchHeader", &bh, NULL, NULL) < 0) {
+        Py_DECREF(rec);
+        return -1;
+    }
+    if (!PyType_Check(bh) || !PyType_IsSubtype((PyTypeObject *)bh, &PyTuple_Type)) {
+        Py_DECREF(rec);
+        Py_DECREF(bh);
+        PyErr_SetString(PyExc_TypeError, "pylog.core.records.header.BatchHeader is not a tuple type");
+        return -1;
+    }
+    BatchHeader = bh;
     Record = rec;
     return 0;
 }
@@ -780,6 +793,97 @@ malformed:
     return -1;
 }
 
+/* A varint of at most 3 bytes at d[*p], wholly below lim: 1 with its zig-zag value in *out and *p past it,
+ * else 0 (longer, or past lim: check_one then walks the record and names any error) */
+static inline int
+short_varint(const unsigned char *d, Py_ssize_t *p, Py_ssize_t lim, int64_t *out)
+{
+    Py_ssize_t i = *p;
+    if (i >= lim)
+        return 0;
+    uint32_t u = d[i];
+    if (u < 0x80)
+        i += 1;
+    else {
+        if (i + 1 >= lim)
+            return 0;
+        uint32_t b = d[i + 1];
+        u = (u & 0x7F) | (b & 0x7F) << 7;
+        if (b < 0x80)
+            i += 2;
+        else {
+            if (i + 2 >= lim || d[i + 2] >= 0x80)
+                return 0;
+            u |= (uint32_t)d[i + 2] << 14;
+            i += 3;
+        }
+    }
+    *p = i;
+    *out = (int64_t)(int32_t)((u >> 1) ^ (0u - (u & 1)));
+    return 1;
+}
+
+/* check_one for the common record, in fewer steps: short varints, every field inside the record's length,
+ * no headers. 1 with *next and *key_null set when the record is sound, 0 when this cannot tell (the
+ * caller then runs check_one): it accepts only records check_one accepts. */
+static inline int
+check_common(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, long long last_delta, Py_ssize_t *next,
+             int *key_null)
+{
+    int64_t n, v, kl, vl, hc;
+    Py_ssize_t p = pos;
+    if (!short_varint(d, &p, end, &n) || n <= 0 || n > end - p)
+        return 0;
+    Py_ssize_t rec_end = p + (Py_ssize_t)n;
+    p += 1; /* attributes */
+    if (!short_varint(d, &p, rec_end, &v)) /* timestamp delta */
+        return 0;
+    if (!short_varint(d, &p, rec_end, &v) || v < 0 || v > last_delta) /* offset delta */
+        return 0;
+    if (!short_varint(d, &p, rec_end, &kl) || kl < -1)
+        return 0;
+    if (kl > 0)
+        p += (Py_ssize_t)kl;
+    if (!short_varint(d, &p, rec_end, &vl) || vl < -1)
+        return 0;
+    if (vl > 0)
+        p += (Py_ssize_t)vl;
+    if (!short_varint(d, &p, rec_end, &hc) || hc != 0 || p != rec_end)
+        return 0;
+    *next = rec_end;
+    *key_null = kl == -1;
+    return 1;
+}
+
+/* framing.check_records' walk over the n bytes of a records section: 0 with the record count in *count_out
+ * and the first keyless record's index (-1: none) in *null_key, or -1 with InvalidRecordFraming raised */
+static int
+walk_records(const unsigned char *d, Py_ssize_t n, long long count, long long last, Py_ssize_t *count_out,
+             Py_ssize_t *null_key)
+{
+    Py_ssize_t pos = 0, index = 0;
+    *null_key = -1;
+    while (pos < n) {
+        int key_null;
+        if (!check_common(d, pos, n, last, &pos, &key_null) &&
+            check_one(d, pos, n, index, last, &pos, &key_null) < 0)
+            return -1;
+        if (key_null && *null_key < 0)
+            *null_key = index;
+        index++;
+        if (index > count) {
+            raise_framing(index - 1, "more records than the %lld the batch declares", count);
+            return -1;
+        }
+    }
+    if (index != count) {
+        raise_framing(index, "the batch declares %lld records but holds %zd", count, index);
+        return -1;
+    }
+    *count_out = index;
+    return 0;
+}
+
 /* check_records(data, record_count, last_offset_delta) -> RecordsCheck(count, first_null_key) */
 static PyObject *
 sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -792,24 +896,10 @@ sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     bytes_view v;
     if (get_view(args[0], &v) < 0)
         return NULL;
-    Py_ssize_t pos = 0, index = 0, null_key = -1;
+    Py_ssize_t index, null_key;
     PyObject *result = NULL;
-    while (pos < v.n) {
-        int key_null;
-        if (check_one(v.d, pos, v.n, index, last, &pos, &key_null) < 0)
-            goto done;
-        if (key_null && null_key < 0)
-            null_key = index;
-        index++;
-        if (index > count) {
-            raise_framing(index - 1, "more records than the %lld the batch declares", count);
-            goto done;
-        }
-    }
-    if (index != count) {
-        raise_framing(index, "the batch declares %lld records but holds %zd", count, index);
+    if (walk_records(v.d, v.n, count, last, &index, &null_key) < 0)
         goto done;
-    }
     /* RecordsCheck is a NamedTuple (checked in load_classes): filled in place, as decode_records fills
      * its Records, not through its Python-level __new__ (a microsecond of a 16 KB batch's validation) */
     PyObject *cnt = PyLong_FromSsize_t(index), *nk = PyLong_FromSsize_t(null_key);
@@ -822,6 +912,249 @@ sp_check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_XDECREF(nk);
 done:
     release_view(&v);
+    return result;
+}
+
+/* ------------------------------------------------------------------ the append's validating walk (log_validator.validate_batches_py) */
+
+uint32_t pylog_crc32c_update(uint32_t crc, const unsigned char *p, Py_ssize_t n); /* _speedups_run.c */
+
+static inline int64_t
+be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+static inline uint32_t
+be32u(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline int16_t
+be16(const unsigned char *p)
+{
+    return (int16_t)(uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+/* The v2 header at d as a BatchHeader (HEADER_STRUCT's fields, filled in place), or NULL */
+static PyObject *
+batch_header(const unsigned char *d)
+{
+    PyObject *h = ((PyTypeObject *)BatchHeader)->tp_alloc((PyTypeObject *)BatchHeader, 13);
+    if (h == NULL)
+        return NULL;
+    PyObject *f[13] = {
+        PyLong_FromLongLong(be64(d)), PyLong_FromLong((int32_t)be32u(d + 8)),
+        PyLong_FromLong((int32_t)be32u(d + 12)), PyLong_FromLong((int8_t)d[16]),
+        PyLong_FromUnsignedLong(be32u(d + 17)), PyLong_FromLong(be16(d + 21)),
+        PyLong_FromLong((int32_t)be32u(d + 23)), PyLong_FromLongLong(be64(d + 27)),
+        PyLong_FromLongLong(be64(d + 35)), PyLong_FromLongLong(be64(d + 43)),
+        PyLong_FromLong(be16(d + 51)), PyLong_FromLong((int32_t)be32u(d + 53)),
+        PyLong_FromLong((int32_t)be32u(d + 57)),
+    };
+    int ok = 1;
+    for (int i = 0; i < 13; i++) {
+        if (f[i] == NULL)
+            ok = 0;
+        PyTuple_SET_ITEM(h, i, f[i]); /* NULL slots are fine for the tuple's dealloc */
+    }
+    if (!ok) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* validate_batches(buf, max_message, create_time, lo, hi, check_compressed, tp)
+ *   -> (batches, count, max_ts, has_pid) or None: log_validator.validate_batches_py, the walk of
+ * validate_fast in one call. Each batch's header, CRC-32C (three lanes; without the GIL from 32 KB on,
+ * as crc32c), the checks, and the records' framing where they lie; a compressed batch's records are
+ * left to check_compressed(buf, pos, header, tp) -> bool. None as soon as anything is unusual. */
+static PyObject *
+sp_validate_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, 7, "validate_batches(buf, max_message, create_time, lo, hi, check_compressed, tp)") < 0 ||
+        load_classes() < 0)
+        return NULL;
+    long long max_message, lo, hi;
+    if (as_long_long(args[1], &max_message) < 0 || as_long_long(args[3], &lo) < 0 || as_long_long(args[4], &hi) < 0)
+        return NULL;
+    int create_time = PyObject_IsTrue(args[2]);
+    if (create_time < 0)
+        return NULL;
+    int lo_bounded = lo != LLONG_MIN;
+    bytes_view v;
+    if (get_view(args[0], &v) < 0)
+        return NULL;
+    PyObject *batches = PyList_New(0), *result = NULL;
+    if (batches == NULL)
+        goto done;
+    Py_ssize_t pos = 0, end = v.n;
+    long long count = 0, max_ts = -1;
+    int has_pid = 0;
+    while (pos < end) {
+        const unsigned char *d = v.d + pos;
+        if (end - pos < 61)
+            goto unusual;
+        long long size = (long long)(int32_t)be32u(d + 8) + 12;
+        if (d[16] != 2 || size < 61 || size > max_message || size > end - pos)
+            goto unusual;
+        uint32_t crc;
+        if (size >= 32768) {
+            PyThreadState *ts = PyEval_SaveThread(); /* other threads run meanwhile */
+            crc = ~pylog_crc32c_update(~0u, d + 21, (Py_ssize_t)size - 21);
+            PyEval_RestoreThread(ts);
+        } else
+            crc = ~pylog_crc32c_update(~0u, d + 21, (Py_ssize_t)size - 21);
+        if (crc != be32u(d + 17))
+            goto unusual;
+        int attrs = be16(d + 21);
+        long long last_delta = (int32_t)be32u(d + 23), n = (int32_t)be32u(d + 57);
+        long long max_timestamp = be64(d + 35), producer_id = be64(d + 43);
+        if (n <= 0 || last_delta + 1 != n || attrs & 0x20 || (attrs & 0x07) > 4)
+            goto unusual;
+        if (producer_id >= 0) {
+            if ((int32_t)be32u(d + 53) < 0)
+                goto unusual;
+            has_pid = 1;
+        } else if (attrs & 0x10)
+            goto unusual;
+        if (create_time) {
+            if (max_timestamp > hi ||
+                (lo_bounded && !((n == 1 || attrs & 0x08) && (max_timestamp >= lo || max_timestamp == -1))))
+                goto unusual; /* out of range, or only the records can tell */
+        } else if (attrs & 0x08)
+            goto unusual;
+        PyObject *h = batch_header(d);
+        if (h == NULL)
+            goto done;
+        if (attrs & 0x07) {
+            PyObject *pp = PyLong_FromSsize_t(pos);
+            PyObject *r = pp == NULL ? NULL : PyObject_CallFunctionObjArgs(args[5], args[0], pp, h, args[6], NULL);
+            Py_XDECREF(pp);
+            int ok = r == NULL ? -1 : PyObject_IsTrue(r);
+            Py_XDECREF(r);
+            if (ok <= 0) {
+                Py_DECREF(h);
+                if (ok < 0)
+                    goto done;
+                goto unusual;
+            }
+        } else {
+            Py_ssize_t walked, null_key;
+            if (walk_records(d + 61, (Py_ssize_t)size - 61, n, last_delta, &walked, &null_key) < 0) {
+                Py_DECREF(h);
+                if (!PyErr_ExceptionMatches(InvalidRecordFraming))
+                    goto done;
+                PyErr_Clear();
+                goto unusual;
+            }
+        }
+        PyObject *entry = Py_BuildValue("(nN)", pos, h);
+        if (entry == NULL || PyList_Append(batches, entry) < 0) {
+            Py_XDECREF(entry);
+            goto done;
+        }
+        Py_DECREF(entry);
+        count += n;
+        if (max_timestamp > max_ts)
+            max_ts = max_timestamp;
+        pos += (Py_ssize_t)size;
+    }
+    result = Py_BuildValue("(OLLO)", batches, count, max_ts, has_pid ? Py_True : Py_False);
+    goto done;
+unusual:
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_XDECREF(batches);
+    release_view(&v);
+    return result;
+}
+
+/* patch_append_fields(buf, batches, base_offset, leader_epoch) -> (patched, next_offset):
+ * header.patch_append_fields_py. Each (position, BatchHeader) of `batches` gets its baseOffset (from
+ * base_offset on), batchLength (the header's) and partitionLeaderEpoch written at its position in the
+ * writable buf, and a BatchHeader with the two fields set, as written. A position or header the log
+ * would never pass (out of the buffer, not a 13-field tuple) is a ValueError or TypeError. */
+static PyObject *
+sp_patch_append_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 4, 4, "patch_append_fields(buf, batches, base_offset, leader_epoch)") < 0 ||
+        load_classes() < 0)
+        return NULL;
+    long long offset, epoch;
+    if (!PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "patch_append_fields: batches must be a list");
+        return NULL;
+    }
+    if (as_long_long(args[2], &offset) < 0 || as_long_long(args[3], &epoch) < 0)
+        return NULL;
+    if (epoch < INT32_MIN || epoch > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "patch_append_fields: leader_epoch out of the int32 range");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    unsigned char *d = view.buf;
+    Py_ssize_t n = PyList_GET_SIZE(args[1]);
+    PyObject *patched = PyList_New(n), *result = NULL;
+    if (patched == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(args[1], i), *h;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyTuple_Check(h = PyTuple_GET_ITEM(item, 1)) ||
+            PyTuple_GET_SIZE(h) != 13) {
+            PyErr_SetString(PyExc_TypeError, "patch_append_fields: batches must be (position, BatchHeader)");
+            goto done;
+        }
+        Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        long long length, delta;
+        if ((pos == -1 && PyErr_Occurred()) || as_long_long(PyTuple_GET_ITEM(h, 1), &length) < 0 ||
+            as_long_long(PyTuple_GET_ITEM(h, 6), &delta) < 0)
+            goto done;
+        if (pos < 0 || pos > view.len - 16 || length < INT32_MIN || length > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "patch_append_fields: no batch header at %zd of %zd bytes", pos, view.len);
+            goto done;
+        }
+        uint64_t o = (uint64_t)offset;
+        for (int k = 0; k < 8; k++)
+            d[pos + k] = (unsigned char)(o >> (56 - 8 * k));
+        uint32_t l = (uint32_t)length, e = (uint32_t)epoch;
+        for (int k = 0; k < 4; k++) {
+            d[pos + 8 + k] = (unsigned char)(l >> (24 - 8 * k));
+            d[pos + 12 + k] = (unsigned char)(e >> (24 - 8 * k));
+        }
+        PyObject *nh = ((PyTypeObject *)BatchHeader)->tp_alloc((PyTypeObject *)BatchHeader, 13);
+        if (nh == NULL)
+            goto done;
+        PyObject *entry = PyTuple_New(2);
+        if (entry == NULL) {
+            Py_DECREF(nh);
+            goto done;
+        }
+        PyList_SET_ITEM(patched, i, entry);
+        PyTuple_SET_ITEM(entry, 0, Py_NewRef(PyTuple_GET_ITEM(item, 0)));
+        PyTuple_SET_ITEM(entry, 1, nh);
+        for (int k = 1; k < 13; k++)
+            if (k != 2)
+                PyTuple_SET_ITEM(nh, k, Py_NewRef(PyTuple_GET_ITEM(h, k)));
+        PyObject *bo = PyLong_FromLongLong(offset), *le = PyLong_FromLongLong(epoch);
+        PyTuple_SET_ITEM(nh, 0, bo);
+        PyTuple_SET_ITEM(nh, 2, le);
+        if (bo == NULL || le == NULL)
+            goto done;
+        offset += delta + 1;
+    }
+    result = Py_BuildValue("(OL)", patched, offset);
+done:
+    Py_XDECREF(patched);
+    PyBuffer_Release(&view);
     return result;
 }
 
@@ -1029,7 +1362,8 @@ sp_map_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (yes < 0)
         goto done;
     if (!yes) {
-        result = Py_NewRef(Py_None);
+        Py_INCREF(Py_None);
+    result = Py_None;
         goto done;
     }
     for (pos = 0; pos < end;) {
@@ -1451,7 +1785,8 @@ sp_render_format(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 if (has < 0)
                     goto done;
                 if (has) {
-                    result = Py_NewRef(Py_None);
+                    Py_INCREF(Py_None);
+    result = Py_None;
                     goto done;
                 }
                 break;
@@ -1479,6 +1814,10 @@ static PyMethodDef methods[] = {
     {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
      "record_columns.decode_columns"},
     {"check_records", (PyCFunction)(void (*)(void))sp_check_records, METH_FASTCALL, "framing.check_records"},
+    {"patch_append_fields", (PyCFunction)(void (*)(void))sp_patch_append_fields, METH_FASTCALL,
+     "header.patch_append_fields_py"},
+    {"validate_batches", (PyCFunction)(void (*)(void))sp_validate_batches, METH_FASTCALL,
+     "log_validator.validate_batches_py"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
     {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},
     {"murmur2_many", (PyCFunction)sp_murmur2_many, METH_O, "partitioner.murmur2_many"},

@@ -73,10 +73,10 @@ def _raise(kind: str, path: str) -> None:
     raise OSError(code, os.strerror(code), path)
 
 
-def pwrite(fd: int, data, offset: int, path: str) -> int:
-    """os.pwrite, or the injected fault."""
+def pwrite(fd: int, data, offset: int, path) -> int:
+    """os.pwrite, or the injected fault (`path`, a str or Path, is made a str only then)."""
     if _rules is not None:
-        n = _inject("pwrite", fd, data, path)
+        n = _inject("pwrite", fd, data, str(path))
         if n is not None:
             return os.pwrite(fd, data[:n], offset)
     return os.pwrite(fd, data, offset)

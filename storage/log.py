@@ -20,12 +20,11 @@ from typing import Callable, NamedTuple
 from pylog.core.errors import DataError, OffsetOutOfRangeError
 from pylog.core.records.batch import RecordBatch
 from pylog.core.records.header import (
-    APPEND_PATCH_STRUCT,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     iter_headers,
+    patch_append_fields,
     set_log_append_time,
-    with_append_fields,
 )
 from pylog.storage import log_validator
 from pylog.storage.log_loader import LogLoader
@@ -35,9 +34,6 @@ from pylog.storage.segment import LogSegment
 from pylog.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
-
-# baseOffset, batchLength (unchanged) and partitionLeaderEpoch, written with one pack_into
-_PATCH = APPEND_PATCH_STRUCT
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -260,24 +256,16 @@ class Log(LogLoader, LogRetention):
         psm = self.producer_state
         if log_append:
             max_ts = now
-        first = self.log_end_offset
-        seg = self.active_segment
-        reason = seg.should_roll(messages_size=total, max_timestamp=max_ts, max_offset=first + count - 1,
-                                 now_ms=now, segment_bytes=cfg["segment.bytes"], segment_ms=cfg["segment.ms"])
-        if reason is not None:
+        seg = self.segments[-1]  # the active segment
+        first = seg.next_offset  # the log end offset
+        if seg.should_roll(total, max_ts, first + count - 1, now, cfg["segment.bytes"], cfg["segment.ms"]):
             seg = self._roll(now)
         # assign offsets and stamp epoch (both outside the CRC), then LogAppendTime (re-CRC)
-        next_offset = first
-        patched = []
-        patch = _PATCH.pack_into
-        for p, h in batches:
-            patch(mv, p, next_offset, h.batch_length, leader_epoch)
-            if log_append:
+        patched, next_offset = patch_append_fields(mv, batches, first, leader_epoch)
+        if log_append:
+            for i, (p, h) in enumerate(patched):
                 set_log_append_time(mv, p, h.batch_length + LOG_OVERHEAD, now)
-                h = h._replace(max_timestamp=now, attributes=h.attributes | TIMESTAMP_TYPE_MASK)
-            h = with_append_fields(h, next_offset, leader_epoch)  # the header as written
-            patched.append((p, h))
-            next_offset += h.last_offset_delta + 1
+                patched[i] = (p, h._replace(max_timestamp=now, attributes=h.attributes | TIMESTAMP_TYPE_MASK))
         seg.append(mv, patched, total)
         if has_pid:
             for p, h in patched:
@@ -357,9 +345,10 @@ class Log(LogLoader, LogRetention):
 
     # ---- read ----
     def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
-             min_one_batch: bool = True) -> FetchSlice:
+             min_one_batch: bool = True, partial_tail: bool = False) -> FetchSlice:
         """Whole batches from the one holding `offset`, at most max_bytes (but at least one batch when
         min_one_batch) and never past the high watermark (or upper_bound): a FetchSlice for sendfile.
+        partial_tail: the budget's byte slice instead, ending in a partial batch as Kafka's (Fetch).
         Raises OffsetOutOfRangeError outside [log start, log end]."""
         with self.lock:
             leo = self.log_end_offset
@@ -378,7 +367,7 @@ class Log(LogLoader, LogRetention):
                     bp = seg.translate_offset(bound)
                     # the batch holding `bound` is not yet committed: stop before it
                     max_pos = seg.size if bp is None else bp.position
-                res = seg.read(offset, max_bytes, max_pos, min_one_batch)
+                res = seg.read(offset, max_bytes, max_pos, min_one_batch, partial_tail)
                 if res is not None:
                     pos, length, first = res
                     return FetchSlice(seg.fd, pos, length, first)

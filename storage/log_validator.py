@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pylog.core import fastpath
 from pylog.core.errors import (
     CorruptMessageError,
     InvalidRecordError,
@@ -70,6 +71,7 @@ _unpack_header = HEADER_STRUCT.unpack_from
 _new_tuple = tuple.__new__
 _MAX_CODEC = max(CODEC_NAMES)
 _LONG_MIN = -(1 << 63)
+_LONG_MAX = (1 << 63) - 1
 
 
 class Validated(NamedTuple):
@@ -158,7 +160,7 @@ def every_bad_record(data: bytes, h: BatchHeader, tp: str, compacted: bool, lo: 
 
 
 def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
-    """The checks of `validate` for the common case, in one tight loop.
+    """The checks of `validate` for the common case, in one walk (`validate_batches`).
 
     Returns None as soon as anything is unusual (damage, a limit exceeded, a
     compacted topic, a timestamp only the records can decide): the caller then
@@ -166,18 +168,35 @@ def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
     `validate` accepts."""
     if total > cfg["segment.bytes"] or "compact" in cfg["cleanup.policy"]:
         return None
-    max_message = cfg["max.message.bytes"]
-    create_time = cfg["message.timestamp.type"] == "CreateTime"
     before_max = cfg["message.timestamp.before.max.ms"]
-    lo_bounded = before_max < now
-    lo = now - before_max if lo_bounded else _LONG_MIN
-    hi = now + cfg["message.timestamp.after.max.ms"]
+    found = validate_batches(mv if total == len(mv) else mv[:total], cfg["max.message.bytes"],
+                             cfg["message.timestamp.type"] == "CreateTime",
+                             now - before_max if before_max < now else _LONG_MIN,
+                             min(now + cfg["message.timestamp.after.max.ms"], _LONG_MAX), compressed_records_ok, tp)
+    return None if found is None else _new_tuple(Validated, found)  # NamedTuple's __new__ costs ~0.5 us
+
+
+def compressed_records_ok(mv, pos: int, h: BatchHeader, tp: str) -> bool:
+    """validate_batches' walk of a compressed batch's records: True when they are sound."""
+    try:
+        check_batch_records(mv, pos, h, tp, False)
+    except (InvalidRecordError, CorruptMessageError):
+        return False
+    return True
+
+
+def validate_batches_py(mv, max_message: int, create_time: bool, lo: int, hi: int, check_compressed,
+                        tp: str) -> tuple | None:
+    """validate_fast's walk over the whole of `mv`: (batches, record count, max timestamp, has a
+    producer id), or None as soon as anything is unusual. `lo`, `hi`: the CreateTime window
+    (_LONG_MIN: no lower bound); `check_compressed(mv, pos, header, tp) -> bool` walks a compressed
+    batch's records. The reference of the compiled `validate_batches` (one C call per append)."""
     batches = []
     count = 0
     max_ts = -1
     has_pid = False
     try:
-        for pos, h in iter_headers(mv, 0, total, verify_crc=True, max_batch_size=max_message):
+        for pos, h in iter_headers(mv, 0, len(mv), verify_crc=True, max_batch_size=max_message):
             attrs = h.attributes
             n = h.record_count
             if n <= 0 or h.last_offset_delta + 1 != n or attrs & CONTROL_MASK or attrs & CODEC_MASK > _MAX_CODEC:
@@ -189,25 +208,29 @@ def validate_fast(mv, total: int, now: int, cfg, tp: str) -> Validated | None:
             elif attrs & TRANSACTIONAL_MASK:
                 return None
             if create_time:
-                if h.max_timestamp > hi or (lo_bounded and not (
+                if h.max_timestamp > hi or (lo != _LONG_MIN and not (
                         (n == 1 or attrs & TIMESTAMP_TYPE_MASK) and (h.max_timestamp >= lo or h.max_timestamp == NO_TIMESTAMP))):
                     return None  # out of range, or only the records can tell (see check_timestamps)
             elif attrs & TIMESTAMP_TYPE_MASK:
                 return None
-            try:
-                if attrs & CODEC_MASK:
-                    check_batch_records(mv, pos, h, tp, False)
-                else:  # walked where it lies: no copy of the records section
+            if attrs & CODEC_MASK:
+                if not check_compressed(mv, pos, h, tp):
+                    return None
+            else:  # walked where it lies: no copy of the records section
+                try:
                     check_records(mv[pos + HEADER_SIZE:pos + h.batch_length + LOG_OVERHEAD], n, h.last_offset_delta)
-            except (InvalidRecordError, CorruptMessageError, InvalidRecordFraming):
-                return None
+                except InvalidRecordFraming:
+                    return None
             batches.append((pos, h))
             count += n
             if h.max_timestamp > max_ts:
                 max_ts = h.max_timestamp
     except RecordFormatError:
         return None  # damage: validate() names it
-    return tuple.__new__(Validated, (batches, count, max_ts, has_pid))  # NamedTuple's __new__ costs ~0.5 us
+    return batches, count, max_ts, has_pid
+
+
+validate_batches = fastpath.choose("validate_batches", validate_batches_py)
 
 
 def validate(mv, total: int, now: int, cfg, tp: str) -> Validated:

@@ -170,9 +170,9 @@ class LogSegment:
         start = self.size
         view = memoryview(buf)[:total_size]
         try:
-            written = faults.pwrite(self.fd, view, start, self._path_str)
+            written = faults.pwrite(self.fd, view, start, self.log_path)
             while written < total_size:
-                written += faults.pwrite(self.fd, view[written:], start + written, self._path_str)
+                written += faults.pwrite(self.fd, view[written:], start + written, self.log_path)
         except OSError as e:
             # a write that failed half way (ENOSPC, EIO): cut the file back to the last
             # whole batch before anything else is appended, so nothing torn is ever served
@@ -201,26 +201,27 @@ class LogSegment:
         self.max_timestamp_so_far = max_ts
         self.bytes_since_last_index_entry = since
         self.size = start + total_size
-        self.next_offset = batches[-1][1].next_offset
+        self.next_offset = h.base_offset + h.last_offset_delta + 1  # the last batch's next offset
         self.unflushed = True
 
     def can_hold(self, last_offset: int) -> bool:
         """True when last_offset fits the segment's int32 relative offsets."""
         return 0 <= last_offset - self.base_offset <= INT_MAX
 
-    def should_roll(self, *, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int,
+    def should_roll(self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int,
                     segment_bytes: int, segment_ms: int) -> str | None:
-        """Kafka's four roll conditions; returns the reason or None."""
-        if self.size > segment_bytes - messages_size:
+        """Kafka's four roll conditions; returns the reason or None. (Positional: once per append.)"""
+        size = self.size
+        if size > segment_bytes - messages_size:
             return "size"
-        if self.size > 0:
+        if size > 0:
             t = self.rolling_based_timestamp
             waited = (max_timestamp - t) if (t is not None and t >= 0) else (now_ms - self.created_ms)
             if waited > segment_ms - self.roll_jitter_ms:
                 return "time"
         if self.offset_index.is_full or self.time_index.is_full:
             return "index full"
-        if not self.can_hold(max_offset):
+        if not 0 <= max_offset - self.base_offset <= INT_MAX:  # can_hold
             return "offset overflow"
         return None
 
@@ -246,10 +247,13 @@ class LogSegment:
         return None
 
     def read(self, offset: int, max_size: int, max_position: int | None = None,
-             min_one_batch: bool = True) -> tuple[int, int, int] | None:
-        """(position, length, first batch base offset) of whole batches from the one holding
-        `offset`, at most max_size bytes (but at least one batch when min_one_batch) and not
-        past max_position. None when the offset is beyond this segment."""
+             min_one_batch: bool = True, partial_tail: bool = False) -> tuple[int, int, int] | None:
+        """(position, length, first batch base offset) of the bytes from the batch holding `offset`, at
+        most max_size bytes (but at least the first batch when min_one_batch) and not past max_position.
+        Whole batches only, unless partial_tail: then Kafka's LogSegment.read, a byte slice that may end
+        in a partial batch (and nothing when the first batch alone is over budget without
+        min_one_batch, as Kafka answers a v3+ Fetch whose first entry is incomplete). None when the
+        offset is beyond this segment."""
         first = self.translate_offset(offset)
         if first is None:
             return None
@@ -261,6 +265,8 @@ class LogSegment:
             length = first.size if (min_one_batch and start + first.size <= limit) else 0
             return start, length, first.base_offset
         budget_end = min(limit, start + max_size)
+        if partial_tail:
+            return start, budget_end - start, first.base_offset
         pos = start + first.size
         fd = self.fd
         while pos + LOG_OVERHEAD <= budget_end:

@@ -30,6 +30,18 @@ def test_crc32c_agrees(data, value, skip):
     assert native.crc32c(view) == package.crc32c(view)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3 * 8192 * 2 + 3 * 256 * 3 + 40), st.integers(0, 7), st.integers(0, (1 << 32) - 1),
+       st.randoms(use_true_random=False))
+def test_crc32c_agrees_across_the_three_lanes(size, skip, value, rnd):
+    """Lengths around the three-lane blocks (3 x 8192 and 3 x 256 bytes), any alignment."""
+    data = rnd.randbytes(size + skip)
+    view = memoryview(data)[skip:]
+    assert native.crc32c(view, value) == package.crc32c(view, value)
+    for n in (3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1, 3 * 256 - 1, 3 * 256, 3 * 256 + 9):
+        assert native.crc32c(view[:n]) == package.crc32c(view[:n])
+
+
 def test_large_buffers_and_the_chosen_implementation():
     data = os.urandom(1 << 20) + b"tail"
     assert native.crc32c(data) == package.crc32c(data)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple
 
+from pylog.core import fastpath
 from pylog.core.records.crc import crc32c
 
 from pylog.core.records.errors import (
@@ -168,6 +169,22 @@ def with_append_fields(h: BatchHeader, base_offset: int, partition_leader_epoch:
 
 # index of magic in BatchHeader: the fields from it on are the producer's, kept on append
 MAGIC_INDEX = BatchHeader._fields.index("magic")
+
+
+def patch_append_fields_py(buf, batches: list, base_offset: int, partition_leader_epoch: int) -> tuple[list, int]:
+    """The leader's patch of an append, in place: offsets from `base_offset` and the leader epoch
+    (both outside the CRC) into the batches [(position, BatchHeader)] of buf. Returns [(position,
+    the header as written)] and the next offset. The reference of the compiled patch_append_fields."""
+    patched = []
+    patch = APPEND_PATCH_STRUCT.pack_into
+    for p, h in batches:
+        patch(buf, p, base_offset, h.batch_length, partition_leader_epoch)
+        patched.append((p, with_append_fields(h, base_offset, partition_leader_epoch)))
+        base_offset += h.last_offset_delta + 1
+    return patched, base_offset
+
+
+patch_append_fields = fastpath.choose("patch_append_fields", patch_append_fields_py)
 
 
 def compute_crc(buf, pos: int, size: int) -> int:
