@@ -34,6 +34,7 @@ from support.kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
 from support.spark_fixtures import spark_cluster  # noqa: E402,F401
 from support.spark_fixtures import spark_connect, spark_connect_bare  # noqa: E402,F401
 from support.spark_fixtures import classic_spark, keep_session  # noqa: E402,F401
+from support.spark_fixtures import standalone_export_dir  # noqa: E402,F401
 
 
 # share groups (KIP-932): `share_pylog`, `share_kafka`, `share_brokers` for the run
