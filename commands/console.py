@@ -2,13 +2,52 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-from rich.console import Console
+# stdout carries results (tables, dumps, JSON); stderr carries progress and errors: `out` and
+# `err`, rich consoles made on first use (importing rich is ~15 ms of a command's start-up)
+_CONSOLES = {"out": False, "err": True}  # name -> on stderr
+# what makes rich treat a stream as a terminal whatever isatty() says
+_TERMINAL_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
-# stdout carries results (tables, dumps, JSON); stderr carries progress and errors
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+def __getattr__(name: str):
+    if name not in _CONSOLES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rich.console import Console
+
+    console = globals()[name] = Console(stderr=_CONSOLES[name], highlight=False, soft_wrap=True)
+    return console
+
+
+def _console(name: str):
+    return globals().get(name) or __getattr__(name)
+
+
+def _plain_stderr() -> bool:
+    """True while `err` is not made and stderr is no terminal to rich either: plain text
+    written to it reads as rich would print it."""
+    if "err" in globals() or any(map(os.environ.__contains__, _TERMINAL_ENV)):
+        return False
+    isatty = getattr(sys.stderr, "isatty", None)
+    return isatty is None or not isatty()
+
+
+def stderr_is_terminal() -> bool:
+    """`err.is_terminal`, without importing rich when stderr is a file or a pipe."""
+    return not _plain_stderr() and _console("err").is_terminal
+
+
+def print_err(text: str) -> None:
+    """`err.print(text, markup=False)`; a plain write where that shows the same (stderr no
+    terminal, printable ASCII without ":" that rich could read as an emoji code), so a
+    command's one summary line does not import rich."""
+    if _plain_stderr() and text.isascii() and text.isprintable() and ":" not in text:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        return
+    _console("err").print(text, markup=False)
 
 
 def emit_json(obj) -> None:
@@ -38,7 +77,7 @@ def print_table(columns, rows, title: str | None = None, console=None, header: b
     "...". Piped: plain space-aligned columns with the full text of every cell, no
     box drawing and no markup, for grep, awk and sort.
     """
-    console = console or out
+    console = console or _console("out")
     rows = [[str(c) for c in r] for r in rows]
     if console.is_terminal:
         from rich import box

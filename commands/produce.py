@@ -9,7 +9,7 @@ from itertools import accumulate
 import click
 
 from pylog.commands.completion import topic_names
-from pylog.commands.console import emit_json, err, plural
+from pylog.commands.console import emit_json, plural, print_err, stderr_is_terminal
 from pylog.commands.options import bootstrap_option, json_option, properties_options, topic_argument
 from pylog.core.config import PRODUCER_CONFIGS
 from pylog.core.errors import PylogError, UnknownTopicOrPartitionError, UsageError
@@ -118,10 +118,10 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
                 txn = Transactions(producer, transaction_size, tracker)
             except PylogError as e:
                 raise NothingDelivered(f"cannot produce to {topic}: init_transactions: {e}") from None
-        if total_size is not None and err.is_terminal and not as_json:
+        if total_size is not None and not as_json and stderr_is_terminal():
             progress = _progress_bar(topic, total_size)
         read = 0
-        for first, lines, nbytes in read_blocks(stream):
+        for first, lines, nbytes in read_blocks(stream, raw=fmt == "json"):  # JSON: framed in place
             read += nbytes
             if fmt == "json":
                 block = parse_json(first, lines, hdrs)
@@ -228,6 +228,8 @@ def _connect(producer_class, props: dict, topic: str):
 
 def _progress_bar(topic: str, total_size: int):
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    from pylog.commands.console import err
     progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                         TransferSpeedColumn(), console=err, transient=True)
     progress.start()
@@ -301,13 +303,15 @@ def _report(topic, stats, elapsed, txn, interrupted, in_flight, dropped, as_json
     head = "interrupted: " if interrupted is not None else ""
     tail = (f"; {in_flight} in flight at the interrupt, {dropped} dropped (never acknowledged)"
             if interrupted is not None else "")
-    err.print(f"{head}produced {plural(summary['records'], 'record')} ({plural(summary['bytes'], 'byte')}) "
+    print_err(f"{head}produced {plural(summary['records'], 'record')} ({plural(summary['bytes'], 'byte')}) "
               f"to {topic} partitions [{parts}] in {elapsed:.2f}s ({summary['records_per_s']:.0f} records/s); "
-              f"{len(failed)} failed{tail}", markup=False)
+              f"{len(failed)} failed{tail}")
     if txn is not None:
+        from pylog.commands.console import err
+
         err.print(f"transactions: {txn.committed} committed, {txn.aborted} aborted")
     for e, lines in causes:
-        err.print(f"  {plural(len(lines), 'record')} failed: {e} ({_lines(lines)})", markup=False)
+        print_err(f"  {plural(len(lines), 'record')} failed: {e} ({_lines(lines)})")
     return failed
 
 

@@ -45,11 +45,30 @@ class Block:
         self.sizes = None  # (key + value bytes per record, their prefix sums), once asked for
 
 
-def read_blocks(stream, block_size: int = BLOCK):
+class RawLines:
+    """A block's lines where they lie in the data read: data[:end] split at "\\n", each line
+    without a "\\r" before its "\\n" when `cr` (the lines read_blocks yields, made by `split`
+    only when asked for). `count` is how many."""
+
+    __slots__ = ("data", "end", "cr", "count")
+
+    def __init__(self, data: bytes, end: int, cr: bool = True):
+        self.data, self.end, self.cr = data, end, cr
+        self.count = data.count(b"\n", 0, end) + 1
+
+    def split(self) -> list:
+        lines = (self.data[:self.end] if self.end < len(self.data) else self.data).split(b"\n")
+        if self.cr and b"\r" in self.data:
+            lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
+        return lines
+
+
+def read_blocks(stream, block_size: int = BLOCK, raw: bool = False):
     """Yield (first line number, lines, bytes consumed) per block of whole lines.
 
     Lines lose their "\\n" and any "\\r" before it; a last line without "\\n" is kept
-    as it is. A pipe's block is what has arrived (read1), so records flow as typed."""
+    as it is. A pipe's block is what has arrived (read1), so records flow as typed.
+    With `raw` the lines come as a RawLines, not split."""
     read = getattr(stream, "read1", stream.read)
     rest = b""
     lineno = 1
@@ -57,19 +76,24 @@ def read_blocks(stream, block_size: int = BLOCK):
         chunk = read(block_size)
         if not chunk:
             if rest:
-                yield lineno, [rest], len(rest)
+                yield lineno, RawLines(rest, len(rest), cr=False) if raw else [rest], len(rest)
             return
         data = rest + chunk if rest else chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            rest = data
+        if raw:
+            cut = data.rfind(b"\n")
+            rest = data[cut + 1:]
+            if cut >= 0:
+                lines = RawLines(data, cut)
+                yield lineno, lines, cut + 1
+                lineno += lines.count
             continue
-        body = data[:cut]
-        rest = data[cut + 1:]
-        lines = body.split(b"\n")
-        if b"\r" in body:
+        lines = data.split(b"\n")  # the piece after the last "\n" is the next block's start
+        rest = lines.pop()
+        if not lines:
+            continue
+        if b"\r" in data:
             lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
-        yield lineno, lines, cut + 1
+        yield lineno, lines, len(data) - len(rest)
         lineno += len(lines)
 
 
@@ -229,16 +253,32 @@ def parse_json_lines(first: int, lines: list) -> tuple[list, list]:
     return rows, errors
 
 
-# the compiled framing of the common shape ({"key": "...", "value": "..."}); None: not compiled
+# the compiled framing of the common shape ({"key": "...", "value": "..."}), of a list of
+# lines or of a RawLines' data in place; None: not compiled
 _json_key_values = fastpath.choose("json_key_values", None)
+_json_block_key_values = fastpath.choose("json_block_key_values", None)
 
 
-def parse_json(first: int, lines: list, common_headers) -> Block:
-    """JSON lines: {"key", "value", "headers", "partition", "timestamp"} per line; blank lines skipped."""
+def parse_json(first: int, lines, common_headers) -> Block:
+    """JSON lines: {"key", "value", "headers", "partition", "timestamp"} per line (a list,
+    or a RawLines); blank lines skipped."""
+    if isinstance(lines, RawLines):
+        if _json_block_key_values is not None:
+            kv = _json_block_key_values(lines.data, lines.end)  # as _json_key_values(lines.split())
+            if kv is not None:
+                return Block(kv[1], kv[0], [common_headers] * lines.count if common_headers else None)
+            if _json_key_values is not None:
+                return _parse_json_objects(first, lines.split(), common_headers)
+        lines = lines.split()
     if _json_key_values is not None:
         kv = _json_key_values(lines)  # None unless every line has the common shape
         if kv is not None:
             return Block(kv[1], kv[0], [common_headers] * len(lines) if common_headers else None)
+    return _parse_json_objects(first, lines, common_headers)
+
+
+def _parse_json_objects(first: int, lines: list, common_headers) -> Block:
+    """Lines of any shape: decoded a block at a time, else line by line."""
     block = _json_fast(first, lines, common_headers)
     if block is not None:
         return block

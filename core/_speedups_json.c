@@ -172,7 +172,62 @@ done:
     return result;
 }
 
+/* json_block_key_values(data, end) -> json_key_values(data[:end].split(b"\n")), without a
+ * bytes object per line: the lines are framed where they lie in the read block */
+static PyObject *
+sp_json_block_key_values(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t end;
+    if (!PyArg_ParseTuple(args, "y*n:json_block_key_values", &view, &end))
+        return NULL;
+    PyObject *keys = NULL, *values = NULL, *result = NULL;
+    Py_ssize_t n = 0, filled = 0, with_key = 0;
+    if (end < 0 || end > view.len) {
+        PyErr_SetString(PyExc_ValueError, "json_block_key_values: end out of range");
+        goto done;
+    }
+    const char *d = (const char *)view.buf, *stop = d + end, *p;
+    for (p = d, n = 1; (p = memchr(p, '\n', stop - p)) != NULL; p++)
+        n++;
+    if ((keys = PyList_New(n)) == NULL || (values = PyList_New(n)) == NULL)
+        goto done;
+    for (p = d; filled < n; filled++) {
+        const char *nl = memchr(p, '\n', stop - p), *line_end = nl ? nl : stop, *ks = NULL, *vs = NULL;
+        Py_ssize_t kl, vl;
+        if (!js_line(p, line_end, &ks, &kl, &vs, &vl)) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+        if (js_set(keys, filled, ks, kl) < 0)
+            goto done;
+        if (js_set(values, filled, vs, vl) < 0) {
+            Py_SET_SIZE(keys, filled + 1);
+            Py_SET_SIZE(values, filled);
+            filled = n;
+            goto done;
+        }
+        with_key += kl >= 0;
+        p = line_end + 1;
+    }
+    result = PyTuple_Pack(2, with_key ? keys : Py_None, values);
+done:
+    if (filled < n) {
+        if (keys)
+            Py_SET_SIZE(keys, filled);
+        if (values)
+            Py_SET_SIZE(values, filled);
+    }
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 PyMethodDef pylog_json_methods[] = {
     {"json_key_values", (PyCFunction)sp_json_key_values, METH_O, "produce_input._json_fast (the common shape)"},
+    {"json_block_key_values", (PyCFunction)sp_json_block_key_values, METH_VARARGS,
+     "json_key_values of data[:end].split(b'\\n'), framed in place"},
     {NULL, NULL, 0, NULL},
 };

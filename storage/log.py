@@ -357,9 +357,10 @@ class Log(LogLoader, LogRetention):
 
     # ---- read ----
     def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
-             min_one_batch: bool = True) -> FetchSlice:
+             min_one_batch: bool = True, partial_tail: bool = False) -> FetchSlice:
         """Whole batches from the one holding `offset`, at most max_bytes (but at least one batch when
         min_one_batch) and never past the high watermark (or upper_bound): a FetchSlice for sendfile.
+        partial_tail: the budget's byte slice instead, ending in a partial batch as Kafka's (Fetch).
         Raises OffsetOutOfRangeError outside [log start, log end]."""
         with self.lock:
             leo = self.log_end_offset
@@ -378,7 +379,7 @@ class Log(LogLoader, LogRetention):
                     bp = seg.translate_offset(bound)
                     # the batch holding `bound` is not yet committed: stop before it
                     max_pos = seg.size if bp is None else bp.position
-                res = seg.read(offset, max_bytes, max_pos, min_one_batch)
+                res = seg.read(offset, max_bytes, max_pos, min_one_batch, partial_tail)
                 if res is not None:
                     pos, length, first = res
                     return FetchSlice(seg.fd, pos, length, first)

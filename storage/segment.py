@@ -246,10 +246,13 @@ class LogSegment:
         return None
 
     def read(self, offset: int, max_size: int, max_position: int | None = None,
-             min_one_batch: bool = True) -> tuple[int, int, int] | None:
-        """(position, length, first batch base offset) of whole batches from the one holding
-        `offset`, at most max_size bytes (but at least one batch when min_one_batch) and not
-        past max_position. None when the offset is beyond this segment."""
+             min_one_batch: bool = True, partial_tail: bool = False) -> tuple[int, int, int] | None:
+        """(position, length, first batch base offset) of the bytes from the batch holding `offset`, at
+        most max_size bytes (but at least the first batch when min_one_batch) and not past max_position.
+        Whole batches only, unless partial_tail: then Kafka's LogSegment.read, a byte slice that may end
+        in a partial batch (and nothing when the first batch alone is over budget without
+        min_one_batch, as Kafka answers a v3+ Fetch whose first entry is incomplete). None when the
+        offset is beyond this segment."""
         first = self.translate_offset(offset)
         if first is None:
             return None
@@ -261,6 +264,8 @@ class LogSegment:
             length = first.size if (min_one_batch and start + first.size <= limit) else 0
             return start, length, first.base_offset
         budget_end = min(limit, start + max_size)
+        if partial_tail:
+            return start, budget_end - start, first.base_offset
         pos = start + first.size
         fd = self.fd
         while pos + LOG_OVERHEAD <= budget_end:

@@ -112,6 +112,19 @@ def test_json_blocks_parse_as_lines_do(lines, common):
     assert as_records(block, 1) == want
 
 
+@pytest.mark.parametrize("block", [1, 7, 64, 1 << 20])
+@pytest.mark.parametrize("lines", [JSON_LINES, [b'{"key":"k%d","value":"v"}' % i for i in range(30)]])
+def test_json_read_in_place_parses_as_split_lines(block, lines):
+    """`pylog produce --format json` reads blocks as RawLines: the same lines, numbers and records."""
+    data = b"\r\n".join(lines[:5]) + b"\n" + b"\n".join(lines[5:])
+    split = list(read_blocks(io.BytesIO(data), block))
+    raw = list(read_blocks(io.BytesIO(data), block, raw=True))
+    assert [(f, r.split(), n) for f, r, n in raw] == split
+    for (first, lines, _), (_, r, _) in zip(split, raw):
+        a, b = parse_json(first, lines, [("c", b"d")]), parse_json(first, r, [("c", b"d")])
+        assert (as_records(a, first), a.errors) == (as_records(b, first), b.errors)
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_column_renderer_prints_what_the_record_renderer_prints(seed):
     rnd = random.Random(seed)

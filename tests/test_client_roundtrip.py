@@ -327,6 +327,17 @@ def test_fetch_settings_are_honoured(broker):
     c.close()
     assert offsets == list(range(200))
     assert max(sizes) == 7
+    # a budget of one and a half batches: every answer ends in a partial batch (Kafka's byte
+    # slice), which the consumer leaves for its next fetch
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest",
+                  "max.partition.fetch.bytes": "3000"})
+    c.assign([tp])
+    offsets = []
+    deadline = time.monotonic() + 20
+    while len(offsets) < 200 and time.monotonic() < deadline:
+        offsets += [r.offset for r in c.poll(200).get(tp, [])]
+    c.close()
+    assert offsets == list(range(200))
     # fetch.min.bytes not reached: the broker holds the fetch for fetch.max.wait.ms
     c = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "latest",
                   "fetch.min.bytes": "1000000", "fetch.max.wait.ms": "700"})

@@ -13,6 +13,7 @@ import pytest
 from support.broker_fixtures import BrokerProcess, call, connect
 from support.member_procs import MemberProcess, end_members
 from support.waiting import wait_until
+from support.kafka_peer import shell  # noqa: F401 - a ToolShell JVM for the module
 from support.cgroup_members import (  # noqa: F401
     CONSUMER_GROUP_DESCRIBE, DESCRIBE_GROUPS, FAST, HERE, LIST_GROUPS, Member, OFFSET_FETCH,
     SESSION_MS, committed, create_topic, describe, produce,
@@ -455,10 +456,9 @@ def test_records_pylog_writes_dump_as_kafka_dumps_them(tmp_path):
     assert '"instanceId":"inst-d"' in out and '"memberEpoch":-2' in out
 
 
-def test_kafka_consumer_groups_tool_describes_a_consumer_group(cbroker):
-    """kafka-consumer-groups 4.3.1 (Admin: ListGroups with types, ConsumerGroupDescribe)."""
-    from support.kafka_peer import run_main
-
+def test_kafka_consumer_groups_tool_describes_a_consumer_group(cbroker, shell):
+    """kafka-consumer-groups 4.3.1 (Admin: ListGroups with types, ConsumerGroupDescribe), its three
+    runs in one JVM."""
     cmd = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
     topic, group = "tool2", "tool848"
     create_topic(cbroker, topic, 2)
@@ -466,13 +466,13 @@ def test_kafka_consumer_groups_tool_describes_a_consumer_group(cbroker):
     try:
         wait_until(lambda: len(m.assignment) == 2, 60, lambda: f"two partitions: {m.assignment}")
         wait_until(lambda: describe(cbroker, group)["group_state"] == "Stable", 30, "Stable")
-        out = run_main(cmd, "--bootstrap-server", cbroker.bootstrap, "--list", "--type", "consumer").stdout
+        out = shell.run(cmd, "--bootstrap-server", cbroker.bootstrap, "--list", "--type", "consumer").stdout
         assert group in out.split()
-        out = run_main(cmd, "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", group, "--members",
+        out = shell.run(cmd, "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", group, "--members",
                        "--verbose").stdout
         rows = [line.split() for line in out.splitlines() if line.startswith(group)]
         assert len(rows) == 1 and f"{topic}:0,1" in rows[0], out
-        out = run_main(cmd, "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", group, "--state",
+        out = shell.run(cmd, "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", group, "--state",
                        "--verbose").stdout
         assert "Stable" in out and "uniform" in out, out
     finally:

@@ -88,3 +88,25 @@ def test_a_line_not_bytes_is_a_type_error():
     with pytest.raises(TypeError):
         native.json_key_values([b'{"key":"k"}', '{"key":"k"}'])
     assert native.json_key_values([]) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(json_line() | json_line(common=True), min_size=1, max_size=8), st.sampled_from([b"\n", b"\r\n"]),
+       st.integers(0, 3))
+def test_a_block_framed_in_place_is_its_lines_framed(lines, eol, extra):
+    """json_block_key_values(data, end) is json_key_values of data[:end]'s lines, and
+    parse_json of read_blocks' RawLines is parse_json of the lines read_blocks splits."""
+    data = eol.join(lines) + eol + b'{"key":"next"}'[:extra]
+    end = len(data) - extra - 1
+    assert native.json_block_key_values(data, end) == native.json_key_values(data[:end].split(b"\n"))
+    raw = produce_input.RawLines(data, end)
+    got, want = produce_input.parse_json(3, raw, []), produce_input.parse_json(3, raw.split(), [])
+    assert [getattr(got, f) for f in produce_input.Block.__slots__] == \
+        [getattr(want, f) for f in produce_input.Block.__slots__]
+
+
+def test_a_block_framed_in_place_checks_its_end():
+    assert native.json_block_key_values(b'{"key":"k"}\n{"value":"v"}', 11) == ([b"k"], [None])
+    assert native.json_block_key_values(b'{"key":"k"}\n', 0) is None  # one empty line
+    with pytest.raises(ValueError):
+        native.json_block_key_values(b"{}", 3)

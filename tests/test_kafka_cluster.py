@@ -45,6 +45,11 @@ def cluster(tmp_path_factory):
     c.stop()
 
 
+# between two kafka-topics runs in a wait: each builds an Admin client in the tool JVM, and the waits
+# are on Kafka's own timers (replica lag, broker session), seconds long
+POLL = 0.5
+
+
 def kafka_tool(name: str, *args: str, check: bool = False) -> subprocess.CompletedProcess:
     """kafka-NAME.sh ARGS in the module's tool JVM."""
     return _TOOLS[-1].run(TOOLS[name], *args, check=check)
@@ -80,7 +85,8 @@ def leader_alone_in_isr(cluster, topic) -> tuple[int, list[int]]:
     others = [i for i in state["replicas"] if i != survivor]
     for i in others:
         cluster.node(i).kill9()
-    assert wait_for(lambda: partition_state(cluster.node(survivor).bootstrap, topic)[0]["isr"] == [survivor], 120)
+    assert wait_for(lambda: partition_state(cluster.node(survivor).bootstrap, topic)[0]["isr"] == [survivor], 120,
+                    step=POLL)
     return survivor, others
 
 
@@ -89,7 +95,7 @@ def create_topic(cluster, name, partitions=3, *configs):
     for c in configs:
         args += ["--config", c]
     kafka_topics(cluster.bootstrap, *args)
-    assert wait_for(lambda: len(partition_state(cluster.bootstrap, name)) == partitions, 60)
+    assert wait_for(lambda: len(partition_state(cluster.bootstrap, name)) == partitions, 60, step=POLL)
 
 
 class SlowFeeder:
@@ -157,7 +163,8 @@ def test_produce_through_leader_kill9_and_restart(cluster, tmp_path):
     assert wait_for(lambda: feeder.sent > n // 4, 120)
     cluster.node(leader).kill9()
     # the controller moves leadership away from the dead broker
-    assert wait_for(lambda: partition_state(cluster.bootstrap, "leader-kill")[0]["leader"] not in (leader, -1), 120)
+    assert wait_for(lambda: partition_state(cluster.bootstrap, "leader-kill")[0]["leader"] not in (leader, -1), 120,
+                    step=POLL)
     cluster.node(leader).start()
     rc, summary, err = feeder.result()
     assert rc == 0, err
@@ -320,6 +327,8 @@ def test_groups_describe_on_java_and_librdkafka_members(cluster, tmp_path):
 
         def settled():
             rdk.poll(0.2)
+            if not rdk.assignment():  # not in the group yet: no `pylog groups` process to ask
+                return None
             d = pylog_cli("groups", "describe", "mixed", "-b", cluster.bootstrap, "--members", "--json")
             if d.returncode != 0:
                 return None

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -97,8 +98,18 @@ def wait(cond, timeout: float, what: str):
         time.sleep(1)
 
 
-def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, kafka_cluster):
-    b = BrokerProcess(tmp_path / "pylog").start()
+@pytest.fixture(scope="module")
+def pylog_source(tmp_path_factory):
+    """pylog's broker, started beside the Kafka cluster (the fixture named after it starts there
+    while this one starts here)."""
+    with ThreadPoolExecutor(1) as pool:
+        started = pool.submit(BrokerProcess(tmp_path_factory.mktemp("mm2-source") / "pylog").start)
+        yield started
+    started.result().stop_clean()
+
+
+def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, pylog_source, kafka_cluster):
+    b = pylog_source.result()
     mm = None
     try:
         src = b.bootstrap
@@ -174,4 +185,3 @@ def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, kafka_cluster):
             except subprocess.TimeoutExpired:
                 os.killpg(mm.pid, 9)
                 mm.wait()
-        b.stop_clean()

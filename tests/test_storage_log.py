@@ -245,6 +245,32 @@ def test_read_boundaries(tmp_path):
         os.close(w)
 
 
+def test_read_partial_tail_is_kafkas_byte_slice(tmp_path):
+    """Fetch's read (partial_tail): Kafka's LogSegment.read, the budget's bytes ending mid-batch,
+    the first batch whole under min_one_batch, never past the segment end or the upper bound."""
+    lg = make_log(tmp_path, segment_bytes=1000, index_interval_bytes=100)
+    for _ in range(12):
+        lg.append_as_leader(batch(2, size=100), 0)
+    bl = len(batch(2, size=100))
+    seg0 = lg.segments[0]
+    whole = lg.read(0, 10 ** 6).read_bytes()
+    for budget in (1, bl - 1, bl, bl + 1, bl * 2 + 5, seg0.size - 1):
+        fs = lg.read(0, budget, partial_tail=True)
+        assert fs.first_offset == 0
+        assert fs.length == max(budget, bl)  # the first batch whole, then the budget's bytes
+        assert fs.read_bytes() == whole[:fs.length]
+    assert lg.read(2, bl + 7, partial_tail=True).length == bl + 7  # from the batch holding offset 2
+    assert lg.read(0, 10 ** 6, partial_tail=True).length == seg0.size  # the segment's end bounds it
+    # without min_one_batch an over-budget first batch is nothing (Kafka: firstEntryIncomplete)
+    assert lg.read(0, bl - 1, min_one_batch=False, partial_tail=True).length == 0
+    assert lg.read(0, bl + 3, min_one_batch=False, partial_tail=True).length == bl + 3
+    # the high watermark / upper bound: never a byte of an uncommitted batch
+    assert lg.read(0, 10 ** 6, upper_bound=4, partial_tail=True).length == bl * 2
+    assert lg.read(0, bl + 3, upper_bound=4, partial_tail=True).length == bl + 3
+    assert lg.read(0, 10 ** 6, upper_bound=3, partial_tail=True).length == bl
+    assert lg.read(4, 100, upper_bound=4, partial_tail=True).length == 0
+
+
 def test_files_read_back_with_kafka_python(tmp_path):
     lg = make_log(tmp_path, segment_bytes=2000)
     for i in range(10):

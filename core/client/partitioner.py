@@ -8,6 +8,7 @@ partitioner (KIP-480) keeps one partition until its batch is full, then moves on
 from __future__ import annotations
 
 import array
+import functools
 import random
 import sys
 from itertools import repeat
@@ -88,12 +89,18 @@ def _lanes(data: bytes, count: int, stride: int, offset: int, width: int) -> int
 
 _CHUNK = 16384  # keys hashed together: enough to amortise each step, few enough to stay in cache
 _MAXLEN = 255  # longer keys take the scalar path
-_LANE32 = int.from_bytes(b"\xff\xff\xff\xff\x00\x00\x00\x00" * _CHUNK, "little")
-_LANE31 = int.from_bytes(b"\xff\xff\xff\x7f\x00\x00\x00\x00" * _CHUNK, "little")
-_SEED = [((0x9747B28C ^ n) & _MASK).to_bytes(8, "little") for n in range(_MAXLEN + 1)]
-# per word i: which key lengths have a whole word there, which end inside it (the tail)
-_FULL = [bytes(0xFF if n >= 4 * i + 4 else 0 for n in range(256)) for i in range(64)]
-_TAIL = [bytes(0xFF if 4 * i < n < 4 * i + 4 else 0 for n in range(256)) for i in range(64)]
+
+
+@functools.lru_cache(maxsize=None)
+def _tables() -> tuple:
+    """The reference's tables, made on first use (a compiled install hashes in C): the lane
+    masks of 32 and 31 bits, the seeds by key length, and per word i which key lengths have a
+    whole word there and which end inside it (the tail)."""
+    return (int.from_bytes(b"\xff\xff\xff\xff\x00\x00\x00\x00" * _CHUNK, "little"),
+            int.from_bytes(b"\xff\xff\xff\x7f\x00\x00\x00\x00" * _CHUNK, "little"),
+            [((0x9747B28C ^ n) & _MASK).to_bytes(8, "little") for n in range(_MAXLEN + 1)],
+            [bytes(0xFF if n >= 4 * i + 4 else 0 for n in range(256)) for i in range(64)],
+            [bytes(0xFF if 4 * i < n < 4 * i + 4 else 0 for n in range(256)) for i in range(64)])
 
 
 def _lane_mask(lens: bytes, table: bytes, count: int) -> int:
@@ -110,17 +117,18 @@ def _murmur2_chunk(keys: list, lens: list) -> list[int]:
     Keys are zero-padded to one stride, so the word a key ends in holds exactly its
     tail bytes; per word, lanes whose key has a whole word there take the word
     round, lanes whose key ends inside it take the tail step, the rest keep h."""
+    all32, all31, seeds, full_words, tail_words = _tables()
     count = len(keys)
-    lane32 = _LANE32 if count == _CHUNK else _LANE32 & ((1 << (64 * count)) - 1)
+    lane32 = all32 if count == _CHUNK else all32 & ((1 << (64 * count)) - 1)
     longest = max(lens)
     stride = (longest + 3) & ~3
     data = b"".join(map(bytes.ljust, keys, repeat(stride, count), repeat(b"\x00", count))) if longest else b""
     lb = bytes(lens)
-    h = int.from_bytes(b"".join(map(_SEED.__getitem__, lens)), "little")
+    h = int.from_bytes(b"".join(map(seeds.__getitem__, lens)), "little")
     for i in range(stride // 4):
         k = _lanes(data, count, stride, 4 * i, 4)
-        full = _lane_mask(lb, _FULL[i], count)
-        tail = _lane_mask(lb, _TAIL[i], count)
+        full = _lane_mask(lb, full_words[i], count)
+        tail = _lane_mask(lb, tail_words[i], count)
         w = (k * _M) & lane32
         w ^= (w >> 24) & lane32
         w = (w * _M) & lane32
@@ -130,7 +138,7 @@ def _murmur2_chunk(keys: list, lens: list) -> list[int]:
     h ^= (h >> 13) & lane32
     h = (h * _M) & lane32
     h ^= (h >> 15) & lane32
-    h &= _LANE31
+    h &= all31
     lanes = array.array("Q", h.to_bytes(count * 8, "little"))
     if sys.byteorder == "big":
         lanes.byteswap()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from pylog.core.client.accumulator import (
     HEADER_SIZE,
@@ -29,9 +30,11 @@ from pylog.core.client.errors import (
 from pylog.core.client.loop import Closeable, LoopThread
 from pylog.core.client.partitioner import StickyPartitioner, murmur2
 from pylog.core.client.sender import Sender, record_metadata
-from pylog.core.client.transactions import TransactionManager
 from pylog.core.config import PRODUCER_CONFIGS
 from pylog.core.errors import KafkaError, UsageError
+
+if TYPE_CHECKING:
+    from pylog.core.client.transactions import TransactionManager
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +138,8 @@ class Producer(Closeable):
         self._sender = Sender(self)
         self._txn = None
         if cfg["transactional.id"] is not None:
+            from pylog.core.client.transactions import TransactionManager  # only a transactional producer's
+
             self._txn = self._sender.txn = TransactionManager(
                 self, self._sender, cfg["transactional.id"], cfg["transaction.timeout.ms"])
         self._bulk = BulkSender(self)

@@ -20,7 +20,7 @@ __all__ = ["VARINT", "VARINT_LIMIT", "column_lengths", "column_lengths_py", "enc
 
 VARINT_LIMIT = 1 << 14
 # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas): the hot lookup
-VARINT = [encode_varint(n) for n in range(VARINT_LIMIT)]
+VARINT = list(map(encode_varint, range(VARINT_LIMIT)))
 _V = VARINT
 _VLIM = VARINT_LIMIT
 

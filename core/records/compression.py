@@ -21,10 +21,6 @@ import struct
 import threading
 import zlib
 
-import cramjam
-import lz4.frame
-import zstandard
-
 from pylog.core.records.errors import CorruptCompressedError, UnknownCodecError
 from pylog.core.records.header import (
     CODEC_GZIP,
@@ -92,6 +88,8 @@ def decompress_gzip(data) -> bytes:
 
 def compress_snappy(data, xerial: bool = True) -> bytes:
     """Snappy in the xerial framing the Java client writes (or one raw block)."""
+    import cramjam  # the codecs' modules load on first use: most commands never compress
+
     try:
         if not xerial:
             return bytes(cramjam.snappy.compress_raw(data))
@@ -107,6 +105,8 @@ def compress_snappy(data, xerial: bool = True) -> bytes:
 
 
 def decompress_snappy(data) -> bytes:
+    import cramjam
+
     mv = memoryview(data).cast("B")
     try:
         if mv[:8] != XERIAL_MAGIC:
@@ -135,6 +135,8 @@ def decompress_snappy(data) -> bytes:
 
 
 def compress_lz4(data) -> bytes:
+    import lz4.frame
+
     return lz4.frame.compress(
         data,
         block_size=lz4.frame.BLOCKSIZE_MAX64KB,
@@ -145,6 +147,8 @@ def compress_lz4(data) -> bytes:
 
 
 def decompress_lz4(data) -> bytes:
+    import lz4.frame
+
     try:
         return lz4.frame.decompress(data)
     except RuntimeError as e:
@@ -192,16 +196,20 @@ def decompress_lz4_legacy(data) -> bytes:
 _local = threading.local()  # zstandard contexts are not thread-safe: one per thread
 
 
-def _zstd_c() -> zstandard.ZstdCompressor:
+def _zstd_c():
     c = getattr(_local, "zc", None)
     if c is None:
+        import zstandard
+
         c = _local.zc = zstandard.ZstdCompressor(level=3)
     return c
 
 
-def _zstd_d() -> zstandard.ZstdDecompressor:
+def _zstd_d():
     d = getattr(_local, "zd", None)
     if d is None:
+        import zstandard
+
         d = _local.zd = zstandard.ZstdDecompressor()
     return d
 
@@ -211,6 +219,8 @@ def compress_zstd(data) -> bytes:
 
 
 def decompress_zstd(data) -> bytes:
+    import zstandard
+
     try:
         out = []
         remaining = data

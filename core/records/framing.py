@@ -14,6 +14,7 @@ objects per record.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -22,22 +23,27 @@ from pylog.core import fastpath
 from pylog.core.records.varint import decode_varint_py as decode_varint, decode_varlong_py as decode_varlong
 
 
-def _tables():
+@functools.lru_cache(maxsize=None)
+def run_tables() -> tuple:
+    """(ZIGZAG_1, ZIGZAG_2, SEQ1, SEQ2_LO, SEQ2_HI), made on first use (a compiled install
+    walks batches in C and never needs them).
+
+    ZIGZAG_1[b] and ZIGZAG_2[(b2 << 7) ^ b1]: the zig-zag values of one-byte varints and of
+    two-byte varints b1 b2 (b1 >= 0x80, b2 < 0x80; (b2 << 7) ^ b1 is a bijection onto
+    range(2**14) that costs one operation fewer than reassembling the 14 bits), what the
+    strided run checks look up for a whole column. SEQ1, SEQ2_LO, SEQ2_HI: the varints of
+    offset deltas 0, 1, 2, ... (one byte for 0..63; low and high byte for 0..8191), to
+    recognise the usual consecutive offsets in one compare."""
     one = [(u >> 1) ^ -(u & 1) for u in range(0x80)]
-    # Two-byte varints b1 b2 (b1 >= 0x80, b2 < 0x80) are looked up at
-    # (b2 << 7) ^ b1: a bijection onto range(2**14) that costs one operation
-    # fewer than reassembling the 14 bits.
     two = [0] * (1 << 14)
     for b1 in range(0x80, 0x100):
         for b2 in range(0x80):
             u = (b1 & 0x7F) | (b2 << 7)
             two[(b2 << 7) ^ b1] = (u >> 1) ^ -(u & 1)
-    return one, two
+    return (one, two, bytes(range(0, 128, 2)), bytes(((2 * i) & 0x7F) | 0x80 for i in range(0x2000)),
+            bytes((2 * i) >> 7 for i in range(0x2000)))
 
 
-# zig-zag values of one-byte varints (ZIGZAG_1[b]) and two-byte varints
-# (ZIGZAG_2[(b2 << 7) ^ b1]): what the strided run checks look up for a whole column
-ZIGZAG_1, ZIGZAG_2 = _tables()
 _LOW_RUN = re.compile(rb"[\x00-\x7f]*")
 _HIGH_RUN = re.compile(rb"[\x80-\xff]*")
 # a zig-zag varint is negative when bit 0 of its first byte is set
@@ -58,7 +64,8 @@ _INT32_MAX = 0x7FFFFFFF
 
 def _small_varint(data, i: int, width: int) -> int:
     """The one- or two-byte varint at i whose width _varint_width found."""
-    return ZIGZAG_1[data[i]] if width == 1 else ZIGZAG_2[(data[i + 1] << 7) ^ data[i]]
+    one, two = run_tables()[:2]
+    return one[data[i]] if width == 1 else two[(data[i + 1] << 7) ^ data[i]]
 
 
 def _varint_width(data, i: int, widest: int = 2) -> int:
@@ -192,13 +199,6 @@ class InvalidRecordFraming(CorruptRecordError):
         self.detail = message
 
 
-# Zig-zag varints of offset deltas 0, 1, 2, ...: one byte for 0..63 and the two bytes
-# (low, high) for 0..8191, to recognise the usual consecutive offsets in one compare.
-SEQ1 = bytes(range(0, 128, 2))
-SEQ2_LO = bytes(((2 * i) & 0x7F) | 0x80 for i in range(0x2000))
-SEQ2_HI = bytes((2 * i) >> 7 for i in range(0x2000))
-
-
 _SEQ3: list = []
 
 
@@ -225,11 +225,12 @@ def _max_offset_delta(data: bytes, start: int, stop: int, size: int, ow: int) ->
         return max(((x & 0x7F) | ((y & 0x7F) << 7) | (z << 14)) >> 1 for x, y, z in zip(b0, b1, b2))
     lo = data[start:stop:size]
     hi = data[start + 1:stop:size]
-    first = ZIGZAG_2[(hi[0] << 7) ^ lo[0]]
+    _, two, _, seq2_lo, seq2_hi = run_tables()
+    first = two[(hi[0] << 7) ^ lo[0]]
     k = len(lo)
-    if lo == SEQ2_LO[first:first + k] and hi == SEQ2_HI[first:first + k]:
+    if lo == seq2_lo[first:first + k] and hi == seq2_hi[first:first + k]:
         return first + k - 1  # consecutive, as producers write them
-    return max(ZIGZAG_2[(h << 7) ^ b] for b, h in zip(lo, hi))
+    return max(two[(h << 7) ^ b] for b, h in zip(lo, hi))
 
 
 def check_records(data, record_count: int, last_offset_delta: int) -> RecordsCheck:

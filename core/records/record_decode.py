@@ -22,7 +22,7 @@ from typing import NamedTuple, Optional
 
 from pylog.core import fastpath
 from pylog.core.records.errors import CorruptRecordError, MalformedVarintError
-from pylog.core.records.framing import SEQ1, SEQ2_HI, SEQ2_LO, ZIGZAG_1, ZIGZAG_2, run_shape
+from pylog.core.records.framing import run_shape, run_tables
 from pylog.core.records.header import NO_SEQUENCE, BatchHeader
 from pylog.core.records.varint import decode_varint_py as decode_varint
 from pylog.core.records.varint import decode_varlong_py as decode_varlong
@@ -144,13 +144,12 @@ def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int,
     if shape is None:
         return pos
     k, size, tj, tw, oj, ow, ks, kl, vs, vl = shape
-    one = ZIGZAG_1
-    two = ZIGZAG_2
+    one, two, seq1, seq2_lo, seq2_hi = run_tables()
     stop = pos + k * size
     if ow == 1:
         ob = data[pos + oj : stop : size]
         od = one[ob[0]]
-        if 0 <= od and ob == SEQ1[od : od + k]:
+        if 0 <= od and ob == seq1[od : od + k]:
             offsets = range(base_offset + od, base_offset + od + k)
         else:
             offsets = map(add, repeat(base_offset), map(one.__getitem__, ob))
@@ -158,7 +157,7 @@ def _decode_run(data: bytes, pos: int, end: int, base_offset: int, base_ts: int,
         lo = data[pos + oj : stop : size]
         hi = data[pos + oj + 1 : stop : size]
         od = two[(hi[0] << 7) ^ lo[0]]
-        if 0 <= od and lo == SEQ2_LO[od : od + k] and hi == SEQ2_HI[od : od + k]:
+        if 0 <= od and lo == seq2_lo[od : od + k] and hi == seq2_hi[od : od + k]:
             offsets = range(base_offset + od, base_offset + od + k)
         else:
             offsets = map(add, repeat(base_offset), map(two.__getitem__, map(xor, map(lshift, hi, repeat(7)), lo)))

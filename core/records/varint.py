@@ -59,8 +59,8 @@ def encode_uvarint(value: int) -> bytes:
 def encode_varint(value: int) -> bytes:
     """Zig-zag varint (Kafka varint and varlong share this encoding)."""
     if -0x2000 <= value < 0x2000:
-        # The common case for deltas and lengths: from the precomputed table.
-        return _ZZ_TABLE[value + 0x2000]
+        # The common case for deltas and lengths: from the table, made on first use.
+        return (_ZZ_TABLE or _zz_table())[value + 0x2000]
     return encode_uvarint((value << 1) ^ (value >> 63))
 
 
@@ -149,19 +149,15 @@ decode_varint = fastpath.choose("decode_varint", decode_varint_py)
 decode_varlong = fastpath.choose("decode_varlong", decode_varlong_py)
 
 
-def _build_tables():
-    small = [bytes((i,)) for i in range(0x80)]
-    table = []
-    for v in range(-0x2000, 0x2000):
-        u = (v << 1) ^ (v >> 63)
-        if u < 0x80:
-            table.append(small[u])
-        else:
-            table.append(bytes(((u & 0x7F) | 0x80, u >> 7)))
-    return small, table
+_SMALL = [bytes((i,)) for i in range(0x80)]
+# _ZZ_TABLE[v + 0x2000] is the zig-zag varint of v for -8192 <= v < 8192 (every value that
+# fits in two bytes), made on first use: a compiled install encodes in C and never needs it
+_ZZ_TABLE: list = []
 
 
-# _ZZ_TABLE[v + 0x2000] is the zig-zag varint of v for -8192 <= v < 8192
-# (every value that fits in two bytes).
-_SMALL, _ZZ_TABLE = _build_tables()
-ZIGZAG_VARINTS = _ZZ_TABLE  # encoded zig-zag varints of -8192..8191, for the batch builder
+def _zz_table() -> list:
+    if not _ZZ_TABLE:
+        table = [_SMALL[u] if u < 0x80 else bytes(((u & 0x7F) | 0x80, u >> 7))
+                 for u in (((v << 1) ^ (v >> 63)) for v in range(-0x2000, 0x2000))]
+        _ZZ_TABLE.extend(table)  # one extend: two threads at once still leave the first 16384 right
+    return _ZZ_TABLE

@@ -14,7 +14,6 @@ import ssl
 from dataclasses import dataclass
 
 from pylog.core.errors import UsageError
-from pylog.core.security import jaas, tls
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -39,6 +38,8 @@ def from_config(config: dict) -> ClientSecurity | None:
         return None
     if proto not in ("SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise UsageError(f"security.protocol: unknown protocol {proto!r}")
+    from pylog.core.security import jaas, tls  # here: a PLAINTEXT client's start-up does not import them
+
     sec = ClientSecurity(proto)
     if proto in ("SSL", "SASL_SSL"):
         flat = {k: (",".join(v) if isinstance(v, list) else v) for k, v in config.items()

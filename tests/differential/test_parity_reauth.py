@@ -4,7 +4,10 @@ whose session expired without re-authentication is closed at its next request, a
 re-authenticating on the same connection (as librdkafka and the Java client do) keeps it."""
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -18,15 +21,34 @@ LIFETIME_MS = 3000
 
 
 @pytest.fixture(scope="module")
-def reauth_ports(tmp_path_factory):
-    """{broker: SASL_PLAINTEXT port}, both with connections.max.reauth.ms=LIFETIME_MS."""
+def reauth(tmp_path_factory):
+    """({broker: SASL_PLAINTEXT port}, a ToolShell running ReauthProducer), both brokers with
+    connections.max.reauth.ms=LIFETIME_MS. pylog and the JVM start beside Kafka; Kafka from this
+    thread (its JVM dies with the thread that started it)."""
+    from support.kafka_peer import ToolShell
+
     root = tmp_path_factory.mktemp("reauth")
     extra = {"connections.max.reauth.ms": LIFETIME_MS}
-    node, kport = start_kafka(root / "kafka", extra)
-    try:
-        broker, pport = start_pylog(root / "pylog", extra)
+    source = (Path(__file__).resolve().parent.parent / "kafka" / "java" / "ReauthProducer.java").read_text()
+    with ThreadPoolExecutor(2) as pool:
+        pylog_start = pool.submit(start_pylog, root / "pylog", extra)
+        shell_start = pool.submit(ToolShell, programs=(source,))
         try:
-            yield {"kafka": kport, "pylog": pport}
+            node, kport = start_kafka(root / "kafka", extra)
+        except BaseException:
+            if pylog_start.exception() is None:
+                pylog_start.result()[0].stop_clean()
+            if shell_start.exception() is None:
+                shell_start.result().close()
+            raise
+    try:
+        broker, pport = pylog_start.result()
+        try:
+            shell = shell_start.result()
+            try:
+                yield {"kafka": kport, "pylog": pport}, shell
+            finally:
+                shell.close()
         finally:
             broker.stop_clean()
     finally:
@@ -54,9 +76,8 @@ def closed(c: Client) -> bool:
     return False
 
 
-@pytest.mark.parametrize("broker", BROKERS)
-def test_session_lifetime_and_expiry(reauth_ports, broker):
-    c = Client("127.0.0.1", reauth_ports[broker], ADMIN)
+def session_lifetime_and_expiry(port, broker, java):
+    c = Client("127.0.0.1", port, ADMIN)
     assert c.session_lifetime_ms == LIFETIME_MS
     t0 = time.monotonic()
     assert metadata(c)["brokers"]
@@ -64,9 +85,8 @@ def test_session_lifetime_and_expiry(reauth_ports, broker):
     assert closed(c), "a request after the session expired is served"
 
 
-@pytest.mark.parametrize("broker", BROKERS)
-def test_reauthentication_keeps_the_connection(reauth_ports, broker):
-    c = Client("127.0.0.1", reauth_ports[broker], ADMIN)
+def reauthentication_keeps_the_connection(port, broker, java):
+    c = Client("127.0.0.1", port, ADMIN)
     t0 = time.monotonic()
     time.sleep(1.5)
     hs, auth = reauthenticate(c)
@@ -87,9 +107,8 @@ def test_reauthentication_keeps_the_connection(reauth_ports, broker):
     c.close()
 
 
-@pytest.mark.parametrize("broker", BROKERS)
-def test_reauthentication_cannot_change_principal(reauth_ports, broker):
-    c = Client("127.0.0.1", reauth_ports[broker], ADMIN)
+def reauthentication_cannot_change_principal(port, broker, java):
+    c = Client("127.0.0.1", port, ADMIN)
     hs, auth = reauthenticate(c, user="alice")
     assert hs["error_code"] == E.NONE
     assert auth["error_code"] == E.SASL_AUTHENTICATION_FAILED, auth
@@ -97,8 +116,7 @@ def test_reauthentication_cannot_change_principal(reauth_ports, broker):
     assert closed(c)
 
 
-@pytest.mark.parametrize("broker", BROKERS)
-def test_librdkafka_reauthenticates_and_keeps_producing(reauth_ports, broker):
+def librdkafka_reauthenticates_and_keeps_producing(port, broker, java):
     """confluent-kafka (librdkafka) re-authenticates before each session ends: a producer
     running past two session ends delivers everything on its connections."""
     import logging
@@ -108,7 +126,7 @@ def test_librdkafka_reauthenticates_and_keeps_producing(reauth_ports, broker):
     from diff_peers import Peer
     from diff_runner import create_topics
 
-    peer = Peer(broker, "127.0.0.1", reauth_ports[broker])
+    peer = Peer(broker, "127.0.0.1", port)
     try:
         create_topics(peer, {"reauth-t": 1})
     finally:
@@ -121,7 +139,7 @@ def test_librdkafka_reauthenticates_and_keeps_producing(reauth_ports, broker):
     logger = logging.getLogger(f"rdkafka-reauth-{broker}")
     logger.addHandler(Capture())
     logger.setLevel(logging.DEBUG)
-    p = Producer({"bootstrap.servers": f"127.0.0.1:{reauth_ports[broker]}", "security.protocol": "SASL_PLAINTEXT",
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_PLAINTEXT",
                   "sasl.mechanism": "PLAIN", "sasl.username": ADMIN, "sasl.password": PASSWORD,
                   "debug": "security,broker", "linger.ms": 0}, logger=logger)
     delivered, errors = [], []
@@ -145,38 +163,90 @@ def test_librdkafka_reauthenticates_and_keeps_producing(reauth_ports, broker):
     assert not [ln for ln in lines if "isconnected" in ln], [ln for ln in lines if "isconnected" in ln]
 
 
-@pytest.fixture(scope="module")
-def java_shell():
-    """One JVM running ReauthProducer for both brokers (a JVM start costs seconds on 2 cores)."""
-    from pathlib import Path
-
-    from support.kafka_peer import ToolShell
-
-    source = (Path(__file__).resolve().parent.parent / "kafka" / "java" / "ReauthProducer.java").read_text()
-    sh = ToolShell(programs=(source,))
-    yield sh
-    sh.close()
-
-
-@pytest.mark.parametrize("broker", BROKERS)
-def test_java_client_reauthenticates_and_keeps_producing(reauth_ports, broker, java_shell):
+def java_client_reauthenticates_and_keeps_producing(port, broker, java):
     """The Java producer 4.4.0 re-authenticates before each session ends, on the same
     connections: every record acknowledged, no connection made again."""
     from diff_peers import Peer
     from diff_runner import create_topics
 
-    peer = Peer(broker, "127.0.0.1", reauth_ports[broker])
+    peer = Peer(broker, "127.0.0.1", port)
     try:
         create_topics(peer, {"reauth-java": 1})
     finally:
         peer.close()
     # past two session ends (the connections live only if they re-authenticated) and two re-authentications
     seconds = 2 * LIFETIME_MS // 1000 + 1
-    out = java_shell.run("ReauthProducer", f"127.0.0.1:{reauth_ports[broker]}", ADMIN, PASSWORD, "reauth-java",
-                         seconds, 2, timeout=180, check=True).stdout
+    with JAVA:  # one JVM for both brokers: their runs take turns
+        out = java.run("ReauthProducer", f"127.0.0.1:{port}", ADMIN, PASSWORD, "reauth-java",
+                       seconds, 2, timeout=180, check=True).stdout
     got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("["))
     assert int(got["sent"]) > 0 and got["sent"] == got["acked"], got
     assert float(got["successful-reauthentication-total"]) >= 2, got
     assert float(got["failed-reauthentication-total"]) == 0, got
     # bootstrap and the partition leader (the same node, possibly one connection each): never again
     assert float(got["connection-creation-total"]) <= 2, got
+
+
+# the waits are the session's lifetime: both brokers' scenarios run at once, each broker's one
+# after another, and each test reports its broker's outcome
+SCENARIOS = (session_lifetime_and_expiry, reauthentication_keeps_the_connection,
+             reauthentication_cannot_change_principal, librdkafka_reauthenticates_and_keeps_producing,
+             java_client_reauthenticates_and_keeps_producing)
+JAVA = threading.Lock()
+
+
+@pytest.fixture(scope="module")
+def outcomes(reauth) -> dict:
+    """{(scenario name, broker): the exception it raised, or None}."""
+    ports, java = reauth
+    out: dict = {}
+
+    def run(broker, order):
+        for scenario in order:
+            try:
+                scenario(ports[broker], broker, java)
+                out[scenario.__name__, broker] = None
+            except BaseException as e:  # noqa: BLE001 - raised again by the test of this scenario
+                out[scenario.__name__, broker] = e
+    # pylog runs the Java scenario first, Kafka last: the two seldom wait for the one JVM
+    orders = {"kafka": SCENARIOS, "pylog": SCENARIOS[-1:] + SCENARIOS[:-1]}
+    threads = [threading.Thread(target=run, args=(b, orders[b]), daemon=True) for b in BROKERS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(400)
+    return out
+
+
+def outcome(outcomes: dict, scenario, broker: str) -> None:
+    key = (scenario.__name__, broker)
+    assert key in outcomes, f"{key} did not finish"
+    if outcomes[key] is not None:
+        raise outcomes[key]
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_session_lifetime_and_expiry(outcomes, broker):
+    outcome(outcomes, session_lifetime_and_expiry, broker)
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_reauthentication_keeps_the_connection(outcomes, broker):
+    outcome(outcomes, reauthentication_keeps_the_connection, broker)
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_reauthentication_cannot_change_principal(outcomes, broker):
+    outcome(outcomes, reauthentication_cannot_change_principal, broker)
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_librdkafka_reauthenticates_and_keeps_producing(outcomes, broker):
+    """confluent-kafka (librdkafka) re-authenticates before each session ends."""
+    outcome(outcomes, librdkafka_reauthenticates_and_keeps_producing, broker)
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_java_client_reauthenticates_and_keeps_producing(outcomes, broker):
+    """The Java producer 4.4.0 re-authenticates before each session ends, on the same connections."""
+    outcome(outcomes, java_client_reauthenticates_and_keeps_producing, broker)

@@ -8,7 +8,8 @@ import pytest
 from support.broker_fixtures import BrokerProcess
 from support.kafka_peer import KafkaNode
 
-BROKER_SETTINGS = {"group.share.min.record.lock.duration.ms": "1000"}
+BROKER_SETTINGS = {"group.share.min.record.lock.duration.ms": "1000",
+                   "group.share.min.heartbeat.interval.ms": "1000", "group.share.heartbeat.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,9 @@ and busy clients; one node with a handful of partitions per request gains
 little): every answer carries session_id 0, which tells a client asking for a
 session that none was created, so it keeps sending full requests. The record
 bytes are storage FetchSlices left in the response body; the response encoder
-turns them into file ranges that the server sends with os.sendfile.
+turns them into file ranges that the server sends with os.sendfile. As Kafka's
+(LogSegment.read), a partition's slice is its byte budget of the log, the first
+batch whole and a partial batch at the end, which clients leave for the next fetch.
 """
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ def _read_all(broker: Broker, req: _FetchRequest) -> tuple[list, int, bool]:
             try:
                 sl = plog.read(p["fetch_offset"], max(limit, 0),
                                upper_bound=plog.last_stable_offset if req.read_committed else None,
-                               min_one_batch=first)
+                               min_one_batch=first, partial_tail=True)
             except Exception as e:  # noqa: BLE001 - per-partition error
                 entry["error_code"], _ = code_of(e)
                 errors = True
