@@ -8,6 +8,7 @@ import time
 import pytest
 
 from support.broker_fixtures import module_broker
+from support.cli import pylog_in_process
 from support.client_fixtures import pylog_cli
 
 
@@ -140,20 +141,21 @@ def test_consume_offsets_partitions_and_limits(bs):
     # absolute offset, one partition
     r = pylog_cli("consume", t, "-b", bs, "-o", "7", "-p", "0", "-e")
     assert r.stdout.splitlines() == [f"v{i}" for i in range(14, 20, 2)]
+    # the answers up to the usage errors are read in this process (no interpreter start each)
     # -N: N before the end of each partition
-    r = pylog_cli("consume", t, "-b", bs, "-o", "-2", "-p", "1", "-e")
+    r = pylog_in_process("consume", t, "-b", bs, "-o", "-2", "-p", "1", "-e")
     assert r.stdout.splitlines() == ["v17", "v19"]
     # @timestamp
-    r = pylog_cli("consume", t, "-b", bs, "-o", f"@{ts0 + 15500}", "-e", "--json")
+    r = pylog_in_process("consume", t, "-b", bs, "-o", f"@{ts0 + 15500}", "-e", "--json")
     assert sorted(json.loads(x)["value"] for x in r.stdout.splitlines()) == ["v16", "v17", "v18", "v19"]
     # earliest + max-messages
-    r = pylog_cli("consume", t, "-b", bs, "-o", "earliest", "-p", "1", "--max-messages", "3")
+    r = pylog_in_process("consume", t, "-b", bs, "-o", "earliest", "-p", "1", "--max-messages", "3")
     assert r.returncode == 0 and r.stdout.splitlines() == ["v1", "v3", "v5"]
     # latest + timeout: nothing new arrives
-    r = pylog_cli("consume", t, "-b", bs, "-o", "latest", "--timeout-ms", "500")
+    r = pylog_in_process("consume", t, "-b", bs, "-o", "latest", "--timeout-ms", "500")
     assert r.returncode == 0 and r.stdout == ""
     # both partitions, --from-beginning
-    r = pylog_cli("consume", t, "-b", bs, "--from-beginning", "-e")
+    r = pylog_in_process("consume", t, "-b", bs, "--from-beginning", "-e")
     assert sorted(r.stdout.splitlines()) == sorted(f"v{i}" for i in range(20))
     r = pylog_cli("consume", t, "-b", bs, "-o", "bogus")
     assert r.returncode == 2 and "--offset" in r.stderr
@@ -168,13 +170,13 @@ def test_consume_format_tokens_and_decoders(bs):
     assert pylog_cli("produce", t, "-b", bs, "--format", "json", input=line + "\n").returncode == 0
     r = pylog_cli("consume", t, "-b", bs, "--from-beginning", "-e", "-f", "%t|%p|%o|%k|%s|%h|%T|%K|%S\\n")
     assert r.stdout == f'{t}|0|0|key1|{{"a": 1}}|h1=x|{ts}|4|8\n'
-    r = pylog_cli("consume", t, "-b", bs, "--from-beginning", "-e", "-f", "%k %s\\n", "--key-decoder", "hex",
-                  "--value-decoder", "base64")
+    r = pylog_in_process("consume", t, "-b", bs, "--from-beginning", "-e", "-f", "%k %s\\n", "--key-decoder", "hex",
+                         "--value-decoder", "base64")
     b64 = base64.b64encode(b'{"a": 1}').decode()
     assert r.stdout == f"{b'key1'.hex()} {b64}\n"
-    r = pylog_cli("consume", t, "-b", bs, "--from-beginning", "-e", "--json", "--value-decoder", "json")
+    r = pylog_in_process("consume", t, "-b", bs, "--from-beginning", "-e", "--json", "--value-decoder", "json")
     assert json.loads(r.stdout)["value"] == {"a": 1}
-    r = pylog_cli("consume", t, "-b", bs, "--from-beginning", "-e", "-f", "%s\\n", "--value-decoder", "json")
+    r = pylog_in_process("consume", t, "-b", bs, "--from-beginning", "-e", "-f", "%s\\n", "--value-decoder", "json")
     assert r.stdout == '{"a":1}\n'
 
 

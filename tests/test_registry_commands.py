@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from pylog.testing import EmbeddedBroker
-from support.cli import pylog as pylog_cmd
+from support.cli import pylog as pylog_cmd, pylog_in_process
 from support.registry import protoc_module, rest, roundtrip
 
 pytest.importorskip("confluent_kafka")
@@ -138,27 +138,29 @@ def test_schemas_command(broker, tmp_path):
     assert r.returncode == 0, r.stderr
     reg = json.loads(r.stdout)
     assert reg["version"] == 1 and reg["id"] >= 1
-    assert subject in json.loads(pylog_cmd("schemas", "--schema-registry", url, "list", "--json").stdout)
-    got = json.loads(pylog_cmd("schemas", "--schema-registry", url, "get", subject, "--json").stdout)
+
+    def schemas(*args):  # answers read in this process (no interpreter start); exit codes, stderr: real ones
+        return pylog_in_process("schemas", "--schema-registry", url, *args)
+
+    assert subject in json.loads(schemas("list", "--json").stdout)
+    got = json.loads(schemas("get", subject, "--json").stdout)
     assert got["id"] == reg["id"] and json.loads(got["schema"]) == ORDER
-    assert json.loads(pylog_cmd("schemas", "--schema-registry", url, "get", "--id", str(reg["id"]),
-                                "--json").stdout)["schema"] == got["schema"]
-    assert json.loads(pylog_cmd("schemas", "--schema-registry", url, "versions", subject, "--json").stdout) == [1]
+    assert json.loads(schemas("get", "--id", str(reg["id"]), "--json").stdout)["schema"] == got["schema"]
+    assert json.loads(schemas("versions", subject, "--json").stdout) == [1]
     r = pylog_cmd("schemas", "--schema-registry", url, "check", subject, str(tmp_path / "bad.avsc"))
     assert r.returncode == 1 and "TYPE_MISMATCH" in r.stdout
-    assert pylog_cmd("schemas", "--schema-registry", url, "check", subject, str(tmp_path / "v1.avsc")).returncode == 0
-    r = pylog_cmd("schemas", "--schema-registry", url, "config", subject, "--set", "full", "--json")
+    assert schemas("check", subject, str(tmp_path / "v1.avsc")).returncode == 0
+    r = schemas("config", subject, "--set", "full", "--json")
     assert json.loads(r.stdout) == {"compatibility": "FULL"}
-    assert pylog_cmd("schemas", "--schema-registry", url, "config", subject).stdout.strip() == "FULL"
-    r = pylog_cmd("schemas", "--schema-registry", url, "mode", subject, "--set", "READONLY")
+    assert schemas("config", subject).stdout.strip() == "FULL"
+    r = schemas("mode", subject, "--set", "READONLY")
     assert r.stdout.strip() == "READONLY"
     r = pylog_cmd("schemas", "--schema-registry", url, "register", subject, str(tmp_path / "bad.avsc"))
     assert r.returncode == 1 and "42205" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    pylog_cmd("schemas", "--schema-registry", url, "mode", subject, "--delete")
-    assert json.loads(pylog_cmd("schemas", "--schema-registry", url, "delete", subject, "--json").stdout) == [1]
-    assert json.loads(pylog_cmd("schemas", "--schema-registry", url, "delete", subject, "--permanent",
-                                "--json").stdout) == [1]
+    assert schemas("mode", subject, "--delete").returncode == 0
+    assert json.loads(schemas("delete", subject, "--json").stdout) == [1]
+    assert json.loads(schemas("delete", subject, "--permanent", "--json").stdout) == [1]
     r = pylog_cmd("schemas", "--schema-registry", url, "get", subject)
     assert r.returncode == 1 and "40401" in r.stderr
     r = pylog_cmd("schemas", "list")

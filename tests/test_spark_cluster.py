@@ -1,8 +1,13 @@
-"""Both Spark jobs on a real standalone cluster (a Master and two Workers from
-pyspark's `spark-class`, `spark_cluster`) whose workers' python3 has none of
-pylog's dependencies: the executors get them from the environment pylog ships
-with spark.archives (`--ship-env auto`), or from --conf spark.pyspark.python;
-without either the job fails in one line naming the missing module and the fix.
+"""Both Spark jobs and `spark-export` on a real standalone cluster (a Master and two
+Workers from pyspark's `spark-class`, `spark_cluster`) whose workers' python3 has none
+of pylog's dependencies: the executors get them from the environment pylog ships with
+spark.archives (`--ship-env auto`), or from --conf spark.pyspark.python; without either
+the job fails in one line naming the missing module and the fix.
+
+The `--ship-env auto` tests come first and share one application (the cost of the
+cluster tests is Spark's start-up: a driver and two executor JVMs, started twice when
+auto probes and ships); the never and given tests start one of their own, each with one
+executor (spark.cores.max=1), enough to show what they show.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import sys
 
 import pytest
 
+from support.export_support import export_every_format
 from support.spark_fixtures import run_pylog
 from support.spark_rows import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
     read_partition_dir, write_input
@@ -18,6 +24,10 @@ from support.spark_rows import COLUMNS, N_ROWS, PARTITIONS, check_partitions, co
 # the driver and the executors talk over loopback only
 LOOPBACK = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
             "--conf", "spark.executor.memory=512m"]
+
+
+# an application of its own for one small job: one executor instead of one per worker
+ONE_EXECUTOR = ["--conf", "spark.cores.max=1"]
 
 
 def cluster_args(cluster, *extra):
@@ -64,6 +74,21 @@ def test_ingest_and_compaction_ship_the_environment(spark_cluster, keep_session,
         {p: len(by_p[p]) for p in range(PARTITIONS)}
 
 
+@pytest.mark.timeout(2400)  # six exports on a shared 2-core machine
+def test_every_format_on_a_standalone_cluster(spark_cluster, keep_session, classic_spark, standalone_export_dir,
+                                              tmp_path):
+    docs = export_every_format(standalone_export_dir, tmp_path, *cluster_args(spark_cluster))
+    first = docs[0]
+    # auto found the bare workers lacking pylog's dependencies and shipped this environment
+    assert first["executor_python"]["how"] == "shipped"
+    assert first["executor_python"]["probe"].startswith("the executors lack ")
+    if not first["session_reused"]:  # run on its own: this export probed and shipped, as the ingest above says
+        assert "probing the executors' Python" in first["stderr"]
+        assert "shipped with spark.archives" in first["stderr"] and "the executors lack " in first["stderr"]
+    assert all(d["master"] == spark_cluster.url for d in docs)
+    assert all(d["session_reused"] for d in docs[1:])  # probed and shipped once for the whole run
+
+
 def test_archive_is_cached():
     from pylog.commands.spark.shipenv import pack_environment
 
@@ -77,7 +102,7 @@ def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_
     (tmp_path / "a.jsonl").write_text('{"k": "a"}\n{"k": "b"}\n')
     res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",
                     tmp_path / "l", "--partitions", 1, *cluster_args(spark_cluster, "--ship-env", "never"),
-                    "--conf", "spark.task.maxFailures=1", expect=1)  # one failed task is enough to show
+                    "--conf", "spark.task.maxFailures=1", *ONE_EXECUTOR, expect=1)  # one failed task is enough to show
     assert "the workers' own python3 (--ship-env never)" in res.stderr
     err = res.stderr.strip().splitlines()[-1]
     assert err.startswith("pylog: error: Spark job failed: an executor cannot import ")
@@ -91,7 +116,8 @@ def test_conf_python_wins(spark_cluster, keep_session, tmp_path):
     (tmp_path / "a.jsonl").write_text("".join(json.dumps({"k": f"k{i}"}) + "\n" for i in range(50)))
     res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",
                     tmp_path / "l", "--partitions", 2, "--key-column", "k",
-                    *cluster_args(spark_cluster, "--conf", f"spark.pyspark.python={sys.executable}"), "--json")
+                    *cluster_args(spark_cluster, "--conf", f"spark.pyspark.python={sys.executable}", *ONE_EXECUTOR),
+                    "--json")
     doc = json.loads(res.stdout)
     assert doc["executor_python"] == {"how": "given", "python": sys.executable}
     assert doc["records"] == 50 and doc["partitions_mismatched"] == 0

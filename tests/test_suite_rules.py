@@ -111,3 +111,15 @@ def test_xdist_keeps_a_module_on_one_worker():
         workers.setdefault(module, set()).add(worker)
     assert set(workers) == {"test_config", "test_batch_walker"}, r.stdout[-3000:]
     assert all(len(w) == 1 for w in workers.values()), workers
+
+
+def test_subprocesses_reuse_pylog_compiled():
+    """A Python subprocess of the suite (a `pylog` command, a broker, a member) loads pylog's compiled
+    bytecode instead of compiling the sources again, also where PYTHONDONTWRITEBYTECODE is set
+    (conftest.py then keeps it under a pycache prefix in the temp dir)."""
+    code = ("import importlib.util, os, pylog.commands.broker.node.broker as m; "
+            "print(os.path.exists(importlib.util.cache_from_source(m.__file__)))")
+    for _ in range(2):  # the first may be the one that writes it
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "True", r.stdout

@@ -394,9 +394,11 @@ class GroupMembership(GroupOffsets, GroupHooks):
                 if time.monotonic() - self.last_poll > self.max_poll_s and self.generation >= 0:
                     log.warning("group %s: poll() not called for more than max.poll.interval.ms (%d ms); "
                                 "leaving the group", self.group_id, int(self.max_poll_s * 1000))
-                    await self._leave("consumer poll timeout has expired")
+                    # lost before the LeaveGroup is sent: a poll() while it is in flight must not
+                    # hand out records of partitions the group has already given up
                     self.lost = bool(self.owned)
                     self.need_rejoin = True
+                    await self._leave("consumer poll timeout has expired")
                     continue
                 if not self.stable or self.generation < 0 or self._join_lock.locked():
                     continue

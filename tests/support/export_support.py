@@ -5,7 +5,8 @@
   then a second transactional producer leaves a transaction open on
   partition 0 followed by plain records (beyond the last stable offset);
 - `plain` (1 partition): keys, headers, timestamps an hour apart in two halves;
-- `users` (compacted, small segments): versions per key and tombstones;
+- `users` (compacted, small segments unless `users_segment_bytes` says otherwise): versions per
+  key and tombstones;
 reads what confluent-kafka's consumer sees with read_committed and
 read_uncommitted (the expected rows), and stops the broker cleanly (with
 `keep=True` it stays up as `ExportDir.broker`, the open transaction's timeout
@@ -34,7 +35,7 @@ def _rows(msgs) -> list:
     return sorted((m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ())) for m in msgs)
 
 
-def write_export_dir(root: Path, keep: bool = False) -> ExportDir:
+def write_export_dir(root: Path, keep: bool = False, users_segment_bytes: int = 2000) -> ExportDir:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -45,7 +46,7 @@ def write_export_dir(root: Path, keep: bool = False) -> ExportDir:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         fs = admin.create_topics([
             NewTopic("tx", 2, 1), NewTopic("plain", 1, 1),
-            NewTopic("users", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": "2000"})])
+            NewTopic("users", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": str(users_segment_bytes)})])
         for f in fs.values():
             f.result(timeout=30)
         p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "export-t1", "linger.ms": 5})
@@ -121,3 +122,27 @@ def table_readers() -> dict:
         "iceberg": lambda p: SqlCatalog("pylog", uri=f"sqlite:///{p}/catalog.db", warehouse=f"file://{p}")
         .load_table("pylog.export").scan().to_arrow(),
     }
+
+
+def export_every_format(export_dir: ExportDir, tmp_path: Path, *spark_args) -> list[dict]:
+    """Export tx and plain from `export_dir` in each format (the second half incrementally, with
+    `spark_args` naming the cluster) and check each table with its independent reader: exactly
+    the rows a read_committed consumer saw. The --json documents of the six runs, each with its
+    stderr."""
+    import json
+
+    from support.spark_fixtures import run_pylog
+
+    want = sorted(export_dir.committed["tx"] + export_dir.committed["plain"])
+    docs = []
+    for fmt, read in table_readers().items():
+        out = tmp_path / fmt
+        for until in (["--until", "20"], []):
+            res = run_pylog("spark-export", "tx", "plain", "--from-dir", export_dir.path, "--format", fmt, "-o", out,
+                            "--partition-by", "topic", *until, *spark_args, "--json")
+            docs.append(json.loads(res.stdout) | {"stderr": res.stderr})
+            assert docs[-1]["committed"], fmt
+        table = read(out)
+        assert rows_of(table) == want, fmt  # each offset once, aborted records absent, values exact
+        assert table.num_rows == len(want)
+    return docs

@@ -277,15 +277,28 @@ def spark_cluster(tmp_path_factory):
     cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def standalone_export_dir(tmp_path_factory):
+    """The log dir the standalone group's exports read (tx, plain, users; see export_support),
+    written once for the group: the classic and the Spark Connect exports read the same dir.
+    `users` in one segment: `spark-compaction` runs a task per segment in each of its two jobs,
+    and the group's compaction runs show the shipped environment, not many segments (the
+    spark_local tests do, on `users` in 2 kB segments)."""
+    from support.export_support import write_export_dir
+
+    return write_export_dir(tmp_path_factory.mktemp("export-src"), users_segment_bytes=1 << 20)
+
+
 class ConnectServer:
     """A Spark Connect server from pyspark's sbin/start-connect-server.sh (in the
     foreground, --wait) on top of `cluster`, listening on a free loopback port. Its
     executors run `python` (PYSPARK_PYTHON)."""
 
-    def __init__(self, work: Path, cluster: StandaloneCluster, python: str):
+    def __init__(self, work: Path, cluster: StandaloneCluster, python: str, conf: dict | None = None):
         self.work = Path(work)
         self.cluster = cluster
         self.python = python
+        self.conf = dict(conf or {})
         self.port = _free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.proc = None
@@ -307,7 +320,8 @@ class ConnectServer:
              "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
              "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
              "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.sql.shuffle.partitions=4"],
+             "--conf", "spark.sql.shuffle.partitions=4",
+             *(a for k, v in self.conf.items() for a in ("--conf", f"{k}={v}"))],
             env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout
@@ -337,11 +351,11 @@ class ConnectServer:
         self.proc = None
 
 
-def _connect_server(cluster: StandaloneCluster, work: Path, python: str):
+def _connect_server(cluster: StandaloneCluster, work: Path, python: str, conf: dict | None = None):
     from pylog.commands.spark import session
 
     session.stop_session()  # a live session's application holds the workers' cores
-    server = ConnectServer(work, cluster, python).start()
+    server = ConnectServer(work, cluster, python, conf).start()
     yield server
     session.stop_session()
     server.stop()
@@ -351,9 +365,10 @@ def _connect_server(cluster: StandaloneCluster, work: Path, python: str):
 @pytest.fixture(scope="module")
 def spark_connect(spark_cluster, tmp_path_factory):
     """A Spark Connect server on the standalone cluster. Its executors run a Python that has
-    pylog's dependencies but not pylog: the code must come up as an artifact."""
+    pylog's dependencies but not pylog: the code must come up as an artifact. One executor
+    (spark.cores.max=1) is enough for that; the bare server below has one on each worker."""
     work = tmp_path_factory.mktemp("spark-connect")
-    yield from _connect_server(spark_cluster, work, _python_without_pylog(work))
+    yield from _connect_server(spark_cluster, work, _python_without_pylog(work), {"spark.cores.max": "1"})
 
 
 @pytest.fixture(scope="module")
