@@ -15,7 +15,9 @@ def both(broker, master, *args, expect):
     """(streaming result, Spark result) of `pylog diff ARGS --json`; the Spark one without its run facts."""
     common = ["diff", *args, "-b", broker.bootstrap, "--json"]
     plain = json.loads(run_pylog(*common, expect=expect).stdout)
-    spark = json.loads(run_pylog(*common, "--spark", "--master", master, expect=expect).stdout)
+    res = run_pylog(*common, "--spark", "--master", master, expect=expect)
+    assert res.stdout, f"no JSON from the Spark diff; its stderr: {res.stderr}"  # exit 1 is also an error's
+    spark = json.loads(res.stdout)
     info = spark.pop("spark")
     assert info["master"] == master and info["job_seconds"] > 0
     return plain, spark
