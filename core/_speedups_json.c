@@ -118,6 +118,22 @@ js_set(PyObject *list, Py_ssize_t i, const char *s, Py_ssize_t n)
     return 0;
 }
 
+/* the two framers' exit: unfilled list slots are NULL, so shrink the lists to what was filled
+ * before releasing them, then answer `result` */
+static PyObject *
+js_release(PyObject *keys, PyObject *values, Py_ssize_t filled, Py_ssize_t n, PyObject *result)
+{
+    if (filled < n) {
+        if (keys)
+            Py_SET_SIZE(keys, filled);
+        if (values)
+            Py_SET_SIZE(values, filled);
+    }
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    return result;
+}
+
 /* json_key_values(lines) -> (keys, values), keys None when no line has a key; or None */
 static PyObject *
 sp_json_key_values(PyObject *self, PyObject *lines)
@@ -160,16 +176,7 @@ sp_json_key_values(PyObject *self, PyObject *lines)
     }
     result = PyTuple_Pack(2, with_key ? keys : Py_None, values);
 done:
-    if (filled < n) {
-        /* unfilled slots are NULL: shrink to what was filled before releasing */
-        if (keys)
-            Py_SET_SIZE(keys, filled);
-        if (values)
-            Py_SET_SIZE(values, filled);
-    }
-    Py_XDECREF(keys);
-    Py_XDECREF(values);
-    return result;
+    return js_release(keys, values, filled, n, result);
 }
 
 /* json_block_key_values(data, end) -> json_key_values(data[:end].split(b"\n")), without a
@@ -213,16 +220,8 @@ sp_json_block_key_values(PyObject *self, PyObject *args)
     }
     result = PyTuple_Pack(2, with_key ? keys : Py_None, values);
 done:
-    if (filled < n) {
-        if (keys)
-            Py_SET_SIZE(keys, filled);
-        if (values)
-            Py_SET_SIZE(values, filled);
-    }
-    Py_XDECREF(keys);
-    Py_XDECREF(values);
     PyBuffer_Release(&view);
-    return result;
+    return js_release(keys, values, filled, n, result);
 }
 
 PyMethodDef pylog_json_methods[] = {

@@ -13,25 +13,17 @@ saying so, except in CI (CI=true), where its absence is a failure.
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.mutations import damage
-from pylog.core import fastpath
+from support.native import native, needs_native
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records import batch, compression, header
 from pylog.core.records.header import BatchHeader, iter_headers, pack_batch
 from pylog.storage import log_validator
 
-native = fastpath.native
-_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
-needs_native = pytest.mark.skipif(
-    native is None and (_FORCED or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
-)
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 1_700_000_000_000
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1

@@ -4,23 +4,16 @@ gets from Renderer.render (UTF-8, invalid bytes unchanged), or declines (None) e
 when a record has headers and the format shows them."""
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.native import native, needs_native
 from pylog.commands.consume import format_pieces
 from pylog.commands.consume_output import Renderer
-from pylog.core import fastpath
 from pylog.core.records.record_decode import Record
 
-native = fastpath.native
-_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
-pytestmark = pytest.mark.skipif(
-    native is None and (_FORCED or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
-)
+pytestmark = needs_native
 
 TOKENS = ["%s", "%k", "%o", "%p", "%t", "%T", "%K", "%S", "%h", "\\n", "\\t", "\\r", "\\\\", "%%"]
 literal = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6)

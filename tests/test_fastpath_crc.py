@@ -10,15 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pylog.core import fastpath
+from support.native import native, needs_native
 from pylog.core.records import crc
 
-native = fastpath.native
-_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
-pytestmark = pytest.mark.skipif(
-    native is None and (_FORCED or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
-)
+pytestmark = needs_native
 
 
 @settings(max_examples=400, deadline=None)

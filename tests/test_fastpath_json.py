@@ -7,21 +7,14 @@ reference by answering None."""
 from __future__ import annotations
 
 import json
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.native import native, needs_native
 from pylog.commands import produce_input
-from pylog.core import fastpath
 
-native = fastpath.native
-_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
-pytestmark = pytest.mark.skipif(
-    native is None and (_FORCED or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
-)
+pytestmark = needs_native
 
 plain = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e).filter(lambda c: c not in '"\\'), max_size=12)
 field_value = st.one_of(plain, st.none(), st.text(max_size=6), st.integers(-5, 5), st.just({"base64": "eA=="}))

@@ -2,21 +2,14 @@
 lines and separators give the same keys, values and bad-line indexes."""
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.native import native, needs_native
 from pylog.commands import produce_input
-from pylog.core import fastpath
 
-native = fastpath.native
-_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
-pytestmark = pytest.mark.skipif(
-    native is None and (_FORCED or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
-)
+pytestmark = needs_native
 
 line = st.binary(max_size=30).map(lambda b: b.replace(b"\n", b""))
 

@@ -9,24 +9,18 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from support.mutations import damage
+from support.native import FORCED_PURE as _FORCED, native, needs_native
 from pylog.core import fastpath
 from pylog.core.client import partitioner
 from pylog.core.records import batch, framing, record_columns, varint
 from pylog.core.records.errors import CorruptRecordError
 from pylog.storage import compaction_rules
 
-native = fastpath.native
-
-_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
-pytestmark = pytest.mark.skipif(
-    native is None and (_FORCED or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
-)
+pytestmark = needs_native
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -13,16 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pylog.core import fastpath
+from support.native import native, needs_native
 from pylog.core.client import runs
 from pylog.core.records.batch import decode_records, encode_headers
 
-native = fastpath.native
-_FORCED = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
-pytestmark = pytest.mark.skipif(
-    native is None and (_FORCED or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
-)
+pytestmark = needs_native
 
 item = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=100, max_size=400),
                  st.just(b"x" * 9000))  # a key and a value of 9000 bytes are a record too large

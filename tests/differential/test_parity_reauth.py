@@ -218,35 +218,13 @@ def outcomes(reauth) -> dict:
     return out
 
 
-def outcome(outcomes: dict, scenario, broker: str) -> None:
+@pytest.mark.parametrize("broker", BROKERS)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
+def test_reauthentication_as_on_kafka(outcomes, scenario, broker):
+    """Each scenario's outcome on each broker: the session lifetime and its expiry, a re-authentication
+    that keeps the connection and cannot change the principal, and librdkafka and the Java producer
+    4.4.0 re-authenticating before each session ends (the Java one on the same connections)."""
     key = (scenario.__name__, broker)
     assert key in outcomes, f"{key} did not finish"
     if outcomes[key] is not None:
         raise outcomes[key]
-
-
-@pytest.mark.parametrize("broker", BROKERS)
-def test_session_lifetime_and_expiry(outcomes, broker):
-    outcome(outcomes, session_lifetime_and_expiry, broker)
-
-
-@pytest.mark.parametrize("broker", BROKERS)
-def test_reauthentication_keeps_the_connection(outcomes, broker):
-    outcome(outcomes, reauthentication_keeps_the_connection, broker)
-
-
-@pytest.mark.parametrize("broker", BROKERS)
-def test_reauthentication_cannot_change_principal(outcomes, broker):
-    outcome(outcomes, reauthentication_cannot_change_principal, broker)
-
-
-@pytest.mark.parametrize("broker", BROKERS)
-def test_librdkafka_reauthenticates_and_keeps_producing(outcomes, broker):
-    """confluent-kafka (librdkafka) re-authenticates before each session ends."""
-    outcome(outcomes, librdkafka_reauthenticates_and_keeps_producing, broker)
-
-
-@pytest.mark.parametrize("broker", BROKERS)
-def test_java_client_reauthenticates_and_keeps_producing(outcomes, broker):
-    """The Java producer 4.4.0 re-authenticates before each session ends, on the same connections."""
-    outcome(outcomes, java_client_reauthenticates_and_keeps_producing, broker)
