@@ -12,6 +12,7 @@ __cluster_metadata or -delete/-stray/-future folders for topics.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -163,8 +164,9 @@ def test_pylog_compact_keeps_what_kafkas_cleaner_kept(kdirs, tmp_path):
 @pytest.mark.timeout(900)
 def test_spark_compaction_predicts_kafkas_cleaner(kdirs, tmp_path):
     shutil.copytree(kdirs.before / "compacted-0", tmp_path / "compacted-0")
+    # started from a process pyspark marked as a Spark Connect client: --master still means a JVM here
     r = pylog("spark-compaction", tmp_path / "compacted-0", "--set", "cleanup.policy=compact", "--master", "local[1]",
-              "--json", timeout=850)
+              "--json", timeout=850, env={**os.environ, "SPARK_CONNECT_MODE_ENABLED": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
     (p,) = json.loads(r.stdout)["partitions"]
     kafka = kdirs.data / "compacted-0"

@@ -266,6 +266,9 @@ def open_session(settings: SessionSettings, say=None) -> SparkRun:
         stop_session()
     if url:
         return _open_remote(settings, url, say)
+    # pyspark marks a process that opened a Spark Connect session (SPARK_CONNECT_MODE_ENABLED, which
+    # its children inherit); a session on a master here would be refused as a "remote client"
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     from pylog.commands.spark.shipenv import choose_executor_python
 
     t0 = time.monotonic()
