@@ -118,6 +118,40 @@ js_set(PyObject *list, Py_ssize_t i, const char *s, Py_ssize_t n)
     return 0;
 }
 
+/* frame line [s, e) into slot i of keys and values: 1 done, 0 not the common shape, -1 an error
+ * with keys[i] unset, -2 an error with keys[i] set and values[i] unset */
+static int
+js_frame(PyObject *keys, PyObject *values, Py_ssize_t i, const char *s, const char *e, Py_ssize_t *with_key)
+{
+    const char *ks = NULL, *vs = NULL;
+    Py_ssize_t kl, vl;
+    if (!js_line(s, e, &ks, &kl, &vs, &vl))
+        return 0;
+    if (js_set(keys, i, ks, kl) < 0)
+        return -1;
+    if (js_set(values, i, vs, vl) < 0)
+        return -2;
+    *with_key += kl >= 0;
+    return 1;
+}
+
+/* the framers' answer to js_frame's r < 1: None for 0; for -2, the lists sized to their set slots
+ * (filled becomes n, so js_release leaves the sizes alone) */
+static PyObject *
+js_stop(int r, PyObject *keys, PyObject *values, Py_ssize_t *filled, Py_ssize_t n)
+{
+    if (r == 0) {
+        Py_INCREF(Py_None);
+        return Py_None;
+    }
+    if (r == -2) {
+        Py_SET_SIZE(keys, *filled + 1);
+        Py_SET_SIZE(values, *filled);
+        *filled = n;
+    }
+    return NULL;
+}
+
 /* the two framers' exit: unfilled list slots are NULL, so shrink the lists to what was filled
  * before releasing them, then answer `result` */
 static PyObject *
@@ -155,24 +189,12 @@ sp_json_key_values(PyObject *self, PyObject *lines)
             PyErr_Format(PyExc_TypeError, "a line must be bytes, not %.100s", Py_TYPE(line)->tp_name);
             goto done;
         }
-        const char *d = PyBytes_AS_STRING(line), *ks = NULL, *vs = NULL;
-        Py_ssize_t kl, vl;
-        if (!js_line(d, d + PyBytes_GET_SIZE(line), &ks, &kl, &vs, &vl)) {
-            result = Py_None;
-            Py_INCREF(result);
+        const char *d = PyBytes_AS_STRING(line);
+        int r = js_frame(keys, values, filled, d, d + PyBytes_GET_SIZE(line), &with_key);
+        if (r < 1) {
+            result = js_stop(r, keys, values, &filled, n);
             goto done;
         }
-        if (js_set(keys, filled, ks, kl) < 0)
-            goto done;
-        if (js_set(values, filled, vs, vl) < 0) {
-            filled++; /* keys[filled] is set */
-            Py_SET_SIZE(values, filled - 1);
-            Py_SET_SIZE(keys, filled);
-            Py_DECREF(values);
-            Py_DECREF(keys);
-            return NULL;
-        }
-        with_key += kl >= 0;
     }
     result = PyTuple_Pack(2, with_key ? keys : Py_None, values);
 done:
@@ -200,22 +222,12 @@ sp_json_block_key_values(PyObject *self, PyObject *args)
     if ((keys = PyList_New(n)) == NULL || (values = PyList_New(n)) == NULL)
         goto done;
     for (p = d; filled < n; filled++) {
-        const char *nl = memchr(p, '\n', stop - p), *line_end = nl ? nl : stop, *ks = NULL, *vs = NULL;
-        Py_ssize_t kl, vl;
-        if (!js_line(p, line_end, &ks, &kl, &vs, &vl)) {
-            result = Py_None;
-            Py_INCREF(result);
+        const char *nl = memchr(p, '\n', stop - p), *line_end = nl ? nl : stop;
+        int r = js_frame(keys, values, filled, p, line_end, &with_key);
+        if (r < 1) {
+            result = js_stop(r, keys, values, &filled, n);
             goto done;
         }
-        if (js_set(keys, filled, ks, kl) < 0)
-            goto done;
-        if (js_set(values, filled, vs, vl) < 0) {
-            Py_SET_SIZE(keys, filled + 1);
-            Py_SET_SIZE(values, filled);
-            filled = n;
-            goto done;
-        }
-        with_key += kl >= 0;
         p = line_end + 1;
     }
     result = PyTuple_Pack(2, with_key ? keys : Py_None, values);
