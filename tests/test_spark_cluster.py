@@ -4,10 +4,10 @@ of pylog's dependencies: the executors get them from the environment pylog ships
 spark.archives (`--ship-env auto`), or from --conf spark.pyspark.python; without either
 the job fails in one line naming the missing module and the fix.
 
-The `--ship-env auto` tests come first and share one application (the cost of the
-cluster tests is Spark's start-up: a driver and two executor JVMs, started twice when
-auto probes and ships); the never and given tests start one of their own, each with one
-executor (spark.cores.max=1), enough to show what they show.
+The tests share one application (the cost of the cluster tests is Spark's start-up: a
+driver and two executor JVMs): auto probes and ships to it; the never and given tests
+then run on it with the executors' Python they choose (run alone, each starts one of its
+own, with one executor: spark.cores.max=1 is enough to show what they show).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from pylog.commands.spark.session import live_run
 from support.export_support import export_every_format
 from support.spark_fixtures import run_pylog
 from support.spark_rows import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
@@ -43,13 +44,14 @@ def test_ingest_and_compaction_ship_the_environment(spark_cluster, keep_session,
     res = run_pylog("spark-ingest", src, "-t", "events", "--mode", "segments", "--log-dir", log_dir,
                     "--partitions", PARTITIONS, "--batch-size", "2000", *COLUMNS,
                     *cluster_args(spark_cluster), "--json")
-    # auto: one probe job finds the bare workers lacking pylog's dependencies, then Spark
-    # restarts with the environment shipped, said before any task of the job runs
+    # auto: one probe job finds the bare workers lacking pylog's dependencies, then the same
+    # application (Spark started once) takes the environment, said before any task of the job runs
     assert "probing the executors' Python" in res.stderr
     assert "shipped with spark.archives" in res.stderr and "the executors lack " in res.stderr
     assert "shared with the executors" in res.stderr
-    assert res.stderr.index("executors' Python: the driver's environment") < res.stderr.rindex("starting Spark") \
-        < res.stderr.index("shared with the executors")
+    assert res.stderr.count("starting Spark") == 1
+    assert res.stderr.index("starting Spark") < res.stderr.index("probing the executors' Python") \
+        < res.stderr.index("executors' Python: the driver's environment") < res.stderr.index("shared with the executors")
     doc = json.loads(res.stdout)
     assert doc["master"] == spark_cluster.url
     assert doc["executor_python"]["how"] == "shipped"
@@ -97,12 +99,15 @@ def test_archive_is_cached():
     assert again.cached and again.path == first.path
 
 
-@pytest.mark.timeout(900)  # a Spark application of its own on the cluster: a minute on a quiet machine
+@pytest.mark.timeout(900)  # the application above (a minute on a quiet machine when it starts one of its own)
 def test_workers_without_dependencies_one_line(spark_cluster, keep_session, tmp_path):
     (tmp_path / "a.jsonl").write_text('{"k": "a"}\n{"k": "b"}\n')
+    # run alone, one failed task is enough to show; on the shared application Spark retries it (its conf)
     res = run_pylog("spark-ingest", tmp_path / "a.jsonl", "-t", "t", "--mode", "segments", "--log-dir",
                     tmp_path / "l", "--partitions", 1, *cluster_args(spark_cluster, "--ship-env", "never"),
-                    "--conf", "spark.task.maxFailures=1", *ONE_EXECUTOR, expect=1)  # one failed task is enough to show
+                    "--conf", "spark.task.maxFailures=1", *ONE_EXECUTOR, expect=1)
+    # on the application auto shipped to, the executors still have the environment: only its
+    # Python's change to the workers' own makes this job fail
     assert "the workers' own python3 (--ship-env never)" in res.stderr
     err = res.stderr.strip().splitlines()[-1]
     assert err.startswith("pylog: error: Spark job failed: an executor cannot import ")
@@ -121,3 +126,19 @@ def test_conf_python_wins(spark_cluster, keep_session, tmp_path):
     doc = json.loads(res.stdout)
     assert doc["executor_python"] == {"how": "given", "python": sys.executable}
     assert doc["records"] == 50 and doc["partitions_mismatched"] == 0
+    assert f"executors' Python: {sys.executable}" in res.stderr
+    assert ran_by(live_run().spark) == {sys.executable}  # not the environment shipped before
+
+
+def ran_by(spark) -> set:
+    """The interpreters an RDD's and a DataFrame's Python tasks run with (their two settings)."""
+    from pyspark.sql.functions import udf
+
+    def where(_=None):  # defined here, so it travels by value
+        import sys as s
+
+        return s.executable
+
+    rdd = spark.sparkContext.parallelize([0, 1], 2).map(where).collect()
+    df = spark.range(0, 2, 1, 2).select(udf(where, "string", useArrow=False)("id").alias("p")).collect()
+    return set(rdd) | {r.p for r in df}

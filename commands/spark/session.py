@@ -70,6 +70,7 @@ class SparkRun:
     key: tuple = ()
     executor_python: object = None  # shipenv.ExecutorPython
     connect: bool = False
+    env_dir: bool = False  # the driver JVM runs in driver_env_dir: the environment can be shipped later
 
     @property
     def where(self) -> str:
@@ -260,16 +261,16 @@ def open_session(settings: SessionSettings, say=None) -> SparkRun:
     if url:
         settings = SessionSettings(**{**settings.__dict__, "remote": url, "master": url})
     if _live is not None:
-        if _alive(_live) and _live.key == settings.key():
+        if _alive(_live) and (_live.key == settings.key() or _repointed(_live, settings, url, say)):
             return SparkRun(_live.spark, _live.master, _live.log_file, 0.0, True, _live.pyfiles_zip, _live.key,
-                            _live.executor_python, _live.connect)
+                            _live.executor_python, _live.connect, _live.env_dir)
         stop_session()
     if url:
         return _open_remote(settings, url, say)
     # pyspark marks a process that opened a Spark Connect session (SPARK_CONNECT_MODE_ENABLED, which
     # its children inherit); a session on a master here would be refused as a "remote client"
     os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    from pylog.commands.spark.shipenv import choose_executor_python
+    from pylog.commands.spark.shipenv import choose_executor_python, probe_executors, set_executor_python
 
     t0 = time.monotonic()
     find_java()
@@ -278,41 +279,19 @@ def open_session(settings: SessionSettings, say=None) -> SparkRun:
     if executor_python.how != "probe":
         say(executor_python.describe())
         return _start_classic(settings, executor_python, say, t0)
-    # --ship-env auto on a cluster: ask the executors, restart with the archive only if they need it
+    # --ship-env auto on a cluster: ask the executors; when they need the archive, the same
+    # application takes it (no second driver and executors to start)
     run = _start_classic(settings, executor_python, say, t0)
     ship = probe_executors(run, settings, say)
-    if ship is None:
-        return run
-    say(ship.describe())
-    stop_session()
-    return _start_classic(settings, ship, say, t0)
-
-
-def probe_executors(run: SparkRun, settings: SessionSettings, say):
-    """--ship-env auto: one probe job on the executors. The ExecutorPython to ship when they lack
-    a dependency (after saying so), else None (run's executor_python then says what was found)."""
-    from pylog.commands.spark.shipenv import ENV_PYTHON, ExecutorPython, pack_environment, probe_missing, \
-        probe_modules
-
-    say("probing the executors' Python for pylog's dependencies...")
-    try:
-        missing = probe_missing(run.spark, probe_modules())
-    except Exception as e:
-        msg = " ".join(str(e).split())[:300]
-        raise DataError(f"the executors' Python did not run pylog's probe task on {settings.master}: {msg}; "
-                        f"see {run.log_file}") from None
-    if missing:
-        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-        return ExecutorPython("shipped", ENV_PYTHON, pack_environment(), source="connect" if run.connect else "",
-                              reason=f"the executors lack {shown}")
-    run.executor_python = ExecutorPython("server" if run.connect else "workers", run.executor_python.python,
-                                         reason="probed: they have pylog's dependencies")
-    say(run.executor_python.describe())
-    return None
+    if ship is not None:
+        say(ship.describe())
+        set_executor_python(run, ship)
+        run.startup_seconds = time.monotonic() - t0
+    return run
 
 
 def driver_env_dir(work: Path) -> str:
-    """The driver JVM's working folder when the environment is shipped: Spark runs the driver's
+    """The driver JVM's working folder when the environment is (or may be) shipped: Spark runs the driver's
     own Python workers (a Python data source's planning) with the executors' relative
     ./pylog-env/bin/python too, so here that path leads to this interpreter."""
     from pylog.commands.spark.shipenv import ENV_PYTHON
@@ -366,7 +345,7 @@ def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -
             # the JVM's own stdout/stderr (launcher warnings, executor output in
             # local mode) go to the log file, never to the user's terminal
             popen = {"stdout": lf, "stderr": lf}
-            if executor_python.how == "shipped":
+            if executor_python.how in ("shipped", "probe"):  # probe: the archive may come later
                 popen["cwd"] = driver_env_dir(work)
             gateway = launch_gateway(sconf, popen_kwargs=popen)
         except Exception as e:
@@ -393,14 +372,26 @@ def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -
         # inputs; two per core keeps every core busy
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * sc.defaultParallelism)))
     _live = SparkRun(spark, settings.master, log_file, time.monotonic() - t0, False, zip_path, settings.key(),
-                     executor_python)
+                     executor_python, env_dir="cwd" in popen)
     return _live
+
+
+def _repointed(live: SparkRun, settings: SessionSettings, url: str | None, say) -> bool:
+    """Whether the live classic application on the same master (and jars) now serves settings that
+    want other executors' Python: the jobs that follow run that Python (shipenv.repoint_executors)."""
+    from pylog.commands.spark.shipenv import repoint_executors
+
+    same_app = (settings.master, None, settings.conf.get("spark.jars"), settings.conf.get("spark.jars.packages"))
+    if url or live.connect or live.key[:2] + live.key[4:] != same_app or not repoint_executors(live, settings, say):
+        return False
+    live.key = settings.key()
+    return True
 
 
 def _open_remote(settings: SessionSettings, url: str, say) -> SparkRun:
     """A Spark Connect session; pylog's code goes up with the artifact API."""
     global _live
-    from pylog.commands.spark.shipenv import connect_executor_python, ship_through_connect
+    from pylog.commands.spark.shipenv import connect_executor_python, probe_executors, ship_through_connect
 
     t0 = time.monotonic()
     say(f"starting Spark Connect session ({url})...")

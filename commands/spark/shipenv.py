@@ -287,6 +287,62 @@ def probe_missing(spark, modules: list[str], tasks: int = 4) -> list[str]:
     return sorted({m for r in rows for m in (r.m or "").split(",") if m})
 
 
+def set_executor_python(run, chosen: ExecutorPython) -> None:
+    """The executors' Python of a running classic application's later jobs: an RDD's comes from
+    sc.pythonExec, a DataFrame's from spark.sql.execution.pyspark.python. A shipped one's archive
+    is added as `spark.archives` adds it (SparkContext.addArchive: unpacked as ENV_ALIAS in each
+    executor's work dir before its next task; Spark adds a path once)."""
+    sc = run.spark.sparkContext
+    if chosen.how == "shipped":
+        try:
+            sc.addArchive(f"{chosen.archive.path}#{ENV_ALIAS}")
+        except Exception as e:
+            msg = " ".join(str(e).split())[:300]
+            raise DataError(f"Spark on {run.master} did not take the environment archive: {msg}; "
+                            f"see {run.log_file}") from None
+    sc.pythonExec = chosen.python
+    run.spark.conf.set(CONNECT_PYTHON_CONF, chosen.python)
+    run.executor_python = chosen
+
+
+def repoint_executors(run, settings, say) -> bool:
+    """A live classic application serving settings whose executors' Python differs (--ship-env,
+    spark.pyspark.python): later jobs run the Python they choose, said as at a start, probed and
+    shipped to the same application for auto. False when shipping needs a driver JVM started
+    outside the environment folder (session.driver_env_dir): then Spark starts anew."""
+    chosen = choose_executor_python(settings.master, settings.ship_env, settings.conf)
+    if chosen.how in ("shipped", "probe") and not run.env_dir:
+        return False
+    if chosen.how == "probe":
+        set_executor_python(run, ExecutorPython("workers", "python3"))
+        chosen = probe_executors(run, settings, say)
+        if chosen is None:
+            return True
+    say(chosen.describe())
+    set_executor_python(run, chosen)
+    return True
+
+
+def probe_executors(run, settings, say):
+    """--ship-env auto: one probe job on the executors. The ExecutorPython to ship when they lack
+    a dependency (after saying so), else None (run's executor_python then says what was found)."""
+    say("probing the executors' Python for pylog's dependencies...")
+    try:
+        missing = probe_missing(run.spark, probe_modules())
+    except Exception as e:
+        msg = " ".join(str(e).split())[:300]
+        raise DataError(f"the executors' Python did not run pylog's probe task on {settings.master}: {msg}; "
+                        f"see {run.log_file}") from None
+    if missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        return ExecutorPython("shipped", ENV_PYTHON, pack_environment(), source="connect" if run.connect else "",
+                              reason=f"the executors lack {shown}")
+    run.executor_python = ExecutorPython("server" if run.connect else "workers", run.executor_python.python,
+                                         reason="probed: they have pylog's dependencies")
+    say(run.executor_python.describe())
+    return None
+
+
 def ship_through_connect(spark, archive: PackedEnv) -> None:
     """Spark Connect's way to `spark.archives`: the archive as a session artifact, unpacked as
     ENV_ALIAS in each executor's session folder, and the session's Python executable set to it."""
