@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from support.spark_cds import CONF_DIR, cds_option
+
 MASTERS = ["local[2]", "local-cluster[2,1,1024]"]
 LOCAL = MASTERS[0]
 # A test that runs on local[2] only, on the same session as the rest of the local[2] round (its
@@ -35,9 +37,23 @@ local_only = pytest.mark.parametrize("spark_master", [LOCAL], indirect=True)
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 FULL_JIT = os.environ.get("PYLOG_JVM_FULL_JIT") == "1"
 C1_EXECUTORS = {} if FULL_JIT else {"spark.executor.defaultJavaOptions": C1_ONLY}
+# the options are ours to extend with the class-data archive (use_cds) unless the environment set them
+_OWN_OPTS = not FULL_JIT and "SPARK_SUBMIT_OPTS" not in os.environ and "SPARK_DAEMON_JAVA_OPTS" not in os.environ
 if not FULL_JIT:
     os.environ.setdefault("SPARK_SUBMIT_OPTS", C1_ONLY)
     os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", C1_ONLY)
+    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
+
+
+def use_cds() -> str:
+    """The JVM options of the Spark drivers and daemons started from here on: C1 only and, once
+    it exists (made here if need be), the class-data archive (support/spark_cds.py)."""
+    if not _OWN_OPTS:
+        return os.environ.get("SPARK_SUBMIT_OPTS", "")
+    opt = cds_option(C1_ONLY)
+    opts = f"{C1_ONLY} {opt}" if opt else C1_ONLY
+    os.environ["SPARK_SUBMIT_OPTS"] = os.environ["SPARK_DAEMON_JAVA_OPTS"] = opts
+    return opts
 
 _HIDE_PYLOG = textwrap.dedent("""\
     # An executor Python without pylog: site-packages as usual, minus the editable pylog finder.
@@ -88,7 +104,9 @@ def spark_master(request, tmp_path_factory):
     else:
         os.environ.pop("PYSPARK_PYTHON", None)
     session.KEEP_SESSION = True
-    run = session.open_session(session.SessionSettings(master=master, app_name="pylog tests", conf=dict(C1_EXECUTORS)))
+    opts = use_cds()  # local-cluster's executor JVMs too
+    conf = {"spark.executor.defaultJavaOptions": opts} if C1_EXECUTORS and opts else dict(C1_EXECUTORS)
+    run = session.open_session(session.SessionSettings(master=master, app_name="pylog tests", conf=conf))
     if master.startswith("local-cluster"):
         where = run.spark.sparkContext.parallelize([0, 1], 2).map(session.pylog_origin).collect()
         assert all("pylog.zip" in w for w in where), where
@@ -169,12 +187,14 @@ class StandaloneCluster:
         from pylog.commands.spark.session import ensure_spark_home
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
-        conf_dir = self.work / "conf"
-        conf_dir.mkdir(parents=True, exist_ok=True)
-        env.update(SPARK_HOME=ensure_spark_home(), SPARK_LOCAL_IP="127.0.0.1", SPARK_CONF_DIR=str(conf_dir),
+        CONF_DIR.mkdir(parents=True, exist_ok=True)  # empty: the drivers' conf dir, as the class-data archive's
+        env.update(SPARK_HOME=ensure_spark_home(), SPARK_LOCAL_IP="127.0.0.1", SPARK_CONF_DIR=str(CONF_DIR),
                    SPARK_DAEMON_MEMORY="256m", SPARK_NO_DAEMONIZE="1")
         if os.environ.get("PYLOG_JVM_FULL_JIT") != "1":  # the daemons and every executor they start
             env["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {C1_ONLY}".strip()
+            # the daemons' and a Connect server's own JVM map the class-data archive (never the
+            # launcher's: spark-class reads its stdout, so not in JAVA_TOOL_OPTIONS)
+            env["SPARK_DAEMON_JAVA_OPTS"] = env["SPARK_SUBMIT_OPTS"] = use_cds()
         if self.python_bin:
             env["PATH"] = f"{os.path.dirname(self.python_bin)}{os.pathsep}{env.get('PATH', '')}"
             env["PYSPARK_PYTHON"] = self.python_bin
