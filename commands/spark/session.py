@@ -350,6 +350,9 @@ def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
     }
+    if _is_local(settings.master) and executor_python.how == "driver":
+        # workers forked warm, importing the installed pyspark and pylog, not zips (local_daemon.py)
+        conf["spark.python.daemon.module"] = "pylog.commands.spark.local_daemon"
     conf.update(settings.conf)
     if executor_python.how == "shipped":
         archive = f"{executor_python.archive.path}#{ENV_ALIAS}"
