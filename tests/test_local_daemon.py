@@ -114,3 +114,18 @@ def test_a_fused_export_task_imports_no_pandas(tmp_path):
     assert doc["rows"] == [["t", 3, 0, "a", 0], ["t", 3, 1, "b", 0]]
     assert [(f["rows"], f["partition_values"]) for f in doc["files"]] == [(2, "{}")]
     assert doc["pandas"] is False, "a fused task imported pandas (pyarrow's conversion from Python objects)"
+
+
+@pytest.mark.parametrize("master,conf,how,expected", [
+    ("local[2]", {}, "driver", "pylog.commands.spark.local_daemon"),
+    ("local-cluster[2,1,1024]", {}, "driver", "pylog.commands.spark.local_daemon"),
+    ("local[2]", {"spark.python.daemon.module": "pyspark.daemon"}, "driver", None),  # the user's wins
+    ("local[2]", {}, "given", None),  # PYSPARK_PYTHON or spark.pyspark.python: may lack pylog
+    ("spark://h:7077", {}, "probe", None),
+])
+def test_which_sessions_get_pylogs_daemon(master, conf, how, expected):
+    from pylog.commands.spark.session import SessionSettings, daemon_conf
+    from pylog.commands.spark.shipenv import ExecutorPython
+
+    got = daemon_conf(SessionSettings(master=master, conf=conf), ExecutorPython(how, sys.executable))
+    assert got == ({"spark.python.daemon.module": expected} if expected else {})
