@@ -124,8 +124,7 @@ def test_a_fused_export_task_imports_no_pandas(tmp_path):
     ("spark://h:7077", {}, "probe", None),
 ])
 def test_which_sessions_get_pylogs_daemon(master, conf, how, expected):
-    from pylog.commands.spark.session import SessionSettings, daemon_conf
-    from pylog.commands.spark.shipenv import ExecutorPython
+    from pylog.commands.spark.local_daemon import session_conf
 
-    got = daemon_conf(SessionSettings(master=master, conf=conf), ExecutorPython(how, sys.executable))
+    got = session_conf(master, conf, how)
     assert got == ({"spark.python.daemon.module": expected} if expected else {})

@@ -18,7 +18,7 @@ packages with their bytecode, and imports what every worker needs once,
 before it forks: pyspark's worker and pylog's task modules (pure Python; no
 thread is running when the daemon forks). pyarrow and numpy start threads as
 they are imported, so the forked workers import those themselves.
-`session._start_classic` names this module in `spark.python.daemon.module`.
+`session._start_classic` names this module in `spark.python.daemon.module` (`session_conf`).
 """
 from __future__ import annotations
 
@@ -70,6 +70,22 @@ def trim_path(path: list[str]) -> list[str]:
     if any(_zipped_version(z) != installed for z in archives if os.path.basename(z) == "pyspark.zip"):
         return path
     return [p for p in path if p not in archives]
+
+
+def session_conf(master: str, conf: dict, executor_how: str) -> dict[str, str]:
+    """What a session's conf gets so its Python workers fork from this daemon: on a local master
+    whose executors run this Python (shipenv's "driver"), with pylog installed (the daemon is a
+    fresh interpreter) and no daemon of the user's in `conf`."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    key = "spark.python.daemon.module"
+    if not master.startswith("local") or executor_how != "driver" or key in conf:
+        return {}
+    try:
+        distribution("pylog")
+    except PackageNotFoundError:
+        return {}
+    return {key: "pylog.commands.spark.local_daemon"}
 
 
 def preload() -> None:

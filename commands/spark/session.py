@@ -324,15 +324,6 @@ def driver_env_dir(work: Path) -> str:
     return str(work)
 
 
-def daemon_conf(settings: SessionSettings, executor_python) -> dict[str, str]:
-    """On a local master whose executors run this Python, Spark's Python workers fork from pylog's
-    daemon (local_daemon.py: the installed pyspark and pylog, imported once); the user's wins."""
-    key = "spark.python.daemon.module"
-    if _is_local(settings.master) and executor_python.how == "driver" and key not in settings.conf:
-        return {key: "pylog.commands.spark.local_daemon"}
-    return {}
-
-
 def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -> SparkRun:
     """A SparkSession in this process's JVM (a new one) whose executors run `executor_python`."""
     global _live
@@ -359,7 +350,9 @@ def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
     }
-    conf.update(daemon_conf(settings, executor_python))
+    from pylog.commands.spark.local_daemon import session_conf
+
+    conf.update(session_conf(settings.master, settings.conf, executor_python.how))
     conf.update(settings.conf)
     if executor_python.how == "shipped":
         archive = f"{executor_python.archive.path}#{ENV_ALIAS}"
