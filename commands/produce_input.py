@@ -69,7 +69,8 @@ class RawLines:
         self._count = n
 
     def split(self) -> list:
-        lines = (self.data[:self.end] if self.end < len(self.data) else self.data).split(b"\n")
+        data = self.data if isinstance(self.data, bytes) else bytes(self.data)
+        lines = (data[:self.end] if self.end < len(data) else data).split(b"\n")
         if self.cr and b"\r" in self.data:
             lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
         return lines
@@ -80,25 +81,30 @@ def read_blocks(stream, block_size: int = BLOCK, raw: bool = False):
 
     Lines lose their "\\n" and any "\\r" before it; a last line without "\\n" is kept
     as it is. A pipe's block is what has arrived (read1), so records flow as typed.
-    With `raw` the lines come as a RawLines, not split."""
-    read = getattr(stream, "read1", stream.read)
+    With `raw` the lines come as a RawLines, not split (its data a bytearray when the
+    stream can read into one)."""
     rest = b""
     lineno = 1
-    while True:
-        chunk = read(block_size)
-        if not chunk:
-            if rest:
-                yield lineno, RawLines(rest, len(rest), cr=False) if raw else [rest], len(rest)
-            return
-        data = rest + chunk if rest else chunk
-        if raw:
+    if raw:
+        more = _reader(stream, block_size)
+        while (data := more(rest)) is not None:
             cut = data.rfind(b"\n")
             rest = data[cut + 1:]
             if cut >= 0:
                 lines = RawLines(data, cut)
                 yield lineno, lines, cut + 1
                 lineno += lines.count
-            continue
+        if rest:
+            yield lineno, RawLines(rest, len(rest), cr=False), len(rest)
+        return
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        chunk = read(block_size)
+        if not chunk:
+            if rest:
+                yield lineno, [rest], len(rest)
+            return
+        data = rest + chunk if rest else chunk
         lines = data.split(b"\n")  # the piece after the last "\n" is the next block's start
         rest = lines.pop()
         if not lines:
@@ -107,6 +113,31 @@ def read_blocks(stream, block_size: int = BLOCK, raw: bool = False):
             lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
         yield lineno, lines, len(data) - len(rest)
         lineno += len(lines)
+
+
+def _reader(stream, block_size: int):
+    """more(rest) -> `rest` followed by what the next read (at most one system call) brought, or None
+    at the end: read into one new bytearray where the stream can (one copy less than rest + chunk)."""
+    readinto = getattr(stream, "readinto1", None)
+    if readinto is None:
+        read = getattr(stream, "read1", stream.read)
+
+        def more(rest):
+            chunk = read(block_size)
+            return (rest + chunk if rest else chunk) if chunk else None
+        return more
+
+    def more(rest):
+        keep = len(rest)
+        data = bytearray(keep + block_size)
+        data[:keep] = rest
+        with memoryview(data) as view, view[keep:] as tail:
+            got = readinto(tail)
+        if not got:
+            return None
+        del data[keep + got:]
+        return data
+    return more
 
 
 def split_key_value(lines: list, sep: bytes) -> tuple[list, list, list]:

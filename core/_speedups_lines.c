@@ -4,7 +4,7 @@
  * key or value): each record is four int64s in one bytes object (key start, key
  * length or -1 for a null key, value start, value length), with the lines without
  * the key separator listed by index and the key + value byte count of the block.
- * encode_frame_run writes framed records into a batch's bytearray as the run
+ * The data may be a bytearray (the read buffer). encode_frame_run writes framed records into a batch's bytearray as the run
  * encoder does (runs.encode_run of the same keys and values gives the same bytes),
  * and frame_partitions is murmur2 partitioning of the framed keys in bulk. The
  * reference is the list path: read_blocks' lines, produce_input.parse_text and
@@ -162,12 +162,14 @@ frame_put_part(unsigned char *p, const char *data, Py_ssize_t n)
 static int
 frame_open(PyObject *data, PyObject *offs, frame_args *a, const char *fn)
 {
-    if (!PyBytes_Check(data) || !PyBytes_Check(offs) || PyBytes_GET_SIZE(offs) % (LINES_SLOT * 8)) {
-        PyErr_Format(PyExc_TypeError, "%s: data and offsets must be bytes (offsets of whole records)", fn);
+    if (!(PyBytes_Check(data) || PyByteArray_Check(data)) || !PyBytes_Check(offs) ||
+        PyBytes_GET_SIZE(offs) % (LINES_SLOT * 8)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: data must be bytes or a bytearray and offsets bytes (of whole records)", fn);
         return -1;
     }
-    a->data = PyBytes_AS_STRING(data);
-    a->size = PyBytes_GET_SIZE(data);
+    a->data = PyBytes_Check(data) ? PyBytes_AS_STRING(data) : PyByteArray_AS_STRING(data);
+    a->size = PyBytes_Check(data) ? PyBytes_GET_SIZE(data) : PyByteArray_GET_SIZE(data);
     a->slots = (const int64_t *)PyBytes_AS_STRING(offs);
     a->count = PyBytes_GET_SIZE(offs) / (LINES_SLOT * 8);
     return 0;

@@ -57,13 +57,22 @@ class _Chunks(io.RawIOBase):
         return self.pieces.pop(0) if self.pieces else b""
 
 
-def _blocks(data, cuts, sep, raw, frame_text):
+class _ChunksInto(_Chunks):
+    """The same read into the caller's buffer (BufferedReader's readinto1)."""
+
+    def readinto1(self, buf):
+        got = self.read1(len(buf))
+        buf[:len(got)] = got
+        return len(got)
+
+
+def _blocks(data, cuts, sep, raw, frame_text, stream=_Chunks):
     """Per block: (first line, records as (line, key, value), errors, bytes, lines counted)."""
     out = []
     keep = produce_input._frame_text
     produce_input._frame_text = frame_text
     try:
-        for first, lines, _ in produce_input.read_blocks(_Chunks(data, cuts), raw=raw):
+        for first, lines, _ in produce_input.read_blocks(stream(data, cuts), raw=raw):
             block = produce_input.parse_text(first, lines, sep, None if sep is None else sep.decode("latin-1"))
             if isinstance(block.values, produce_input.LineFrame):
                 nbytes = block.values.nbytes
@@ -83,8 +92,9 @@ def _blocks(data, cuts, sep, raw, frame_text):
 def test_framed_blocks_give_the_list_paths_records_lines_and_errors(data, sep, cuts):
     cuts = sorted(min(c, len(data)) for c in cuts)
     lists = _blocks(data, cuts, sep, False, None)
-    assert _blocks(data, cuts, sep, True, native.frame_text) == lists
-    assert _blocks(data, cuts, sep, True, produce_input.frame_text_py) == lists
+    for stream in (_Chunks, _ChunksInto):
+        assert _blocks(data, cuts, sep, True, native.frame_text, stream) == lists
+        assert _blocks(data, cuts, sep, True, produce_input.frame_text_py, stream) == lists
 
 
 def drive(encode, count, limit, od, tsd):
@@ -124,10 +134,11 @@ def test_encode_frame_run_writes_what_encode_run_writes(data, sep, order, limit,
         return lambda buf, od, tsd, room, pos, stop: encode(buf, od, tsd, room, values, pos, stop, keys, headers,
                                                           vls, kls)
 
-    def framed(encode):
-        return lambda buf, od, tsd, room, pos, stop: encode(buf, od, tsd, room, whole, offsets, idx, pos, stop,
+    def framed(encode, data=whole):
+        return lambda buf, od, tsd, room, pos, stop: encode(buf, od, tsd, room, data, offsets, idx, pos, stop,
                                                           headers)
     compiled = drive(framed(native.encode_frame_run), n, limit, od, tsd)
+    assert drive(framed(native.encode_frame_run, bytearray(whole)), n, limit, od, tsd) == compiled  # a read buffer
     assert compiled == drive(lists(native.encode_run), n, limit, od, tsd)
     reference = drive(framed(runs.encode_frame_run_py), n, limit, od, tsd)
     assert reference[1] is compiled[1]
@@ -140,6 +151,7 @@ def test_encode_frame_run_writes_what_encode_run_writes(data, sep, order, limit,
 def test_frame_partitions_agree_with_murmur2_of_the_keys(data, sep, n):
     offsets = native.frame_text(data, len(data), sep, True)[0]
     got = native.frame_partitions(data, offsets, n)
+    assert native.frame_partitions(bytearray(data), offsets, n) == got
     assert got == runs.frame_partitions_py(data, offsets, n)
     keys, values, _ = runs.frame_columns(data, offsets)
     assert got == ([-1] * len(values) if keys is None else [h % n for h in murmur2_many_py(keys)])

@@ -143,6 +143,7 @@ def frame_columns(data, offsets, idx=None):
     in the read block: four int64s per record, key start, key length or -1 for a null key, value
     start, value length), of every record or of records `idx`, as the run encoder takes them:
     a null key is b"" with length -1, and keys is None when every key is null."""
+    data = data if isinstance(data, bytes) else bytes(data)
     m = memoryview(offsets).cast("q")
     ks, kls, vs, vls = m[0::4].tolist(), m[1::4].tolist(), m[2::4].tolist(), m[3::4].tolist()
     if idx is not None:
