@@ -298,7 +298,58 @@ sp_frame_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* frame_groups(data, offsets, n) -> [[record indexes of partition p, in order] for p in range(n)]:
+ * the records grouped by frame_partitions' answer in one pass (a counting sort); a null key is a
+ * ValueError (keyless records take the sticky partition, not a group) */
+static PyObject *
+sp_frame_groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *parts = sp_frame_partitions(self, args, nargs), *out = NULL;
+    if (parts == NULL)
+        return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]), count = PyList_GET_SIZE(parts);
+    Py_ssize_t *sizes = PyMem_Calloc(n, sizeof(Py_ssize_t));
+    if (sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parts, i));
+        if (p < 0) {
+            PyErr_SetString(PyExc_ValueError, "frame_groups: a record without a key");
+            goto done;
+        }
+        sizes[p]++;
+    }
+    if ((out = PyList_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        PyObject *g = PyList_New(sizes[p]);
+        if (g == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, p, g);
+        sizes[p] = 0;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parts, i));
+        PyObject *idx = PyLong_FromSsize_t(i);
+        if (idx == NULL) {
+            Py_CLEAR(out); /* list_dealloc skips the slots not filled yet */
+            goto done;
+        }
+        PyList_SET_ITEM(PyList_GET_ITEM(out, p), sizes[p]++, idx);
+    }
+done:
+    PyMem_Free(sizes);
+    Py_DECREF(parts);
+    return out;
+}
+
 PyMethodDef pylog_lines_methods[] = {
+    {"frame_groups", (PyCFunction)(void (*)(void))sp_frame_groups, METH_FASTCALL,
+     "frame_partitions' records grouped by partition"},
     {"frame_text", (PyCFunction)sp_frame_text, METH_VARARGS, "produce_input.parse_text of a read block, framed"},
     {"encode_frame_run", (PyCFunction)(void (*)(void))sp_encode_frame_run, METH_FASTCALL,
      "runs.encode_run of framed records"},

@@ -155,6 +155,14 @@ def test_frame_partitions_agree_with_murmur2_of_the_keys(data, sep, n):
     assert got == runs.frame_partitions_py(data, offsets, n)
     keys, values, _ = runs.frame_columns(data, offsets)
     assert got == ([-1] * len(values) if keys is None else [h % n for h in murmur2_many_py(keys)])
+    if keys is None and values:
+        for groups in (native.frame_groups, runs.frame_groups_py):
+            with pytest.raises(ValueError, match="without a key"):
+                groups(data, offsets, n)
+    else:
+        groups = native.frame_groups(data, offsets, n)
+        assert groups == runs.frame_groups_py(data, offsets, n)
+        assert groups == [[i for i, p in enumerate(got) if p == part] for part in range(n)]
 
 
 @pytest.mark.parametrize("slot", [(0, 5, 0, 1), (-1, 1, 0, 1), (0, -2, 0, 1), (0, -1, 3, 2), (0, -1, 0, -1),

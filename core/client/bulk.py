@@ -21,7 +21,7 @@ from pylog.core.client.accumulator import HEADER_SIZE, RECORD_OVERHEAD_MAX
 from pylog.core.records.batch import encode_headers
 from pylog.core.client.errors import BulkSendStopped, KafkaTimeoutError, record_too_large
 from pylog.core.client.partitioner import murmur2_many
-from pylog.core.client.runs import column_lengths, frame_partitions
+from pylog.core.client.runs import column_lengths, frame_groups
 from pylog.core.errors import KafkaError
 
 _RUN_LIMIT = 16384 - 2 * RECORD_OVERHEAD_MAX  # larger records take the one-by-one path
@@ -320,7 +320,7 @@ class BulkSender:
             return runs, [(i, e) for i in range(count)]
         if not count:
             return runs, []
-        fixed = target = None
+        fixed = groups = None
         if partition is not None:
             if not 0 <= partition < n:
                 err = KafkaError(f"Invalid partition given with record: {partition} is not in the range "
@@ -330,14 +330,14 @@ class BulkSender:
         elif frame.keyed and not p.ignore_keys:
             if n == 1:
                 fixed = 0
-            else:
-                target = frame_partitions(frame.data, frame.offsets, n)  # murmur2 of the keys in bulk
+            else:  # murmur2 of the keys and the grouping by partition in one call
+                groups = [(part, g) for part, g in enumerate(frame_groups(frame.data, frame.offsets, n)) if g]
         lens = memoryview(frame.offsets).cast("q")
 
         def size(pos, idx):
             i = idx[pos] * 4
             return max(lens[i + 1], 0) + lens[i + 3] + RECORD_OVERHEAD_MAX + len(hdrs)
-        for part, g in _groups(fixed, target, range(count)):
+        for part, g in groups or [(fixed if fixed is not None else -1, range(count))]:
             gidx = None if isinstance(g, range) else g
 
             def append(b, ts, pos, gidx=gidx, hi=len(g)):

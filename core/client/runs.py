@@ -18,8 +18,8 @@ from pylog.core.client.partitioner import murmur2_many
 from pylog.core.records.varint import encode_varint
 
 __all__ = ["VARINT", "VARINT_LIMIT", "column_lengths", "column_lengths_py", "encode_frame_run",
-           "encode_frame_run_py", "encode_run", "encode_run_py", "frame_columns", "frame_partitions",
-           "frame_partitions_py"]
+           "encode_frame_run_py", "encode_run", "encode_run_py", "frame_columns", "frame_groups", "frame_groups_py",
+           "frame_partitions", "frame_partitions_py"]
 
 VARINT_LIMIT = 1 << 14
 # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas): the hot lookup
@@ -173,7 +173,20 @@ def frame_partitions_py(data, offsets, n):
     return [h % n if kl >= 0 else -1 for h, kl in zip(murmur2_many(keys), kls)]
 
 
+def frame_groups_py(data, offsets, n):
+    """[the indexes of the framed records of partition p, in order, for p in range(n)] by their keys
+    (frame_partitions); a record without a key is a ValueError."""
+    parts = frame_partitions_py(data, offsets, n)
+    if -1 in parts:
+        raise ValueError("frame_groups: a record without a key")
+    groups = [[] for _ in range(n)]
+    for i, part in enumerate(parts):
+        groups[part].append(i)
+    return groups
+
+
 encode_run = fastpath.choose("encode_run", encode_run_py)
 encode_frame_run = fastpath.choose("encode_frame_run", encode_frame_run_py)
 frame_partitions = fastpath.choose("frame_partitions", frame_partitions_py)
+frame_groups = fastpath.choose("frame_groups", frame_groups_py)
 column_lengths = fastpath.choose("column_lengths", column_lengths_py)
