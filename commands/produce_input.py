@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-from array import array
 from itertools import chain, repeat
 from operator import itemgetter
 
@@ -184,6 +183,8 @@ def frame_text_py(data: bytes, end: int, sep: bytes | None, cr: bool):
     """(offsets, nbytes, longest, bad) of the lines of data[:end] (without trailing "\r"s when
     `cr`): values only when `sep` is None, else each line split at its first `sep`; a line
     without one is no record and its index is in `bad`. The reference of the compiled one."""
+    from array import array  # the reference's only: a compiled start-up does not load the module
+
     offsets, bad = array("q"), []
     nbytes, longest, pos = 0, -1, 0
     for i, line in enumerate(data[:end].split(b"\n")):
