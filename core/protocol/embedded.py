@@ -41,11 +41,11 @@ class Embedded:
         self._codecs = {}
 
     def codec(self, version, kind: str):
-        """The decode ("d") or encode ("e") function for one version, compiled once."""
+        """The "decode" or "encode" function for one version, compiled once."""
         c = self._codecs.get((version, kind))
         if c is None:
             flexible = self.flexible_min is not None and version >= self.flexible_min
-            compile_fn = compile_decoder if kind == "d" else compile_encoder
+            compile_fn = compile_decoder if kind == "decode" else compile_encoder
             c = self._codecs[(version, kind)] = compile_fn(self.fields, version, flexible)
         return c
 
@@ -54,7 +54,7 @@ class Embedded:
         if not self.min_version <= version <= self.max_version:
             raise ValueError(f"{self.name} has no version {version}")
         out = bytearray()
-        self.codec(version, "e")(body, out, None)
+        self.codec(version, "encode")(body, out, None)
         return bytes(out)
 
     def encode(self, body: dict, version: int) -> bytes:
@@ -65,7 +65,7 @@ class Embedded:
         """The struct at `version` from data[pos:]; strict: no trailing bytes (MalformedDataError)."""
         buf = data if isinstance(data, memoryview) else memoryview(data)
         try:
-            body, end = self.codec(version, "d")(buf, pos, len(buf))
+            body, end = self.codec(version, "decode")(buf, pos, len(buf))
         except _FAILURES as e:
             raise MalformedDataError(f"malformed {self.name} v{version}: {e or type(e).__name__}") from None
         if strict and end != len(buf):

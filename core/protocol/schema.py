@@ -148,11 +148,11 @@ class Api:
 
     def decoder(self, direction: str, version: int):
         """The decode function of the 'request' or 'response' at version, compiled once."""
-        return self._codecs.get((direction, version, "d")) or self._compile(direction, version, "d")
+        return self._codecs.get((direction, version, "decode")) or self._compile(direction, version, "decode")
 
     def encoder(self, direction: str, version: int):
         """The encode function of the 'request' or 'response' at version, compiled once."""
-        return self._codecs.get((direction, version, "e")) or self._compile(direction, version, "e")
+        return self._codecs.get((direction, version, "encode")) or self._compile(direction, version, "encode")
 
     def codec(self, direction: str, version: int):
         """(decode, encode) for 'request' or 'response' at version."""
@@ -162,7 +162,7 @@ class Api:
         from pylog.core.protocol.compiler import compile_decoder, compile_encoder
 
         fields = self.request if direction == "request" else self.response
-        fn = (compile_decoder if kind == "d" else compile_encoder)(fields, version, self.is_flexible(version))
+        fn = (compile_decoder if kind == "decode" else compile_encoder)(fields, version, self.is_flexible(version))
         self._codecs[(direction, version, kind)] = fn
         return fn
 
