@@ -53,6 +53,10 @@ def mm2_properties(source: str, target: str) -> str:
         "refresh.topics.interval.seconds = 2",
         "refresh.groups.interval.seconds = 2",
         "offset.lag.max = 0",
+        # the Connect worker commits its source tasks' offsets every second instead of every 60 s:
+        # MirrorSourceTask hands its delayed offset syncs over on that commit, and the group's
+        # offset can be translated (checkpointed, synced) only from those syncs
+        "kafka.offset.flush.interval.ms = 1000",
         # pylog is one node: whatever MirrorMaker keeps there has one replica (the offset syncs of
         # this flow; the Connect worker topics and heartbeats of the unused reverse flow)
         "pylog->kafka.offset-syncs.topic.replication.factor = 1",
@@ -141,6 +145,8 @@ def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, pylog_source, kaf
         props.write_text(mm2_properties(src, kafka_cluster.bootstrap))
         log = open(tmp_path / "mm2.log", "wb")
         mm = subprocess.Popen([java(), *jvm_options(), "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                               "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                               "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
                                "-cp", mirror_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(props)],
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         target = kafka_cluster.bootstrap
