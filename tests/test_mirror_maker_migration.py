@@ -1,6 +1,7 @@
 """The way out, live: Kafka's MirrorMaker 2 (connect-mirror-maker, dedicated mode) replicates a
-running pylog broker's topic, and its consumer group's committed offsets, to a 3-node Apache
-Kafka cluster; the group then moves over and carries on from its position.
+running pylog broker's topic, and its consumer group's committed offsets, to a 3-broker Apache
+Kafka cluster (the run's `kafka_cluster`, shared with test_kafka_cluster); the group then moves
+over and carries on from its position.
 
 connect-mirror 4.4.0 is not on Maven Central yet, so MirrorMaker runs as Kafka 4.3.1 ships it
 (tests/kafka/mirror/pom.xml, a classpath of its own); the target cluster is Kafka 4.4.0.
@@ -114,6 +115,7 @@ def pylog_source(tmp_path_factory):
 
 def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, pylog_source, kafka_cluster):
     b = pylog_source.result()
+    kafka_cluster.ensure_up()
     mm = None
     try:
         src = b.bootstrap
