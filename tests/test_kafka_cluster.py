@@ -150,11 +150,13 @@ def test_produce_through_leader_kill9_and_restart(cluster, tmp_path):
     # the controller moves leadership away from the dead broker
     assert wait_for(lambda: partition_state(cluster.bootstrap, "leader-kill")[0]["leader"] not in (leader, -1), 120,
                     step=POLL)
-    cluster.node(leader).start()
+    # the killed broker restarts while the producer finishes on the other two (min.insync.replicas=2)
+    cluster.node(leader).start(wait=False)
     rc, summary, err = feeder.result()
     assert rc == 0, err
     assert summary["records"] == n and summary["failures"] == 0
     assert_exactly_once_in_key_order(read_all(cluster.bootstrap, "leader-kill", n), n)
+    cluster.ensure_up()  # and it is back
 
 
 def test_two_brokers_down_not_enough_replicas_then_delivery_resumes_or_times_out(cluster, tmp_path):
@@ -178,6 +180,7 @@ def test_two_brokers_down_not_enough_replicas_then_delivery_resumes_or_times_out
     # nothing can be acknowledged while the ISR is too small; the first producer keeps retrying
     cluster.node(others[0]).start()
     rc, summary, err = feeder.result()
+    cluster.node(others[1]).start(wait=False)  # the other one restarts while the records are read back
     assert rc == 0, err
     assert summary["records"] == n and summary["failures"] == 0
     assert_exactly_once_in_key_order(read_all(cluster.bootstrap, "isr-shrink", n), n)
@@ -225,7 +228,7 @@ def test_group_consumers_ride_through_coordinator_failover(cluster, tmp_path):
         more = "".join(f"{i}\n" for i in range(n, 2 * n))
         assert wait_for(lambda: pylog_cli("produce", "failover", "-b", cluster.bootstrap, "--acks", "all",
                                           input=more, timeout=120).returncode == 0, 240, step=1)
-        cluster.node(coordinator).start()
+        cluster.node(coordinator).start(wait=False)  # back while the members read on (ensure_up waits)
         assert wait_for(lambda: seen() >= set(range(2 * n)), 240, step=0.5), f"saw {len(seen())} of {2 * n}"
 
         def lag_zero():
