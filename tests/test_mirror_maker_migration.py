@@ -58,6 +58,10 @@ def mm2_properties(source: str, target: str) -> str:
         # MirrorSourceTask hands its delayed offset syncs over on that commit, and the group's
         # offset can be translated (checkpointed, synced) only from those syncs
         "kafka.offset.flush.interval.ms = 1000",
+        # MirrorMaker's plugins come with ServiceLoader manifests: no reflective scan of the classpath
+        # (seconds of a start, done once for MirrorMaker and once for its herder's worker)
+        "plugin.discovery = service_load",
+        "kafka.plugin.discovery = service_load",
         # pylog is one node: whatever MirrorMaker keeps there has one replica (the offset syncs of
         # this flow; the Connect worker topics and heartbeats of the unused reverse flow)
         "pylog->kafka.offset-syncs.topic.replication.factor = 1",
