@@ -309,9 +309,12 @@ def repoint_executors(run, settings, say) -> bool:
     """A live classic application serving settings whose executors' Python differs (--ship-env,
     spark.pyspark.python): later jobs run the Python they choose, said as at a start, probed and
     shipped to the same application for auto. False when shipping needs a driver JVM started
-    outside the environment folder (session.driver_env_dir): then Spark starts anew."""
+    outside the environment folder (session.driver_env_dir), or when the session's Python daemon
+    is pylog's for this interpreter (local_daemon, "driver"): then Spark starts anew."""
     chosen = choose_executor_python(settings.master, settings.ship_env, settings.conf)
     if chosen.how in ("shipped", "probe") and not run.env_dir:
+        return False
+    if getattr(run.executor_python, "how", None) == "driver" and chosen.how != "driver":
         return False
     if chosen.how == "probe":
         set_executor_python(run, ExecutorPython("workers", "python3"))
