@@ -4,6 +4,7 @@ into the same Parquet, on local[1], local[2] and a two-worker standalone cluster
 
     python -m bench spark-export [--records 10000000 | --quick] [--dir DIR]
                                  [--masters local[1],local[2],cluster] [--paths dir,broker,kafka] [--warm]
+                                 [--stock-daemon]
 
 With --dir, a log dir loaded by an earlier run there (DIR/logs) is read again, not reloaded
 (give the same --records).
@@ -26,6 +27,9 @@ wall time outside the tasks, and T, the tasks' CPU seconds in their workers; the
 local[2]/local[1] scaling from local[1]'s figures is (F + T) / (F + T/2), what two free cores give.
 `cluster` is a standalone Master and two Workers (1 core, 2 GB each) from pyspark's
 spark-class on loopback (tests/support/spark_fixtures.StandaloneCluster).
+--stock-daemon adds, beside each local dir run, the same export with Spark's own Python daemon
+(pyspark.daemon: workers importing pyspark and pylog from zips) instead of pylog's
+(commands/spark/local_daemon.py), interleaved so both meet the same load.
 The reference row is one process: the planner and `log_rows.read_task` over every
 segment, pyarrow writing one Parquet file per segment.
 Goals (issue 32): the dir path at least 2x Spark's Kafka source; local[2]/local[1] at least 1.6x.
@@ -140,6 +144,9 @@ def main(argv: list[str]) -> int:
                     help="which runs: dir (from the log dir), broker (pylog through the broker), kafka "
                          "(Spark's own Kafka source)")
     ap.add_argument("--warm", action="store_true", help="each run's job twice in its process: cold and warm")
+    ap.add_argument("--stock-daemon", action="store_true",
+                    help="beside each dir run, the same with Spark's own Python daemon (pyspark.daemon) instead of "
+                         "pylog's local one (rows 'spark-export dir-stock ...'), interleaved")
     ap.add_argument("--kafka-source-child", nargs=4, metavar=("MASTER", "BOOTSTRAP", "OUT", "WARM"),
                     help=argparse.SUPPRESS)
     ap.add_argument("--export-child", metavar="ARGS_JSON", help=argparse.SUPPRESS)
@@ -174,7 +181,8 @@ def main(argv: list[str]) -> int:
     proc, bootstrap = start_pylog_broker(["--listen", "127.0.0.1:0", "--log-dir", str(log_dir)])
     try:
         for name in (m.strip() for m in a.masters.split(",")):
-            rows += _one_master(work, name, log_dir, bootstrap, a.records, paths, a.warm)
+            rows += _one_master(work, name, log_dir, bootstrap, a.records, paths | ({"dir-stock"} if a.stock_daemon
+                                                                                  else set()), a.warm)
     finally:
         proc.terminate()
         proc.wait(60)
@@ -199,6 +207,9 @@ def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: i
         out = []
         if "dir" in paths:
             out.append(_run(work, f"dir {name}", ["--from-dir", str(log_dir)], master, records, warm))
+        if "dir-stock" in paths and name.startswith("local"):
+            out.append(_run(work, f"dir-stock {name}", ["--from-dir", str(log_dir), "--conf",
+                                                        "spark.python.daemon.module=pyspark.daemon"], master, records, warm))
         if "broker" in paths:
             out.append(_run(work, f"broker {name}", ["-b", bootstrap], master, records, warm))
         if "kafka" in paths:
@@ -288,7 +299,7 @@ def _print_table(rows: list, ref_s: float, records: int) -> None:
             kw = f"{kafka['warm'] / w:.2f}x" if kafka and "warm" in kafka else "-"
             line += f" {w:8.1f} {records / w:15,.0f} {kw:>14}"
         print(line)
-    for src in ("spark-export dir", "spark-export broker", "Spark Kafka source"):
+    for src in ("spark-export dir", "spark-export dir-stock", "spark-export broker", "Spark Kafka source"):
         one, two = by.get(f"{src} local[1]"), by.get(f"{src} local[2]")
         if one and two:
             print(f"scaling {src} local[2] / local[1]: {one['job'] / two['job']:.2f}x"

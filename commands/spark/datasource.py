@@ -274,11 +274,13 @@ def run_tasks(spark, plans, per_task, schema) -> list[dict]:
 
         import pyarrow as pa
 
+        from pylog.commands.spark.arrow_values import repeat
+
         t0, c0 = _time.time(), _time.process_time()
         out = [b for b in per_task(rows) if b.num_rows]
         extra = {"task_start": t0, "task_end": _time.time(), "task_cpu": _time.process_time() - c0}
         for b in out:
-            yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array([v] * b.num_rows, pa.float64())
+            yield pa.RecordBatch.from_arrays(list(b.columns) + [repeat(v, pa.float64(), b.num_rows)
                                                                 for v in extra.values()],
                                              names=list(b.schema.names) + list(extra))
 
@@ -302,6 +304,36 @@ def run_tasks(spark, plans, per_task, schema) -> list[dict]:
                 yield from b.to_pylist()
 
     return sc.parallelize(range(len(tasks)), len(tasks)).mapPartitions(run).collect()
+
+
+def start_workers(spark):
+    """Start the executors' Python workers in the background, one per task slot, each importing
+    what a fused task needs (pyarrow, Parquet, pylog's task modules), while the driver goes on
+    planning; Spark then runs the job's tasks on those idle workers. The thread (join it before
+    the session stops), or None through Spark Connect (no SparkContext)."""
+    import threading
+
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect
+        return None
+    n = max(1, int(sc.defaultParallelism))
+
+    def warm(_):
+        import pyarrow.parquet  # noqa: F401 - the import is the point
+
+        from pylog.commands.spark import export_tables, log_rows  # noqa: F401
+        return iter(())
+
+    def run():
+        try:
+            sc.parallelize(range(n), n).mapPartitions(warm).count()
+        except Exception:  # the job itself reports what is wrong with the executors
+            pass
+
+    thread = threading.Thread(target=run, name="pylog-spark-start-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def register(spark) -> None:

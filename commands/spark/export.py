@@ -219,6 +219,11 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
 
     say = say or (lambda line: None)
     t0 = time.monotonic()
+    workers = None
+    if _fused(opts):  # the Python workers start while the driver plans (datasource.start_workers)
+        from pylog.commands.spark.datasource import start_workers
+
+        workers = start_workers(spark)
     table = open_table(opts.fmt, opts.output, opts.catalog, opts.table)
     recovered = table.recover()
     prior = table.prior_offsets()
@@ -275,6 +280,8 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
             else:
                 rows = [r.asDict() for r in df.mapInArrow(writer, FILES_SCHEMA).collect()]
         files = [{k: r[k] for k in FILE_KEYS} for r in rows if r["path"]]
+    if workers is not None and todo > 0:
+        workers.join()
     t_commit = time.monotonic()
     version = table.version()
     committed = False

@@ -61,6 +61,8 @@ def file_writer(root: str, rel_dir: str, partition_by: list, keep_partition_colu
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
+        from pylog.commands.spark.arrow_values import record_batch
+
         out = {"path": [], "rows": [], "bytes": [], "partition_values": []}
         if not partition_by:  # streamed: one file per task, batches written as they come
             task, pw, rows = uuid.uuid4().hex[:12], None, 0
@@ -104,9 +106,8 @@ def file_writer(root: str, rel_dir: str, partition_by: list, keep_partition_colu
                 out["rows"].append(part.num_rows)
                 out["bytes"].append(os.path.getsize(path))
                 out["partition_values"].append(json.dumps({c: (None if v is None else str(v)) for c, v in values}))
-        yield pa.RecordBatch.from_pydict(out, schema=pa.schema([("path", pa.string()), ("rows", pa.int64()),
-                                                                ("bytes", pa.int64()),
-                                                                ("partition_values", pa.string())]))
+        yield record_batch(out, pa.schema([("path", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64()),
+                                           ("partition_values", pa.string())]))
 
     return write
 

@@ -55,6 +55,8 @@ def to_arrow(cols, topic: str, partition: int, schema):
     """One Arrow record batch of `schema` from a record_columns.Columns."""
     import pyarrow as pa
 
+    from pylog.commands.spark.arrow_values import repeat
+
     n = len(cols)
     a = cols.arrays()
     hdr_type = schema.field("headers").type
@@ -63,10 +65,10 @@ def to_arrow(cols, topic: str, partition: int, schema):
         for row, hs in a["headers"]:
             rows[row] = [{"key": k, "value": v} for k, v in hs]
         headers = pa.array(rows, type=hdr_type)
-    else:
-        headers = pa.ListArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n + 1),
-                                           pa.array([], hdr_type.value_type), type=hdr_type)
-    arrays = [pa.repeat(pa.scalar(topic, pa.string()), n), pa.repeat(pa.scalar(partition, pa.int32()), n),
+    else:  # built from buffers, as the constant columns: no conversion from Python (arrow_values.py)
+        headers = pa.ListArray.from_arrays(repeat(0, pa.int32(), n + 1), pa.nulls(0, hdr_type.value_type),
+                                           type=hdr_type)
+    arrays = [repeat(topic, pa.string(), n), repeat(partition, pa.int32(), n),
               a["offset"], a["timestamp"].view(pa.timestamp("us", tz="UTC")), a["timestampType"], a["key"],
               a["value"], headers, a["leaderEpoch"]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -350,6 +350,9 @@ def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
     }
+    from pylog.commands.spark.local_daemon import session_conf
+
+    conf.update(session_conf(settings.master, settings.conf, executor_python.how))
     conf.update(settings.conf)
     if executor_python.how == "shipped":
         archive = f"{executor_python.archive.path}#{ENV_ALIAS}"
