@@ -120,6 +120,11 @@ class IndexFile:
         self._resize(self.entries * self.entry_size)
 
     @property
+    def mapping(self) -> mmap.mmap | None:
+        """The map of the entries (the segment's compiled append writes its index entries into it)."""
+        return self._mm
+
+    @property
     def is_full(self) -> bool:
         """True when no entry can be appended."""
         return self.entries >= self.max_entries
