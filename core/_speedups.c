@@ -1027,6 +1027,21 @@ batch_header(const unsigned char *d)
     return h;
 }
 
+/* (a, b) of two new references, stolen (NULL if either is NULL or the tuple fails; both released) */
+static PyObject *
+pair_steal(PyObject *a, PyObject *b)
+{
+    PyObject *t = a && b ? PyTuple_New(2) : NULL;
+    if (t == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    return t;
+}
+
 /* validate_batches(buf, max_message, create_time, lo, hi, check_compressed, tp)
  *   -> (batches, count, max_ts, has_pid) or None: log_validator.validate_batches_py, the walk of
  * validate_fast in one call. Each batch's header, CRC-32C (three lanes; without the GIL from 32 KB on,
@@ -1112,7 +1127,7 @@ sp_validate_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto unusual;
             }
         }
-        PyObject *entry = Py_BuildValue("(nN)", pos, h);
+        PyObject *entry = pair_steal(PyLong_FromSsize_t(pos), h); /* Py_BuildValue parses its format each call */
         if (entry == NULL || PyList_Append(batches, entry) < 0) {
             Py_XDECREF(entry);
             goto done;
@@ -1123,7 +1138,19 @@ sp_validate_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             max_ts = max_timestamp;
         pos += (Py_ssize_t)size;
     }
-    result = Py_BuildValue("(OLLO)", batches, count, max_ts, has_pid ? Py_True : Py_False);
+    result = PyTuple_New(4);
+    PyObject *c = PyLong_FromLongLong(count), *m = PyLong_FromLongLong(max_ts);
+    if (result == NULL || c == NULL || m == NULL) {
+        Py_XDECREF(result);
+        Py_XDECREF(c);
+        Py_XDECREF(m);
+        result = NULL;
+        goto done;
+    }
+    PyTuple_SET_ITEM(result, 0, Py_NewRef(batches));
+    PyTuple_SET_ITEM(result, 1, c);
+    PyTuple_SET_ITEM(result, 2, m);
+    PyTuple_SET_ITEM(result, 3, Py_NewRef(has_pid ? Py_True : Py_False));
     goto done;
 unusual:
     Py_INCREF(Py_None);
@@ -1209,7 +1236,7 @@ sp_patch_append_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         offset += delta + 1;
     }
-    result = Py_BuildValue("(OL)", patched, offset);
+    result = pair_steal(Py_NewRef(patched), PyLong_FromLongLong(offset));
 done:
     Py_XDECREF(patched);
     PyBuffer_Release(&view);
@@ -1892,7 +1919,7 @@ put_be(unsigned char *p, uint64_t v, int bytes)
 
 /* index_batches(batches, start, since, interval, max_ts, max_ts_offset, base_offset,
  *               oi_map, oi_entries, oi_max, ti_map, ti_entries, ti_max)
- *   -> (since, max_ts, max_ts_offset, oi_entries, ti_entries) or None.
+ *   -> (since, max_ts, max_ts_offset, oi_entries, ti_entries, the last batch's next offset) or None.
  * LogSegment.append's index loop (Kafka's LogSegment.append: per batch, the max timestamp so far and,
  * past index.interval.bytes, one offset-index entry and the time index's maybeAppend) with the entries
  * written into the two maps. A first pass plays the loop without writing: when any entry would not fit
@@ -1910,7 +1937,7 @@ sp_index_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (as_long_long(args[ints[i]], &v[ints[i]]) < 0)
             return NULL;
     PyObject *batches = args[0];
-    if (!PyList_Check(batches) || args[7] == Py_None || args[10] == Py_None)
+    if (!PyList_Check(batches) || PyList_GET_SIZE(batches) == 0 || args[7] == Py_None || args[10] == Py_None)
         Py_RETURN_NONE;
     long long start = v[1], interval = v[3], base_offset = v[6];
     long long oi_max = v[9], ti_max = v[12];
@@ -1926,7 +1953,7 @@ sp_index_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     unsigned char *om = oi.buf, *tm = ti.buf;
     for (int write = 0; write < 2; write++) {
         long long since = v[2], max_ts = v[4], max_off = v[5], oe = v[8], te = v[11];
-        long long ti_ts = 0, ti_rel = 0; /* the time index's newest entry (when te > 0) */
+        long long ti_ts = 0, ti_rel = 0, next = 0; /* the time index's newest entry (when te > 0) */
         if (te > 0) {
             if (te * 12 > ti.len)
                 goto hand_over;
@@ -1969,9 +1996,21 @@ sp_index_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 since = 0;
             }
             since += size;
+            next = last + 1;
         }
-        if (write)
-            result = Py_BuildValue("(LLLLL)", since, max_ts, max_off, oe, te);
+        if (write) {
+            long long out[6] = {since, max_ts, max_off, oe, te, next};
+            if ((result = PyTuple_New(6)) == NULL)
+                goto done;
+            for (int k = 0; k < 6; k++) {
+                PyObject *o = PyLong_FromLongLong(out[k]);
+                if (o == NULL) {
+                    Py_CLEAR(result);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(result, k, o);
+            }
+        }
     }
     goto done;
 hand_over:

@@ -192,11 +192,11 @@ class LogSegment:
                               oi.entries, oi.max_entries, ti.mapping, ti.entries, ti.max_entries)
         if done is None:
             self._index_batches(batches, start)
+            self.next_offset = batches[-1][1].next_offset
         else:  # the entries are in the maps already
             (self.bytes_since_last_index_entry, self.max_timestamp_so_far, self.offset_of_max_timestamp,
-             oi.entries, ti.entries) = done
+             oi.entries, ti.entries, self.next_offset) = done
         self.size = start + total_size
-        self.next_offset = batches[-1][1].next_offset
         self.unflushed = True
 
     def _index_batches(self, batches: list[tuple[int, BatchHeader]], start: int) -> None:
