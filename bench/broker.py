@@ -286,7 +286,8 @@ def _read_frame(s: socket.socket, buf: bytearray) -> memoryview:
     return view
 
 
-def raw_produce(bootstrap: str, topic: str, n: int, size: int, acks: int, depth: int = 5) -> float:
+def raw_produce(bootstrap: str, topic: str, n: int, size: int, acks: int, depth: int = 5,
+                partition: int = 0) -> float:
     from pylog.core.protocol import decode_response, encode_request
     from pylog.core.records import BatchBuilder
 
@@ -298,7 +299,7 @@ def raw_produce(bootstrap: str, topic: str, n: int, size: int, acks: int, depth:
         b.append(ts, None, value)
     batch = b.build()
     frame = encode_request(0, 9, 0, "bench", {"acks": acks, "timeout_ms": 30000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+        {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
     requests = -(-n // per)
     s = _raw_conn(bootstrap)
     buf = bytearray(1 << 16)

@@ -8,7 +8,11 @@ segment roll and shutdown), replication factor 1.
 Rows:
   * produce/consume with librdkafka (confluent-kafka produce_batch / consume), with Kafka's own
     ProducerPerformance / ConsumerPerformance (Java client 4.x) and with `pylog perf`:
-    100 B and 1 KiB, acks=1 and all, one and 12 partitions;
+    100 B and 1 KiB, acks=1 and all, one and 12 partitions. librdkafka's consume rows read a log
+    written the same way on both brokers (900 KB batches from a raw producer, spread evenly over the
+    partitions): a log librdkafka writes itself has a layout that depends on the broker (it closes
+    its batches sooner against a broker that acknowledges sooner), and a consumer reading more,
+    smaller batches measures the layout, not the broker;
   * start-up time (process start to Metadata answered) and resident memory, empty and with
     --data-gb of data; recovery time after kill -9 with the same data;
   * the log cleaner: the same compacted topic cleaned by Kafka's cleaner (MB/s from its own
@@ -31,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.broker import _ck_version, ck_consume, ck_produce, free_port
+from bench.broker import _ck_version, ck_consume, ck_produce, free_port, raw_produce
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.kafka_peer import KAFKA_VERSION, KafkaNode, _metadata_broker_ids, run_main  # noqa: E402
@@ -145,6 +149,31 @@ def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict | No
                                   config={k: str(v) for k, v in (configs or {}).items()})])[topic].result(60)
 
 
+def fill_same_layout(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
+    """A new topic holding at least `n` records of `size` bytes in the same batches on any broker
+    (raw_produce's 900 KB batches, n / partitions records on each partition)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    create_topic(bootstrap, topic, partitions)
+    # a raw producer does not retry: wait until every partition's leader answers ListOffsets
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-fill"})
+    deadline = time.monotonic() + 60
+    try:
+        for p in range(partitions):
+            while True:
+                try:
+                    c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                    break
+                except KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+    finally:
+        c.close()
+    for p in range(partitions):
+        raw_produce(bootstrap, topic, -(-n // partitions), size, 1, partition=p)
+
+
 def java_produce(bootstrap, topic, n, size, acks) -> float:
     """Kafka's ProducerPerformance (kafka-producer-perf-test.sh); records/s from its own summary."""
     r = run_main("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", n,
@@ -211,8 +240,10 @@ def throughput(brokers, counts, rounds) -> dict:
                         keep(f"librdkafka produce {size} B, {parts} part., acks={acks}", b.name, n, size,
                              ck_produce(b.bootstrap, topic, n, size, acks, partitions=parts))
                 for b in brokers:
+                    topic = f"rdc-{size}-{parts}-{r}"
+                    fill_same_layout(b.bootstrap, topic, n, size, parts)
                     keep(f"librdkafka consume {size} B, {parts} part.", b.name, n, size,
-                         ck_consume(b.bootstrap, f"rdk-{size}-{parts}-1-{r}", n, partitions=parts))
+                         ck_consume(b.bootstrap, topic, n, partitions=parts))
             for i, (label, produce, consume) in enumerate(one_partition):
                 for acks in ("1", "all"):
                     for b in brokers:
