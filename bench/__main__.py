@@ -5,6 +5,7 @@ Generic on purpose: a new benchmark is a new module with a main(argv).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pkgutil
 import sys
@@ -16,7 +17,28 @@ def _available() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
 
 
+def _bytecode_as_installed() -> None:
+    """With PYTHONDONTWRITEBYTECODE set, a checkout has no .pyc and every `pylog` process a benchmark
+    times compiles its ~250 modules first (0.3 s of CPU, about a whole kcat run); pip compiles them
+    when it installs. Compile them once into a pycache prefix in the temp dir (the checkout stays as
+    it was, as tests/conftest.py does) that every process started from here inherits."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    import compileall
+    import tempfile
+
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or os.path.join(tempfile.gettempdir(),
+                                                                     f"pylog-bench-pycache-{os.getuid()}")
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
+    for package in ("pylog.cli", "pylog.commands", "pylog.core", "pylog.storage"):
+        for path in importlib.util.find_spec(package).submodule_search_locations:
+            compileall.compile_dir(path, quiet=1)
+
+
 def main(argv: list[str]) -> int:
+    _bytecode_as_installed()
     # the JVMs of Apache Kafka and Spark run with both compilers here, as their own scripts start
     # them; the tests start them with C1 only (tests/support/kafka_peer.py FULL_JIT_ENV)
     os.environ["PYLOG_JVM_FULL_JIT"] = "1"

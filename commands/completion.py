@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 
-from click.shell_completion import CompletionItem
-
 from pylog.commands.options import DEFAULT_BOOTSTRAP
 
 _QUICK = {"socket.connection.setup.timeout.ms": "1000", "socket.connection.setup.timeout.max.ms": "1000",
@@ -43,7 +41,7 @@ def topic_names(ctx, param, incomplete: str) -> list:
             names = sorted(admin.list_topics(include_internal=incomplete.startswith("_")))
     except Exception:  # completion must never print an error into the shell
         return []
-    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+    return _items(names, incomplete)
 
 
 def group_names(ctx, param, incomplete: str) -> list:
@@ -55,4 +53,10 @@ def group_names(ctx, param, incomplete: str) -> list:
             ids = sorted(g["group_id"] for g in admin.list_groups())
     except Exception:
         return []
-    return [CompletionItem(g) for g in ids if g.startswith(incomplete)]
+    return _items(ids, incomplete)
+
+
+def _items(names, incomplete: str) -> list:
+    from click.shell_completion import CompletionItem  # only while completing: a command's run skips it
+
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]

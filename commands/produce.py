@@ -15,7 +15,7 @@ from pylog.core.config import PRODUCER_CONFIGS
 from pylog.core.errors import PylogError, UnknownTopicOrPartitionError, UsageError
 
 from pylog.commands.client_common import check_topic, client_props, producer_options, warn_created
-from pylog.commands.produce_input import parse_json, parse_text, read_blocks
+from pylog.commands.produce_input import TEXT_FRAMED, LineFrame, parse_json, parse_text, read_blocks, unframe
 from pylog.commands.produce_txn import Transactions, transaction_options
 from pylog.commands.produce_schema import schema_produce_options
 from pylog.commands.registry_options import registry_options
@@ -121,7 +121,8 @@ def produce(topic, bootstrap, input_file, fmt, key_separator, partition, headers
         if total_size is not None and not as_json and stderr_is_terminal():
             progress = _progress_bar(topic, total_size)
         read = 0
-        for first, lines, nbytes in read_blocks(stream, raw=fmt == "json"):  # JSON: framed in place
+        raw = fmt == "json" or (TEXT_FRAMED and encoders is None and txn is None)  # framed where lines lie
+        for first, lines, nbytes in read_blocks(stream, raw=raw):
             read += nbytes
             if fmt == "json":
                 block = parse_json(first, lines, hdrs)
@@ -246,6 +247,17 @@ def _send_block(producer, tracker, txn, topic, partition, block, first):
     for block, first in (((block, first),) if txn is None or not block.values else txn.pieces(block, first)):
         if not block.values:
             continue
+        if isinstance(block.values, LineFrame):
+            try:
+                sent = producer.send_frame(topic, block.values, block.headers[0] if block.headers else None,
+                                           partition)
+            except BulkSendStopped as e:
+                sent = e.runs, []
+                stopped = tracker.stopped(block, first, e.runs, e.error)
+            if sent is not None:
+                tracker.add(block, first, *sent)
+                return stopped
+            block = unframe(block)  # a record too large for a run: the columns' path
         parts = block.partitions
         if parts is not None and partition is not None:
             parts = [partition if x is None else x for x in parts]
@@ -433,18 +445,25 @@ def _size(items) -> int:
 
 
 def _block_bytes(block) -> int:
+    if isinstance(block.values, LineFrame):
+        return block.values.nbytes
     return _size(block.values) + _size(block.keys)
+
+
+def _record_sizes(block) -> list:
+    vl = [len(v) if v is not None else 0 for v in block.values] if None in block.values else \
+        list(map(len, block.values))
+    if block.keys is not None:
+        kl = [len(k) if k is not None else 0 for k in block.keys] if None in block.keys else \
+            list(map(len, block.keys))
+        vl = list(map(operator.add, vl, kl))
+    return vl
 
 
 def _bytes(block, idx) -> int:
     """Key and value bytes of records `idx` of a block (sizes and prefix sums made once per block)."""
     if block.sizes is None:
-        vl = [len(v) if v is not None else 0 for v in block.values] if None in block.values else \
-            list(map(len, block.values))
-        if block.keys is not None:
-            kl = [len(k) if k is not None else 0 for k in block.keys] if None in block.keys else \
-                list(map(len, block.keys))
-            vl = list(map(operator.add, vl, kl))
+        vl = block.values.sizes() if isinstance(block.values, LineFrame) else _record_sizes(block)
         block.sizes = (vl, [0] + list(accumulate(vl)))
     sizes, cum = block.sizes
     if isinstance(idx, range):

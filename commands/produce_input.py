@@ -48,16 +48,28 @@ class Block:
 class RawLines:
     """A block's lines where they lie in the data read: data[:end] split at "\\n", each line
     without a "\\r" before its "\\n" when `cr` (the lines read_blocks yields, made by `split`
-    only when asked for). `count` is how many."""
+    only when asked for). `count` is how many (counted when first asked, unless a framing
+    that counted them said)."""
 
-    __slots__ = ("data", "end", "cr", "count")
+    __slots__ = ("data", "end", "cr", "_count")
 
     def __init__(self, data: bytes, end: int, cr: bool = True):
         self.data, self.end, self.cr = data, end, cr
-        self.count = data.count(b"\n", 0, end) + 1
+        self._count = None
+
+    @property
+    def count(self) -> int:
+        if self._count is None:
+            self._count = self.data.count(b"\n", 0, self.end) + 1
+        return self._count
+
+    @count.setter
+    def count(self, n: int) -> None:
+        self._count = n
 
     def split(self) -> list:
-        lines = (self.data[:self.end] if self.end < len(self.data) else self.data).split(b"\n")
+        data = self.data if isinstance(self.data, bytes) else bytes(self.data)
+        lines = (data[:self.end] if self.end < len(data) else data).split(b"\n")
         if self.cr and b"\r" in self.data:
             lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
         return lines
@@ -68,25 +80,30 @@ def read_blocks(stream, block_size: int = BLOCK, raw: bool = False):
 
     Lines lose their "\\n" and any "\\r" before it; a last line without "\\n" is kept
     as it is. A pipe's block is what has arrived (read1), so records flow as typed.
-    With `raw` the lines come as a RawLines, not split."""
-    read = getattr(stream, "read1", stream.read)
+    With `raw` the lines come as a RawLines, not split (its data a bytearray when the
+    stream can read into one)."""
     rest = b""
     lineno = 1
-    while True:
-        chunk = read(block_size)
-        if not chunk:
-            if rest:
-                yield lineno, RawLines(rest, len(rest), cr=False) if raw else [rest], len(rest)
-            return
-        data = rest + chunk if rest else chunk
-        if raw:
+    if raw:
+        more = _reader(stream, block_size)
+        while (data := more(rest)) is not None:
             cut = data.rfind(b"\n")
             rest = data[cut + 1:]
             if cut >= 0:
                 lines = RawLines(data, cut)
                 yield lineno, lines, cut + 1
                 lineno += lines.count
-            continue
+        if rest:
+            yield lineno, RawLines(rest, len(rest), cr=False), len(rest)
+        return
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        chunk = read(block_size)
+        if not chunk:
+            if rest:
+                yield lineno, [rest], len(rest)
+            return
+        data = rest + chunk if rest else chunk
         lines = data.split(b"\n")  # the piece after the last "\n" is the next block's start
         rest = lines.pop()
         if not lines:
@@ -95,6 +112,31 @@ def read_blocks(stream, block_size: int = BLOCK, raw: bool = False):
             lines = list(map(bytes.rstrip, lines, repeat(b"\r", len(lines))))
         yield lineno, lines, len(data) - len(rest)
         lineno += len(lines)
+
+
+def _reader(stream, block_size: int):
+    """more(rest) -> `rest` followed by what the next read (at most one system call) brought, or None
+    at the end: read into one new bytearray where the stream can (one copy less than rest + chunk)."""
+    readinto = getattr(stream, "readinto1", None)
+    if readinto is None:
+        read = getattr(stream, "read1", stream.read)
+
+        def more(rest):
+            chunk = read(block_size)
+            return (rest + chunk if rest else chunk) if chunk else None
+        return more
+
+    def more(rest):
+        keep = len(rest)
+        data = bytearray(keep + block_size)
+        data[:keep] = rest
+        with memoryview(data) as view, view[keep:] as tail:
+            got = readinto(tail)
+        if not got:
+            return None
+        del data[keep + got:]
+        return data
+    return more
 
 
 def split_key_value(lines: list, sep: bytes) -> tuple[list, list, list]:
@@ -116,17 +158,96 @@ split_key_value_py = split_key_value
 split_key_value = fastpath.choose("split_key_value", split_key_value_py)
 
 
-def parse_text(first: int, lines: list, sep: bytes | None, sep_text: str | None) -> Block:
-    """Values, or KEY<sep>VALUE split at the first separator."""
+class LineFrame:
+    """A text block's records where they lie in the data read (`frame_text`): record i is four
+    int64s of `offsets` (key start, key length or -1 for a null key, value start, value length);
+    no bytes object per line, key or value. `nbytes`: key + value bytes of all; `longest`: the
+    largest key + value of one record; `keyed`: split at a key separator."""
+
+    __slots__ = ("data", "offsets", "count", "nbytes", "longest", "keyed")
+
+    def __init__(self, data, offsets, nbytes, longest, keyed):
+        self.data, self.offsets, self.nbytes, self.longest, self.keyed = data, offsets, nbytes, longest, keyed
+        self.count = len(offsets) // 32
+
+    def __len__(self):
+        return self.count
+
+    def sizes(self) -> list:
+        """Key + value bytes of every record."""
+        m = memoryview(self.offsets).cast("q")
+        return [max(k, 0) + v for k, v in zip(m[1::4].tolist(), m[3::4].tolist())]
+
+
+def frame_text_py(data: bytes, end: int, sep: bytes | None, cr: bool):
+    """(offsets, nbytes, longest, bad) of the lines of data[:end] (without trailing "\r"s when
+    `cr`): values only when `sep` is None, else each line split at its first `sep`; a line
+    without one is no record and its index is in `bad`. The reference of the compiled one."""
+    from array import array  # the reference's only: a compiled start-up does not load the module
+
+    offsets, bad = array("q"), []
+    nbytes, longest, pos = 0, -1, 0
+    for i, line in enumerate(data[:end].split(b"\n")):
+        start, pos = pos, pos + len(line) + 1
+        if cr:
+            line = line.rstrip(b"\r")
+        key_len, value_at = -1, start
+        if sep is not None:
+            at = line.find(sep)
+            if at < 0:
+                bad.append(i)
+                continue
+            key_len, value_at = at, start + at + len(sep)
+        value_len = start + len(line) - value_at
+        offsets.extend((start, key_len, value_at, value_len))
+        size = max(key_len, 0) + value_len
+        nbytes += size
+        longest = max(longest, size)
+    return offsets.tobytes(), nbytes, longest, bad
+
+
+# compiled only: pure Python runs the list path below (bytes.split, partition), its faster form
+_frame_text = fastpath.choose("frame_text", None)
+TEXT_FRAMED = _frame_text is not None
+
+
+def parse_text(first: int, lines, sep: bytes | None, sep_text: str | None) -> Block:
+    """Values, or KEY<sep>VALUE split at the first separator. `lines` is a list, or a RawLines:
+    framed where the lines lie (a Block of one LineFrame) when compiled."""
+    if isinstance(lines, RawLines):
+        if _frame_text is None:
+            return parse_text(first, lines.split(), sep, sep_text)
+        offsets, nbytes, longest, bad = _frame_text(lines.data, lines.end, sep, lines.cr)
+        frame = LineFrame(lines.data, offsets, nbytes, longest, sep is not None)
+        lines.count = frame.count + len(bad)  # framing counted them
+        if not bad:
+            return Block(frame)
+        return Block(frame, lines=_kept(first, lines.count, bad), errors=_no_separator(first, bad, sep_text))
     if sep is None:
         return Block(lines)
     keys, values, bad = split_key_value(lines, sep)
     if not bad:
         return Block(values, keys)
-    errors = [(first + i, f"no key separator {sep_text!r} found") for i in bad]
+    return Block(values, keys, lines=_kept(first, len(lines), bad), errors=_no_separator(first, bad, sep_text))
+
+
+def _no_separator(first: int, bad: list, sep_text) -> list:
+    return [(first + i, f"no key separator {sep_text!r} found") for i in bad]
+
+
+def _kept(first: int, count: int, bad: list) -> list:
     skip = set(bad)
-    keep = [first + i for i in range(len(lines)) if i not in skip]
-    return Block(values, keys, lines=keep, errors=errors)
+    return [first + i for i in range(count) if i not in skip]
+
+
+def unframe(block: Block) -> Block:
+    """The same block with its LineFrame as key and value columns (the list path's form)."""
+    from pylog.core.client.runs import frame_columns
+
+    frame = block.values
+    keys, values, _ = frame_columns(frame.data, frame.offsets)
+    keys = (keys or []) if frame.keyed else None  # a split line's key is never null: None when no record
+    return Block(values, keys, block.headers, block.partitions, block.timestamps, block.lines, block.errors)
 
 
 def _to_bytes(v):

@@ -1625,37 +1625,7 @@ done:
 
 /* ------------------------------------------------------------------ murmur2 (partitioner.murmur2_many) */
 
-static inline uint32_t
-murmur2(const unsigned char *data, Py_ssize_t length)
-{
-    const uint32_t m = 0x5bd1e995;
-    uint32_t h = 0x9747b28c ^ (uint32_t)length;
-    Py_ssize_t n4 = length & ~(Py_ssize_t)3;
-    for (Py_ssize_t i = 0; i < n4; i += 4) {
-        uint32_t k = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8) | ((uint32_t)data[i + 2] << 16) |
-                     ((uint32_t)data[i + 3] << 24);
-        k *= m;
-        k ^= k >> 24;
-        k *= m;
-        h *= m;
-        h ^= k;
-    }
-    switch (length & 3) {
-    case 3:
-        h ^= (uint32_t)data[n4 + 2] << 16;
-        /* fall through */
-    case 2:
-        h ^= (uint32_t)data[n4 + 1] << 8;
-        /* fall through */
-    case 1:
-        h ^= data[n4];
-        h *= m;
-    }
-    h ^= h >> 13;
-    h *= m;
-    h ^= h >> 15;
-    return h;
-}
+#include "_speedups_murmur2.h"
 
 /* murmur2_many(keys) -> [murmur2(k) & 0x7fffffff for k in keys] */
 static PyObject *
@@ -2057,13 +2027,15 @@ static struct PyModuleDef module = {
 
 extern PyMethodDef pylog_run_methods[];  /* _speedups_run.c */
 extern PyMethodDef pylog_json_methods[]; /* _speedups_json.c */
+extern PyMethodDef pylog_lines_methods[]; /* _speedups_lines.c */
 
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && (PyModule_AddFunctions(m, pylog_run_methods) < 0 ||
-                      PyModule_AddFunctions(m, pylog_json_methods) < 0))
+                      PyModule_AddFunctions(m, pylog_json_methods) < 0 ||
+                      PyModule_AddFunctions(m, pylog_lines_methods) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -3,8 +3,8 @@ scenarios of KIP-848's client: a handover without duplicates, static members res
 picking up a new topic, a mixed group moving from classic to the new protocol and back (also
 run against Apache Kafka 4.3.1 for comparison), the broker killed -9 and restarted under the group.
 
-One Java program with modes (tests/support/kafka_peer.py java_program); each mode runs its members
-in one JVM, polling them in turn (KIP-848 heartbeats run on the client's background thread),
+One Java program with modes, run in one JVM for the module (a ToolShell, tests/support/kafka_peer.py);
+each mode runs its members in that JVM, polling them in turn (KIP-848 heartbeats run on the client's background thread),
 and prints `key value` lines this module checks. One broker for the module; the kill -9
 test runs last on it.
 """
@@ -177,6 +177,8 @@ public class Modes848 {
     }
 
     public static void main(String[] a) throws Exception {
+        seen.clear();  // the modes run one after another in one JVM
+        classic.clear();
         boot = a[1];
         String mode = a[0], group = a[2], topic = a[3];
         if (mode.equals("handover")) {
@@ -303,29 +305,42 @@ def jbroker(tmp_path_factory):
     b.stop_clean()
 
 
-def run(mode: str, *args: str) -> dict:
-    """Run one mode; its `mode key value` lines as {key: value}."""
+@pytest.fixture(scope="module")
+def modes():
+    """The module's JVM: each mode a run of Modes848's main in it (a JVM start each cost seconds)."""
+    from support.kafka_peer import ToolShell
+
+    shell = ToolShell(programs=(JAVA,))
+    yield shell
+    shell.close()
+
+
+def run(shell, mode: str, *args: str) -> dict:
+    """Run one mode (in `shell`, or in a JVM of its own when None); its `mode key value` lines as {key: value}."""
     from support.kafka_peer import java_program
 
-    out = java_program(JAVA, mode, *args, timeout=300)
+    if shell is None:
+        out = java_program(JAVA, mode, *args, timeout=300)
+    else:
+        out = shell.run("Modes848", mode, *args, timeout=300, check=True)
     lines = [x.split(" ", 2) for x in out.stdout.splitlines() if x.startswith(mode + " ")]
     return {k: v for _, k, v in lines}
 
 
-def test_java_handover_without_duplicates(jbroker):
+def test_java_handover_without_duplicates(jbroker, modes):
     topic, group = "jh6", "java-handover"
     create_topic(jbroker, topic, 6)
     produce(jbroker, topic, 6, 20)
-    got = run("handover", jbroker.bootstrap, group, topic)
+    got = run(modes, "handover", jbroker.bootstrap, group, topic)
     assert got["distinct"] == "180 total 180", got  # every record once, none twice across the handover
     assert len(got["joined"].split(",")) == 2, got
     assert committed(jbroker, group, topic, 6) == {p: 30 for p in range(6)}
 
 
-def test_java_static_member_restart_keeps_its_partitions(jbroker):
+def test_java_static_member_restart_keeps_its_partitions(jbroker, modes):
     topic, group = "js4", "java-static"
     create_topic(jbroker, topic, 4)
-    got = run("static", jbroker.bootstrap, group, topic)
+    got = run(modes, "static", jbroker.bootstrap, group, topic)
     assert got["after"] == got["before"], got  # the same partitions back
     other_then, other_now = got["other"].split("] [")
     assert other_then + "]" == "[" + other_now, got  # the other member kept its own, no rebalance
@@ -335,10 +350,10 @@ def test_java_static_member_restart_keeps_its_partitions(jbroker):
     assert {m["instance_id"] for m in d["members"]} <= {"java-a", "java-b"}
 
 
-def test_java_regex_subscription_picks_up_a_new_topic(jbroker):
+def test_java_regex_subscription_picks_up_a_new_topic(jbroker, modes):
     prefix, group = "jrx", "java-regex"
     create_topic(jbroker, prefix + "-one", 2)
-    got = run("regex", jbroker.bootstrap, group, prefix)
+    got = run(modes, "regex", jbroker.bootstrap, group, prefix)
     want = "[jrx-one:0, jrx-one:1, jrx-two:0, jrx-two:1, jrx-two:2]"
     assert got["then"] == f"{want} {want}", got  # subscribe(Pattern) and SubscriptionPattern (on the broker)
     assert got["records"] == "12 12", got
@@ -346,8 +361,8 @@ def test_java_regex_subscription_picks_up_a_new_topic(jbroker):
     assert d["error_code"] == 0
 
 
-def mixed_group_outcome(bootstrap: str, topic: str, group: str) -> dict:
-    got = run("mixed", bootstrap, group, topic)
+def mixed_group_outcome(shell, bootstrap: str, topic: str, group: str) -> dict:
+    got = run(shell, "mixed", bootstrap, group, topic)
     assert got["first"] == "CLASSIC", got
     assert got["upgraded"] == "CONSUMER [classic, classic, consumer]", got
     assert got["downgraded"] == "CLASSIC", got
@@ -355,7 +370,7 @@ def mixed_group_outcome(bootstrap: str, topic: str, group: str) -> dict:
     return got
 
 
-def test_java_mixed_group_upgrades_downgrades_and_upgrades_offline(jbroker, kafka_node):
+def test_java_mixed_group_upgrades_downgrades_and_upgrades_offline(jbroker, kafka_node, modes):
     """Classic Java members; a consumer-protocol member joins (the group converts online) and leaves
     (back to classic); then consumer-protocol members take over the emptied group. Kafka 4.3.1 goes
     through the same group types and member kinds; on both, no record is delivered twice."""
@@ -365,18 +380,18 @@ def test_java_mixed_group_upgrades_downgrades_and_upgrades_offline(jbroker, kafk
     for b in brokers.values():
         create_topic(b, "jmix4", 4)
         produce(b, "jmix4", 4, 10)
-    with ThreadPoolExecutor(2) as pool:  # the two Java runs side by side: each mostly waits on its broker
-        runs = {name: pool.submit(mixed_group_outcome, b.bootstrap, "jmix4", f"java-mixed-{name}")
+    # the two Java runs side by side (each mostly waits on its broker): pylog's in the module's JVM
+    shells = {"pylog": modes, "kafka": None}
+    with ThreadPoolExecutor(2) as pool:
+        runs = {name: pool.submit(mixed_group_outcome, shells[name], b.bootstrap, "jmix4", f"java-mixed-{name}")
                 for name, b in brokers.items()}
         outcomes = {name: r.result() for name, r in runs.items()}
     assert outcomes["pylog"]["distinct"] == outcomes["kafka"]["distinct"] == "160 total 160", outcomes
     assert committed(jbroker, "java-mixed-pylog", "jmix4", 4) == {p: 40 for p in range(4)}
 
 
-def test_java_group_survives_broker_kill9(jbroker, tmp_path):
+def test_java_group_survives_broker_kill9(jbroker, modes, tmp_path):
     """Runs last: kills the module's broker with -9 and restarts it on the same port."""
-    from support.kafka_peer import java_program
-
     topic, group = "jd6", "java-durable"
     create_topic(jbroker, topic, 6)
     produce(jbroker, topic, 6, 10)
@@ -384,7 +399,8 @@ def test_java_group_survives_broker_kill9(jbroker, tmp_path):
 
     def java():
         try:
-            result["out"] = java_program(JAVA, "durable", jbroker.bootstrap, group, topic, str(tmp_path), timeout=300)
+            result["out"] = modes.run("Modes848", "durable", jbroker.bootstrap, group, topic, str(tmp_path),
+                                      timeout=300, check=True)
         except BaseException as e:  # noqa: BLE001 - reported by the test thread below
             result["error"] = e
 

@@ -1,6 +1,7 @@
 """The way out, live: Kafka's MirrorMaker 2 (connect-mirror-maker, dedicated mode) replicates a
-running pylog broker's topic, and its consumer group's committed offsets, to a 3-node Apache
-Kafka cluster; the group then moves over and carries on from its position.
+running pylog broker's topic, and its consumer group's committed offsets, to a 3-broker Apache
+Kafka cluster (the run's `kafka_cluster`, shared with test_kafka_cluster); the group then moves
+over and carries on from its position.
 
 connect-mirror 4.4.0 is not on Maven Central yet, so MirrorMaker runs as Kafka 4.3.1 ships it
 (tests/kafka/mirror/pom.xml, a classpath of its own); the target cluster is Kafka 4.4.0.
@@ -53,6 +54,14 @@ def mm2_properties(source: str, target: str) -> str:
         "refresh.topics.interval.seconds = 2",
         "refresh.groups.interval.seconds = 2",
         "offset.lag.max = 0",
+        # the Connect worker commits its source tasks' offsets every second instead of every 60 s:
+        # MirrorSourceTask hands its delayed offset syncs over on that commit, and the group's
+        # offset can be translated (checkpointed, synced) only from those syncs
+        "kafka.offset.flush.interval.ms = 1000",
+        # MirrorMaker's plugins come with ServiceLoader manifests: no reflective scan of the classpath
+        # (seconds of a start, done once for MirrorMaker and once for its herder's worker)
+        "plugin.discovery = service_load",
+        "kafka.plugin.discovery = service_load",
         # pylog is one node: whatever MirrorMaker keeps there has one replica (the offset syncs of
         # this flow; the Connect worker topics and heartbeats of the unused reverse flow)
         "pylog->kafka.offset-syncs.topic.replication.factor = 1",
@@ -110,6 +119,7 @@ def pylog_source(tmp_path_factory):
 
 def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, pylog_source, kafka_cluster):
     b = pylog_source.result()
+    kafka_cluster.ensure_up()
     mm = None
     try:
         src = b.bootstrap
@@ -141,6 +151,8 @@ def test_mirror_maker_moves_topic_and_group_to_kafka(tmp_path, pylog_source, kaf
         props.write_text(mm2_properties(src, kafka_cluster.bootstrap))
         log = open(tmp_path / "mm2.log", "wb")
         mm = subprocess.Popen([java(), *jvm_options(), "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                               "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                               "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
                                "-cp", mirror_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(props)],
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         target = kafka_cluster.bootstrap

@@ -4,6 +4,7 @@ bring back its epoch, assignment epoch and members, and a member heartbeating wi
 had keeps it without joining again. The records pylog wrote decode as Kafka's types."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from support import share_scenarios as sc
@@ -33,8 +34,20 @@ def _scenario(bs: str, restart) -> tuple:
 
 
 def test_membership_survives_kill9(tmp_path):
-    b = BrokerProcess(tmp_path / "pylog").start(timeout=120)
-    node = KafkaNode(tmp_path / "kafka").format().start()
+    # pylog starts beside Kafka; Kafka from this thread (its JVM dies with the thread that started it)
+    with ThreadPoolExecutor(1) as pool:
+        pylog_start = pool.submit(BrokerProcess(tmp_path / "pylog").start, timeout=120)
+        try:
+            node = KafkaNode(tmp_path / "kafka").format().start()
+        except BaseException:
+            if pylog_start.exception() is None:
+                pylog_start.result().stop_clean()
+            raise
+        try:
+            b = pylog_start.result()
+        except BaseException:
+            node.stop()
+            raise
 
     def restart_pylog():
         b.kill9()
@@ -50,8 +63,10 @@ def test_membership_survives_kill9(tmp_path):
         out = sc.on_both({"pylog": (b.bootstrap, restart_pylog), "kafka": (node.bootstrap, restart_kafka)},
                          lambda arg: _scenario(*arg))
     finally:
-        b.stop_clean()
-        node.stop()
+        with ThreadPoolExecutor(1) as pool:  # the two stop side by side
+            kafka_stop = pool.submit(node.stop)
+            b.stop_clean()
+            kafka_stop.result()
     for which, (before, after, kept, _) in out.items():
         assert before == ("Stable", 4, 4, [4, 4]), (which, before)
         assert after == before and kept, (which, after, kept)

@@ -21,7 +21,7 @@ from pylog.core.records import compression
 from pylog.core.records.batch import decode_records, encode_headers
 from pylog.core.records.header import HEADER_SIZE, TRANSACTIONAL_MASK, pack_batch, set_producer
 from pylog.core.records.varint import encode_varint
-from pylog.core.client.runs import VARINT, VARINT_LIMIT, encode_run
+from pylog.core.client.runs import VARINT, VARINT_LIMIT, encode_frame_run, encode_run
 
 _V = VARINT  # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas)
 _VLIM = VARINT_LIMIT
@@ -160,15 +160,23 @@ class ProducerBatch:
         path (`pylog.core.client.runs.encode_run`, which says what the arguments hold).
         Each record must encode to less than 16384 bytes. Returns how many were taken."""
         stop = len(values) if stop is None else stop
+        return self._append_encoded(ts, stop > start, encode_run, values, start, stop, keys, headers,
+                                    value_lens, key_lens)
+
+    def append_frame(self, ts, data, offsets, idx, start, stop, headers=b"\x00") -> int:
+        """append_run of framed records (`pylog produce`'s text lines where they lie in the read
+        block: `pylog.core.client.runs.encode_frame_run` says what the arguments hold)."""
+        return self._append_encoded(ts, stop > start, encode_frame_run, data, offsets, idx, start, stop, headers)
+
+    def _append_encoded(self, ts, some, encode, *args) -> int:
         od = self.count
         room = self.limit - len(self.buf) - 5
-        if stop <= start or od + 1 >= _VLIM or (room <= 0 and od):
-            self.full = self.full or stop > start
+        if not some or od + 1 >= _VLIM or (room <= 0 and od):
+            self.full = self.full or some
             return 0
         if self.base_ts is None:
             self.base_ts = ts
-        n, full = encode_run(self.buf, od, ts - self.base_ts, room, values, start, stop, keys, headers,
-                             value_lens, key_lens)
+        n, full = encode(self.buf, od, ts - self.base_ts, room, *args)
         if full:
             self.full = True
         if not n:

@@ -21,7 +21,7 @@ from pylog.core.client.accumulator import HEADER_SIZE, RECORD_OVERHEAD_MAX
 from pylog.core.records.batch import encode_headers
 from pylog.core.client.errors import BulkSendStopped, KafkaTimeoutError, record_too_large
 from pylog.core.client.partitioner import murmur2_many
-from pylog.core.client.runs import column_lengths
+from pylog.core.client.runs import column_lengths, frame_groups
 from pylog.core.errors import KafkaError
 
 _RUN_LIMIT = 16384 - 2 * RECORD_OVERHEAD_MAX  # larger records take the one-by-one path
@@ -73,6 +73,21 @@ def _pick(seq, idx):
     if len(idx) == 1:
         return [seq[idx[0]]]
     return list(itemgetter(*idx)(seq))
+
+
+def _groups(fixed, target, idx) -> list:
+    """[(partition, records idx of it in their order)]: one group (-1: the sticky partition)
+    unless `target` gives each record's partition."""
+    if fixed is not None or target is None:
+        return [(fixed if fixed is not None else -1, idx)]
+    order = sorted(idx, key=target.__getitem__)
+    tally = collections.Counter(_pick(target, order))
+    groups = []
+    pos = 0
+    for part in sorted(tally):
+        groups.append((part, order[pos:pos + tally[part]]))
+        pos += tally[part]
+    return groups
 
 
 class BulkSender:
@@ -228,17 +243,7 @@ class BulkSender:
     def _segment(self, ctx, idx):
         """Group records `idx` by partition (keeping their order) and append each group."""
         topic, n, values, keys, hdrs, vls, kls, fixed, target, runs = ctx
-        if fixed is not None or target is None:
-            groups = [(fixed if fixed is not None else -1, idx)]
-        else:
-            order = sorted(idx, key=target.__getitem__)
-            tally = collections.Counter(_pick(target, order))
-            groups = []
-            pos = 0
-            for part in sorted(tally):
-                groups.append((part, order[pos:pos + tally[part]]))
-                pos += tally[part]
-        for part, g in groups:
+        for part, g in _groups(fixed, target, idx):
             if isinstance(g, range):
                 self._append(topic, n, part, values, g.start, g.stop, keys, hdrs, vls, kls, g, runs)
                 continue
@@ -249,12 +254,22 @@ class BulkSender:
 
     def _append(self, topic, n, part, values, lo, hi, keys, hdrs, vls, kls, idx, runs):
         """Append values[lo:hi] to `part` (-1: the sticky partition), batch after batch."""
+        def append(b, ts, pos):
+            return b.append_run(ts, values, pos, hi, keys, hdrs, vls, kls)
+
+        def size(pos):
+            return vls[pos] + (kls[pos] if kls is not None else 0) + RECORD_OVERHEAD_MAX + \
+                (len(hdrs[pos]) if isinstance(hdrs, list) else len(hdrs))
+        self._fill(topic, n, part, lo, hi, idx, runs, append, size)
+
+    def _fill(self, topic, n, part, pos, hi, idx, runs, append, size):
+        """Records pos..hi-1 into `part`'s batches: `append(batch, ts, pos)` takes as many as fit,
+        `size(pos)` is record pos's size for a new batch; `idx` maps positions to the caller's."""
         p = self.p
         acc = p.acc
         sticky = part < 0
         part = p.sticky.partition(topic, n) if sticky else part
         ranged = isinstance(idx, range)
-        pos = lo
         while pos < hi:
             tp = (topic, part)
             ts = int(time.time() * 1000)
@@ -264,7 +279,7 @@ class BulkSender:
                 b = dq[-1] if dq else None
                 if b is not None and not b.full:
                     at = b.count
-                    took = b.append_run(ts, values, pos, hi, keys, hdrs, vls, kls)
+                    took = append(b, ts, pos)
             if took:
                 runs.append((b, idx[pos:pos + took] if not ranged else range(pos, pos + took), at))
                 pos += took
@@ -277,7 +292,55 @@ class BulkSender:
                     part = p.sticky.next_partition(topic, n, prev=part)
                     if acc.has_open_batch((topic, part)):
                         continue
-            size = vls[pos] + (kls[pos] if kls is not None else 0) + RECORD_OVERHEAD_MAX + \
-                (len(hdrs[pos]) if isinstance(hdrs, list) else len(hdrs))
-            if acc.add_batch(acc.new_batch(topic, part, size)):  # new_batch may block on buffer.memory
+            if acc.add_batch(acc.new_batch(topic, part, size(pos))):  # new_batch may block on buffer.memory
                 p.notify_sender()
+
+    def send_frame(self, topic, frame, headers=None, partition=None):
+        """send_many of framed text records (`frame`: data, offsets, count, longest, keyed: see
+        runs.frame_columns) with `headers` shared by every record: records go from the read
+        block to the batches without a bytes object each. None when a record is too large for a
+        run (the caller sends the columns with send_many)."""
+        p = self.p
+        hdrs = self._encode_headers(headers or None)
+        biggest = frame.longest + len(hdrs) + RECORD_OVERHEAD_MAX
+        if biggest >= _RUN_LIMIT or record_too_large(biggest + HEADER_SIZE, p.max_request_size, p.pool.total):
+            return None
+        runs: list = []
+        try:
+            return self._send_frame(runs, topic, frame, hdrs, partition)
+        except KafkaTimeoutError as e:
+            raise BulkSendStopped(e, runs) from None
+
+    def _send_frame(self, runs, topic, frame, hdrs, partition):
+        p = self.p
+        count = frame.count
+        try:
+            n = p.partition_counts.get(topic) or p.wait_topic(topic)
+        except KafkaError as e:
+            return runs, [(i, e) for i in range(count)]
+        if not count:
+            return runs, []
+        fixed = groups = None
+        if partition is not None:
+            if not 0 <= partition < n:
+                err = KafkaError(f"Invalid partition given with record: {partition} is not in the range "
+                                 f"[0...{n}] of topic {topic}.")
+                return runs, [(i, err) for i in range(count)]
+            fixed = partition
+        elif frame.keyed and not p.ignore_keys:
+            if n == 1:
+                fixed = 0
+            else:  # murmur2 of the keys and the grouping by partition in one call
+                groups = [(part, g) for part, g in enumerate(frame_groups(frame.data, frame.offsets, n)) if g]
+        lens = memoryview(frame.offsets).cast("q")
+
+        def size(pos, idx):
+            i = idx[pos] * 4
+            return max(lens[i + 1], 0) + lens[i + 3] + RECORD_OVERHEAD_MAX + len(hdrs)
+        for part, g in groups or [(fixed if fixed is not None else -1, range(count))]:
+            gidx = None if isinstance(g, range) else g
+
+            def append(b, ts, pos, gidx=gidx, hi=len(g)):
+                return b.append_frame(ts, frame.data, frame.offsets, gidx, pos, hi, hdrs)
+            self._fill(topic, n, part, 0, len(g), g, runs, append, lambda pos, g=g: size(pos, g))
+        return runs, []

@@ -281,6 +281,12 @@ class Producer(Closeable):
                 batches.append(b)
         return batches
 
+    def send_frame(self, topic: str, frame, headers=None, partition: int | None = None):
+        """send_many(..., runs=True) of `pylog produce`'s text lines framed where they lie in the
+        read block (see BulkSender.send_frame); None when a record is too large for that path."""
+        self._check_can_send()
+        return self._bulk.send_frame(topic, frame, headers, partition)
+
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until every one of those records completes."""
         with self.acc.lock:

@@ -14,9 +14,12 @@ from bisect import bisect_right
 from itertools import accumulate, chain, repeat
 
 from pylog.core import fastpath
+from pylog.core.client.partitioner import murmur2_many
 from pylog.core.records.varint import encode_varint
 
-__all__ = ["VARINT", "VARINT_LIMIT", "column_lengths", "column_lengths_py", "encode_run", "encode_run_py"]
+__all__ = ["VARINT", "VARINT_LIMIT", "column_lengths", "column_lengths_py", "encode_frame_run",
+           "encode_frame_run_py", "encode_run", "encode_run_py", "frame_columns", "frame_groups", "frame_groups_py",
+           "frame_partitions", "frame_partitions_py"]
 
 VARINT_LIMIT = 1 << 14
 # zig-zag varint bytes of non-negative n < 2**14 (lengths, deltas): the hot lookup
@@ -135,5 +138,55 @@ def column_lengths_py(items):
     return lens, lens.count(-1), max(lens, default=-1)
 
 
+def frame_columns(data, offsets, idx=None):
+    """(keys, values, key lengths) of framed records (`pylog produce`'s text lines where they lie
+    in the read block: four int64s per record, key start, key length or -1 for a null key, value
+    start, value length), of every record or of records `idx`, as the run encoder takes them:
+    a null key is b"" with length -1, and keys is None when every key is null."""
+    data = data if isinstance(data, bytes) else bytes(data)
+    m = memoryview(offsets).cast("q")
+    ks, kls, vs, vls = m[0::4].tolist(), m[1::4].tolist(), m[2::4].tolist(), m[3::4].tolist()
+    if idx is not None:
+        ks, kls, vs, vls = ([col[i] for i in idx] for col in (ks, kls, vs, vls))
+    values = [data[s:s + n] for s, n in zip(vs, vls)]
+    if kls.count(-1) == len(kls):
+        return None, values, None
+    keys = [data[s:s + n] if n >= 0 else b"" for s, n in zip(ks, kls)]
+    return keys, values, kls
+
+
+def encode_frame_run_py(buf, od, tsd, room, data, offsets, idx, start, stop, headers):
+    """encode_run_py of framed records: record j of the run is framed record idx[j] (or j when
+    idx is None), for j in start..stop; `headers` the encoded headers every record shares."""
+    count = len(offsets) // 32 if idx is None else len(idx)
+    if not 0 <= start <= stop <= count:
+        raise ValueError("encode_frame_run: need 0 <= start <= stop <= records and od >= 0")
+    keys, values, kls = frame_columns(data, offsets, (idx or range(count))[start:stop])
+    return encode_run_py(buf, od, tsd, room, values, 0, stop - start, keys, headers, None, kls)
+
+
+def frame_partitions_py(data, offsets, n):
+    """The partition of every framed record by its key: murmur2 mod n, -1 for a null key."""
+    keys, _, kls = frame_columns(data, offsets)
+    if keys is None:
+        return [-1] * (len(offsets) // 32)
+    return [h % n if kl >= 0 else -1 for h, kl in zip(murmur2_many(keys), kls)]
+
+
+def frame_groups_py(data, offsets, n):
+    """[the indexes of the framed records of partition p, in order, for p in range(n)] by their keys
+    (frame_partitions); a record without a key is a ValueError."""
+    parts = frame_partitions_py(data, offsets, n)
+    if -1 in parts:
+        raise ValueError("frame_groups: a record without a key")
+    groups = [[] for _ in range(n)]
+    for i, part in enumerate(parts):
+        groups[part].append(i)
+    return groups
+
+
 encode_run = fastpath.choose("encode_run", encode_run_py)
+encode_frame_run = fastpath.choose("encode_frame_run", encode_frame_run_py)
+frame_partitions = fastpath.choose("frame_partitions", frame_partitions_py)
+frame_groups = fastpath.choose("frame_groups", frame_groups_py)
 column_lengths = fastpath.choose("column_lengths", column_lengths_py)

@@ -153,7 +153,7 @@ def decode_request(frame, *, strict: bool = True) -> Request:
         client_id, pos = _read_client_id(buf, 8, end)
         if flexible:
             pos = skip_tagged_fields(buf, pos, end)
-        decode = schema.codec("request", api_version)[0]
+        decode = schema.decoder("request", api_version)
         body, pos = decode(buf, pos, end)
     except _DECODE_FAILURES as e:
         header = RequestHeader(api_key, api_version, correlation_id, client_id, hv)
@@ -190,7 +190,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
         out += cid
     if schema.is_flexible(api_version):
         out.append(0)
-    schema.codec("request", api_version)[1](body, out, None)
+    schema.encoder("request", api_version)(body, out, None)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return bytes(out)
 
@@ -211,9 +211,9 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:
         if api_key == API_VERSIONS_KEY and api_version > 0 and _api_versions_fallback(buf, pos, end):
             # A broker that does not know the requested ApiVersions version
             # answers UNSUPPORTED_VERSION with a v0 body (KIP-511); so does pylog.
-            body, pos = schema.codec("response", 0)[0](buf, pos, end)
+            body, pos = schema.decoder("response", 0)(buf, pos, end)
         else:
-            body, pos = schema.codec("response", api_version)[0](buf, pos, end)
+            body, pos = schema.decoder("response", api_version)(buf, pos, end)
     except _DECODE_FAILURES as e:
         raise InvalidRequestError(f"malformed {schema.name} v{api_version} response: {e or type(e).__name__}") from None
     return correlation_id, body
@@ -236,7 +236,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
     """A size-prefixed response frame."""
     schema = _schema(api_key, api_version)
     out = _response_prefix(schema, api_version, correlation_id)
-    schema.codec("response", api_version)[1](body, out, None)
+    schema.encoder("response", api_version)(body, out, None)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return bytes(out)
 
@@ -253,7 +253,7 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
     schema = _schema(api_key, api_version)
     out = _response_prefix(schema, api_version, correlation_id)
     parts: list = []
-    schema.codec("response", api_version)[1](body, out, parts)
+    schema.encoder("response", api_version)(body, out, parts)
     if not parts:
         _SIZE.pack_into(out, 0, len(out) - 4)
         return len(out), [out]
@@ -273,7 +273,7 @@ def encode_request_body(api_key: int, api_version: int, body: dict) -> bytes:
     """A request body without header or size prefix."""
     schema = _schema(api_key, api_version)
     out = bytearray()
-    schema.codec("request", api_version)[1](body, out, None)
+    schema.encoder("request", api_version)(body, out, None)
     return bytes(out)
 
 
@@ -281,7 +281,7 @@ def encode_response_body(api_key: int, api_version: int, body: dict) -> bytes:
     """A response body without header or size prefix."""
     schema = _schema(api_key, api_version)
     out = bytearray()
-    schema.codec("response", api_version)[1](body, out, None)
+    schema.encoder("response", api_version)(body, out, None)
     return bytes(out)
 
 
@@ -289,7 +289,7 @@ def _decode_body(direction, api_key, api_version, data):
     schema = _schema(api_key, api_version)
     buf = _view(data)
     try:
-        body, pos = schema.codec(direction, api_version)[0](buf, 0, len(buf))
+        body, pos = schema.decoder(direction, api_version)(buf, 0, len(buf))
     except _DECODE_FAILURES as e:
         raise InvalidRequestError(f"malformed {schema.name} v{api_version} {direction}: {e or type(e).__name__}") from None
     if pos != len(buf):

@@ -22,7 +22,7 @@ from pylog.core.protocol import types as T
 from pylog.core.protocol.schema import MISSING, Field, default_of
 from pylog.core.protocol.types import Array, Prim, Struct
 
-__all__ = ["compile_struct", "generated_source"]
+__all__ = ["compile_decoder", "compile_encoder", "compile_struct", "generated_source"]
 
 _NS: dict = {
     "_Trunc": T.Truncated,
@@ -82,37 +82,52 @@ def _fixed(field: Field) -> bool:
     return isinstance(t, Prim) and t.fmt is not None
 
 
+def compile_decoder(fields, version: int, flexible: bool):
+    """The decode function of a struct at one version, generated once and cached."""
+    with _LOCK:
+        return _NS[_struct_fn(DECODE, fields, version, flexible)]
+
+
+def compile_encoder(fields, version: int, flexible: bool):
+    """The encode function of a struct at one version, generated once and cached."""
+    with _LOCK:
+        return _NS[_struct_fn(ENCODE, fields, version, flexible)]
+
+
 def compile_struct(fields, version: int, flexible: bool):
     """(decode, encode) functions for a struct at one version, generated once and cached."""
-    with _LOCK:
-        names = _struct_fns(fields, version, flexible)
-        return _NS[names[0]], _NS[names[1]]
+    return compile_decoder(fields, version, flexible), compile_encoder(fields, version, flexible)
 
 
 def generated_source(fields, version: int, flexible: bool) -> str:
     """The generated Python of one struct (debugging aid; nested structs have their own)."""
     with _LOCK:
-        names = _struct_fns(fields, version, flexible)
-        return _SOURCES[names]
+        names = [_struct_fn(kind, fields, version, flexible) for kind in (DECODE, ENCODE)]
+        return "\n".join(_SOURCES[n] for n in names)
 
 
-def _struct_fns(fields, version, flexible):
-    key = (id(fields), version, flexible)
+# Each direction is generated on its own: a client encodes requests and decodes responses
+# only, so it compiles half the code it would for both (compiling is most of a short
+# command's protocol work).
+DECODE, ENCODE = "d", "e"
+
+
+def _struct_fn(kind, fields, version, flexible) -> str:
+    """The name in _NS of the `kind` (DECODE or ENCODE) function of a struct at one version."""
+    key = (id(fields), version, flexible, kind)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
     _counter[0] += 1
     n = _counter[0]
-    names = (f"_d{n}", f"_e{n}")
-    _CACHE[key] = names
+    name = f"_{kind}{n}"
+    _CACHE[key] = name
     # Keep the field list alive so its id() is never reused by another list.
     _NS[f"_F{n}"] = fields
-    dec_src = _gen_decoder(names[0], fields, version, flexible)
-    enc_src = _gen_encoder(names[1], fields, version, flexible)
-    src = dec_src + "\n" + enc_src
-    _SOURCES[names] = src
+    src = (_gen_decoder if kind == DECODE else _gen_encoder)(name, fields, version, flexible)
+    _SOURCES[name] = src
     exec(compile(src, f"<pylog.protocol struct {n} v{version}>", "exec"), _NS)
-    return names
+    return name
 
 
 # --- decoder ------------------------------------------------------------------
@@ -177,7 +192,7 @@ def _gen_read(lines, ind, var, field, version, flexible, posv, endv):
         lines.extend(pad + line for line in _prim_read(t, var, posv, endv, C, nullable))
         return
     if isinstance(t, Struct):
-        dn, _ = _struct_fns(t.fields, version, flexible)
+        dn = _struct_fn(DECODE, t.fields, version, flexible)
         if not nullable:
             lines.append(f"{pad}{var}, {posv} = {dn}(buf, {posv}, {endv})")
             return
@@ -203,7 +218,7 @@ def _gen_read(lines, ind, var, field, version, flexible, posv, endv):
     lines.append(f"{pad2}if _n > {endv} - {posv}: raise _Trunc('array count exceeds the remaining bytes')")
     elem = t.elem
     if isinstance(elem, list):
-        dn, _ = _struct_fns(elem, version, flexible)
+        dn = _struct_fn(DECODE, elem, version, flexible)
         lines.append(f"{pad2}{var} = []; _ap = {var}.append")
         lines.append(f"{pad2}for _ in range(_n):")
         lines.append(f"{pad2}    _x, {posv} = {dn}(buf, {posv}, {endv}); _ap(_x)")
@@ -294,7 +309,7 @@ def _gen_write(lines, ind, var, field, version, flexible, outv, partsv):
         lines.append(pad + _prim_write(t, var, outv, partsv, C, nullable))
         return
     if isinstance(t, Struct):
-        _, en = _struct_fns(t.fields, version, flexible)
+        en = _struct_fn(ENCODE, t.fields, version, flexible)
         if nullable:
             _emit(lines, pad, _WRITE_NULLABLE_STRUCT, var=var, out=outv, en=en, parts=partsv,
                   null_marker="b'\\x00'" if field.is_tagged(version) else "b'\\xff'")
@@ -320,7 +335,7 @@ def _gen_write(lines, ind, var, field, version, flexible, outv, partsv):
         lines.append(f"{pad2}{outv} += _pi32(len({var}))")
     elem = t.elem
     if isinstance(elem, list):
-        _, en = _struct_fns(elem, version, flexible)
+        en = _struct_fn(ENCODE, elem, version, flexible)
         lines.append(f"{pad2}for _e in {var}: {en}(_e, {outv}, {partsv})")
     elif isinstance(elem, Prim) and elem.fmt is not None and elem is not T.UUID:
         # Precompiled Structs for the common small counts (replica lists, partition ids).

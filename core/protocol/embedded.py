@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from pylog.core.protocol.compiler import compile_struct
+from pylog.core.protocol.compiler import compile_decoder, compile_encoder
 from pylog.core.protocol.errors import InvalidRequestError
 from pylog.core.protocol.schema import parse_versions
 from pylog.core.protocol.types import Truncated
@@ -40,12 +40,13 @@ class Embedded:
         self.newer_as_max = newer_as_max
         self._codecs = {}
 
-    def codec(self, version):
-        """(decode, encode) for one version, compiled once."""
-        c = self._codecs.get(version)
+    def codec(self, version, kind: str):
+        """The "decode" or "encode" function for one version, compiled once."""
+        c = self._codecs.get((version, kind))
         if c is None:
             flexible = self.flexible_min is not None and version >= self.flexible_min
-            c = self._codecs[version] = compile_struct(self.fields, version, flexible)
+            compile_fn = compile_decoder if kind == "decode" else compile_encoder
+            c = self._codecs[(version, kind)] = compile_fn(self.fields, version, flexible)
         return c
 
     def encode_body(self, body: dict, version: int) -> bytes:
@@ -53,7 +54,7 @@ class Embedded:
         if not self.min_version <= version <= self.max_version:
             raise ValueError(f"{self.name} has no version {version}")
         out = bytearray()
-        self.codec(version)[1](body, out, None)
+        self.codec(version, "encode")(body, out, None)
         return bytes(out)
 
     def encode(self, body: dict, version: int) -> bytes:
@@ -64,7 +65,7 @@ class Embedded:
         """The struct at `version` from data[pos:]; strict: no trailing bytes (MalformedDataError)."""
         buf = data if isinstance(data, memoryview) else memoryview(data)
         try:
-            body, end = self.codec(version)[0](buf, pos, len(buf))
+            body, end = self.codec(version, "decode")(buf, pos, len(buf))
         except _FAILURES as e:
             raise MalformedDataError(f"malformed {self.name} v{version}: {e or type(e).__name__}") from None
         if strict and end != len(buf):

@@ -146,17 +146,25 @@ class Api:
             return 0
         return 1 if self.is_flexible(version) else 0
 
-    def codec(self, direction: str, version: int):
-        """(decode, encode) for 'request' or 'response' at version, compiled once."""
-        key = (direction, version)
-        c = self._codecs.get(key)
-        if c is None:
-            from pylog.core.protocol.compiler import compile_struct
+    def decoder(self, direction: str, version: int):
+        """The decode function of the 'request' or 'response' at version, compiled once."""
+        return self._codecs.get((direction, version, "decode")) or self._compile(direction, version, "decode")
 
-            fields = self.request if direction == "request" else self.response
-            c = compile_struct(fields, version, self.is_flexible(version))
-            self._codecs[key] = c
-        return c
+    def encoder(self, direction: str, version: int):
+        """The encode function of the 'request' or 'response' at version, compiled once."""
+        return self._codecs.get((direction, version, "encode")) or self._compile(direction, version, "encode")
+
+    def codec(self, direction: str, version: int):
+        """(decode, encode) for 'request' or 'response' at version."""
+        return self.decoder(direction, version), self.encoder(direction, version)
+
+    def _compile(self, direction: str, version: int, kind: str):
+        from pylog.core.protocol.compiler import compile_decoder, compile_encoder
+
+        fields = self.request if direction == "request" else self.response
+        fn = (compile_decoder if kind == "decode" else compile_encoder)(fields, version, self.is_flexible(version))
+        self._codecs[(direction, version, kind)] = fn
+        return fn
 
     def __repr__(self):
         return f"Api({self.key}, {self.name!r}, v{self.min_version}-{self.max_version})"

@@ -187,12 +187,12 @@ def java_client_reauthenticates_and_keeps_producing(port, broker, java):
     assert float(got["connection-creation-total"]) <= 2, got
 
 
-# the waits are the session's lifetime: both brokers' scenarios run at once, each broker's one
-# after another, and each test reports its broker's outcome
+# the waits are the session's lifetime: every scenario on both brokers runs at once (each on
+# connections of its own), and each test reports its outcome on its broker
 SCENARIOS = (session_lifetime_and_expiry, reauthentication_keeps_the_connection,
              reauthentication_cannot_change_principal, librdkafka_reauthenticates_and_keeps_producing,
              java_client_reauthenticates_and_keeps_producing)
-JAVA = threading.Lock()
+JAVA = threading.Lock()  # the one JVM runs one producer at a time: the two brokers' runs take turns
 
 
 @pytest.fixture(scope="module")
@@ -201,16 +201,13 @@ def outcomes(reauth) -> dict:
     ports, java = reauth
     out: dict = {}
 
-    def run(broker, order):
-        for scenario in order:
-            try:
-                scenario(ports[broker], broker, java)
-                out[scenario.__name__, broker] = None
-            except BaseException as e:  # noqa: BLE001 - raised again by the test of this scenario
-                out[scenario.__name__, broker] = e
-    # pylog runs the Java scenario first, Kafka last: the two seldom wait for the one JVM
-    orders = {"kafka": SCENARIOS, "pylog": SCENARIOS[-1:] + SCENARIOS[:-1]}
-    threads = [threading.Thread(target=run, args=(b, orders[b]), daemon=True) for b in BROKERS]
+    def run(broker, scenario):
+        try:
+            scenario(ports[broker], broker, java)
+            out[scenario.__name__, broker] = None
+        except BaseException as e:  # noqa: BLE001 - raised again by the test of this scenario
+            out[scenario.__name__, broker] = e
+    threads = [threading.Thread(target=run, args=(b, s), daemon=True) for b in BROKERS for s in SCENARIOS]
     for t in threads:
         t.start()
     for t in threads:

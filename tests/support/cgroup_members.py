@@ -20,8 +20,20 @@ CONSUMER_GROUP_DESCRIBE, LIST_GROUPS, DESCRIBE_GROUPS, OFFSET_FETCH = 69, 16, 15
 def create_topic(b, name, partitions):
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from support.waiting import wait_until
+
     a = AdminClient({"bootstrap.servers": b.bootstrap})
     a.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+    def served():
+        t = a.list_topics(name, timeout=10).topics.get(name)
+        return t is not None and t.error is None and len(t.partitions) == partitions and all(
+            p.leader >= 0 for p in t.partitions.values())
+    # Kafka answers CreateTopics once its controller has the topic; the broker learns it a moment
+    # later. Its group coordinator, upgrading a classic group, keeps a member's assignment only of
+    # topics it knows: the likely cause of the upgraded member described with no partitions once
+    # under load (test_consumer_group_upgrade_midrebalance)
+    wait_until(served, 60, f"topic {name} in the broker's metadata")
 
 
 def produce(b, topic, partitions, per_partition, tag="v"):

@@ -6,11 +6,11 @@ import sys
 
 
 def pylog(*args, input: str | bytes | None = None, env: dict | None = None, timeout: float = 120,
-          text: bool = True, check: bool = False) -> subprocess.CompletedProcess:
-    """Run `python -m pylog.cli ARGS` (this interpreter, so the checkout under test) and return the
-    CompletedProcess (text mode unless text=False); arguments are passed through str()."""
-    return subprocess.run([sys.executable, "-m", "pylog.cli", *map(str, args)], input=input, env=env,
-                          capture_output=True, text=text, timeout=timeout, check=check)
+          text: bool = True, check: bool = False, python_args: tuple = ()) -> subprocess.CompletedProcess:
+    """Run `python [PYTHON_ARGS] -m pylog.cli ARGS` (this interpreter, so the checkout under test) and
+    return the CompletedProcess (text mode unless text=False); arguments are passed through str()."""
+    return subprocess.run([sys.executable, *python_args, "-m", "pylog.cli", *map(str, args)], input=input,
+                          env=env, capture_output=True, text=text, timeout=timeout, check=check)
 
 
 

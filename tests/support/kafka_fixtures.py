@@ -1,9 +1,11 @@
 """pytest fixtures for the Apache Kafka reference peer (see kafka_peer.py).
 
 `kafka_node`: one KRaft node for the whole run (tests use topics of their own).
-`kafka_cluster`: three combined broker+controller nodes, one per requesting module.
+`kafka_cluster`: three broker-only nodes and a dedicated controller for the whole run (its
+modules, test_kafka_cluster and test_mirror_maker_migration, make one xdist group, so it starts
+once); a test calls `ensure_up()` first, as tests kill and restart its brokers on purpose.
 `kafka_node` fails if its node died under a test or its controlled shutdown does not
-complete; `kafka_cluster` stops its nodes (tests kill and restart them on purpose).
+complete; `kafka_cluster` stops its nodes.
 """
 from __future__ import annotations
 
@@ -32,8 +34,20 @@ def kafka_node(tmp_path_factory):
     assert rc == 143, f"Apache Kafka node exit code {rc} on SIGTERM:\n{node.log_tail()}"
 
 
-@pytest.fixture(scope="module")
+# The cluster's brokers die and return under test_kafka_cluster: replicas fall out of the ISR after
+# 5 s, preferred leaders are restored every 5 s, and a killed broker is fenced (its leaderships
+# moved, its replicas out of the ISR) after 4.5 s without a heartbeat instead of 9 s
+FAST_FAILOVER = {"replica.lag.time.max.ms": 5000,
+                 "leader.imbalance.check.interval.seconds": 5,
+                 "broker.heartbeat.interval.ms": 1000,
+                 "broker.session.timeout.ms": 4500}
+
+
+@pytest.fixture(scope="session")
 def kafka_cluster(tmp_path_factory):
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-cluster"), 3).start()
+    """Three brokers and a dedicated controller, so two brokers can be down without the cluster
+    losing its metadata quorum."""
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-cluster"), 3, dedicated_controller=True,
+                           overrides=FAST_FAILOVER).start()
     yield cluster
     cluster.stop()

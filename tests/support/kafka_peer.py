@@ -445,6 +445,15 @@ class KafkaCluster:
             n.wait_ready(timeout, all_brokers=True)
         return self
 
+    def ensure_up(self, timeout: float = 180) -> "KafkaCluster":
+        """Start every broker a test stopped or killed, and wait until each is ready."""
+        down = [n for n in self.nodes if n.proc is None or n.proc.poll() is not None]
+        for n in down:
+            n.start(wait=False)
+        for n in self.nodes:
+            n.wait_ready(timeout)
+        return self
+
     def stop(self, timeout: float = 60) -> None:
         """SIGTERM to every node at once (dedicated controllers after the brokers), then wait. One
         after another, the last combined node's controlled shutdown waited out its whole timeout:

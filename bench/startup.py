@@ -1,0 +1,117 @@
+"""`python -m bench startup`: what a one-record `pylog produce` costs from exec to exit, per tree.
+
+    python -m bench startup [--runs N] [--rev REV ...] [--broker HOST:PORT]
+
+Each run is a fresh `python -m pylog.cli produce TOPIC -b HOST:PORT` of one line, as a user runs
+it; its CPU (user + system, from wait4) and wall time are kept, min and median of --runs. Without
+--rev the tree is this install; with --rev (repeatable, e.g. `--rev main --rev HEAD`) each
+revision is checked out into a temporary tree of pylog's package layout, compiled to .pyc, and
+run from PYTHONPATH (the runs of the trees interleaved, so load swings hit all alike). A tree
+whose C sources equal this checkout's takes this install's extension; others build their own.
+One `pylog broker start` of this install serves every run. Also printed: the modules each
+tree's produce imports (`python -X importtime`).
+"""
+from __future__ import annotations
+
+import argparse
+import compileall
+import glob
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from bench.client import start_broker, stop_broker
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cli", "core", "commands", "storage", "testing")
+C_SOURCES = ("core/_speedups.c", "core/_speedups_run.c", "core/_speedups_json.c", "core/_speedups_varint.h")
+
+
+def make_tree(rev: str, parent: str) -> str:
+    """REV's pylog in PARENT/REV/pylog (the installed layout), compiled; the directory for PYTHONPATH."""
+    top = Path(parent) / rev.replace("/", "_")
+    src = top / "src"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *PACKAGES, "setup.py", "pyproject.toml",
+                              "README.md"], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
+        tf.extractall(src)
+    same_c = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", rev, "--", *C_SOURCES]).returncode == 0
+    installed = glob.glob(str(ROOT / "core" / "_speedups*.so"))
+    if same_c and installed:
+        shutil.copy(installed[0], src / "core")
+    else:
+        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=src, check=False,
+                       capture_output=True)
+    (top / "pylog").mkdir()
+    (top / "pylog" / "__init__.py").write_text("")
+    for p in PACKAGES:
+        (src / p).rename(top / "pylog" / p)
+    compileall.compile_dir(str(top / "pylog"), quiet=1)
+    return str(top)
+
+
+def one_run(env: dict, topic: str, bs: str) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one produce of one record."""
+    t = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", "produce", topic, "-b", bs], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    p.stdin.write(b"startup\n")
+    p.stdin.close()
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)  # the child's own rusage: Popen.wait would reap it first
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise RuntimeError(f"produce exited {p.returncode}: {err.decode(errors='replace')[-1000:]}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def imported(env: dict, topic: str, bs: str) -> int:
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "pylog.cli", "produce", topic, "-b", bs],
+                       input=b"startup\n", capture_output=True, env=env, check=True)
+    return sum(1 for line in r.stderr.decode().splitlines() if line.startswith("import time:")) - 1
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench startup")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--rev", action="append", default=[], help="a git revision to measure (repeatable)")
+    ap.add_argument("--broker", default="pylog", help="pylog, or HOST:PORT of a running broker")
+    a = ap.parse_args(argv)
+    workdir = tempfile.mkdtemp(prefix="bench-startup-")
+    proc = None
+    try:
+        trees = {rev: make_tree(rev, workdir) for rev in a.rev} or {"this install": None}
+        if a.broker == "pylog":
+            proc, bs = start_broker("pylog", workdir)
+        else:
+            bs = a.broker
+        topic = f"startup-{int(time.time())}"
+        subprocess.run([sys.executable, "-m", "pylog.cli", "topics", "create", topic, "-b", bs], check=True,
+                       capture_output=True)
+        envs = {name: dict(os.environ, **({"PYTHONPATH": path} if path else {})) for name, path in trees.items()}
+        got = {name: [] for name in trees}
+        for i in range(a.runs):
+            for name in (list(trees) if i % 2 == 0 else list(trees)[::-1]):
+                got[name].append(one_run(envs[name], topic, bs))
+        print(f"one-record `pylog produce` (python -m pylog.cli), {a.runs} runs each, interleaved; "
+              f"load average {os.getloadavg()[0]:.1f}\n")
+        print("| tree | CPU min s | CPU median s | wall median s | modules imported |")
+        print("|---|---:|---:|---:|---:|")
+        for name, runs in got.items():
+            cpu = [c for c, _ in runs]
+            wall = [w for _, w in runs]
+            print(f"| {name} | {min(cpu):.3f} | {statistics.median(cpu):.3f} | {statistics.median(wall):.3f} "
+                  f"| {imported(envs[name], topic, bs)} |")
+    finally:
+        stop_broker(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
