@@ -855,6 +855,64 @@ check_common(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, long long l
     return 1;
 }
 
+/* short_varint with no bound: the caller keeps 3 readable bytes past *p */
+static inline int
+short_varint_nb(const unsigned char *d, Py_ssize_t *p, int64_t *out)
+{
+    const unsigned char *q = d + *p;
+    uint32_t u = q[0];
+    if (u < 0x80)
+        *p += 1;
+    else {
+        uint32_t b = q[1];
+        u = (u & 0x7F) | (b & 0x7F) << 7;
+        if (b < 0x80)
+            *p += 2;
+        else {
+            if (q[2] >= 0x80)
+                return 0;
+            u |= (uint32_t)q[2] << 14;
+            *p += 3;
+        }
+    }
+    *out = (int64_t)(int32_t)((u >> 1) ^ (0u - (u & 1)));
+    return 1;
+}
+
+/* check_common for a record that ends at least 16 bytes before the section does: fields are read with no
+ * bound (at most 10 bytes past the record's end, still inside the section) and the record's end is checked
+ * where a field could start past it; any field that runs past the end leaves p past rec_end, so the last
+ * check refuses it. 1 when the record is sound, 0 when this cannot tell (the caller then runs check_common,
+ * check_one): it accepts only records check_one accepts. */
+static inline int
+check_common_inner(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, long long last_delta, Py_ssize_t *next,
+                   int *key_null)
+{
+    int64_t n, v, kl, vl;
+    Py_ssize_t p = pos;
+    if (pos + 3 > end || !short_varint_nb(d, &p, &n) || n <= 0 || n > end - p - 16)
+        return 0;
+    Py_ssize_t rec_end = p + (Py_ssize_t)n;
+    p += 1; /* attributes */
+    /* the timestamp delta: any value, skipped */
+    p += d[p] < 0x80 ? 1 : d[p + 1] < 0x80 ? 2 : d[p + 2] < 0x80 ? 3 : end;
+    if (p > rec_end || !short_varint_nb(d, &p, &v) || v < 0 || v > last_delta) /* offset delta */
+        return 0;
+    if (!short_varint_nb(d, &p, &kl) || kl < -1)
+        return 0;
+    if (kl > 0)
+        p += (Py_ssize_t)kl;
+    if (p >= rec_end || !short_varint_nb(d, &p, &vl) || vl < -1)
+        return 0;
+    if (vl > 0)
+        p += (Py_ssize_t)vl;
+    if (p != rec_end - 1 || d[p] != 0) /* no headers: the count 0 is the record's last byte */
+        return 0;
+    *next = rec_end;
+    *key_null = kl == -1;
+    return 1;
+}
+
 /* framing.check_records' walk over the n bytes of a records section: 0 with the record count in *count_out
  * and the first keyless record's index (-1: none) in *null_key, or -1 with InvalidRecordFraming raised */
 static int
@@ -865,8 +923,8 @@ walk_records(const unsigned char *d, Py_ssize_t n, long long count, long long la
     *null_key = -1;
     while (pos < n) {
         int key_null;
-        if (!check_common(d, pos, n, last, &pos, &key_null) &&
-            check_one(d, pos, n, index, last, &pos, &key_null) < 0)
+        if (!check_common_inner(d, pos, n, last, &pos, &key_null) &&
+            !check_common(d, pos, n, last, &pos, &key_null) && check_one(d, pos, n, index, last, &pos, &key_null) < 0)
             return -1;
         if (key_null && *null_key < 0)
             *null_key = index;
@@ -969,6 +1027,21 @@ batch_header(const unsigned char *d)
     return h;
 }
 
+/* (a, b) of two new references, stolen (NULL if either is NULL or the tuple fails; both released) */
+static PyObject *
+pair_steal(PyObject *a, PyObject *b)
+{
+    PyObject *t = a && b ? PyTuple_New(2) : NULL;
+    if (t == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    return t;
+}
+
 /* validate_batches(buf, max_message, create_time, lo, hi, check_compressed, tp)
  *   -> (batches, count, max_ts, has_pid) or None: log_validator.validate_batches_py, the walk of
  * validate_fast in one call. Each batch's header, CRC-32C (three lanes; without the GIL from 32 KB on,
@@ -1054,7 +1127,7 @@ sp_validate_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto unusual;
             }
         }
-        PyObject *entry = Py_BuildValue("(nN)", pos, h);
+        PyObject *entry = pair_steal(PyLong_FromSsize_t(pos), h); /* Py_BuildValue parses its format each call */
         if (entry == NULL || PyList_Append(batches, entry) < 0) {
             Py_XDECREF(entry);
             goto done;
@@ -1065,7 +1138,19 @@ sp_validate_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             max_ts = max_timestamp;
         pos += (Py_ssize_t)size;
     }
-    result = Py_BuildValue("(OLLO)", batches, count, max_ts, has_pid ? Py_True : Py_False);
+    result = PyTuple_New(4);
+    PyObject *c = PyLong_FromLongLong(count), *m = PyLong_FromLongLong(max_ts);
+    if (result == NULL || c == NULL || m == NULL) {
+        Py_XDECREF(result);
+        Py_XDECREF(c);
+        Py_XDECREF(m);
+        result = NULL;
+        goto done;
+    }
+    PyTuple_SET_ITEM(result, 0, Py_NewRef(batches));
+    PyTuple_SET_ITEM(result, 1, c);
+    PyTuple_SET_ITEM(result, 2, m);
+    PyTuple_SET_ITEM(result, 3, Py_NewRef(has_pid ? Py_True : Py_False));
     goto done;
 unusual:
     Py_INCREF(Py_None);
@@ -1151,7 +1236,7 @@ sp_patch_append_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         offset += delta + 1;
     }
-    result = Py_BuildValue("(OL)", patched, offset);
+    result = pair_steal(Py_NewRef(patched), PyLong_FromLongLong(offset));
 done:
     Py_XDECREF(patched);
     PyBuffer_Release(&view);
@@ -1774,6 +1859,138 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ the segment's index entries of an append */
+
+/* The fields index_batches reads of one (position, BatchHeader): 0, or -1 (not such a pair: the caller
+ * clears the error and hands over) */
+static int
+batch_fields(PyObject *item, long long *pos, long long *last, long long *max_ts, long long *size)
+{
+    PyObject *h;
+    long long base, delta, length;
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyTuple_Check(h = PyTuple_GET_ITEM(item, 1)) ||
+        PyTuple_GET_SIZE(h) != 13 || as_long_long(PyTuple_GET_ITEM(item, 0), pos) < 0 ||
+        as_long_long(PyTuple_GET_ITEM(h, 0), &base) < 0 || as_long_long(PyTuple_GET_ITEM(h, 1), &length) < 0 ||
+        as_long_long(PyTuple_GET_ITEM(h, 6), &delta) < 0 || as_long_long(PyTuple_GET_ITEM(h, 8), max_ts) < 0)
+        return -1;
+    if (base > LLONG_MAX / 2 || base < LLONG_MIN / 2 || delta > INT32_MAX || delta < INT32_MIN)
+        return -1;
+    *last = base + delta;
+    *size = length + 12;
+    return 0;
+}
+
+static inline void
+put_be(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int k = 0; k < bytes; k++)
+        p[k] = (unsigned char)(v >> (8 * (bytes - 1 - k)));
+}
+
+/* index_batches(batches, start, since, interval, max_ts, max_ts_offset, base_offset,
+ *               oi_map, oi_entries, oi_max, ti_map, ti_entries, ti_max)
+ *   -> (since, max_ts, max_ts_offset, oi_entries, ti_entries, the last batch's next offset) or None.
+ * LogSegment.append's index loop (Kafka's LogSegment.append: per batch, the max timestamp so far and,
+ * past index.interval.bytes, one offset-index entry and the time index's maybeAppend) with the entries
+ * written into the two maps. A first pass plays the loop without writing: when any entry would not fit
+ * (a full index, an int32 overflow) or the time index would refuse it, nothing is written and None
+ * hands the append to the Python loop (the reference), which raises exactly what it raises. */
+static PyObject *
+sp_index_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 13, 13, "index_batches(batches, start, since, interval, max_ts, max_ts_offset, "
+                                   "base_offset, oi_map, oi_entries, oi_max, ti_map, ti_entries, ti_max)") < 0)
+        return NULL;
+    long long v[13];
+    static const int ints[] = {1, 2, 3, 4, 5, 6, 8, 9, 11, 12};
+    for (int i = 0; i < 10; i++)
+        if (as_long_long(args[ints[i]], &v[ints[i]]) < 0)
+            return NULL;
+    PyObject *batches = args[0];
+    if (!PyList_Check(batches) || PyList_GET_SIZE(batches) == 0 || args[7] == Py_None || args[10] == Py_None)
+        Py_RETURN_NONE;
+    long long start = v[1], interval = v[3], base_offset = v[6];
+    long long oi_max = v[9], ti_max = v[12];
+    Py_buffer oi, ti;
+    if (PyObject_GetBuffer(args[7], &oi, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[10], &ti, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&oi);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batches);
+    unsigned char *om = oi.buf, *tm = ti.buf;
+    for (int write = 0; write < 2; write++) {
+        long long since = v[2], max_ts = v[4], max_off = v[5], oe = v[8], te = v[11];
+        long long ti_ts = 0, ti_rel = 0, next = 0; /* the time index's newest entry (when te > 0) */
+        if (te > 0) {
+            if (te * 12 > ti.len)
+                goto hand_over;
+            ti_ts = be64(tm + (te - 1) * 12);
+            ti_rel = (int32_t)be32u(tm + (te - 1) * 12 + 8);
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            long long pos, last, bts, size;
+            if (batch_fields(PyList_GET_ITEM(batches, i), &pos, &last, &bts, &size) < 0) {
+                PyErr_Clear();
+                goto hand_over;
+            }
+            if (bts > max_ts) {
+                max_ts = bts;
+                max_off = last;
+            }
+            if (since > interval) {
+                long long rel = last - base_offset, at = start + pos, trel = max_off - base_offset;
+                /* OffsetIndex.append_in_order: the capacity, the entry's int32 fields */
+                if (oe >= oi_max || (oe + 1) * 8 > oi.len || rel < INT32_MIN || rel > INT32_MAX || at < INT32_MIN ||
+                    at > INT32_MAX)
+                    goto hand_over;
+                if (write)
+                    put_be(om + oe * 8, (uint64_t)rel, 4), put_be(om + oe * 8 + 4, (uint64_t)at, 4);
+                oe++;
+                /* TimeIndex.maybe_append(max_ts, max_off) */
+                if (max_ts >= 0) {
+                    if (te >= ti_max - 1 || (te > 0 && max_off < base_offset + ti_rel))
+                        goto hand_over; /* full, or out of order: the Python loop raises */
+                    if (te == 0 || max_ts > ti_ts) {
+                        if ((te + 1) * 12 > ti.len || trel < INT32_MIN || trel > INT32_MAX)
+                            goto hand_over;
+                        if (write)
+                            put_be(tm + te * 12, (uint64_t)max_ts, 8), put_be(tm + te * 12 + 8, (uint64_t)trel, 4);
+                        te++;
+                        ti_ts = max_ts;
+                        ti_rel = trel;
+                    }
+                }
+                since = 0;
+            }
+            since += size;
+            next = last + 1;
+        }
+        if (write) {
+            long long out[6] = {since, max_ts, max_off, oe, te, next};
+            if ((result = PyTuple_New(6)) == NULL)
+                goto done;
+            for (int k = 0; k < 6; k++) {
+                PyObject *o = PyLong_FromLongLong(out[k]);
+                if (o == NULL) {
+                    Py_CLEAR(result);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(result, k, o);
+            }
+        }
+    }
+    goto done;
+hand_over:
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&oi);
+    PyBuffer_Release(&ti);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1788,6 +2005,8 @@ static PyMethodDef methods[] = {
      "header.patch_append_fields_py"},
     {"validate_batches", (PyCFunction)(void (*)(void))sp_validate_batches, METH_FASTCALL,
      "log_validator.validate_batches_py"},
+    {"index_batches", (PyCFunction)(void (*)(void))sp_index_batches, METH_FASTCALL,
+     "segment.LogSegment.append's index loop"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL, "compaction_rules.scan_records"},
     {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL, "batch.encode_record"},
     {"murmur2_many", (PyCFunction)sp_murmur2_many, METH_O, "partitioner.murmur2_many"},

@@ -53,7 +53,7 @@ class IndexFile:
         # Entries come from the file length of an existing file (trimmed on close);
         # a stray partial entry at the end is dropped.
         self.entries = (length // self.entry_size) if existed else 0
-        self._mm: mmap.mmap | None = None
+        self.mapping: mmap.mmap | None = None  # the entries (the segment's compiled append writes into it too)
         if writable and not existed:
             # a new (active) index is preallocated; an existing one is mapped as is
             # and grown only when its segment is the active one (resize()).
@@ -62,7 +62,7 @@ class IndexFile:
             self._map(self.entries * self.entry_size if writable else length)
             if writable and length != self.entries * self.entry_size:
                 os.ftruncate(self._fd, self.entries * self.entry_size)
-        self.max_entries = len(self._mm) // self.entry_size if self._mm is not None else 0
+        self.max_entries = len(self.mapping) // self.entry_size if self.mapping is not None else 0
 
     @classmethod
     def open_read_only(cls, path: str | os.PathLike, base_offset: int):
@@ -91,22 +91,22 @@ class IndexFile:
 
     def _is_blank(self, n: int) -> bool:
         size = self.entry_size
-        return self._mm[n * size:(n + 1) * size] == bytes(size)
+        return self.mapping[n * size:(n + 1) * size] == bytes(size)
 
     # ---- mapping ----
     def _map(self, length: int) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        if self.mapping is not None:
+            self.mapping.close()
+            self.mapping = None
         if length > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self._mm = mmap.mmap(self._fd, length, access=access)
+            self.mapping = mmap.mmap(self._fd, length, access=access)
 
     def _resize(self, new_size: int) -> None:
         new_size = new_size - new_size % self.entry_size
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        if self.mapping is not None:
+            self.mapping.close()
+            self.mapping = None
         os.ftruncate(self._fd, new_size)
         self._map(new_size)
         self.max_entries = new_size // self.entry_size
@@ -131,8 +131,8 @@ class IndexFile:
 
     def flush(self) -> None:
         """Write the mapped entries to disk."""
-        if self._mm is not None and self.writable:
-            faults.sync(self._mm.flush, str(self.path))
+        if self.mapping is not None and self.writable:
+            faults.sync(self.mapping.flush, str(self.path))
 
     def _check_newest(self, name: str, offset_field: int) -> tuple | None:
         """The sanity checks both indexes share, on the newest entry (returned; None when
@@ -162,9 +162,9 @@ class IndexFile:
         """Close without trimming (the segment is being deleted)."""
         if self._fd < 0:
             return
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        if self.mapping is not None:
+            self.mapping.close()
+            self.mapping = None
         os.close(self._fd)
         self._fd = -1
 

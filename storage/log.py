@@ -215,7 +215,7 @@ class Log(LogLoader, LogRetention):
             batches, count, max_ts, has_pid = checked
             if not batches:
                 return AppendInfo(-1, -1, -1, -1, self.log_start_offset, 0, False, 0)
-            codec = log_validator.target_codec(cfg)
+            codec = None if cfg["compression.type"] == "producer" else log_validator.target_codec(cfg)
             if codec is not None:
                 redone = log_validator.recompress(mv, batches, codec, tp)
                 if redone is not None:  # compression.type differs from the producer's codec

@@ -21,11 +21,11 @@ class OffsetIndex(IndexFile):
     entry_size = 8
 
     def _key(self, n: int) -> int:
-        return _I32.unpack_from(self._mm, n * 8)[0]
+        return _I32.unpack_from(self.mapping, n * 8)[0]
 
     def entry(self, n: int) -> tuple[int, int]:
         """(absolute offset, position) of entry n."""
-        rel, pos = _ENTRY.unpack_from(self._mm, n * 8)
+        rel, pos = _ENTRY.unpack_from(self.mapping, n * 8)
         return self.base_offset + rel, pos
 
     @property
@@ -54,12 +54,12 @@ class OffsetIndex(IndexFile):
         if self.entries >= self.max_entries:
             raise IndexFullError(f"offset index {self.path} is full ({self.entries} entries)")
         if self.entries:
-            last_rel, last_pos = _ENTRY.unpack_from(self._mm, (self.entries - 1) * 8)
+            last_rel, last_pos = _ENTRY.unpack_from(self.mapping, (self.entries - 1) * 8)
             if rel <= last_rel or position < last_pos:
                 raise InvalidIndexEntryError(
                     f"index entry ({offset}, {position}) is not after the last one "
                     f"({self.base_offset + last_rel}, {last_pos}) in {self.path}")
-        _ENTRY.pack_into(self._mm, self.entries * 8, rel, position)
+        _ENTRY.pack_into(self.mapping, self.entries * 8, rel, position)
         self.entries += 1
 
     def append_in_order(self, offset: int, position: int) -> None:
@@ -68,7 +68,7 @@ class OffsetIndex(IndexFile):
         n = self.entries
         if n >= self.max_entries:
             raise IndexFullError(f"offset index {self.path} is full ({n} entries)")
-        _ENTRY.pack_into(self._mm, n * 8, offset - self.base_offset, position)
+        _ENTRY.pack_into(self.mapping, n * 8, offset - self.base_offset, position)
         self.entries = n + 1
 
     def truncate_to(self, offset: int) -> None:

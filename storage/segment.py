@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from pylog.core import fastpath
 from pylog.core.records.errors import RecordFormatError, TruncatedBatchError
 from pylog.core.records.header import (
     BATCH_LENGTH_OFFSET,
@@ -48,6 +49,7 @@ SWAP_END_SUFFIX = ".swap.end"  # the cleaner's note of the offsets a swap replac
 INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 INT_MAX = 0x7FFFFFFF
+_index_batches = fastpath.choose("index_batches", None)  # compiled LogSegment._index_batches, or None
 HEADER_WALK_CHUNK = 64 << 10
 _PREFIX = LOCATE_STRUCT
 _PREFIX_SIZE = _PREFIX.size  # 27
@@ -184,6 +186,22 @@ class LogSegment:
             raise
         if start == 0 and batches:
             self.rolling_based_timestamp = batches[0][1].max_timestamp
+        oi, ti = self.offset_index, self.time_index
+        done = _index_batches and _index_batches(batches, start, self.bytes_since_last_index_entry, self.index_interval_bytes,
+                              self.max_timestamp_so_far, self.offset_of_max_timestamp, self.base_offset, oi.mapping,
+                              oi.entries, oi.max_entries, ti.mapping, ti.entries, ti.max_entries)
+        if done is None:
+            self._index_batches(batches, start)
+            self.next_offset = batches[-1][1].next_offset
+        else:  # the entries are in the maps already
+            (self.bytes_since_last_index_entry, self.max_timestamp_so_far, self.offset_of_max_timestamp,
+             oi.entries, ti.entries, self.next_offset) = done
+        self.size = start + total_size
+        self.unflushed = True
+
+    def _index_batches(self, batches: list[tuple[int, BatchHeader]], start: int) -> None:
+        """The index half of an append (Kafka's LogSegment.append, per batch), the reference of the compiled
+        `index_batches` (one call, when no entry can fail): max timestamp, index entries every interval."""
         since = self.bytes_since_last_index_entry
         interval = self.index_interval_bytes
         max_ts = self.max_timestamp_so_far
@@ -200,9 +218,6 @@ class LogSegment:
             since += h.batch_length + LOG_OVERHEAD
         self.max_timestamp_so_far = max_ts
         self.bytes_since_last_index_entry = since
-        self.size = start + total_size
-        self.next_offset = h.base_offset + h.last_offset_delta + 1  # the last batch's next offset
-        self.unflushed = True
 
     def can_hold(self, last_offset: int) -> bool:
         """True when last_offset fits the segment's int32 relative offsets."""
@@ -406,8 +421,7 @@ class LogSegment:
         self.txn_index.truncate_to(offset)
         os.ftruncate(self.fd, cut)
         self.size = cut
-        self.offset_index.resize(self.max_index_size)
-        self.time_index.resize(self.max_index_size)
+        self.resize_indexes(self.max_index_size)
         # rescan the tail to restore max timestamp, next offset and the index counter
         self.load_tail()
         last_pos = self.offset_index.last_entry[1] if self.offset_index.entries else 0
@@ -419,10 +433,9 @@ class LogSegment:
 
     # ---- durability and lifecycle ----
     def flush(self) -> None:
-        # Log.flush runs outside the log's lock (a roll hands older segments to a
-        # background flush), so retention, a cleaner swap or a topic deletion may
-        # close this segment meanwhile: a closed segment has nothing left to make durable.
-        """fsync the log and its indexes (a closed segment has nothing left to flush)."""
+        """fsync the log and its indexes. Log.flush runs outside the log's lock (a roll hands older segments to
+        a background flush): retention, a cleaner swap or a topic deletion may close this segment meanwhile,
+        and a closed segment has nothing left to make durable."""
         if self.fd < 0:
             return
         try:

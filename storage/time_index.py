@@ -23,11 +23,11 @@ class TimeIndex(IndexFile):
     entry_size = 12
 
     def _key(self, n: int) -> int:
-        return _I64.unpack_from(self._mm, n * 12)[0]
+        return _I64.unpack_from(self.mapping, n * 12)[0]
 
     def entry(self, n: int) -> tuple[int, int]:
         """(timestamp, absolute offset) of entry n."""
-        ts, rel = _ENTRY.unpack_from(self._mm, n * 12)
+        ts, rel = _ENTRY.unpack_from(self.mapping, n * 12)
         return ts, self.base_offset + rel
 
     @property
@@ -67,19 +67,19 @@ class TimeIndex(IndexFile):
             self.resize((self.entries + 1) * 12)
         rel = offset - self.base_offset
         if self.entries:
-            last_ts, last_rel = _ENTRY.unpack_from(self._mm, (self.entries - 1) * 12)
+            last_ts, last_rel = _ENTRY.unpack_from(self.mapping, (self.entries - 1) * 12)
             if offset < self.base_offset + last_rel:
                 raise InvalidIndexEntryError(f"time index offset {offset} below the last one in {self.path}")
             if timestamp <= last_ts:
                 return False
-        _ENTRY.pack_into(self._mm, self.entries * 12, timestamp, rel)
+        _ENTRY.pack_into(self.mapping, self.entries * 12, timestamp, rel)
         self.entries += 1
         return True
 
     @property
     def last_timestamp(self) -> int:
         """The newest entry's timestamp, -1 when empty."""
-        return _I64.unpack_from(self._mm, (self.entries - 1) * 12)[0] if self.entries else NO_TIMESTAMP
+        return _I64.unpack_from(self.mapping, (self.entries - 1) * 12)[0] if self.entries else NO_TIMESTAMP
 
     def append_in_order(self, timestamp: int, offset: int) -> None:
         """Append an entry the caller knows has a larger timestamp and no smaller offset than the last
@@ -88,7 +88,7 @@ class TimeIndex(IndexFile):
         n = self.entries
         if n >= self.max_entries - 1:
             raise IndexFullError(f"time index {self.path} is full ({n} entries)")
-        _ENTRY.pack_into(self._mm, n * 12, timestamp, offset - self.base_offset)
+        _ENTRY.pack_into(self.mapping, n * 12, timestamp, offset - self.base_offset)
         self.entries = n + 1
 
     def truncate_to(self, offset: int) -> None:

@@ -20,6 +20,7 @@ from pylog.commands.produce_input import parse_json, parse_json_lines, parse_tex
 from pylog.core.client.accumulator import ProducerBatch
 from pylog.core.records.batch import encode_headers as _headers_bytes
 from pylog.core.records.batch import Record, decode_records
+from pylog.core.records.header import HEADER_SIZE
 
 
 def _value(rnd):
@@ -54,8 +55,8 @@ def test_append_run_encodes_what_try_append_encodes(seed):
             break
     assert pos >= 1 and run.count == one.count == pos
     assert run.buf == one.buf and run.base_ts == one.base_ts and run.max_ts == one.max_ts
-    assert len(run.buf) <= limit or run.count == 1
-    recs = decode_records(bytes(run.buf), 0, run.base_ts)
+    assert run.size() - HEADER_SIZE <= limit or run.count == 1
+    recs = decode_records(bytes(run.buf)[HEADER_SIZE:], 0, run.base_ts)
     assert [r.value for r in recs] == values[:pos]
 
 

@@ -1,8 +1,10 @@
 """The producer's record accumulator: per-partition deques of open batches.
 
 Records are encoded straight into their batch's bytearray as they are
-appended (RecordBatch v2 record layout), so building a batch for the wire is
-one compression call plus a 61-byte header. The user thread appends under a
+appended (RecordBatch v2 record layout), after the 61 bytes reserved for the
+batch header: building an uncompressed batch for the wire writes the header
+there (the buffer is the batch, no copy); a compressed one is one compression
+call plus a new header. The user thread appends under a
 lock; the sender (on the event loop thread) drains ready batches.
 
 Memory: `buffer.memory` bytes are shared by all open and in-flight batches;
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from pylog.core.client.errors import BufferExhaustedError, KafkaTimeoutError
 from pylog.core.records import compression
 from pylog.core.records.batch import decode_records, encode_headers
-from pylog.core.records.header import HEADER_SIZE, TRANSACTIONAL_MASK, pack_batch, set_producer
+from pylog.core.records.header import HEADER_SIZE, TRANSACTIONAL_MASK, pack_batch, seal_batch, set_producer
 from pylog.core.records.varint import encode_varint
 from pylog.core.client.runs import VARINT, VARINT_LIMIT, encode_frame_run, encode_run
 
@@ -54,12 +56,12 @@ class ProducerBatch:
     def __init__(self, topic, partition, limit, codec, now, reserved):
         self.topic = topic
         self.partition = partition
-        self.buf = bytearray()
+        self.buf = bytearray(HEADER_SIZE)  # the header's room, then the records
         self.count = 0
         self.base_ts = None
         self.max_ts = -1
         self.created = now
-        self.limit = limit  # bytes of records before the batch is full
+        self.limit = HEADER_SIZE + limit  # bytes of header + records before the batch is full
         self.full = False
         self.callbacks = None  # [(index, callback)] in send order
         self.timestamps = None
@@ -72,7 +74,7 @@ class ProducerBatch:
         self.base_sequence = -1
         self.producer_id = -1
         self.producer_epoch = -1
-        self.wire = None  # built bytes (header + maybe-compressed records)
+        self.wire = None  # the built batch: buf itself, or header + compressed records
         self.reserved = reserved
         self.codec = codec
         self.in_retry = False
@@ -189,23 +191,26 @@ class ProducerBatch:
         return n
 
     def size(self) -> int:
-        return HEADER_SIZE + len(self.buf)
+        return len(self.buf)
 
     def build(self) -> bytearray:
         """The wire form (compressed once; retries reuse it)."""
         if self.wire is not None:
             return self.wire
-        payload = self.buf if self.codec == 0 else compression.compress(self.codec, self.buf)
         count = self.count
-        attributes = self.codec | (TRANSACTIONAL_MASK if self.transactional else 0)
-        out = pack_batch(
-            payload, attributes=attributes, last_offset_delta=count - 1,
-            base_timestamp=self.base_ts if self.base_ts is not None else -1, max_timestamp=self.max_ts,
-            record_count=count, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-            base_sequence=self.base_sequence, mutable=True,
+        fields = dict(
+            attributes=self.codec | (TRANSACTIONAL_MASK if self.transactional else 0),
+            last_offset_delta=count - 1, base_timestamp=self.base_ts if self.base_ts is not None else -1,
+            max_timestamp=self.max_ts, record_count=count, producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
         )
-        self.wire = out
-        return out
+        if self.codec == 0:
+            seal_batch(self.buf, **fields)  # no record is appended once a batch is drained
+            self.wire = self.buf
+        else:
+            payload = compression.compress(self.codec, memoryview(self.buf)[HEADER_SIZE:])
+            self.wire = pack_batch(payload, mutable=True, **fields)
+        return self.wire
 
     def set_producer(self, pid, epoch, seq):
         self.producer_id, self.producer_epoch, self.base_sequence = pid, epoch, seq
@@ -214,7 +219,7 @@ class ProducerBatch:
 
     def records(self):
         """(timestamp, key, value, headers) of every record: used to split a batch."""
-        recs = decode_records(bytes(self.buf), 0, self.base_ts or 0)
+        recs = decode_records(bytes(memoryview(self.buf)[HEADER_SIZE:]), 0, self.base_ts or 0)
         return [(r.timestamp, r.key, r.value, r.headers) for r in recs]
 
 

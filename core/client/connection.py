@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 import ssl
 import struct
 
@@ -67,6 +68,7 @@ class BrokerConnection:
         self.broker_ranges: dict[int, tuple[int, int]] = {}
         self._reader = None
         self._writer = None
+        self._fd = -1  # the plaintext socket's descriptor, for gathering writes (-1: TLS)
         self._pending: collections.deque = collections.deque()
         self._corr = 0
         self._read_task = None
@@ -111,6 +113,8 @@ class BrokerConnection:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            if not self._tls_args():
+                self._fd = sock.fileno()
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         await self._negotiate()
         if self.security is not None and self.security.sasl:
@@ -206,13 +210,16 @@ class BrokerConnection:
             raise self.error or ConnectionFailedError(f"connection to {self.host}:{self.port} is closed")
         self._corr = (self._corr + 1) & 0x7FFFFFFF
         corr = self._corr
-        frame = protocol.encode_request(key, version, corr, self.client_id, body)
+        pieces = protocol.encode_request_parts(key, version, corr, self.client_id, body)
         fut = None
         if expect_response:
             fut = asyncio.get_running_loop().create_future()
             self._pending.append((corr, key, version, fut))
-        self._writer.write(frame)
         transport = self._writer.transport
+        if len(pieces) == 1:
+            transport.write(pieces[0])
+        else:
+            self._write_pieces(transport, pieces)
         if transport.get_write_buffer_size() > 1 << 20:
             try:
                 await self._writer.drain()
@@ -228,6 +235,28 @@ class BrokerConnection:
                 f"request {protocol.API_NAMES.get(key, key)} to node {self.node_id} ({self.host}:{self.port}) "
                 f"timed out after {int(t * 1000)} ms"))
             raise self.error from None
+
+    def _write_pieces(self, transport, pieces) -> None:
+        """A frame in pieces (the request around its record sets) in one gathering write
+        when nothing waits in the transport before it: the producer's batches go from their
+        buffers to the socket, never joined into a frame. What the socket does not take now
+        is queued joined (a copy), so no piece is referenced after this returns."""
+        sent = 0
+        if self._fd >= 0 and not transport.get_write_buffer_size() and not transport.is_closing():
+            try:
+                sent = os.writev(self._fd, pieces)
+            except OSError:  # a full socket, or one the transport's write below reports on
+                sent = 0
+        rest = []
+        for p in pieces:
+            n = len(p)
+            if sent >= n:
+                sent -= n
+                continue
+            rest.append(memoryview(p)[sent:] if sent else p)
+            sent = 0
+        if rest:
+            transport.write(b"".join(rest))
 
     async def _read_loop(self):
         reader = self._reader

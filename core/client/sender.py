@@ -20,6 +20,8 @@ from pylog.core.client.accumulator import ProducerBatch, RecordMetadata, expiry_
 from pylog.core.client.errors import ConnectionFailedError, ProducerClosedError
 from pylog.core.client.idempotence import SEQUENCE_ERRORS, Idempotence
 from pylog.core.errors import ErrorCode, KafkaError, error_for_code, error_name, is_retriable
+from pylog.core.protocol import RecordsPiece
+from pylog.core.records.header import HEADER_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +236,8 @@ class Sender:
         by_topic: dict[str, list] = {}
         for b in batches:
             b.attempts += 1
-            by_topic.setdefault(b.topic, []).append({"index": b.partition, "records": b.build()})
+            # the batch goes to the socket from its own buffer (encode_request_parts)
+            by_topic.setdefault(b.topic, []).append({"index": b.partition, "records": RecordsPiece(b.build())})
         body = {
             "transactional_id": self.transactional_id,
             "acks": self.acks,
@@ -316,7 +319,7 @@ class Sender:
         records = b.records()
         tp = (b.topic, b.partition)
         self.idem.resend_later(b)
-        target = max(1, min(self.acc.batch_size, max(1, len(b.buf) // 2)))
+        target = max(1, min(self.acc.batch_size, max(1, (b.size() - HEADER_SIZE) // 2)))
         pieces = []
         cur = None
         for i, (ts, k, v, h) in enumerate(records):

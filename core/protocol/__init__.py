@@ -7,6 +7,7 @@ record sets decode to zero-copy memoryviews.
 """
 from pylog.core.protocol.apis import API_KEYS, API_NAMES, SCHEMAS
 from pylog.core.protocol.codec import (
+    RecordsPiece,
     Request,
     RequestHeader,
     decode_request,
@@ -16,6 +17,7 @@ from pylog.core.protocol.codec import (
     decode_response_body,
     encode_request,
     encode_request_body,
+    encode_request_parts,
     encode_response,
     encode_response_body,
     encode_response_parts,
@@ -33,8 +35,8 @@ from pylog.core.protocol.types import ZERO_UUID
 
 __all__ = [
     "API_KEYS", "API_NAMES", "SCHEMAS", "Api", "Field", "defaults_dict", "ZERO_UUID",
-    "Request", "RequestHeader",
-    "decode_request", "decode_request_header", "encode_request",
+    "RecordsPiece", "Request", "RequestHeader",
+    "decode_request", "decode_request_header", "encode_request", "encode_request_parts",
     "decode_response", "encode_response", "encode_response_parts",
     "decode_request_body", "encode_request_body", "decode_response_body", "encode_response_body",
     "InvalidRequestError", "UnknownApiKeyError", "UnsupportedVersionError", "MalformedDataError",

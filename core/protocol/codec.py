@@ -176,10 +176,7 @@ def _schema(api_key: int, api_version: int):
     return schema
 
 
-def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
-                   body: dict) -> bytes:
-    """A size-prefixed request frame."""
-    schema = _schema(api_key, api_version)
+def _request_prefix(schema, api_key, api_version, correlation_id, client_id) -> bytearray:
     out = bytearray(4)
     out += _HDR.pack(api_key, api_version, correlation_id)
     if client_id is None:
@@ -190,9 +187,52 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
         out += cid
     if schema.is_flexible(api_version):
         out.append(0)
+    return out
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                   body: dict) -> bytes:
+    """A size-prefixed request frame."""
+    schema = _schema(api_key, api_version)
+    out = _request_prefix(schema, api_key, api_version, correlation_id, client_id)
     schema.encoder("request", api_version)(body, out, None)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+class RecordsPiece:
+    """A record set (bytes-like `data`) that encode_request_parts leaves out of the
+    frame's buffer: it becomes a piece of its own, sent as it is."""
+
+    __slots__ = ("data", "length")
+
+    def __init__(self, data):
+        self.data = data
+        self.length = len(data)
+
+
+def encode_request_parts(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                         body: dict) -> list:
+    """A size-prefixed request frame as bytes-like pieces for a gathering write: the
+    bytes of encode_request for the same body with each RecordsPiece's data in its
+    place, those data (a producer's batches) being pieces of their own, not copied.
+    A request without one is one piece. No piece is touched after this returns."""
+    schema = _schema(api_key, api_version)
+    out = _request_prefix(schema, api_key, api_version, correlation_id, client_id)
+    parts: list = []
+    schema.encoder("request", api_version)(body, out, parts)
+    if out or not parts:
+        parts.append(out)
+    pieces = [p.data if type(p) is RecordsPiece else p for p in parts]
+    total = 0
+    for p in pieces:
+        total += len(p)
+    first = pieces[0]
+    if type(first) is bytearray:
+        _SIZE.pack_into(first, 0, total - 4)
+    else:
+        pieces[0] = _SIZE.pack(total - 4) + first[4:]
+    return pieces
 
 
 def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:

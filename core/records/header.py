@@ -257,6 +257,22 @@ def pack_batch(payload, *, attributes: int, last_offset_delta: int, base_timesta
     return b"".join((header, payload))
 
 
+def seal_batch(buf, *, attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
+               record_count: int, base_offset: int = 0, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+               producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+               base_sequence: int = NO_SEQUENCE) -> None:
+    """Write a v2 header, CRC-32C filled in, into the HEADER_SIZE bytes reserved at the
+    front of `buf` (its uncompressed records section follows them): the same bytes as
+    pack_batch of buf[HEADER_SIZE:], built where the records were encoded, without a copy."""
+    size = len(buf)
+    HEADER_STRUCT.pack_into(
+        buf, 0, base_offset, size - LOG_OVERHEAD, partition_leader_epoch, 2, 0,
+        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+        base_sequence, record_count,
+    )
+    write_crc(buf, 0, size)
+
+
 # ---- walking: the one batch walker ----
 
 def iter_headers(
