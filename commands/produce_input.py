@@ -282,8 +282,11 @@ def parse_json_line(line: bytes, lineno: int):
     unknown = set(obj) - _ACCEPTED
     if unknown:
         raise DataError(f"line {lineno}: unknown field(s) {', '.join(sorted(unknown))}")
-    key = _to_bytes(obj.get("key"))
-    value = _to_bytes(obj.get("value"))
+    try:
+        key = _to_bytes(obj.get("key"))
+        value = _to_bytes(obj.get("value"))
+    except (ValueError, TypeError) as e:  # {"base64": ...} that is not base64
+        raise DataError(f"line {lineno}: invalid base64: {e}") from None
     headers = _headers(obj.get("headers") or {}, lineno)
     partition = obj.get("partition")
     if partition is not None and (not isinstance(partition, int) or partition < 0):
@@ -353,9 +356,12 @@ def _json_fast(first: int, lines: list, common_headers):
                 headers.append(common_headers + _headers(h, first + i))
             except DataError:
                 return None
-    values = _encode_column(_column(objs, "value"))
-    keys = _column(objs, "key")
-    keys = None if keys.count(None) == n else _encode_column(keys)
+    try:
+        values = _encode_column(_column(objs, "value"))
+        keys = _column(objs, "key")
+        keys = None if keys.count(None) == n else _encode_column(keys)
+    except (ValueError, TypeError):  # bad base64: line by line, to name the line
+        return None
     return Block(values, keys, headers, parts, stamps)
 
 

@@ -87,7 +87,14 @@ JSON_LINES = [
     b'{"value":1,"zz":2}', b'{"value":"p","partition":1}', b'{"value":"t","timestamp":5}',
     b'{"value":"q","partition":-1}', b'{"key":null,"value":{"base64":"aGk="}}', b'{"value":"a"},{"value":"b"}',
     b'{"value":"\\u001epylog"}', b'{"value":["\\u001epylog"]}', b'{"key":"\xc3\xa9","value":null,"headers":[["h",1]]}',
+    b'{"value":{"base64":"A=="}}', b'{"key":{"base64":5},"value":"v"}',
 ]
+
+
+def test_bad_base64_is_an_error_naming_its_line():
+    rows, errors = parse_json_lines(7, [b'{"value":{"base64":"aGk="}}', b'{"value":{"base64":"A=="}}'])
+    assert [r[:3] for r in rows] == [(7, None, b"hi")]
+    assert len(errors) == 1 and errors[0][0] == 8 and errors[0][1].startswith("invalid base64")
 
 
 def per_line(lines, common):
