@@ -382,14 +382,14 @@ def _java_version() -> str:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench kafka")
-    ap.add_argument("--quick", action="store_true", help="smaller counts, one round, 0.2 GB of data")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="smaller counts, one round unless --rounds, 0.2 GB of data")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per row, best kept (default 2; --quick 1)")
     ap.add_argument("--data-gb", type=float, default=1.0)
     ap.add_argument("--skip", action="append", default=[], choices=["throughput", "lifecycle", "cleaner"])
     ap.add_argument("--record", action="store_true", help="append the figures to bench/RESULTS.md")
     args = ap.parse_args(argv)
     counts = {100: 200_000, 1024: 60_000} if args.quick else {100: 1_000_000, 1024: 300_000}
-    rounds = 1 if args.quick else args.rounds
+    rounds = args.rounds or (1 if args.quick else 2)
     data_gb = 0.2 if args.quick else args.data_gb
     work = Path(tempfile.mkdtemp(prefix="pylog-bench-kafka-"))
     load0 = os.getloadavg()[0]
