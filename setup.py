@@ -36,7 +36,7 @@ ext_modules = []
 if os.environ.get("PYLOG_NO_EXTENSION", "") in ("", "0"):
     ext_modules.append(Extension("pylog.core._speedups", sources=["core/_speedups.c", "core/_speedups_run.c",
                                                                    "core/_speedups_json.c", "core/_speedups_lines.c"],
-                                 depends=["core/_speedups_varint.h", "core/_speedups_murmur2.h"],
+                                 depends=["core/_speedups_varint.h", "core/_speedups_murmur2.h", "core/_speedups_records.h"],
                                  extra_compile_args=["-O2", "-std=c99"] if os.name != "nt" else []))
 
 setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})

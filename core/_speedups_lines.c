@@ -18,9 +18,8 @@
 #include <string.h>
 
 #include "_speedups_murmur2.h"
-#include "_speedups_varint.h"
+#include "_speedups_records.h"
 
-#define LINES_VARINT_LIMIT 16384 /* a record body, and an offset delta, stay below this */
 #define LINES_SLOT 4             /* int64s per framed record */
 
 /* frame_text(data, end, sep, cr) -> (offsets, nbytes, longest, bad): the records of
@@ -141,21 +140,20 @@ frame_record(const frame_args *a, Py_ssize_t j, const char **k, Py_ssize_t *kl, 
     return 0;
 }
 
-static inline Py_ssize_t
-frame_part_size(Py_ssize_t n)
-{
-    return n < 0 ? 1 : size_varint(n) + n;
-}
+/* a frame's records with the encoded headers they all share, for append_records */
+typedef struct {
+    const frame_args *a;
+    const char *h;
+    Py_ssize_t hl;
+} frame_source;
 
-static inline unsigned char *
-frame_put_part(unsigned char *p, const char *data, Py_ssize_t n)
+static int
+frame_record_at(const void *src, Py_ssize_t j, run_record *r)
 {
-    p += put_varint(p, n);
-    if (n > 0) {
-        memcpy(p, data, n);
-        p += n;
-    }
-    return p;
+    const frame_source *f = src;
+    r->h = f->h;
+    r->hl = f->hl;
+    return frame_record(f->a, j, &r->k, &r->kl, &r->v, &r->vl);
 }
 
 /* the data and slots of a frame (offsets must be bytes of whole slots) */
@@ -212,50 +210,8 @@ sp_encode_frame_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "encode_frame_run: need 0 <= start <= stop <= records and od >= 0");
         return NULL;
     }
-    const char *h = PyBytes_AS_STRING(args[9]);
-    Py_ssize_t hl = PyBytes_GET_SIZE(args[9]);
-    Py_ssize_t count = stop - start;
-    if (count > LINES_VARINT_LIMIT - 1 - od)
-        count = LINES_VARINT_LIMIT - 1 - od;
-    Py_ssize_t fixed = 1 + size_varint(tsd); /* attributes, timestamp delta */
-    Py_ssize_t total = 0, n = 0, kl, vl;
-    const char *k, *v;
-    int full = 0;
-    for (; n < count; n++) {
-        if (frame_record(&a, start + n, &k, &kl, &v, &vl) < 0)
-            return NULL;
-        Py_ssize_t body = fixed + size_varint(od + n) + frame_part_size(kl) + frame_part_size(vl) + hl;
-        if (body >= LINES_VARINT_LIMIT) {
-            PyErr_SetString(PyExc_ValueError, "append_run: a record of 16384 bytes or more");
-            return NULL;
-        }
-        Py_ssize_t whole = size_varint(body) + body;
-        if (total + whole > room && !(n == 0 && od == 0)) {
-            full = 1;
-            break;
-        }
-        total += whole;
-    }
-    if (n > 0) {
-        Py_ssize_t at = PyByteArray_GET_SIZE(buf);
-        if (PyByteArray_Resize(buf, at + total) < 0)
-            return NULL;
-        unsigned char *p = (unsigned char *)PyByteArray_AS_STRING(buf) + at;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (frame_record(&a, start + i, &k, &kl, &v, &vl) < 0)
-                return NULL; /* cannot happen: checked in the first pass */
-            Py_ssize_t body = fixed + size_varint(od + i) + frame_part_size(kl) + frame_part_size(vl) + hl;
-            p += put_varint(p, body);
-            *p++ = 0;
-            p += put_varint(p, tsd);
-            p += put_varint(p, od + i);
-            p = frame_put_part(p, k, kl);
-            p = frame_put_part(p, v, vl);
-            memcpy(p, h, hl);
-            p += hl;
-        }
-    }
-    return Py_BuildValue("(nO)", n, full ? Py_True : Py_False);
+    frame_source src = {&a, PyBytes_AS_STRING(args[9]), PyBytes_GET_SIZE(args[9])};
+    return append_records(buf, od, tsd, room, start, stop, frame_record_at, &src);
 }
 
 /* frame_partitions(data, offsets, n) -> [murmur2(key) & 0x7fffffff % n, or -1 for a null key]

@@ -12,9 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "_speedups_varint.h"
+#include "_speedups_records.h"
 
-#define RUN_VARINT_LIMIT 16384 /* a record body, and an offset delta, stay below this */
 
 /* the inputs of one run: lists, or NULL where the argument was None */
 typedef struct {
@@ -62,14 +61,10 @@ run_length(PyObject *lens, Py_ssize_t i, Py_ssize_t size, const char *what, Py_s
 }
 
 /* record i's parts: key and value (data, written length), headers */
-typedef struct {
-    const char *k, *v, *h;
-    Py_ssize_t kl, vl, hl;
-} run_record;
-
 static int
-run_record_at(const run_args *a, Py_ssize_t i, run_record *r)
+run_record_at(const void *src, Py_ssize_t i, run_record *r)
 {
+    const run_args *a = src;
     Py_ssize_t size;
     if (run_bytes(a->values, i, "a value", &r->v, &size) < 0 || run_length(a->vlens, i, size, "value", &r->vl) < 0)
         return -1;
@@ -85,23 +80,6 @@ run_record_at(const run_args *a, Py_ssize_t i, run_record *r)
         return 0;
     }
     return run_bytes(a->headers, i, "encoded headers", &r->h, &r->hl);
-}
-
-static inline Py_ssize_t
-run_part_size(Py_ssize_t n)
-{
-    return n < 0 ? 1 : size_varint(n) + n;
-}
-
-static inline unsigned char *
-run_put_part(unsigned char *p, const char *data, Py_ssize_t n)
-{
-    p += put_varint(p, n);
-    if (n > 0) {
-        memcpy(p, data, n);
-        p += n;
-    }
-    return p;
 }
 
 /* a list argument, or NULL for None; else -1 with a TypeError */
@@ -165,48 +143,7 @@ sp_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "encode_run: headers must be bytes or a list of bytes");
         return NULL;
     }
-    Py_ssize_t count = stop - start;
-    if (count > RUN_VARINT_LIMIT - 1 - od)
-        count = RUN_VARINT_LIMIT - 1 - od;
-    Py_ssize_t fixed = 1 + size_varint(tsd); /* attributes, timestamp delta */
-    Py_ssize_t total = 0, n = 0;
-    int full = 0;
-    run_record r;
-    for (; n < count; n++) {
-        if (run_record_at(&a, start + n, &r) < 0)
-            return NULL;
-        Py_ssize_t body = fixed + size_varint(od + n) + run_part_size(r.kl) + run_part_size(r.vl) + r.hl;
-        if (body >= RUN_VARINT_LIMIT) {
-            PyErr_SetString(PyExc_ValueError, "append_run: a record of 16384 bytes or more");
-            return NULL;
-        }
-        Py_ssize_t whole = size_varint(body) + body;
-        if (total + whole > room && !(n == 0 && od == 0)) {
-            full = 1;
-            break;
-        }
-        total += whole;
-    }
-    if (n > 0) {
-        Py_ssize_t at = PyByteArray_GET_SIZE(buf);
-        if (PyByteArray_Resize(buf, at + total) < 0)
-            return NULL;
-        unsigned char *p = (unsigned char *)PyByteArray_AS_STRING(buf) + at;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (run_record_at(&a, start + i, &r) < 0)
-                return NULL; /* cannot happen: checked in the first pass */
-            Py_ssize_t body = fixed + size_varint(od + i) + run_part_size(r.kl) + run_part_size(r.vl) + r.hl;
-            p += put_varint(p, body);
-            *p++ = 0;
-            p += put_varint(p, tsd);
-            p += put_varint(p, od + i);
-            p = run_put_part(p, r.k, r.kl);
-            p = run_put_part(p, r.v, r.vl);
-            memcpy(p, r.h, r.hl);
-            p += r.hl;
-        }
-    }
-    return Py_BuildValue("(nO)", n, full ? Py_True : Py_False);
+    return append_records(buf, od, tsd, room, start, stop, run_record_at, &a);
 }
 
 

@@ -2,7 +2,9 @@
 #ifndef PYLOG_SPEEDUPS_VARINT_H
 #define PYLOG_SPEEDUPS_VARINT_H
 
+#include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline int
 put_uvarint(unsigned char *out, uint64_t u)
@@ -32,6 +34,24 @@ size_varint(int64_t v)
         n++;
     }
     return n;
+}
+
+/* a record's key or value: its varint length (-1 for null) and its bytes */
+static inline Py_ssize_t
+part_size(Py_ssize_t n)
+{
+    return n < 0 ? 1 : size_varint(n) + n;
+}
+
+static inline unsigned char *
+put_part(unsigned char *p, const char *data, Py_ssize_t n)
+{
+    p += put_varint(p, n);
+    if (n > 0) {
+        memcpy(p, data, n);
+        p += n;
+    }
+    return p;
 }
 
 #endif

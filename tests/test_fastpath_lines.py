@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from support.broker_fixtures import module_broker
 from support.cli import pylog as pylog_cli
-from support.native import native, needs_native
+from support.native import drive_run, native, needs_native, printed_in_pure_python
 from pylog.commands import produce, produce_input
 from pylog.core.client import runs
 from pylog.core.client.partitioner import murmur2_many_py
@@ -99,22 +99,8 @@ def test_framed_blocks_give_the_list_paths_records_lines_and_errors(data, sep, c
 
 def drive(encode, count, limit, od, tsd):
     """The whole run into batches of `limit` bytes as ProducerBatch drives it: ([batches], error type)."""
-    batches, buf, pos = [], bytearray(b"\x07" * min(od, 40)), 0
-    try:
-        while pos < count:
-            room = limit - len(buf) - 5
-            if od + 1 >= runs.VARINT_LIMIT or (room <= 0 and od):
-                took, full = 0, True
-            else:
-                took, full = encode(buf, od, tsd, room, pos, count)
-            pos += took
-            od += took
-            if full or took == 0 or len(buf) >= limit:
-                batches.append(bytes(buf))
-                buf, od = bytearray(), 0
-    except (ValueError, TypeError) as e:
-        return batches, type(e)
-    return batches + [bytes(buf)], None
+    return drive_run(lambda buf, od, room, pos, stop: encode(buf, od, tsd, room, pos, stop), count, limit, od,
+                     b"\x07" * min(od, 40))
 
 
 @settings(max_examples=300, deadline=None)
@@ -235,12 +221,7 @@ def test_produce_gives_the_same_records_partitions_and_errors_as_pure_python(bro
 
 
 def test_pure_python_forced_takes_the_list_path_and_the_references():
-    import subprocess
-    import sys
     code = ("from pylog.commands import produce_input as p; from pylog.core.client import runs;"
             "print(p.TEXT_FRAMED, runs.encode_frame_run is runs.encode_frame_run_py,"
             " runs.frame_partitions is runs.frame_partitions_py)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["False", "True", "True"]
+    assert printed_in_pure_python(code) == ["False", "True", "True"]

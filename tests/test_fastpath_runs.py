@@ -5,15 +5,11 @@ at a guessed number), so both are driven the way ProducerBatch.append_run drives
 call again until the run is taken, a new batch when one is full."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.native import native, needs_native
+from support.native import drive_run, native, needs_native, printed_in_pure_python
 from pylog.core.client import runs
 from pylog.core.records.batch import decode_records, encode_headers
 
@@ -30,22 +26,8 @@ def drive(encode, values, keys, headers, limit, od, tsd, prefill):
     vls = [-1 if v is None else len(v) for v in values]
     ks = None if keys is None else [b"" if k is None else k for k in keys]
     kls = None if keys is None else [-1 if k is None else len(k) for k in keys]
-    batches, buf, pos = [], bytearray(prefill), 0
-    try:
-        while pos < len(vals):
-            room = limit - len(buf) - 5
-            if od + 1 >= runs.VARINT_LIMIT or (room <= 0 and od):
-                took, full = 0, True
-            else:
-                took, full = encode(buf, od, tsd, room, vals, pos, len(vals), ks, headers, vls, kls)
-            pos += took
-            od += took
-            if full or took == 0 or len(buf) >= limit:
-                batches.append(bytes(buf))
-                buf, od = bytearray(), 0
-    except (ValueError, TypeError) as e:
-        return batches, type(e)
-    return batches + [bytes(buf)], None
+    return drive_run(lambda buf, od, room, pos, stop: encode(buf, od, tsd, room, vals, pos, stop, ks, headers, vls, kls),
+                     len(vals), limit, od, prefill)
 
 
 @settings(max_examples=300, deadline=None)
@@ -113,10 +95,7 @@ def test_pure_python_forced_takes_the_references():
     code = ("import crc32c; from pylog.core.client import runs; from pylog.core.records import crc;"
             "from pylog.commands import produce_input as p;"
             "print(runs.encode_run is runs.encode_run_py, crc.crc32c is crc32c.crc32c, p._json_key_values is None)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PYLOG_PURE_PYTHON": "1"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["True", "True", "True"]
+    assert printed_in_pure_python(code) == ["True", "True", "True"]
 
 
 class _Bytes(bytes):

@@ -4,20 +4,22 @@
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pylog.core.lazy_exports import lazy_getattr
 
 # imported on first use (PEP 562): the broker imports the assignors below this package, and a
 # `pylog` command that needs no client should not pay for the producer, consumer and admin modules
-_WHERE = {
-    "RecordMetadata": "accumulator", "Admin": "admin",
-    "EARLIEST": "consumer", "LATEST": "consumer", "Consumer": "consumer", "ConsumerEngine": "consumer",
-    "GroupHooks": "consumer", "OffsetAndTimestamp": "consumer", "TopicPartition": "consumer",
-    "BufferExhaustedError": "errors", "ConnectionFailedError": "errors", "KafkaTimeoutError": "errors",
-    "LogTruncationError": "errors", "NoBrokersAvailableError": "errors", "NoOffsetForPartitionError": "errors",
-    "ProducerClosedError": "errors", "RecordTooLargeError": "errors",
-    "StickyPartitioner": "partitioner", "murmur2": "partitioner", "partition_for_key": "partitioner",
-    "Producer": "producer", "RecordFuture": "producer",
+_MODULES = {  # module: the names it gives the package
+    "accumulator": "RecordMetadata",
+    "admin": "Admin",
+    "consumer": "EARLIEST LATEST Consumer ConsumerEngine GroupHooks OffsetAndTimestamp TopicPartition",
+    "errors": (
+        "BufferExhaustedError ConnectionFailedError KafkaTimeoutError LogTruncationError "
+        "NoBrokersAvailableError NoOffsetForPartitionError ProducerClosedError "
+        "RecordTooLargeError"),
+    "partitioner": "StickyPartitioner murmur2 partition_for_key",
+    "producer": "Producer RecordFuture",
 }
 
 if TYPE_CHECKING:
@@ -34,13 +36,7 @@ if TYPE_CHECKING:
     from pylog.core.client.producer import Producer, RecordFuture
 
 
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _MODULES)
 
 
 __all__ = [

@@ -6,21 +6,21 @@ validated here once, so the rest of the code reads typed values.
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pylog.core.lazy_exports import lazy_getattr
 
 # imported on first use (PEP 562), as pylog.core.client: a client command needs its own configs,
 # not the broker's and topics' tables
-_WHERE = {
-    "BROKER_CONFIGS": "broker", "CONSUMER_CONFIGS": "client", "PRODUCER_CONFIGS": "client",
-    "BOOLEAN": "definitions", "CLASS": "definitions", "COMPRESSION_TYPES": "definitions",
-    "CONFIG_TYPE_IDS": "definitions", "DOUBLE": "definitions", "INT": "definitions", "INT_MAX": "definitions",
-    "LIST": "definitions", "LONG": "definitions", "LONG_MAX": "definitions", "PASSWORD": "definitions",
-    "SHORT": "definitions", "STRING": "definitions", "Config": "definitions", "ConfigDef": "definitions",
-    "ConfigError": "definitions", "ConfigSet": "definitions", "at_least": "definitions",
-    "between": "definitions", "definition": "definitions", "one_of": "definitions",
-    "split_list": "definitions", "BROKER_SECURITY_CONFIGS": "security", "SSL_CONFIGS": "security",
-    "TOPIC_CONFIGS": "topic", "topic_defaults_from_broker": "topic",
+_MODULES = {  # module: the names it gives the package
+    "broker": "BROKER_CONFIGS",
+    "client": "CONSUMER_CONFIGS PRODUCER_CONFIGS",
+    "definitions": (
+        "BOOLEAN CLASS COMPRESSION_TYPES CONFIG_TYPE_IDS DOUBLE INT INT_MAX LIST LONG "
+        "LONG_MAX PASSWORD SHORT STRING Config ConfigDef ConfigError ConfigSet at_least "
+        "between definition one_of split_list"),
+    "security": "BROKER_SECURITY_CONFIGS SSL_CONFIGS",
+    "topic": "TOPIC_CONFIGS topic_defaults_from_broker",
 }
 
 if TYPE_CHECKING:
@@ -34,13 +34,7 @@ if TYPE_CHECKING:
     from pylog.core.config.topic import TOPIC_CONFIGS, topic_defaults_from_broker
 
 
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _MODULES)
 
 
 __all__ = [

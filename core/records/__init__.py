@@ -8,25 +8,26 @@ over any magic), compression (codecs), varint (zig-zag varints), errors.
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pylog.core.lazy_exports import lazy_getattr
 
 # imported on first use (PEP 562), as pylog.core.client: a producer builds v2 batches and never needs
 # the legacy, control-record or any-magic walker modules; whoever names one of them loads it
-_WHERE = {
-    "BatchBuilder": "batch", "Record": "batch", "RecordBatch": "batch", "build_batch": "batch",
-    "decode_records": "batch", "compress": "compression", "decompress": "compression", "ABORT": "control",
-    "COMMIT": "control", "ControlMarker": "control", "build_end_txn_batch": "control",
-    "read_control_record": "control", "CorruptCompressedError": "errors", "CorruptRecordError": "errors",
-    "CrcMismatchError": "errors", "InvalidBatchSizeError": "errors", "InvalidMagicError": "errors",
-    "RecordCountMismatchError": "errors", "RecordFormatError": "errors", "TruncatedBatchError": "errors",
-    "UnknownCodecError": "errors", "CODEC_GZIP": "header", "CODEC_IDS": "header", "CODEC_LZ4": "header",
-    "CODEC_NAMES": "header", "CODEC_NONE": "header", "CODEC_SNAPPY": "header", "CODEC_ZSTD": "header",
-    "HEADER_SIZE": "header", "LOG_OVERHEAD": "header", "TIMESTAMP_CREATE_TIME": "header",
-    "TIMESTAMP_LOG_APPEND_TIME": "header", "BatchHeader": "header", "iter_headers": "header",
-    "parse_header": "header", "read_batch_header": "header", "LegacyBatch": "legacy",
-    "LegacyBuilder": "legacy", "LegacyHeader": "legacy", "read_legacy_header": "legacy",
-    "iter_batches": "memory", "iter_entries": "memory", "iter_records": "memory",
+_MODULES = {  # module: the names it gives the package
+    "batch": "BatchBuilder Record RecordBatch build_batch decode_records",
+    "compression": "compress decompress",
+    "control": "ABORT COMMIT ControlMarker build_end_txn_batch read_control_record",
+    "errors": (
+        "CorruptCompressedError CorruptRecordError CrcMismatchError InvalidBatchSizeError "
+        "InvalidMagicError RecordCountMismatchError RecordFormatError TruncatedBatchError "
+        "UnknownCodecError"),
+    "header": (
+        "CODEC_GZIP CODEC_IDS CODEC_LZ4 CODEC_NAMES CODEC_NONE CODEC_SNAPPY CODEC_ZSTD "
+        "HEADER_SIZE LOG_OVERHEAD TIMESTAMP_CREATE_TIME TIMESTAMP_LOG_APPEND_TIME "
+        "BatchHeader iter_headers parse_header read_batch_header"),
+    "legacy": "LegacyBatch LegacyBuilder LegacyHeader read_legacy_header",
+    "memory": "iter_batches iter_entries iter_records",
 }
 
 if TYPE_CHECKING:
@@ -71,13 +72,7 @@ if TYPE_CHECKING:
     from pylog.core.records.memory import iter_batches, iter_entries, iter_records
 
 
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _MODULES)
 
 
 __all__ = [
