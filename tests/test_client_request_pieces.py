@@ -9,6 +9,7 @@ queues what the socket did not take: the peer reads the whole frame.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import random
 import socket
@@ -17,6 +18,7 @@ import pytest
 
 from pylog.core.client.accumulator import ProducerBatch
 from pylog.core.client.connection import BrokerConnection
+from pylog.core.client.errors import KafkaTimeoutError
 from pylog.core.protocol import (
     API_KEYS, SCHEMAS, RecordsPiece, decode_request, encode_request, encode_request_parts,
 )
@@ -136,3 +138,32 @@ def test_the_pieces_reach_the_peer_whole_when_the_socket_takes_part():
         return bytes(got)
 
     assert asyncio.run(main()) == b"".join(frames)
+
+
+def test_a_timed_out_request_leaves_no_unretrieved_future():
+    """The caller of a timed-out request gets the error; the request's own future (which
+    no one awaits once its waiter left through asyncio.shield) is not reported at GC as
+    "Future exception was never retrieved"."""
+    reported = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: reported.append(ctx))
+
+        async def silent(reader, writer):
+            await reader.read()  # reads the request, never answers
+            writer.close()
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        conn = BrokerConnection("127.0.0.1", port)
+        conn._reader, conn._writer = await asyncio.open_connection("127.0.0.1", port)
+        with pytest.raises(KafkaTimeoutError, match="timed out after 100 ms"):
+            await conn.request("Metadata", {"topics": None}, version=12, timeout=0.1)
+        await conn.close()
+        server.close()
+        gc.collect()
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    gc.collect()
+    assert not [c for c in reported if "never retrieved" in c.get("message", "")], reported

@@ -19,6 +19,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from support.source_ast import parse_file
+
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("cli", "commands", "core", "storage", "testing")
 NAMEDTUPLE_API = {"_replace", "_make", "_fields", "_asdict"}
@@ -42,7 +44,7 @@ def _own(value: ast.expr) -> bool:
 
 def private_uses(path: Path, root: Path = ROOT) -> list[str]:
     """`file:line: what` for each use of another object's or module's private name."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = parse_file(path)
     rel = path.relative_to(root)
     out = []
     for node in ast.walk(tree):
@@ -89,7 +91,7 @@ def test_the_rule_catches_what_it_names(tmp_path):
 
 def _imports(path: Path) -> set[str]:
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
         elif isinstance(node, ast.Import):

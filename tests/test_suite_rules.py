@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.source_ast import parse_file
+
 TESTS = Path(__file__).resolve().parent
 
 
@@ -13,7 +15,7 @@ def _modules():
     for path in sorted(TESTS.rglob("*.py")):
         if "node_modules" in path.parts or "fixtures" in path.parts:
             continue
-        yield path, ast.parse(path.read_text())
+        yield path, parse_file(path)
 
 
 def test_no_test_module_imports_another():

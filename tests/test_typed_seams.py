@@ -27,6 +27,7 @@ from pylog.commands.broker.api.handlers import HANDLERS
 from pylog.commands.broker.net.server import Connection
 from pylog.commands.broker.node import broker as broker_module
 from pylog.testing import EmbeddedBroker
+from support.source_ast import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("cli", "commands", "core", "storage", "testing")
@@ -35,7 +36,7 @@ COMPONENTS = ("recovery", "logs", "producer_ids", "group_coordinator", "txn_coor
 
 
 def _broker_init() -> ast.FunctionDef:
-    tree = ast.parse(Path(broker_module.__file__).read_text())
+    tree = parse(Path(broker_module.__file__).read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Broker")
     return next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
 
@@ -70,7 +71,7 @@ def _check(value, annotation) -> bool:
 def _annotation_namespace() -> dict:
     """The broker module's names plus those it imports only for type checking."""
     ns = dict(vars(broker_module))
-    for node in ast.parse(Path(broker_module.__file__).read_text()).body:
+    for node in parse(Path(broker_module.__file__).read_text()).body:
         if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
             exec(compile(ast.Module(node.body, []), "<type-checking imports>", "exec"), ns)
     return ns
@@ -109,7 +110,7 @@ def test_handlers_read_declared_request_fields_directly():
         for fn in (h.handle, h.error):
             src = textwrap.dedent(inspect.getsource(fn))
             where = f"{Path(inspect.getsourcefile(fn)).relative_to(ROOT)}:{fn.__name__}"
-            for n in ast.walk(ast.parse(src)):
+            for n in ast.walk(parse(src)):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
                         and isinstance(n.func.value, ast.Name) and n.func.value.id == "body" and n.args \
                         and isinstance(n.args[0], ast.Constant) and n.args[0].value in declared:
@@ -145,7 +146,7 @@ def _name(n) -> str | None:
 
 def raw_codes(source: str) -> list[int]:
     """Line numbers where an integer other than 0 stands for an error code."""
-    tree = ast.parse(source)
+    tree = parse(source)
     params = {n.name: [a.arg for a in n.args.posonlyargs + n.args.args] for n in ast.walk(tree)
               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     lines = []

@@ -319,6 +319,9 @@ class BrokerConnection:
             _, _, _, fut = self._pending.popleft()
             if not fut.done():
                 fut.set_exception(exc)
+                # a request that timed out is awaited by no one (its waiter left through
+                # asyncio.shield); its caller already has the error, so nothing is logged at GC
+                fut.exception()
         if self._writer is not None:
             try:
                 self._writer.close()

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from support.source_ast import parse
+
 HEAVY = ("jvm", "spark", "kcat", "node", "broker_process", "slow")
 
 FIXTURE_MARKS = {
@@ -69,7 +71,7 @@ def module_marks(path: str) -> frozenset[str]:
     """The marks a test module's imports and text imply for all of its tests."""
     src = Path(path).read_text()
     marks = set()
-    for node in ast.walk(ast.parse(src)):
+    for node in ast.walk(parse(src)):
         names = []
         if isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
