@@ -5,13 +5,13 @@ Three Spark jobs over the segment files (nothing is written to the log dir):
    first batch / largest timestamp, each producer's last batch (header walk);
    from them the cleaner's `cleanable_section` gives each partition's dirty
    section;
-2. per-key aggregates, one task per segment: every record of every data batch
+2. per-key aggregates, a few segments per task: every record of every data batch
    is decoded and counted by key (hash) inside the task, which hands Spark one
    row per key of the segment as Arrow columns (`mapInArrow`): record and
    tombstone counts and the key's latest offset in the dirty section (the
    cleaner's offset map). The driver merges them per key across segments
    with Arrow's group-by; from that come distinct keys, hottest keys and the key-frequency distribution;
-3. the rewrite, one task per segment: every batch goes through the cleaner's
+3. the rewrite, a few segments per task: every batch goes through the cleaner's
    own `compaction_rules.filter_batch` with that offset map (broadcast), so
    the records and bytes predicted are those `pylog compact` writes.
 Whether a partition is cleaned at all comes from `should_clean` (with
@@ -180,9 +180,9 @@ KEYS_SCHEMA = ("topic string, partition int, key_hash binary, n long, tombstones
                "preview string, last long")
 
 
-def segment_keys(batches, bounds: dict, acc_records=None, acc_bytes=None):
-    """Per-key aggregate of each segment named in the Arrow input batches (topic,
-    partition, base, path): one row per key of the segment (KEYS_SCHEMA; keyless
+def segment_keys(segs, bounds: dict, acc_records=None, acc_bytes=None):
+    """Per-key aggregate of each segment of `segs` ((topic, partition, base, path)
+    tuples): one row per key of the segment (KEYS_SCHEMA; keyless
     records form the key_hash-null row) with its record and tombstone counts, its
     latest offset the cleaner's offset map would take (null if none), a preview and its last offset.
     Aggregating inside the task sends Spark one row per key and segment, as Arrow
@@ -191,49 +191,48 @@ def segment_keys(batches, bounds: dict, acc_records=None, acc_bytes=None):
 
     from pylog.core.records import decode_records
 
-    for batch in batches:
-        for topic, part, base, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
-            first_dirty, upper = bounds.get((topic, part), (0, -1))
-            # key bytes -> [records, tombstones, latest in map, last]; hashed once per distinct key below
-            agg: dict = {}
-            get = agg.get
-            n = nbytes = 0
-            for buf, off, h in _batches(path):
-                size = h.batch_length + 12
-                nbytes += size
-                if h.attributes & 0x20 or h.record_count == 0:
-                    continue
-                data = batch_records_data(memoryview(buf)[off:off + size], h)
-                in_map = h.last_offset >= first_dirty and h.base_offset < upper
-                for r in decode_records(data, h.base_offset, h.base_timestamp):
-                    n += 1
-                    k = r.key
-                    e = get(k)
-                    if e is None:
-                        e = agg[k] = [0, 0, None, 0]
-                    e[0] += 1
-                    e[3] = r.offset
-                    if r.value is None:
-                        e[1] += 1
-                    # offsets grow through a segment: the last one in the map is the latest
-                    if in_map and k is not None:
-                        e[2] = r.offset
-            if acc_records is not None:
-                acc_records.add(n)
-                acc_bytes.add(nbytes)
-            if not agg:
+    for topic, part, base, path in segs:
+        first_dirty, upper = bounds.get((topic, part), (0, -1))
+        # key bytes -> [records, tombstones, latest in map, last]; hashed once per distinct key below
+        agg: dict = {}
+        get = agg.get
+        n = nbytes = 0
+        for buf, off, h in _batches(path):
+            size = h.batch_length + 12
+            nbytes += size
+            if h.attributes & 0x20 or h.record_count == 0:
                 continue
-            m = len(agg)
-            ks = list(agg)
-            vals = list(agg.values())
-            yield pa.RecordBatch.from_arrays([
-                pa.array([topic] * m, pa.string()), pa.array([part] * m, pa.int32()),
-                pa.array([None if k is None else key_hash(k) for k in ks], pa.binary()),
-                pa.array([e[0] for e in vals], pa.int64()), pa.array([e[1] for e in vals], pa.int64()),
-                pa.array([e[2] for e in vals], pa.int64()),
-                pa.array([None if k is None else k[:KEY_PREVIEW].decode("utf-8", "replace") for k in ks],
-                         pa.string()), pa.array([e[3] for e in vals], pa.int64()),
-            ], names=["topic", "partition", "key_hash", "n", "tombstones", "latest", "preview", "last"])
+            data = batch_records_data(memoryview(buf)[off:off + size], h)
+            in_map = h.last_offset >= first_dirty and h.base_offset < upper
+            for r in decode_records(data, h.base_offset, h.base_timestamp):
+                n += 1
+                k = r.key
+                e = get(k)
+                if e is None:
+                    e = agg[k] = [0, 0, None, 0]
+                e[0] += 1
+                e[3] = r.offset
+                if r.value is None:
+                    e[1] += 1
+                # offsets grow through a segment: the last one in the map is the latest
+                if in_map and k is not None:
+                    e[2] = r.offset
+        if acc_records is not None:
+            acc_records.add(n)
+            acc_bytes.add(nbytes)
+        if not agg:
+            continue
+        m = len(agg)
+        ks = list(agg)
+        vals = list(agg.values())
+        yield pa.RecordBatch.from_arrays([
+            pa.array([topic] * m, pa.string()), pa.array([part] * m, pa.int32()),
+            pa.array([None if k is None else key_hash(k) for k in ks], pa.binary()),
+            pa.array([e[0] for e in vals], pa.int64()), pa.array([e[1] for e in vals], pa.int64()),
+            pa.array([e[2] for e in vals], pa.int64()),
+            pa.array([None if k is None else k[:KEY_PREVIEW].decode("utf-8", "replace") for k in ks],
+                     pa.string()), pa.array([e[3] for e in vals], pa.int64()),
+        ], names=["topic", "partition", "key_hash", "n", "tombstones", "latest", "preview", "last"])
 
 
 def segment_after(seg: dict, plan: dict, latest_bc) -> dict:

@@ -124,19 +124,22 @@ def _cleaner_plan(parts, by_part, configs, log_dir: Path, now: int, force: bool)
     return plan
 
 
-def _key_table(spark, segs: list[dict], plan: dict, connect: bool, progress_factory) -> list[list]:
-    """Job 2: per-key aggregates of every segment (one task each), merged per key on the driver."""
+def _key_table(spark, segs: list[dict], plan: dict, tasks: int, progress_factory) -> list[list]:
+    """Job 2: per-key aggregates of every segment (a few segments per task), merged per key on the driver."""
     from pylog.commands.spark.ingest import progress_accumulators
 
     acc_records, acc_bytes = progress_accumulators(spark)
     bounds = {k: (v["first_dirty"], v["end"]) for k, v in plan.items()}
     seg_tuples = [(x["topic"], x["partition"], x["base"], x["path"]) for x in segs]
-    seg_schema = "topic string, partition int, base long, path string"
-    if connect:  # no RDDs: a local relation spread round-robin, one row per task
-        seg_df = spark.createDataFrame(seg_tuples, seg_schema).repartition(len(segs))
-    else:  # parallelize's one-per-slice split, without a shuffle
-        seg_df = spark.createDataFrame(spark.sparkContext.parallelize(seg_tuples, len(segs)), seg_schema)
-    seg_keys = seg_df.mapInArrow(lambda it: segment_keys(it, bounds, acc_records, acc_bytes), KEYS_SCHEMA)
+
+    def by_index(batches):  # the segments travel in the closure; the rows are their indexes
+        for batch in batches:
+            yield from (seg_tuples[i] for i in batch.column(0).to_pylist())
+
+    # spark.range spreads the indexes evenly over the tasks with no Python stage in front
+    # (a DataFrame of Python rows would be converted by one), on Spark Connect too
+    seg_keys = spark.range(0, len(segs), 1, tasks).mapInArrow(
+        lambda it: segment_keys(by_index(it), bounds, acc_records, acc_bytes), KEYS_SCHEMA)
     # The per-segment aggregates (one row per key and segment, Arrow columns) are
     # merged per key on the driver with Arrow's group-by: cheaper than another
     # Spark shuffle stage at this size. Like the offset map the rewrite needs,
@@ -235,21 +238,23 @@ def run_compaction_report(spark, path: str, *, topics: list[str] | None = None, 
     segs = _segment_list(parts)
     connect = is_connect(spark)
     parallelism = 2 if connect else spark.sparkContext.defaultParallelism
+    # every job: a few segments per task, two tasks per core (a task per segment pays Spark's
+    # per-task cost, a Python worker round trip, once per segment: most of a small log's time)
+    tasks = min(len(segs), 2 * parallelism)
     t0 = time.monotonic()
     if not segs:
         raise DataError(f"no segment files under {path}")
 
     with _step(progress_factory, "segment summaries"):
-        # a header walk is cheap: a few segments per task, not a task each
-        summaries = map_segments(spark, segs, segment_summary, min(len(segs), 2 * parallelism))
+        summaries = map_segments(spark, segs, segment_summary, tasks)
     by_part = _summaries_by_partition(summaries)
     plan = _cleaner_plan(parts, by_part, configs, log_dir, now, force)
-    per_part, latest, hot, freq = _key_stats(_key_table(spark, segs, plan, connect, progress_factory), top_keys)
+    per_part, latest, hot, freq = _key_stats(_key_table(spark, segs, plan, tasks, progress_factory), top_keys)
     # the offset map: a broadcast, or through Spark Connect part of the task's closure
     latest_bc = _Held(latest) if connect else spark.sparkContext.broadcast(latest)
     with _step(progress_factory, "predict rewrite"):
         after = {a["seg"]: a for a in map_segments(spark, segs, lambda x: segment_after(x, plan, latest_bc),
-                                                   len(segs))}
+                                                   tasks)}
     if not connect:
         latest_bc.unpersist()
     elapsed = time.monotonic() - t0
