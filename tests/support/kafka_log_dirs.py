@@ -134,7 +134,9 @@ def _cleaned(data: Path, topic: str) -> bool:
                                for line in cp.read_text().splitlines()[2:] if len(line.split()) == 3)
 
 
-def write_kafka_log_dirs(root: Path, timeout: float = 180) -> KafkaLogDirs:
+def write_kafka_log_dirs(root: Path, timeout: float = 180, keep_running: bool = False) -> KafkaLogDirs:
+    """keep_running: the node stays up after its cleaner's run, for the caller to read through and stop
+    (a restart on the same files is a Kafka start more)."""
     node = KafkaNode(root / "node", overrides={"log.cleaner.enable": "false"}).format()
     node.start()
     try:
@@ -152,7 +154,10 @@ def write_kafka_log_dirs(root: Path, timeout: float = 180) -> KafkaLogDirs:
             if time.monotonic() > deadline:
                 raise AssertionError(f"Kafka's cleaner did not clean compacted-0 in {timeout}s:\n{node.log_tail()}")
             time.sleep(0.2)
-    finally:
+    except BaseException:
+        node.stop()
+        raise
+    if not keep_running:
         node.stop()
     assert _cleaned(node.log_dir, "compacted"), "cleaner-offset-checkpoint has no entry for compacted-0"
     return KafkaLogDirs(node, node.log_dir, node.metadata_dir, before)
