@@ -152,17 +152,12 @@ def spark_diff_by_position(spark, a, b, ignore: set) -> list[dict]:
         F.sum(F.when(both, 1).otherwise(0)).alias("compared"),
         F.sum(F.when(F.col("offset_b").isNull(), 1).otherwise(0)).alias("only_in_a"),
         F.sum(F.when(F.col("offset_a").isNull(), 1).otherwise(0)).alias("only_in_b"),
-        F.min(F.when(differs, F.col("ordinal"))).alias("first"),
+        # the first difference's offsets come with the counts (a struct orders by its first field):
+        # one job, not a second one reading both topics again for them
+        F.min(F.when(differs, F.struct("ordinal", "offset_a", "offset_b"))).alias("first"),
     ).collect()
     stats = {r["partition"]: r for r in agg}
-    firsts = [(r["partition"], r["first"]) for r in agg if r["first"] is not None]
-    at = {}
-    if firsts:
-        cond = None
-        for p, o in firsts:
-            c = (F.col("partition") == p) & (F.col("ordinal") == o)
-            cond = c if cond is None else cond | c
-        at = {r["partition"]: r for r in j.filter(cond).select("partition", "offset_a", "offset_b").collect()}
+    at = {r["partition"]: r["first"] for r in agg if r["first"] is not None}
     results = []
     for p in sorted(set(a.partitions) | set(b.partitions)):
         s = stats.get(p)
