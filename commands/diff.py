@@ -51,16 +51,26 @@ class Side:
 
     def records(self, partitions):
         """(partition, record) in offset order per partition, for the given partitions, up to the captured ends."""
+        from pylog.commands.spark.diff import gone_message
         from pylog.core.client import Consumer, TopicPartition
+        from pylog.core.errors import OffsetOutOfRangeError
 
         want = {p: self.end[p] for p in partitions if self.end[p] > self.start[p]}
         if not want:
             return
-        with Consumer({**self.props, "auto.offset.reset": "earliest", "enable.auto.commit": "false"}) as c:
+        # from the start offsets taken with the ends; records deleted since then are an error, not
+        # a reset past them (auto.offset.reset none)
+        with Consumer({**self.props, "auto.offset.reset": "none", "enable.auto.commit": "false"}) as c:
             c.assign([TopicPartition(self.topic, p) for p in want])
+            for p in want:
+                c.seek(TopicPartition(self.topic, p), self.start[p])
             idle_since = time.monotonic()
             while want:
-                polled = c.poll(POLL_MS)
+                try:
+                    polled = c.poll(POLL_MS)
+                except OffsetOutOfRangeError:
+                    raise DataError(gone_message(f"topic {self.label} {self.topic!r}", min(self.start[p] for p in want),
+                                                 max(want.values()))) from None
                 if polled:
                     idle_since = time.monotonic()
                 elif time.monotonic() - idle_since > 60:

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import json
+import time
+
+import pytest
 
 from support.client_fixtures import pylog_cli
 from pylog.core.client import Producer
 from support.diff_data import TS, fill, recs  # noqa: F401
+from support.waiting import wait_until
 
 
 def run(broker, *args):
@@ -88,3 +92,27 @@ def test_missing_topic_is_one_line_error(pylog_broker):
     assert r.returncode == 1
     assert "no-such-topic" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.pylog_broker(settings={"log.retention.check.interval.ms": "100"})
+def test_records_deleted_under_the_diff_are_an_error_at_once(pylog_broker_function):
+    # retention deletes the records after the diff took its offsets [0, 20): both readers (the streaming
+    # diff's and the Spark task's) say so at once instead of waiting 60 s for records that are gone
+    from pylog.commands.diff import Side
+    from pylog.commands.spark.diff import read_partition
+    from pylog.core.client import Admin
+    from pylog.core.errors import DataError
+
+    b = pylog_broker_function
+    props = {"bootstrap.servers": b.bootstrap}
+    b.create_topic("expiring", config={"retention.ms": "1000"})
+    fill(b.bootstrap, "expiring", recs(20))  # a minute old: past retention.ms at the next check
+    with Admin(props) as admin:
+        wait_until(lambda: admin.offsets("expiring", [0])[0][0] == 20, what="retention to delete the records")
+    side = Side("A", "expiring", props)
+    side.start, side.end = {0: 0}, {0: 20}  # as the diff took them before the deletion
+    for read in (lambda: list(side.records([0])), lambda: list(read_partition(props, "expiring", 0, 0, 20))):
+        t0 = time.monotonic()
+        with pytest.raises(DataError, match=r"records of offsets \[0, 20\) were deleted while the diff ran"):
+            read()
+        assert time.monotonic() - t0 < 30

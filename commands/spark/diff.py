@@ -46,19 +46,25 @@ def value_digest(value, headers, ignore) -> bytes:
 
 
 def read_partition(props: dict, topic: str, partition: int, start: int, end: int):
-    """Every record of [start, end) of one partition, in offset order (runs in the Spark task)."""
+    """Every record of [start, end) of one partition, in offset order (runs in the Spark task).
+    Records deleted since the diff took its offsets (retention, DeleteRecords) are an error at
+    once: the consumer does not reset past them (auto.offset.reset none) to wait for records
+    that are gone."""
     import time
 
     from pylog.core.client import Consumer, TopicPartition
-    from pylog.core.errors import DataError
+    from pylog.core.errors import DataError, OffsetOutOfRangeError
 
     tp = TopicPartition(topic, partition)
-    with Consumer({**props, "auto.offset.reset": "earliest", "enable.auto.commit": "false"}) as c:
+    with Consumer({**props, "auto.offset.reset": "none", "enable.auto.commit": "false"}) as c:
         c.assign([tp])
         c.seek(tp, start)
         idle_since = time.monotonic()
         while True:
-            polled = c.poll(500)
+            try:
+                polled = c.poll(500)
+            except OffsetOutOfRangeError:
+                raise DataError(gone_message(f"{topic}-{partition}", start, end)) from None
             if polled:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > 60:
@@ -70,6 +76,12 @@ def read_partition(props: dict, topic: str, partition: int, start: int, end: int
                     yield r
                     if r.offset + 1 >= end:
                         return
+
+
+def gone_message(what: str, start: int, end: int) -> str:
+    """The error for records of [start, end) deleted while a diff read them."""
+    return (f"{what}: records of offsets [{start}, {end}) were deleted while the diff ran (retention or "
+            f"DeleteRecords moved the log start offset past them); compare again")
 
 
 def _rows_task(batches, ignore: list, by_key: bool):
