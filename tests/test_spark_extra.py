@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pylog.commands.spark.ingest import expand_inputs
-from pylog.commands.spark.shipenv import closure_size, dependency_closure
+from pylog.commands.spark.shipenv import closure_size, dependency_closure, runtime_file
 from pylog.core.errors import UsageError
 from support.cli import pylog
 
@@ -26,6 +26,18 @@ def test_base_install_is_small_and_without_spark():
 def test_spark_extra_brings_spark():
     names = {d.metadata["Name"].lower() for d in dependency_closure(skip=())}
     assert {"pyspark", "pyarrow", "pandas"} <= names
+
+
+def test_shipped_environment_leaves_out_what_no_import_reads():
+    # `pack_environment` packs each distribution's files that pass runtime_file
+    kept = ["pandas/core/frame.py", "pyarrow/libarrow.so.2600", "pyarrow/lib.cpython-311-x86_64-linux-gnu.so",
+            "numpy/testing/__init__.py", "pyarrow/libarrow_substrait.so.2600", "pandas-2.3.3.dist-info/RECORD"]
+    left = ["pandas/tests/frame/test_api.py", "numpy/_core/include/numpy/ndarrayobject.h", "pyarrow/include/arrow/api.h",
+            "pyarrow/lib.pyx", "pyarrow/lib.pxd", "pyarrow/src/arrow/python/common.cc", "pandas/__pycache__/x.pyc",
+            "pyarrow/libarrow_flight.so.2600", "pyarrow/libarrow_python_flight.so.2600.1.0",
+            "pyarrow/_flight.cpython-311-x86_64-linux-gnu.so", "../../bin/f2py"]
+    assert [f for f in kept if not runtime_file(f)] == []
+    assert [f for f in left if runtime_file(f)] == []
 
 
 def _pylog_without(modules: list[str], *args: str) -> subprocess.CompletedProcess:
