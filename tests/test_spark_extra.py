@@ -2,13 +2,16 @@
 how to get it, and spark-ingest checks its inputs before starting Spark."""
 from __future__ import annotations
 
+import importlib.util
 import os
+import py_compile
 import subprocess
 import sys
 
 import pytest
 
 from pylog.commands.spark.ingest import expand_inputs
+from pylog.commands.spark.bytecode import zipped_pyc
 from pylog.commands.spark.shipenv import closure_size, dependency_closure, runtime_file
 from pylog.core.errors import UsageError
 from support.cli import pylog
@@ -38,6 +41,28 @@ def test_shipped_environment_leaves_out_what_no_import_reads():
             "pyarrow/_flight.cpython-311-x86_64-linux-gnu.so", "../../bin/f2py"]
     assert [f for f in kept if not runtime_file(f)] == []
     assert [f for f in left if runtime_file(f)] == []
+
+
+def test_pylog_zip_carries_the_bytecode_zipimport_takes(tmp_path):
+    # every Python worker imports pylog from the zip the session ships: with the bytecode this
+    # interpreter compiled beside each source, zipimport compiles nothing (the code objects then
+    # name the source they were compiled from, not the zip)
+    from pylog.commands.spark import session
+
+    zipped = session.build_pylog_zip(tmp_path)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import pylog.core.errors as m; "
+            "print(m.__file__); print(m.error_name.__code__.co_filename)")
+    out = subprocess.run([sys.executable, "-S", "-c", code, zipped], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out[0].startswith(zipped)  # imported from the zip
+    assert not out[1].startswith(zipped)  # by its bytecode
+    # a source changed since it was compiled: no bytecode for it
+    src = tmp_path / "m.py"
+    src.write_text("x = 1\n")
+    py_compile.compile(str(src), cfile=importlib.util.cache_from_source(str(src)))
+    assert zipped_pyc(src, src.read_bytes())[:4] == importlib.util.MAGIC_NUMBER
+    src.write_text("x = 22\n")
+    assert zipped_pyc(src, src.read_bytes()) is None
 
 
 def _pylog_without(modules: list[str], *args: str) -> subprocess.CompletedProcess:

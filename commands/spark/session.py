@@ -151,7 +151,10 @@ def ensure_spark_home() -> str:
 
 # ---------------------------------------------------------------- code shipping
 def build_pylog_zip(dest_dir: str | os.PathLike) -> str:
-    """Zip the installed pylog package (pylog/core, pylog/storage, ...) for addPyFile."""
+    """Zip the installed pylog package (pylog/core, pylog/storage, ...) for addPyFile, each
+    module with the bytecode this interpreter has for it (bytecode.zipped_pyc)."""
+    from pylog.commands.spark.bytecode import zipped_pyc
+
     path = Path(dest_dir) / "pylog.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         # a regular package in the zip: zipimport then needs no namespace-package support
@@ -162,7 +165,11 @@ def build_pylog_zip(dest_dir: str | os.PathLike) -> str:
             for f in sorted(root.rglob("*")):
                 if f.is_dir() or "__pycache__" in f.parts or f.suffix in (".pyc", ".pyo"):
                     continue
-                zf.write(f, f"pylog/{part}/{f.relative_to(root).as_posix()}")
+                name = f"pylog/{part}/{f.relative_to(root).as_posix()}"
+                zf.write(f, name)
+                pyc = zipped_pyc(f, f.read_bytes()) if f.suffix == ".py" else None
+                if pyc:
+                    zf.writestr(name[:-3] + ".pyc", pyc)
     return str(path)
 
 
