@@ -7,6 +7,7 @@ import os
 import py_compile
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -63,6 +64,37 @@ def test_pylog_zip_carries_the_bytecode_zipimport_takes(tmp_path):
     assert zipped_pyc(src, src.read_bytes())[:4] == importlib.util.MAGIC_NUMBER
     src.write_text("x = 22\n")
     assert zipped_pyc(src, src.read_bytes()) is None
+
+
+def test_spark_home_python_zips_carry_bytecode(tmp_path):
+    # Spark's python/lib/*.zip, which the workers of an executor import pyspark from: pylog's Spark
+    # home holds copies with each module's bytecode (checked against the zipped source's hash)
+    from pylog.commands.spark.bytecode import python_dir_with_bytecode
+
+    src = tmp_path / "src" / "python"
+    (src / "lib").mkdir(parents=True)
+    (src / "pyspark").mkdir()
+    (src / "pyspark" / "shell.py").write_text("")
+    with zipfile.ZipFile(src / "lib" / "fake.zip", "w") as zf:
+        zf.writestr("fakepkg/__init__.py", "")
+        zf.writestr("fakepkg/mod.py", "def f():\n    return 42\n")
+        zf.writestr("fakepkg/tests/test_mod.py", "x = 1\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "python").symlink_to(src)  # a Spark home made before: its python/ swapped in place
+    assert python_dir_with_bytecode(home, src) and python_dir_with_bytecode(home, src)
+    assert os.readlink(home / "python") == f"python-{sys.implementation.cache_tag}"
+    assert (home / "python" / "pyspark" / "shell.py").is_file()
+    with zipfile.ZipFile(home / "python" / "lib" / "fake.zip") as zf:
+        names = set(zf.namelist())
+        pyc, source = zf.read("fakepkg/mod.pyc"), zf.read("fakepkg/mod.py")
+    assert "fakepkg/tests/test_mod.pyc" not in names and "fakepkg/__init__.pyc" in names
+    assert pyc[:4] == importlib.util.MAGIC_NUMBER and pyc[4:8] == (0b11).to_bytes(4, "little")
+    assert pyc[8:16] == importlib.util.source_hash(source)
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import fakepkg.mod as m; print(m.f(), m.__file__)"
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(home / "python" / "lib" / "fake.zip")],
+                         capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert out[0] == "42" and "fake.zip" in out[1]
 
 
 def _pylog_without(modules: list[str], *args: str) -> subprocess.CompletedProcess:

@@ -137,8 +137,12 @@ def ensure_spark_home() -> str:
 
     home_path = Path(tempfile.gettempdir()) / f"pylog-spark-home-{os.getuid()}-{pyspark.__version__}"
     home_path.mkdir(parents=True, exist_ok=True)
+    from pylog.commands.spark.bytecode import python_dir_with_bytecode
+
     for name in ("bin", "jars", "python", "sbin", "licenses"):
         link = home_path / name
+        if name == "python" and python_dir_with_bytecode(home_path, src / name):
+            continue
         if (src / name).exists() and not link.exists():
             try:
                 link.symlink_to(src / name)
