@@ -4,7 +4,7 @@ into the same Parquet, on local[1], local[2] and a two-worker standalone cluster
 
     python -m bench spark-export [--records 10000000 | --quick] [--dir DIR]
                                  [--masters local[1],local[2],cluster] [--paths dir,broker,kafka] [--warm]
-                                 [--stock-daemon]
+                                 [--stock-daemon] [--cold-rounds N]
 
 With --dir, a log dir loaded by an earlier run there (DIR/logs) is read again, not reloaded
 (give the same --records).
@@ -30,6 +30,11 @@ spark-class on loopback (tests/support/spark_fixtures.StandaloneCluster).
 --stock-daemon adds, beside each local dir run, the same export with Spark's own Python daemon
 (pyspark.daemon: workers importing pyspark and pylog from zips) instead of pylog's
 (commands/spark/local_daemon.py), interleaved so both meet the same load.
+--cold-rounds N makes the cold figure a measurement: each run on a local master N times in all,
+each a fresh process (its first job cold), the first round the table's own run and every later
+one interleaved (round 2 local[2] first, round 3 local[1] first, ...) so both masters meet the same
+load; it prints per run the median, min and max, and the scaling of the medians beside the
+per-round ratios (bench/spark_export_rounds.py).
 The reference row is one process: the planner and `log_rows.read_task` over every
 segment, pyarrow writing one Parquet file per segment.
 Goals (issue 32): the dir path at least 2x Spark's Kafka source; local[2]/local[1] at least 1.6x.
@@ -147,6 +152,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--stock-daemon", action="store_true",
                     help="beside each dir run, the same with Spark's own Python daemon (pyspark.daemon) instead of "
                          "pylog's local one (rows 'spark-export dir-stock ...'), interleaved")
+    ap.add_argument("--cold-rounds", type=int, default=1, metavar="N",
+                    help="each local run's cold job N times in all, fresh processes, masters interleaved: "
+                         "median, spread and the scaling of medians (default 1: one sample)")
     ap.add_argument("--kafka-source-child", nargs=4, metavar=("MASTER", "BOOTSTRAP", "OUT", "WARM"),
                     help=argparse.SUPPRESS)
     ap.add_argument("--export-child", metavar="ARGS_JSON", help=argparse.SUPPRESS)
@@ -179,14 +187,25 @@ def main(argv: list[str]) -> int:
     assert ref_n == a.records, (ref_n, a.records)
     rows = [{"name": "one process (read_task + pyarrow)", "job": ref_s}]
     proc, bootstrap = start_pylog_broker(["--listen", "127.0.0.1:0", "--log-dir", str(log_dir)])
+    paths |= {"dir-stock"} if a.stock_daemon else set()
+    masters = [m.strip() for m in a.masters.split(",") if m.strip()]
     try:
-        for name in (m.strip() for m in a.masters.split(",")):
-            rows += _one_master(work, name, log_dir, bootstrap, a.records, paths | ({"dir-stock"} if a.stock_daemon
-                                                                                  else set()), a.warm)
+        for name in masters:
+            rows += _one_master(work, name, log_dir, bootstrap, a.records, paths, a.warm)
+        if a.cold_rounds > 1:
+            from bench.spark_export_rounds import cold_rounds
+
+            samples = cold_rounds(rows, a.cold_rounds, [m for m in masters if m.startswith("local")],
+                                  lambda name, master: _path_runs(work, name, master, log_dir, bootstrap,
+                                                                  a.records, paths, False))
     finally:
         proc.terminate()
         proc.wait(60)
     _print_table(rows, ref_s, a.records)
+    if a.cold_rounds > 1:
+        from bench.spark_export_rounds import print_rounds
+
+        print_rounds(samples, a.cold_rounds)
     if not a.dir:
         shutil.rmtree(work, ignore_errors=True)
     return 0
@@ -204,16 +223,7 @@ def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: i
         master = cluster.url
         name = "standalone 2x1"
     try:
-        out = []
-        if "dir" in paths:
-            out.append(_run(work, f"dir {name}", ["--from-dir", str(log_dir)], master, records, warm))
-        if "dir-stock" in paths and name.startswith("local"):
-            out.append(_run(work, f"dir-stock {name}", ["--from-dir", str(log_dir), "--conf",
-                                                        "spark.python.daemon.module=pyspark.daemon"], master, records, warm))
-        if "broker" in paths:
-            out.append(_run(work, f"broker {name}", ["-b", bootstrap], master, records, warm))
-        if "kafka" in paths:
-            out.append(_kafka_source(work, name, master, bootstrap, records, warm))
+        out = _path_runs(work, name, master, log_dir, bootstrap, records, paths, warm)
     finally:
         if cluster is not None:
             cluster.stop()
@@ -221,6 +231,22 @@ def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: i
         tl = row.get("timeline") or {}
         print(f"  {row['name']}: {row['job']:.1f} s" + (f", warm {row['warm']:.1f} s" if "warm" in row else "")
               + f" (start-up {row['startup']:.1f} s)" + (f" timeline {tl}" if tl else ""), flush=True)
+    return out
+
+
+def _path_runs(work: Path, name: str, master: str, log_dir: Path, bootstrap: str, records: int, paths: set,
+               warm: bool) -> list:
+    """The rows of `paths` on one running master (`name` as the rows call it)."""
+    out = []
+    if "dir" in paths:
+        out.append(_run(work, f"dir {name}", ["--from-dir", str(log_dir)], master, records, warm))
+    if "dir-stock" in paths and name.startswith("local"):
+        out.append(_run(work, f"dir-stock {name}", ["--from-dir", str(log_dir), "--conf",
+                                                    "spark.python.daemon.module=pyspark.daemon"], master, records, warm))
+    if "broker" in paths:
+        out.append(_run(work, f"broker {name}", ["-b", bootstrap], master, records, warm))
+    if "kafka" in paths:
+        out.append(_kafka_source(work, name, master, bootstrap, records, warm))
     return out
 
 
