@@ -331,7 +331,7 @@ def _print_table(rows: list, ref_s: float, records: int) -> None:
             print(f"scaling {src} local[2] / local[1]: {one['job'] / two['job']:.2f}x"
                   + (f" (warm {one['warm'] / two['warm']:.2f}x)" if "warm" in one and "warm" in two else ""))
         for key, tl in (("cold", "timeline"), ("warm", "warm_timeline")):
-            est = expected_scaling(one.get(tl), one["job" if key == "cold" else "warm"]) if one else None
+            est = expected_scaling(one.get(tl), one.get("job" if key == "cold" else "warm", 0.0)) if one else None
             if est:
                 f, t, x = est
                 print(f"  {src} local[1] {key}: F {f:.1f} s outside the tasks, T {t:.1f} s of task CPU "
