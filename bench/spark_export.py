@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -271,7 +272,7 @@ def _run(work: Path, name: str, source: list, master: str, records: int, warm: b
     assert doc["records"] == records, (name, doc["records"])
     shutil.rmtree(out, ignore_errors=True)
     row = {"name": f"spark-export {name}", "job": doc["job_seconds"], "startup": doc["spark_startup_seconds"],
-           "timeline": doc.get("timeline")}
+           "timeline": doc.get("timeline"), "load": os.getloadavg()[0]}
     if warm_doc:
         row["warm"], row["warm_timeline"] = warm_doc["job_seconds"], warm_doc.get("timeline")
     return row

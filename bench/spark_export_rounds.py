@@ -5,11 +5,13 @@ local master, each export in a fresh process (so its job is cold, as one `pylog 
 is), the masters' order alternating round by round (round 2 starts with the last master, round 3
 with the first, ...) so that local[1] and local[2] meet the same load on average. Printed per
 run: median, min, max and spread of the cold job, and per path the scaling of the medians beside
-the ratios of the rounds' pairs, with F (wall time outside the tasks) and T (the tasks' CPU) as
-medians over the rounds.
+the ratios of the rounds' pairs and the ratio of the fastest samples (noise only adds time), with
+F (wall time outside the tasks) and T (the tasks' CPU) as medians over the rounds, and the 1-minute
+load average as each sample ended (above 2 on this 2-core machine, others were using the cores).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -20,7 +22,8 @@ def cold_rounds(rows: list, n: int, masters: list, run) -> dict:
     samples: dict[str, list] = {}
 
     def add(row):
-        samples.setdefault(row["name"], []).append({"job": row["job"], "timeline": row.get("timeline")})
+        samples.setdefault(row["name"], []).append({"job": row["job"], "timeline": row.get("timeline"),
+                                                    "load": row.get("load", os.getloadavg()[0])})
 
     for row in rows:
         if any(row["name"].endswith(f" {m}") for m in masters):
@@ -49,7 +52,7 @@ def _median(values: list) -> float | None:
 
 def print_rounds(samples: dict, n: int) -> None:
     print(f"\ncold jobs over {n} rounds (each a fresh process; masters interleaved, order alternating)")
-    print(f"{'run':40} {'median s':>9} {'min s':>7} {'max s':>7} {'spread':>7} {'F median':>9} {'T median':>9}  samples")
+    print(f"{'run':40} {'median s':>9} {'min s':>7} {'max s':>7} {'spread':>7} {'F median':>9} {'T median':>9}  samples (load average)")
     for name, s in samples.items():
         jobs = [x["job"] for x in s]
         med = statistics.median(jobs)
@@ -57,7 +60,7 @@ def print_rounds(samples: dict, n: int) -> None:
         t = _median([(x.get("timeline") or {}).get("task_cpu_seconds") for x in s])
         print(f"{name:40} {med:9.2f} {min(jobs):7.2f} {max(jobs):7.2f} {(max(jobs) - min(jobs)) / med:6.0%} "
               f"{'-' if f is None else f'{f:.2f}':>9} {'-' if t is None else f'{t:.2f}':>9}  "
-              + " ".join(f"{j:.1f}" for j in jobs))
+              + " ".join(f"{x['job']:.1f} ({x['load']:.1f})" for x in s))
     prefixes = list(dict.fromkeys(name.rsplit(" ", 1)[0] for name in samples))
     for src in prefixes:
         one, two = samples.get(f"{src} local[1]"), samples.get(f"{src} local[2]")
@@ -67,7 +70,7 @@ def print_rounds(samples: dict, n: int) -> None:
         ratios = [a["job"] / b["job"] for a, b in zip(one, two)]
         print(f"cold scaling {src} local[2] / local[1], medians: {m1 / m2:.2f}x ({m1:.2f} s / {m2:.2f} s); "
               f"per round {' '.join(f'{r:.2f}' for r in ratios)}: median {statistics.median(ratios):.2f}x, "
-              f"{min(ratios):.2f}-{max(ratios):.2f}x")
+              f"{min(ratios):.2f}-{max(ratios):.2f}x; fastest {min(x['job'] for x in one) / min(x['job'] for x in two):.2f}x")
         f = _median([outside_tasks(x) for x in one])
         t = _median([(x.get("timeline") or {}).get("task_cpu_seconds") for x in one])
         if f is not None and t:
