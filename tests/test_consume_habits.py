@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -46,7 +47,8 @@ def consume(bs, topic, *args):
     return r.stdout
 
 
-T0 = 1_700_000_000_000
+# an hour old, whole seconds: older than `s@-10m`, and the broker's retention check (7 days) keeps them
+T0 = (int(time.time()) - 3600) * 1000
 RECS = [(b"k0", b"v0", [("h1", b"one"), ("h2", b"two")], T0), (None, b"v1", [], T0 + 1000),
         (b"k2", None, [("h1", None)], T0 + 2000), (b"k3", b'{"a": 1}', [("h3", b"x")], T0 + 3000)]
 
