@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,8 +88,15 @@ def _log_opts(level: str) -> list[str]:
 
 def java_command(main_class: str, *args: str, extra_cp: str | None = None,
                  log_level: str = "warn", jvm_opts: list[str] | None = None) -> list[str]:
-    cp = classpath() if extra_cp is None else f"{extra_cp}{os.pathsep}{classpath()}"
-    return [java(), *(jvm_opts or jvm_options()), *_log_opts(log_level), "-cp", cp, main_class, *map(str, args)]
+    """Kafka's jars and the ToolShell jar first on every class path, `extra_cp` (a program's own
+    classes) after them: each JVM then maps the class-data archive made for them (kafka_cds.py)."""
+    from support import kafka_cds
+
+    shared = f"{classpath()}{os.pathsep}{toolshell_jar()}"
+    cp = shared if extra_cp is None else f"{shared}{os.pathsep}{extra_cp}"
+    opts = jvm_opts or jvm_options()
+    return [java(), *opts, *kafka_cds.options(main_class, shared, opts, C1_ONLY), *_log_opts(log_level),
+            "-cp", cp, main_class, *map(str, args)]
 
 
 def run_main(main_class: str, *args: str, timeout: float = 180, check: bool = False,
@@ -132,6 +140,21 @@ def compile_java(source: str) -> tuple[str, str]:
         except OSError:  # another worker got there first: its classes are as good as ours
             shutil.rmtree(work, ignore_errors=True)
     return str(out), name
+
+
+def toolshell_jar() -> str:
+    """tests/kafka/ToolShell.java compiled into a jar (made once, named by the source's hash): on
+    every Kafka JVM's class path, so that the ToolShell JVMs map the same class-data archive as
+    the others (an archive dump refuses a class dir that is not empty)."""
+    classes, name = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
+    jar = Path(f"{classes}.jar")
+    if not jar.exists():
+        tmp = jar.with_name(f".{jar.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        with zipfile.ZipFile(tmp, "w") as z:
+            for f in sorted(Path(classes).glob("*.class")):
+                z.write(f, f.name)
+        os.replace(tmp, jar)
+    return str(jar)
 
 
 def java_program(source: str, *args: str, timeout: float = 180, check: bool = True,
@@ -184,9 +207,8 @@ class ToolShell:
 
     def __init__(self, log_level: str = "warn", programs: tuple[str, ...] = ()):
         """`programs`: Java sources (see java_program) whose main classes `run()` may call too."""
-        classes, name = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
-        classes = os.pathsep.join([classes, *(compile_java(src)[0] for src in programs)])
-        self.proc = subprocess.Popen(java_command(name, extra_cp=classes, log_level=log_level),
+        classes = os.pathsep.join(compile_java(src)[0] for src in programs) or None
+        self.proc = subprocess.Popen(java_command("ToolShell", extra_cp=classes, log_level=log_level),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1)
         self._answers: queue.Queue = queue.Queue()
