@@ -22,6 +22,7 @@ PYLOG_KAFKA_CDS=0 turns them off.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -39,13 +40,21 @@ _tried = False
 _dumping = threading.local()
 
 
+@functools.lru_cache(maxsize=None)
+def _stamp(cp: str, opts: tuple[str, ...]) -> str:
+    """The archives' key: the java binary, the class path's files and their mtimes (a JVM maps an
+    archive only if they are the same as when it was written), the JVM options."""
+    parts = [os.path.realpath(shutil.which("java") or "java"), *cp.split(os.pathsep)]
+    for p in parts[:]:
+        try:
+            parts.append(str(os.stat(p).st_mtime_ns))
+        except OSError:
+            pass
+    return hashlib.sha256("|".join([*parts, *opts]).encode()).hexdigest()[:12]
+
+
 def _archive(kind: str, cp: str, opts: list[str]) -> Path:
-    java = os.path.realpath(shutil.which("java") or "java")
-    try:
-        stamp = f"{java}|{os.stat(java).st_mtime_ns}"
-    except OSError:
-        stamp = java
-    digest = hashlib.sha256("|".join([stamp, cp, *opts]).encode()).hexdigest()[:12]
+    digest = _stamp(cp, tuple(opts))
     return Path(tempfile.gettempdir()) / f"pylog-kafka-cds-{os.getuid()}-{digest}-{kind}.jsa"
 
 
