@@ -146,14 +146,19 @@ def toolshell_jar() -> str:
     """tests/kafka/ToolShell.java compiled into a jar (made once, named by the source's hash): on
     every Kafka JVM's class path, so that the ToolShell JVMs map the same class-data archive as
     the others (an archive dump refuses a class dir that is not empty)."""
-    classes, name = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
+    classes, _ = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
     jar = Path(f"{classes}.jar")
     if not jar.exists():
         tmp = jar.with_name(f".{jar.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         with zipfile.ZipFile(tmp, "w") as z:
             for f in sorted(Path(classes).glob("*.class")):
                 z.write(f, f.name)
-        os.replace(tmp, jar)
+        try:  # linked, not replaced: a jar never changes once there (archives note its mtime)
+            os.link(tmp, jar)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
     return str(jar)
 
 
