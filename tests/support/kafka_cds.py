@@ -7,20 +7,21 @@ of a tool's or Java program's run (1.6 s). Java's AppCDS (JDK 13+: a dynamic arc
 measured here a node starts on 1.5 s of CPU, a client program runs on 0.8 s, kafka-storage format
 on 0.6 s instead of 1.0 s. Like tests/support/spark_cds.py does for Spark.
 
-Two archives, made once per machine under the temp dir and named by the java binary, the class
-path and the JVM options: "node" (kafka.Kafka and kafka-storage) dumped by a node that serves a
-few clients, and "client" (every other main class) dumped by a ToolShell JVM that creates,
-describes, produces to and consumes from a topic with a group through Kafka's tools. A JVM maps an
-archive only if its class path starts with the archive's: kafka_peer.java_command puts Kafka's
-jars and the ToolShell jar first on every class path, a program's own class dir after them (a
-dump refuses class dirs that are not empty). A JVM that cannot map one runs as without it
-(-Xshare:auto; its cds warnings, printed on stdout, are turned off). Another xdist worker making
-the archives at the same time is not waited for: that worker's JVMs start without them until
-they exist. Only the C1-only test JVMs use them (bench/ runs Kafka as its scripts do);
-PYLOG_KAFKA_CDS=0 turns them off.
+Two archives under the temp dir, named by the java binary, the class path and the JVM options,
+made once per machine in a thread beside the tests (from the first Kafka JVM a process asks for;
+JVMs started before they exist, or while another xdist worker makes them, run without them, and
+no test waits): "node" (kafka.Kafka and kafka-storage) dumped by a node that serves a few
+clients, and "client" (every other main class) dumped by a ToolShell JVM that creates,
+describes, produces to and consumes from a topic with a group through Kafka's tools. A JVM maps
+an archive only if its class path starts with the archive's: kafka_peer.java_command puts
+Kafka's jars and the ToolShell jar first on every class path, a program's own class dir after
+them (a dump refuses class dirs that are not empty). A JVM that cannot map one runs as without
+it (-Xshare:auto; its cds warnings, printed on stdout, are turned off). Only the C1-only test
+JVMs use them (bench/ runs Kafka as its scripts do); PYLOG_KAFKA_CDS=0 turns them off.
 """
 from __future__ import annotations
 
+import atexit
 import fcntl
 import functools
 import hashlib
@@ -68,13 +69,15 @@ def options(main_class: str, cp: str, opts: list[str], c1_only: str) -> list[str
     if kind in dump_to:
         return [f"-XX:ArchiveClassesAtExit={dump_to[kind]}", QUIET]
     paths = {k: _archive(k, cp, opts) for k in ("node", "client")}
-    if not paths[kind].exists() and not _tried and _lock.acquire(blocking=False):
-        try:
+    if not paths[kind].exists() and not _tried:
+        with _lock:
             if not _tried:
                 _tried = True  # one attempt per process: a failed dump is not paid for again
-                _make(paths)
-        finally:
-            _lock.release()
+                # made beside the tests, not before this JVM: no test waits for it
+                maker = threading.Thread(target=_make, args=(paths,), name="kafka-cds", daemon=True)
+                maker.start()
+                # a short run ends after the archives are written, not in the middle (once per machine)
+                atexit.register(maker.join, 300)
     return [f"-XX:SharedArchiveFile={paths[kind]}", QUIET] if paths[kind].exists() else []
 
 
@@ -90,20 +93,24 @@ def _make(paths: dict[str, Path]) -> None:
             return
         if all(p.exists() for p in paths.values()):
             return
+        for p in paths.values():  # left by a process that ended while it made them (we hold the lock)
+            for stale in p.parent.glob(f".{p.name}.*.tmp"):
+                stale.unlink(missing_ok=True)
         tmp = {k: p.with_name(f".{p.name}.{os.getpid()}.tmp") for k, p in paths.items()}
-        root = Path(tempfile.mkdtemp(prefix="pylog-kafka-cds-"))
+        root = paths["node"].with_name(f".{paths['node'].name}.node")
+        shutil.rmtree(root, ignore_errors=True)  # a node dir left like the temp files
         node = None
         _dumping.paths = dump_to = {}
         try:
             node = KafkaNode(root).format()
             dump_to["node"] = tmp["node"]
-            node.start(timeout=300)
+            node.start(timeout=180)
             dump_to["client"] = tmp["client"]
             shell = ToolShell()
             b, topic = node.bootstrap, "cds"
             try:
                 shell.run(TOOLS["topics"], "--bootstrap-server", b, "--create", "--topic", topic,
-                          "--partitions", "2", timeout=300)
+                          "--partitions", "2", timeout=180)
                 shell.run(TOOLS["topics"], "--bootstrap-server", b, "--describe", "--topic", topic)
                 shell.run(TOOLS["console-producer"], "--bootstrap-server", b, "--topic", topic, input="a\nb\n")
                 shell.run(TOOLS["console-consumer"], "--bootstrap-server", b, "--topic", topic,
