@@ -122,7 +122,7 @@ def _make(paths: dict[str, Path]) -> None:
             for kind, path in paths.items():
                 if tmp[kind].exists() and tmp[kind].stat().st_size > 0:
                     os.replace(tmp[kind], path)
-        except (OSError, AssertionError, RuntimeError):
+        except Exception:  # noqa: BLE001 - best effort: without archives the JVMs start as before
             pass
         finally:
             dump_to.clear()
