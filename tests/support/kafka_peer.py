@@ -15,6 +15,7 @@ skips: a missing JDK or Maven is a test error, not a silent pass.
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import os
@@ -113,6 +114,11 @@ def run_main(main_class: str, *args: str, timeout: float = 180, check: bool = Fa
 
 # --- Java programs --------------------------------------------------------------------------
 
+# one ToolShell JVM per process compiles the tests' Java programs (ToolShell itself with javac)
+_COMPILER: list = []
+_COMPILER_LOCK = threading.Lock()
+
+
 def compile_java(source: str) -> tuple[str, str]:
     """Compile one Java source (a public class with main) against Kafka; returns (classes dir, class name).
 
@@ -128,13 +134,20 @@ def compile_java(source: str) -> tuple[str, str]:
         src_dir = work / "src"
         src_dir.mkdir()
         (src_dir / f"{name}.java").write_text(source)
-        javac = shutil.which("javac")
-        if javac is None:
-            raise RuntimeError("javac is not installed (.ci/run installs a JDK)")
-        # javac's JVM with C1 only and the serial collector: half the CPU for these small sources
-        proc = subprocess.run([javac, "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-nowarn",
-                               "-cp", classpath(), "-d", str(work),
-                               str(src_dir / f"{name}.java")], capture_output=True, text=True, timeout=300)
+        args = ["-nowarn", "-cp", classpath(), "-d", str(work), str(src_dir / f"{name}.java")]
+        if name == "ToolShell":
+            javac = shutil.which("javac")
+            if javac is None:
+                raise RuntimeError("javac is not installed (.ci/run installs a JDK)")
+            # javac's JVM with C1 only and the serial collector: half the CPU for these small sources
+            proc = subprocess.run([javac, "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", *args],
+                                  capture_output=True, text=True, timeout=300)
+        else:  # the other programs in the process's compiler JVM: no JVM start per source
+            with _COMPILER_LOCK:
+                if not _COMPILER or _COMPILER[0].proc.poll() is not None:
+                    _COMPILER[:] = [ToolShell()]
+                    atexit.register(_COMPILER[0].close)
+                proc = _COMPILER[0].run("javac", *args, timeout=300)
         if proc.returncode != 0:
             raise AssertionError(f"javac {name}.java failed:\n{proc.stderr[-4000:]}")
         try:
