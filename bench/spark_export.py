@@ -4,7 +4,7 @@ into the same Parquet, on local[1], local[2] and a two-worker standalone cluster
 
     python -m bench spark-export [--records 10000000 | --quick] [--dir DIR]
                                  [--masters local[1],local[2],cluster] [--paths dir,broker,kafka] [--warm]
-                                 [--stock-daemon]
+                                 [--stock-daemon] [--cold-rounds N]
 
 With --dir, a log dir loaded by an earlier run there (DIR/logs) is read again, not reloaded
 (give the same --records).
@@ -30,6 +30,11 @@ spark-class on loopback (tests/support/spark_fixtures.StandaloneCluster).
 --stock-daemon adds, beside each local dir run, the same export with Spark's own Python daemon
 (pyspark.daemon: workers importing pyspark and pylog from zips) instead of pylog's
 (commands/spark/local_daemon.py), interleaved so both meet the same load.
+--cold-rounds N makes the cold figure a measurement: each run on a local master N times in all,
+each a fresh process (its first job cold), the first round the table's own run and every later
+one interleaved (round 2 local[2] first, round 3 local[1] first, ...) so both masters meet the same
+load; it prints per run the median, min and max, and the scaling of the medians beside the
+per-round ratios (bench/spark_export_rounds.py).
 The reference row is one process: the planner and `log_rows.read_task` over every
 segment, pyarrow writing one Parquet file per segment.
 Goals (issue 32): the dir path at least 2x Spark's Kafka source; local[2]/local[1] at least 1.6x.
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -147,6 +153,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--stock-daemon", action="store_true",
                     help="beside each dir run, the same with Spark's own Python daemon (pyspark.daemon) instead of "
                          "pylog's local one (rows 'spark-export dir-stock ...'), interleaved")
+    ap.add_argument("--cold-rounds", type=int, default=1, metavar="N",
+                    help="each local run's cold job N times in all, fresh processes, masters interleaved: "
+                         "median, spread and the scaling of medians (default 1: one sample)")
     ap.add_argument("--kafka-source-child", nargs=4, metavar=("MASTER", "BOOTSTRAP", "OUT", "WARM"),
                     help=argparse.SUPPRESS)
     ap.add_argument("--export-child", metavar="ARGS_JSON", help=argparse.SUPPRESS)
@@ -179,14 +188,25 @@ def main(argv: list[str]) -> int:
     assert ref_n == a.records, (ref_n, a.records)
     rows = [{"name": "one process (read_task + pyarrow)", "job": ref_s}]
     proc, bootstrap = start_pylog_broker(["--listen", "127.0.0.1:0", "--log-dir", str(log_dir)])
+    paths |= {"dir-stock"} if a.stock_daemon else set()
+    masters = [m.strip() for m in a.masters.split(",") if m.strip()]
     try:
-        for name in (m.strip() for m in a.masters.split(",")):
-            rows += _one_master(work, name, log_dir, bootstrap, a.records, paths | ({"dir-stock"} if a.stock_daemon
-                                                                                  else set()), a.warm)
+        for name in masters:
+            rows += _one_master(work, name, log_dir, bootstrap, a.records, paths, a.warm)
+        if a.cold_rounds > 1:
+            from bench.spark_export_rounds import cold_rounds
+
+            samples = cold_rounds(rows, a.cold_rounds, [m for m in masters if m.startswith("local")],
+                                  lambda name, master: _path_runs(work, name, master, log_dir, bootstrap,
+                                                                  a.records, paths, False))
     finally:
         proc.terminate()
         proc.wait(60)
     _print_table(rows, ref_s, a.records)
+    if a.cold_rounds > 1:
+        from bench.spark_export_rounds import print_rounds
+
+        print_rounds(samples, a.cold_rounds)
     if not a.dir:
         shutil.rmtree(work, ignore_errors=True)
     return 0
@@ -204,16 +224,7 @@ def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: i
         master = cluster.url
         name = "standalone 2x1"
     try:
-        out = []
-        if "dir" in paths:
-            out.append(_run(work, f"dir {name}", ["--from-dir", str(log_dir)], master, records, warm))
-        if "dir-stock" in paths and name.startswith("local"):
-            out.append(_run(work, f"dir-stock {name}", ["--from-dir", str(log_dir), "--conf",
-                                                        "spark.python.daemon.module=pyspark.daemon"], master, records, warm))
-        if "broker" in paths:
-            out.append(_run(work, f"broker {name}", ["-b", bootstrap], master, records, warm))
-        if "kafka" in paths:
-            out.append(_kafka_source(work, name, master, bootstrap, records, warm))
+        out = _path_runs(work, name, master, log_dir, bootstrap, records, paths, warm)
     finally:
         if cluster is not None:
             cluster.stop()
@@ -221,6 +232,22 @@ def _one_master(work: Path, name: str, log_dir: Path, bootstrap: str, records: i
         tl = row.get("timeline") or {}
         print(f"  {row['name']}: {row['job']:.1f} s" + (f", warm {row['warm']:.1f} s" if "warm" in row else "")
               + f" (start-up {row['startup']:.1f} s)" + (f" timeline {tl}" if tl else ""), flush=True)
+    return out
+
+
+def _path_runs(work: Path, name: str, master: str, log_dir: Path, bootstrap: str, records: int, paths: set,
+               warm: bool) -> list:
+    """The rows of `paths` on one running master (`name` as the rows call it)."""
+    out = []
+    if "dir" in paths:
+        out.append(_run(work, f"dir {name}", ["--from-dir", str(log_dir)], master, records, warm))
+    if "dir-stock" in paths and name.startswith("local"):
+        out.append(_run(work, f"dir-stock {name}", ["--from-dir", str(log_dir), "--conf",
+                                                    "spark.python.daemon.module=pyspark.daemon"], master, records, warm))
+    if "broker" in paths:
+        out.append(_run(work, f"broker {name}", ["-b", bootstrap], master, records, warm))
+    if "kafka" in paths:
+        out.append(_kafka_source(work, name, master, bootstrap, records, warm))
     return out
 
 
@@ -245,7 +272,7 @@ def _run(work: Path, name: str, source: list, master: str, records: int, warm: b
     assert doc["records"] == records, (name, doc["records"])
     shutil.rmtree(out, ignore_errors=True)
     row = {"name": f"spark-export {name}", "job": doc["job_seconds"], "startup": doc["spark_startup_seconds"],
-           "timeline": doc.get("timeline")}
+           "timeline": doc.get("timeline"), "load": os.getloadavg()[0]}
     if warm_doc:
         row["warm"], row["warm_timeline"] = warm_doc["job_seconds"], warm_doc.get("timeline")
     return row
@@ -305,7 +332,7 @@ def _print_table(rows: list, ref_s: float, records: int) -> None:
             print(f"scaling {src} local[2] / local[1]: {one['job'] / two['job']:.2f}x"
                   + (f" (warm {one['warm'] / two['warm']:.2f}x)" if "warm" in one and "warm" in two else ""))
         for key, tl in (("cold", "timeline"), ("warm", "warm_timeline")):
-            est = expected_scaling(one.get(tl), one["job" if key == "cold" else "warm"]) if one else None
+            est = expected_scaling(one.get(tl), one.get("job" if key == "cold" else "warm", 0.0)) if one else None
             if est:
                 f, t, x = est
                 print(f"  {src} local[1] {key}: F {f:.1f} s outside the tasks, T {t:.1f} s of task CPU "

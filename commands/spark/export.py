@@ -86,20 +86,24 @@ def _parallelism(spark) -> int:
 
 
 def _plan_and_read(spark, opts: ExportOptions, ro):
-    """(partition plans, reader with every option but the offsets, load argument)."""
+    """(partition plans, reader with every option but the offsets, load argument); no reader for a
+    fused export: its rows never pass through Spark SQL, and a fresh JVM's first `spark.read` (the
+    session's SQL state) is about a second of driver time before the first task."""
     from pylog.commands.spark.datasource import register
 
+    tasks = TASKS_PER_CORE * _parallelism(spark)
+    reader = None
     if not _fused(opts):  # registering starts Spark's Python data source lookup (seconds of CPU)
         register(spark)
-    tasks = TASKS_PER_CORE * _parallelism(spark)
-    reader = spark.read.format("pylog").option("isolation", opts.isolation).option("minPartitions", tasks)
+        reader = spark.read.format("pylog").option("isolation", opts.isolation).option("minPartitions", tasks)
     if opts.bootstrap:
         from pylog.commands.spark.broker_plan import ClusterSource, plan_cluster
 
         plans = plan_cluster(ClusterSource(opts.bootstrap, opts.client_props), ro, tasks)
-        reader = reader.option("kafka.bootstrap.servers", opts.bootstrap)
-        for k, v in opts.client_props.items():
-            reader = reader.option(f"kafka.{k}", v)
+        if reader is not None:
+            reader = reader.option("kafka.bootstrap.servers", opts.bootstrap)
+            for k, v in opts.client_props.items():
+                reader = reader.option(f"kafka.{k}", v)
         return plans, reader, ()
     from pylog.commands.spark.log_plan import plan_log_dir
 
