@@ -32,7 +32,8 @@ ONE_EXECUTOR = ["--conf", "spark.cores.max=1"]
 
 
 def cluster_args(cluster, *extra):
-    return ["--master", cluster.url, *LOOPBACK, *extra]
+    own_jvm = [a for k, v in cluster.executor_conf().items() for a in ("--conf", f"{k}={v}")]
+    return ["--master", cluster.url, *LOOPBACK, *own_jvm, *extra]
 
 
 @pytest.mark.timeout(1800)  # three Spark jobs on a shared 2-core machine

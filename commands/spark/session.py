@@ -137,8 +137,12 @@ def ensure_spark_home() -> str:
 
     home_path = Path(tempfile.gettempdir()) / f"pylog-spark-home-{os.getuid()}-{pyspark.__version__}"
     home_path.mkdir(parents=True, exist_ok=True)
+    from pylog.commands.spark.bytecode import python_dir_with_bytecode
+
     for name in ("bin", "jars", "python", "sbin", "licenses"):
         link = home_path / name
+        if name == "python" and python_dir_with_bytecode(home_path, src / name):
+            continue
         if (src / name).exists() and not link.exists():
             try:
                 link.symlink_to(src / name)
@@ -151,7 +155,10 @@ def ensure_spark_home() -> str:
 
 # ---------------------------------------------------------------- code shipping
 def build_pylog_zip(dest_dir: str | os.PathLike) -> str:
-    """Zip the installed pylog package (pylog/core, pylog/storage, ...) for addPyFile."""
+    """Zip the installed pylog package (pylog/core, pylog/storage, ...) for addPyFile, each
+    module with the bytecode this interpreter has for it (bytecode.zipped_pyc)."""
+    from pylog.commands.spark.bytecode import zipped_pyc
+
     path = Path(dest_dir) / "pylog.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         # a regular package in the zip: zipimport then needs no namespace-package support
@@ -162,7 +169,11 @@ def build_pylog_zip(dest_dir: str | os.PathLike) -> str:
             for f in sorted(root.rglob("*")):
                 if f.is_dir() or "__pycache__" in f.parts or f.suffix in (".pyc", ".pyo"):
                     continue
-                zf.write(f, f"pylog/{part}/{f.relative_to(root).as_posix()}")
+                name = f"pylog/{part}/{f.relative_to(root).as_posix()}"
+                zf.write(f, name)
+                pyc = zipped_pyc(f, f.read_bytes()) if f.suffix == ".py" else None
+                if pyc:
+                    zf.writestr(name[:-3] + ".pyc", pyc)
     return str(path)
 
 

@@ -200,6 +200,13 @@ class StandaloneCluster:
             env["PYSPARK_PYTHON"] = self.python_bin
         return env
 
+    def executor_conf(self) -> dict:
+        """An application's conf for its executors on this cluster: their JVMs map the class-data
+        archive too (their class path, the conf dir then Spark's jars, is the archive's; the
+        Worker's JAVA_TOOL_OPTIONS already makes them C1-only)."""
+        opts = use_cds() if _OWN_OPTS else ""
+        return {"spark.executor.defaultJavaOptions": opts} if "SharedArchiveFile" in opts else {}
+
     def _spawn(self, name: str, *args: str) -> None:
         import subprocess
 
@@ -333,6 +340,7 @@ class ConnectServer:
         env.update(PYSPARK_PYTHON=self.python, SPARK_LOG_DIR=str(self.work), SPARK_PID_DIR=str(self.work),
                    SPARK_DAEMON_MEMORY="1g")  # the server is a driver: Spark wants 450 MB of heap at least
         script = os.path.join(env["SPARK_HOME"], "sbin", "start-connect-server.sh")
+        conf = {**self.cluster.executor_conf(), **self.conf}  # its executors map the class-data archive too
         log = open(self.work / "connect-server.log", "ab")
         self.proc = subprocess.Popen(
             ["bash", script, "--wait", "--master", self.cluster.url, "--driver-memory", "1g",
@@ -341,7 +349,7 @@ class ConnectServer:
              "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
              "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false",
              "--conf", "spark.sql.shuffle.partitions=4",
-             *(a for k, v in self.conf.items() for a in ("--conf", f"{k}={v}"))],
+             *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}"))],
             env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout
