@@ -10,7 +10,7 @@ import org.apache.kafka.common.utils.internals.Exit;
  *  Exit.exit/halt throw instead of exiting; the first one decides the exit code and cuts the
  *  captured output where a real exit would have ended it (tools that catch Throwable around
  *  their own Exit.exit would otherwise print more). System and Scala Console streams are
- *  swapped per call. */
+ *  swapped per call. The main class "javac" runs the JDK's compiler with the arguments. */
 public class ToolShell {
     static final class ExitCalled extends RuntimeException {
         final int code;
@@ -56,17 +56,21 @@ public class ToolShell {
             System.setIn(new ByteArrayInputStream(input));
             int code = 0;
             try {
-                java.lang.reflect.Method main = Class.forName(mainClass).getMethod("main", String[].class);
-                scala.Console$.MODULE$.withOut(po, () -> scala.Console$.MODULE$.withErr(pe, () -> {
-                    try {
-                        main.invoke(null, (Object) args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause() instanceof RuntimeException ? (RuntimeException) e.getCause() : new RuntimeException(e.getCause());
-                    } catch (IllegalAccessException e) {
-                        throw new RuntimeException(e);
-                    }
-                    return null;
-                }));
+                if (mainClass.equals("javac")) {  // the JDK's compiler in this JVM: a compile costs no JVM start
+                    code = javax.tools.ToolProvider.getSystemJavaCompiler().run(null, po, pe, args);
+                } else {
+                    java.lang.reflect.Method main = Class.forName(mainClass).getMethod("main", String[].class);
+                    scala.Console$.MODULE$.withOut(po, () -> scala.Console$.MODULE$.withErr(pe, () -> {
+                        try {
+                            main.invoke(null, (Object) args);
+                        } catch (InvocationTargetException e) {
+                            throw e.getCause() instanceof RuntimeException ? (RuntimeException) e.getCause() : new RuntimeException(e.getCause());
+                        } catch (IllegalAccessException e) {
+                            throw new RuntimeException(e);
+                        }
+                        return null;
+                    }));
+                }
             } catch (Throwable t) {
                 if (exitCode == null) { t.printStackTrace(pe); code = 1; }
             }

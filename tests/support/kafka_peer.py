@@ -15,6 +15,7 @@ skips: a missing JDK or Maven is a test error, not a silent pass.
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import os
@@ -29,6 +30,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,8 +89,15 @@ def _log_opts(level: str) -> list[str]:
 
 def java_command(main_class: str, *args: str, extra_cp: str | None = None,
                  log_level: str = "warn", jvm_opts: list[str] | None = None) -> list[str]:
-    cp = classpath() if extra_cp is None else f"{extra_cp}{os.pathsep}{classpath()}"
-    return [java(), *(jvm_opts or jvm_options()), *_log_opts(log_level), "-cp", cp, main_class, *map(str, args)]
+    """Kafka's jars and the ToolShell jar first on every class path, `extra_cp` (a program's own
+    classes) after them: each JVM then maps the class-data archive made for them (kafka_cds.py)."""
+    from support import kafka_cds
+
+    shared = f"{classpath()}{os.pathsep}{toolshell_jar()}"
+    cp = shared if extra_cp is None else f"{shared}{os.pathsep}{extra_cp}"
+    opts = jvm_opts or jvm_options()
+    return [java(), *opts, *kafka_cds.options(main_class, shared, opts, C1_ONLY), *_log_opts(log_level),
+            "-cp", cp, main_class, *map(str, args)]
 
 
 def run_main(main_class: str, *args: str, timeout: float = 180, check: bool = False,
@@ -105,6 +114,11 @@ def run_main(main_class: str, *args: str, timeout: float = 180, check: bool = Fa
 
 # --- Java programs --------------------------------------------------------------------------
 
+# one ToolShell JVM per process compiles the tests' Java programs (ToolShell itself with javac)
+_COMPILER: list = []
+_COMPILER_LOCK = threading.Lock()
+
+
 def compile_java(source: str) -> tuple[str, str]:
     """Compile one Java source (a public class with main) against Kafka; returns (classes dir, class name).
 
@@ -120,11 +134,20 @@ def compile_java(source: str) -> tuple[str, str]:
         src_dir = work / "src"
         src_dir.mkdir()
         (src_dir / f"{name}.java").write_text(source)
-        javac = shutil.which("javac")
-        if javac is None:
-            raise RuntimeError("javac is not installed (.ci/run installs a JDK)")
-        proc = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(work),
-                               str(src_dir / f"{name}.java")], capture_output=True, text=True, timeout=300)
+        args = ["-nowarn", "-cp", classpath(), "-d", str(work), str(src_dir / f"{name}.java")]
+        if name == "ToolShell":
+            javac = shutil.which("javac")
+            if javac is None:
+                raise RuntimeError("javac is not installed (.ci/run installs a JDK)")
+            # javac's JVM with C1 only and the serial collector: half the CPU for these small sources
+            proc = subprocess.run([javac, "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", *args],
+                                  capture_output=True, text=True, timeout=300)
+        else:  # the other programs in the process's compiler JVM: no JVM start per source
+            with _COMPILER_LOCK:
+                if not _COMPILER or _COMPILER[0].proc.poll() is not None:
+                    _COMPILER[:] = [ToolShell()]
+                    atexit.register(_COMPILER[0].close)
+                proc = _COMPILER[0].run("javac", *args, timeout=300)
         if proc.returncode != 0:
             raise AssertionError(f"javac {name}.java failed:\n{proc.stderr[-4000:]}")
         try:
@@ -132,6 +155,26 @@ def compile_java(source: str) -> tuple[str, str]:
         except OSError:  # another worker got there first: its classes are as good as ours
             shutil.rmtree(work, ignore_errors=True)
     return str(out), name
+
+
+def toolshell_jar() -> str:
+    """tests/kafka/ToolShell.java compiled into a jar (made once, named by the source's hash): on
+    every Kafka JVM's class path, so that the ToolShell JVMs map the same class-data archive as
+    the others (an archive dump refuses a class dir that is not empty)."""
+    classes, _ = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
+    jar = Path(f"{classes}.jar")
+    if not jar.exists():
+        tmp = jar.with_name(f".{jar.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        with zipfile.ZipFile(tmp, "w") as z:
+            for f in sorted(Path(classes).glob("*.class")):
+                z.write(f, f.name)
+        try:  # linked, not replaced: a jar never changes once there (archives note its mtime)
+            os.link(tmp, jar)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return str(jar)
 
 
 def java_program(source: str, *args: str, timeout: float = 180, check: bool = True,
@@ -184,9 +227,8 @@ class ToolShell:
 
     def __init__(self, log_level: str = "warn", programs: tuple[str, ...] = ()):
         """`programs`: Java sources (see java_program) whose main classes `run()` may call too."""
-        classes, name = compile_java((KAFKA_DIR / "ToolShell.java").read_text())
-        classes = os.pathsep.join([classes, *(compile_java(src)[0] for src in programs)])
-        self.proc = subprocess.Popen(java_command(name, extra_cp=classes, log_level=log_level),
+        classes = os.pathsep.join(compile_java(src)[0] for src in programs) or None
+        self.proc = subprocess.Popen(java_command("ToolShell", extra_cp=classes, log_level=log_level),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1)
         self._answers: queue.Queue = queue.Queue()
