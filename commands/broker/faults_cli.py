@@ -143,15 +143,12 @@ def list_(url, config_file, timeout, as_json):
     if not out["rules"]:
         click.echo("no fault rules")
         return
-    from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
-    t = Table(box=None)
-    for col in ("id", "rule", "hits", "state"):
-        t.add_column(col, justify="right" if col == "hits" else "left")
-    for r in out["rules"]:
-        t.add_row(r["id"], _describe(r), str(r["hits"]), r["state"])
-    Console(soft_wrap=True).print(t)
+    from pylog.commands.console import print_table
+
+    print_table([("id", "left"), ("rule", "left"), ("hits", "right"), ("state", "left")],
+                [(escape(r["id"]), escape(_describe(r)), r["hits"], r["state"]) for r in out["rules"]])
 
 
 @faults.command()

@@ -8,6 +8,7 @@ from http import HTTPStatus
 import click
 
 from pylog.commands.broker.metrics_client import admin_url_from, request_json
+from pylog.commands.console import print_table
 from pylog.core.errors import DataError
 
 def fetch_status(url: str, timeout: float) -> dict:
@@ -32,23 +33,22 @@ def show_status(url: str | None, config_file: str | None, timeout: float, as_jso
 
 
 def _print_table(snap: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
     state = "ready" if snap["ready"] else ("live, not ready: " + "; ".join(snap["reasons"]))
-    t = Table(box=None, show_header=False)
-    t.add_row("node", f"{snap['node_id']} (cluster {snap['cluster_id'] or '-'})")
-    t.add_row("state", state)
-    t.add_row("uptime", f"{snap['uptime_s']:.0f} s")
+    rows = [("node", f"{snap['node_id']} (cluster {snap['cluster_id'] or '-'})"),
+            ("state", state),
+            ("uptime", f"{snap['uptime_s']:.0f} s")]
     for x in snap["listeners"]:
-        t.add_row(f"listener {x['name']}", f"{x['host']}:{x['port']} {'up' if x['up'] else 'down'}, "
-                                           f"{x['connections']} connections")
+        rows.append((f"listener {x['name']}", f"{x['host']}:{x['port']} {'up' if x['up'] else 'down'}, "
+                                              f"{x['connections']} connections"))
     for d in snap["log_dirs"]:
         free = "-" if d["free_bytes"] is None else f"{d['free_bytes'] / 1048576:.0f} MiB free"
-        t.add_row("log dir", f"{d['path']} {'online' if d['online'] else 'OFFLINE'}, {free}")
-    t.add_row("topics", f"{snap['topics']} ({snap['partitions']} partitions), {snap['groups']} groups")
+        rows.append(("log dir", f"{d['path']} {'online' if d['online'] else 'OFFLINE'}, {free}"))
+    rows.append(("topics", f"{snap['topics']} ({snap['partitions']} partitions), {snap['groups']} groups"))
     tot = snap["totals"]
-    t.add_row("requests", str(tot["requests"]))
-    t.add_row("messages in", f"{tot['messages_in']} ({tot['bytes_in']} bytes); bytes out {tot['bytes_out']}")
-    t.add_row("connections", f"{tot['connections_accepted']} accepted, {tot['connections_rejected']} rejected")
-    Console(soft_wrap=True).print(t)
+    rows.append(("requests", str(tot["requests"])))
+    rows.append(("messages in", f"{tot['messages_in']} ({tot['bytes_in']} bytes); bytes out {tot['bytes_out']}"))
+    rows.append(("connections", f"{tot['connections_accepted']} accepted, {tot['connections_rejected']} rejected"))
+    # a log dir's path whole, piped or on a terminal (folded there, never cut)
+    print_table([("", "left"), ("", "left")], [(k, escape(v)) for k, v in rows], header=False)
