@@ -14,14 +14,12 @@ import shutil
 import pytest
 
 from support.export_support import BASE_TS, rows_of, table_readers, write_export_dir
-from support.spark_fixtures import LOCAL, local_only, run_pylog
+from support.spark_fixtures import LOCAL, ON_THE_LOCAL_SESSION, run_pylog
 
 MASTER = LOCAL
 
 
-# pyspark runs classic in this process even after a Spark Connect test in the same worker; the
-# local[2] session of `spark_master` serves the jobs, in its round (no second local[2] JVM)
-pytestmark = [pytest.mark.usefixtures("classic_spark", "spark_master"), local_only]
+pytestmark = ON_THE_LOCAL_SESSION
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from support.kafka_log_dirs import CODECS, write_kafka_log_dirs
-from support.spark_fixtures import LOCAL, local_only, run_pylog
+from support.spark_fixtures import LOCAL, ON_THE_LOCAL_SESSION, run_pylog
 
 MASTER = LOCAL
 ORDER = [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
@@ -26,9 +26,7 @@ CASES = {
 }
 
 
-# pyspark runs classic in this process even after a Spark Connect test in the same worker; the
-# local[2] session of `spark_master` serves the jobs, in its round (no second local[2] JVM)
-pytestmark = [pytest.mark.usefixtures("classic_spark", "spark_master"), local_only]
+pytestmark = ON_THE_LOCAL_SESSION
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import pytest
 
 from support.broker_fixtures import BrokerProcess
 from support.export_support import rows_of
-from support.spark_fixtures import LOCAL, local_only, run_pylog
+from support.spark_fixtures import LOCAL, ON_THE_LOCAL_SESSION, run_pylog
 
 MASTER = LOCAL
 PARTITIONS = 8
@@ -29,9 +29,7 @@ PER_PARTITION = 4000
 FIRST = 1000
 
 
-# pyspark runs classic in this process even after a Spark Connect test in the same worker; the
-# local[2] session of `spark_master` serves the jobs, in its round (no second local[2] JVM)
-pytestmark = [pytest.mark.usefixtures("classic_spark", "spark_master"), local_only]
+pytestmark = ON_THE_LOCAL_SESSION
 
 
 @pytest.fixture(scope="module")

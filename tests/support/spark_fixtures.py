@@ -27,6 +27,10 @@ LOCAL = MASTERS[0]
 # for each job: one test per job kind runs there (spark-ingest segments and produce, spark-compaction,
 # diff --spark, the registry encoding), which shows the shipped code runs on executors.
 local_only = pytest.mark.parametrize("spark_master", [LOCAL], indirect=True)
+# a module's marks for its tests to run on that local[2] session: pyspark runs classic in this process
+# even after a Spark Connect test in the same worker, and `spark_master`'s session serves the jobs in
+# its round (no second local[2] JVM)
+ON_THE_LOCAL_SESSION = [pytest.mark.usefixtures("classic_spark", "spark_master"), local_only]
 
 # Every Spark JVM the tests start (drivers through spark-submit, standalone Masters and Workers, and
 # their executors) compiles with C1 only: a Spark start-up and the tests' small jobs take about a
