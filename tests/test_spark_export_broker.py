@@ -15,17 +15,15 @@ import pytest
 from support.export_support import BASE_TS, rows_of, table_readers, write_export_dir
 from support.spark_fixtures import LOCAL, ON_THE_LOCAL_SESSION, run_pylog
 
+pytestmark = ON_THE_LOCAL_SESSION
 MASTER = LOCAL
 
 
-pytestmark = ON_THE_LOCAL_SESSION
-
-
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, request):
     d = write_export_dir(tmp_path_factory.mktemp("export-live"), keep=True)
-    yield d
-    d.broker.stop_clean()
+    request.addfinalizer(d.broker.stop_clean)  # the broker stays up for the module's tests
+    return d
 
 
 @pytest.fixture()
