@@ -5,40 +5,30 @@ mid-stream and restarted loses and repeats nothing, and startingOffsetsByTimesta
 each partition where the broker's time index says.
 
 The connector comes from Maven Central (tests/spark-kafka/pom.xml, resolved by .ci/run) and
-runs on local[2] in this process's Spark.
+runs on the local[2] session the export tests share (support/spark_fixtures.py), which
+`spark_master` starts with it when one of these tests is collected.
 """
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 
 import pytest
 
 from support.broker_fixtures import read_to_end
-from support.spark_kafka import connector_jars
+from support.spark_fixtures import ON_THE_LOCAL_SESSION
 from support.waiting import wait_until
 
 BASE_TS = (int(time.time()) - 3600) * 1000  # recent: the broker's retention check (7 days) keeps them
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from pylog.commands.spark import session
+pytestmark = ON_THE_LOCAL_SESSION
 
-    # a Spark Connect test earlier in this worker leaves pyspark in remote mode
-    saved_env = {k: os.environ.pop(k) for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "PYSPARK_PYTHON")
-                 if k in os.environ}
-    saved = session.KEEP_SESSION
-    session.stop_session()
-    session.KEEP_SESSION = True
-    run = session.open_session(session.SessionSettings(
-        master="local[2]", app_name="pylog kafka streaming", conf={"spark.jars": ",".join(connector_jars())}))
-    yield run.spark
-    session.stop_session()
-    session.KEEP_SESSION = saved
-    os.environ.update(saved_env)
+
+@pytest.fixture()
+def spark(kafka_connector):
+    return kafka_connector
 
 
 def _create(b, *topics: tuple[str, int]) -> None:

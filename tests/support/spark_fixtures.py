@@ -92,6 +92,10 @@ def _python_without_pylog(d: Path) -> str:
     return str(exe)
 
 
+# the fixture of the tests that need Spark's own Kafka connector (spark-sql-kafka) on the local[2] session
+KAFKA_CONNECTOR = "kafka_connector"
+
+
 @pytest.fixture(scope="session", params=MASTERS)
 def spark_master(request, tmp_path_factory):
     """The master every Spark test of this round runs on; the session stays up between tests."""
@@ -110,6 +114,11 @@ def spark_master(request, tmp_path_factory):
     session.KEEP_SESSION = True
     opts = use_cds()  # local-cluster's executor JVMs too
     conf = {"spark.executor.defaultJavaOptions": opts} if C1_EXECUTORS and opts else dict(C1_EXECUTORS)
+    if master == LOCAL and any(KAFKA_CONNECTOR in item.fixturenames for item in request.session.items):
+        # the Structured Streaming tests' format("kafka") runs on this session too: no driver of their own
+        from support.spark_kafka import connector_jars
+
+        conf["spark.jars"] = ",".join(connector_jars())
     run = session.open_session(session.SessionSettings(master=master, app_name="pylog tests", conf=conf))
     if master.startswith("local-cluster"):
         where = run.spark.sparkContext.parallelize([0, 1], 2).map(session.pylog_origin).collect()
@@ -280,6 +289,16 @@ def classic_spark(monkeypatch):
     flags); a test that runs classic Spark in this process clears them."""
     monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
+
+
+@pytest.fixture()
+def kafka_connector(spark_master):
+    """The local[2] session of `spark_master`, started with Spark's Kafka connector (spark.jars)
+    because a collected test asked for this fixture."""
+    from pylog.commands.spark import session
+
+    assert spark_master == LOCAL, "Spark's Kafka connector is on the local[2] session only"
+    return session.live_run().spark
 
 
 @pytest.fixture()

@@ -33,7 +33,7 @@ HEAVY = ("jvm", "spark", "kcat", "node", "broker_process", "slow")
 
 FIXTURE_MARKS = {
     "kafka_node": "jvm", "kafka_cluster": "jvm",
-    "spark_master": "spark", "spark_cluster": "spark", "spark_connect": "spark", "keep_session": "spark",
+    "spark_master": "spark", "spark_cluster": "spark", "spark_connect": "spark", "keep_session": "spark", "kafka_connector": "spark",
     "spark_connect_bare": "spark",
     "broker": "broker_process", "broker_factory": "broker_process", "module_broker": "broker_process",
     "tansu": "broker_process",
