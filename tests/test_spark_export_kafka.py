@@ -32,7 +32,7 @@ pytestmark = ON_THE_LOCAL_SESSION
 @pytest.fixture(scope="module")
 def kdirs(tmp_path_factory):
     # the node stays up after its cleaner's run: the test exports through it, then stops it
-    dirs = write_kafka_log_dirs(tmp_path_factory.mktemp("kafka-export"), keep_running=True)
+    dirs = write_kafka_log_dirs(tmp_path_factory.mktemp("kafka-export"), keep_running=True, before=False)
     yield dirs
     dirs.node.stop()
 

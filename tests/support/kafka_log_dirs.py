@@ -15,7 +15,7 @@ files are final), twice:
    cleaned `compacted-0` (its cleaner-offset-checkpoint names it), then stops.
 
 Returns a `KafkaLogDirs` with the node, the final data and metadata dirs,
-`before/`, and what the producers wrote.
+`before/` (unless before=False: one start of the node, see write_kafka_log_dirs).
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.*;
 
 public class WriteKafkaLogDirs {
@@ -50,10 +51,12 @@ public class WriteKafkaLogDirs {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         long segmentMs = Long.parseLong(args[1]);
+        // "held": the node's cleaner is on; compacted's records wait a day until all are written
+        boolean held = args.length > 2 && args[2].equals("held");
         try (Admin admin = Admin.create(base(bootstrap))) {
             NewTopic compacted = new NewTopic("compacted", 1, (short) 1).configs(Map.of(
                 "cleanup.policy", "compact", "segment.ms", String.valueOf(segmentMs),
-                "min.cleanable.dirty.ratio", "0.01", "min.compaction.lag.ms", "0"));
+                "min.cleanable.dirty.ratio", "0.01", "min.compaction.lag.ms", held ? "86400000" : "0"));
             admin.createTopics(List.of(new NewTopic("codecs", 3, (short) 1), new NewTopic("txn", 1, (short) 1),
                                        compacted)).all().get();
         }
@@ -114,6 +117,14 @@ public class WriteKafkaLogDirs {
             if (seen != 150) throw new IllegalStateException("consumed " + seen + " of 150");
             consumer.commitSync();
         }
+        if (held) {
+            try (Admin admin = Admin.create(base(bootstrap))) {
+                ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, "compacted");
+                AlterConfigOp release = new AlterConfigOp(new ConfigEntry("min.compaction.lag.ms", "0"),
+                                                          AlterConfigOp.OpType.SET);
+                admin.incrementalAlterConfigs(Map.of(topic, List.of(release))).all().get();
+            }
+        }
         System.out.println("done");
     }
 }
@@ -125,7 +136,7 @@ class KafkaLogDirs:
     node: KafkaNode
     data: Path       # the node's log dir after the cleaner ran
     metadata: Path   # its metadata log dir (__cluster_metadata-0)
-    before: Path     # a copy of the log dir before the cleaner ran
+    before: Path | None  # a copy of the log dir before the cleaner ran (None: before=False)
 
 
 def _cleaned(data: Path, topic: str) -> bool:
@@ -134,20 +145,28 @@ def _cleaned(data: Path, topic: str) -> bool:
                                for line in cp.read_text().splitlines()[2:] if len(line.split()) == 3)
 
 
-def write_kafka_log_dirs(root: Path, timeout: float = 180, keep_running: bool = False) -> KafkaLogDirs:
+def write_kafka_log_dirs(root: Path, timeout: float = 180, keep_running: bool = False,
+                         before: bool = True) -> KafkaLogDirs:
     """keep_running: the node stays up after its cleaner's run, for the caller to read through and stop
-    (a restart on the same files is a Kafka start more)."""
-    node = KafkaNode(root / "node", overrides={"log.cleaner.enable": "false"}).format()
+    (a restart on the same files is a Kafka start more). before=False: no `before/` copy, and one
+    start of the node: its cleaner is on from the start, and `compacted` has min.compaction.lag.ms
+    of a day until the writer has written everything, then 0 (a topic config Kafka applies live)."""
+    cleaner = {"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "100"}
+    node = KafkaNode(root / "node", overrides=cleaner if not before else {"log.cleaner.enable": "false"}).format()
     node.start()
     try:
-        proc = java_program(PRODUCE, node.bootstrap, str(SEGMENT_MS), timeout=300)
+        proc = java_program(PRODUCE, node.bootstrap, str(SEGMENT_MS), *(() if before else ("held",)), timeout=300)
         assert proc.stdout.strip().endswith("done"), proc.stderr[-3000:]
-    finally:
+    except BaseException:
         node.stop()
-    before = root / "before"
-    shutil.copytree(node.log_dir, before)
-    node.overrides.update({"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "100"})
-    node.write_config().start()
+        raise
+    copy = None
+    if before:
+        node.stop()
+        copy = root / "before"
+        shutil.copytree(node.log_dir, copy)
+        node.overrides.update(cleaner)
+        node.write_config().start()
     try:
         deadline = time.monotonic() + timeout
         while not _cleaned(node.log_dir, "compacted"):  # the cleaner checkpoints each cleaning it finishes
@@ -160,4 +179,4 @@ def write_kafka_log_dirs(root: Path, timeout: float = 180, keep_running: bool = 
     if not keep_running:
         node.stop()
     assert _cleaned(node.log_dir, "compacted"), "cleaner-offset-checkpoint has no entry for compacted-0"
-    return KafkaLogDirs(node, node.log_dir, node.metadata_dir, before)
+    return KafkaLogDirs(node, node.log_dir, node.metadata_dir, copy)
