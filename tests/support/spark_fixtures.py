@@ -92,10 +92,6 @@ def _python_without_pylog(d: Path) -> str:
     return str(exe)
 
 
-# the fixture of the tests that need Spark's own Kafka connector (spark-sql-kafka) on the local[2] session
-KAFKA_CONNECTOR = "kafka_connector"
-
-
 @pytest.fixture(scope="session", params=MASTERS)
 def spark_master(request, tmp_path_factory):
     """The master every Spark test of this round runs on; the session stays up between tests."""
@@ -114,11 +110,6 @@ def spark_master(request, tmp_path_factory):
     session.KEEP_SESSION = True
     opts = use_cds()  # local-cluster's executor JVMs too
     conf = {"spark.executor.defaultJavaOptions": opts} if C1_EXECUTORS and opts else dict(C1_EXECUTORS)
-    if master == LOCAL and any(KAFKA_CONNECTOR in item.fixturenames for item in request.session.items):
-        # the Structured Streaming tests' format("kafka") runs on this session too: no driver of their own
-        from support.spark_kafka import connector_jars
-
-        conf["spark.jars"] = ",".join(connector_jars())
     run = session.open_session(session.SessionSettings(master=master, app_name="pylog tests", conf=conf))
     if master.startswith("local-cluster"):
         where = run.spark.sparkContext.parallelize([0, 1], 2).map(session.pylog_origin).collect()
@@ -293,12 +284,19 @@ def classic_spark(monkeypatch):
 
 @pytest.fixture()
 def kafka_connector(spark_master):
-    """The local[2] session of `spark_master`, started with Spark's Kafka connector (spark.jars)
-    because a collected test asked for this fixture."""
+    """The local[2] session of `spark_master` with Spark's Kafka connector added to it (SQL's ADD JAR:
+    the driver's session class loader and the executors), for format("kafka"); a session that needs
+    no connector does not load it, and a command's session settings stay those of the others."""
     from pylog.commands.spark import session
+    from support.spark_kafka import connector_jars
 
-    assert spark_master == LOCAL, "Spark's Kafka connector is on the local[2] session only"
-    return session.live_run().spark
+    assert spark_master == LOCAL, "Spark's Kafka connector is added to the local[2] session only"
+    spark = session.live_run().spark
+    added = {r[0].rsplit("/", 1)[-1] for r in spark.sql("LIST JARS").collect()}
+    for jar in connector_jars():
+        if jar.rsplit("/", 1)[-1] not in added:
+            spark.sql(f"ADD JAR '{jar}'")
+    return spark
 
 
 @pytest.fixture()
