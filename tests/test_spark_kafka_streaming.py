@@ -5,8 +5,8 @@ mid-stream and restarted loses and repeats nothing, and startingOffsetsByTimesta
 each partition where the broker's time index says.
 
 The connector comes from Maven Central (tests/spark-kafka/pom.xml, resolved by .ci/run) and
-runs on the local[2] session the export tests share (support/spark_fixtures.py), which
-`spark_master` starts with it when one of these tests is collected.
+runs on the local[2] session the export tests share, added to it by ADD JAR
+(support/spark_fixtures.py `kafka_connector`).
 """
 from __future__ import annotations
 
