@@ -174,7 +174,7 @@ def test_two_brokers_down_not_enough_replicas_then_delivery_resumes_or_times_out
     feeder = SlowFeeder(tmp_path, "isr-shrink", cluster.nodes[survivor - 1].bootstrap, n, "--acks", "all",
                         "-X", "delivery.timeout.ms=180000", burst=500, pause=0.02)
     timed_out = pylog_cli("produce", "isr-timeout", "-b", cluster.nodes[survivor - 1].bootstrap, "--acks", "all",
-                          "-X", "delivery.timeout.ms=8000", "-X", "request.timeout.ms=3000", "--json",
+                          "-X", "delivery.timeout.ms=4000", "-X", "request.timeout.ms=2000", "--json",
                           input="".join(f"v{i}\n" for i in range(20)), timeout=120)
     assert wait_for(lambda: feeder.sent == n, 60)
     # nothing can be acknowledged while the ISR is too small; the first producer keeps retrying
