@@ -52,9 +52,14 @@ def kafka_topics(bootstrap: str, *args: str) -> str:
     return kafka_tool("topics", "--bootstrap-server", bootstrap, *args, check=True).stdout
 
 
-def partition_state(bootstrap: str, topic: str) -> dict[int, dict]:
-    """{partition: {"leader": id, "replicas": [..], "isr": [..]}} from kafka-topics --describe."""
-    out = kafka_topics(bootstrap, "--describe", "--topic", topic)
+def partition_state(bootstrap: str, topic: str, new: bool = False) -> dict[int, dict]:
+    """{partition: {"leader": id, "replicas": [..], "isr": [..]}} from kafka-topics --describe; {} for a
+    `new` topic the answering broker does not know yet (its metadata trails the controller's)."""
+    r = kafka_tool("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", topic, check=not new)
+    if new and r.returncode != 0:
+        assert "does not exist" in r.stdout + r.stderr, r.stdout + r.stderr
+        return {}
+    out = r.stdout
     state = {}
     for m in re.finditer(r"Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: ([\d,]+)\s+Isr: ([\d,]*)", out):
         state[int(m[1])] = {"leader": -1 if m[2] == "none" else int(m[2]),
@@ -80,7 +85,7 @@ def create_topic(cluster, name, partitions=3, *configs):
     for c in configs:
         args += ["--config", c]
     kafka_topics(cluster.bootstrap, *args)
-    assert wait_for(lambda: len(partition_state(cluster.bootstrap, name)) == partitions, 60, step=POLL)
+    assert wait_for(lambda: len(partition_state(cluster.bootstrap, name, new=True)) == partitions, 60, step=POLL)
 
 
 class SlowFeeder:
