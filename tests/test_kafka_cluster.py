@@ -219,8 +219,10 @@ def test_group_consumers_ride_through_coordinator_failover(cluster, tmp_path):
                   input="".join(f"{i}\n" for i in range(n)), timeout=120)
     assert r.returncode == 0, r.stderr
     outs = [tmp_path / f"member{i}.txt" for i in range(2)]
+    # the members auto-commit every second (Kafka's default is 5 s): the test ends on their last commit
     members = [subprocess.Popen([sys.executable, "-m", "pylog.cli", "consume", "failover", "-b", cluster.bootstrap,
-                                 "--group", "riders", "--from-beginning", "-f", "%s\\n"],
+                                 "--group", "riders", "--from-beginning", "-f", "%s\\n",
+                                 "-X", "auto.commit.interval.ms=1000"],
                                 stdout=open(o, "w"), stderr=subprocess.DEVNULL) for o in outs]
     try:
         def seen():
