@@ -60,7 +60,7 @@ from support.kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
 
 # Spark on a standalone cluster: `spark_cluster`, a Master and two Workers for the run
 from support.spark_fixtures import spark_cluster  # noqa: E402,F401
-from support.spark_fixtures import spark_connect, spark_connect_bare  # noqa: E402,F401
+from support.spark_fixtures import connect_server, spark_connect, spark_connect_bare  # noqa: E402,F401
 from support.spark_fixtures import classic_spark, keep_session  # noqa: E402,F401
 from support.spark_fixtures import standalone_export_dir  # noqa: E402,F401
 
