@@ -97,3 +97,15 @@ def pytest_xdist_make_scheduler(config, log):
         from support import schedule
         return schedule.make_scheduler(config, log)
     return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test's span (set-up to tear-down) for PYLOG_TEST_TIMELINE (support/schedule.note_test)."""
+    import time
+
+    from support import schedule
+
+    start = time.time()
+    yield
+    schedule.note_test(item.nodeid, start, time.time())

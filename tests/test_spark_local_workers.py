@@ -36,3 +36,35 @@ def test_local_workers_import_the_installed_packages(spark_master):
         assert not spark_archives(archives), archives
         # pylog.zip (addPyFile) is still added by each task, unused: pylog is already imported
         assert "pylog.zip" in [Path(a).name for a in archives]
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of the processes whose parent is `pid`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                out.append((int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")))
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while we looked
+    return out
+
+
+def test_a_local_session_is_ready_with_its_python_workers(spark_master):
+    """open_session returns a local session whose daemon has forked one idle Python worker per
+    task slot, so a job's first task does not wait for an interpreter and its imports."""
+    import os
+
+    from pylog.commands.spark import datasource, session
+
+    run = session.live_run()
+    sc = run.spark.sparkContext
+    assert sc in datasource._WARM_CONTEXTS
+    assert datasource.start_workers(run.spark) is None  # nothing left for an export to start
+    daemons = [pid for jvm, _ in _children(os.getpid()) for pid, cmd in _children(jvm)
+               if "pylog.commands.spark.local_daemon" in cmd]
+    assert len(daemons) == 1, _children(os.getpid())
+    assert len(_children(daemons[0])) >= sc.defaultParallelism

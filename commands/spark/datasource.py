@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import weakref
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -306,32 +307,44 @@ def run_tasks(spark, plans, per_task, schema) -> list[dict]:
     return sc.parallelize(range(len(tasks)), len(tasks)).mapPartitions(run).collect()
 
 
+# the SparkContexts whose Python workers have been started (start_workers)
+_WARM_CONTEXTS: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _warm(_):
+    import pyarrow.compute  # noqa: F401 - the imports are the point
+    import pyarrow.parquet  # noqa: F401
+
+    from pylog.commands.spark import arrow_values, broker_rows, export_tables, log_rows  # noqa: F401
+    return iter(())
+
+
+def warm_workers(sc) -> None:
+    """Start `sc`'s Python workers now, one per task slot, each importing what a task needs
+    (pyarrow, Parquet, pylog's task modules), and wait for them. A failure is left to the first
+    real job, which reports what is wrong with the executors."""
+    n = max(1, int(sc.defaultParallelism))
+    try:
+        sc.parallelize(range(n), n).mapPartitions(_warm).count()
+    except Exception:  # noqa: BLE001 - see above
+        return
+    _WARM_CONTEXTS.add(sc)
+
+
 def start_workers(spark):
-    """Start the executors' Python workers in the background, one per task slot, each importing
-    what a fused task needs (pyarrow, Parquet, pylog's task modules), while the driver goes on
-    planning; Spark then runs the job's tasks on those idle workers. The thread (join it before
-    the session stops), or None through Spark Connect (no SparkContext)."""
+    """Start the executors' Python workers in the background (warm_workers), while the driver goes
+    on planning; Spark then runs the job's tasks on those idle workers. The thread (join it before
+    the session stops), or None when there is nothing to start: through Spark Connect (no
+    SparkContext), or when the session's start-up already started them."""
     import threading
 
     try:
         sc = spark.sparkContext
     except Exception:  # Spark Connect
         return None
-    n = max(1, int(sc.defaultParallelism))
-
-    def warm(_):
-        import pyarrow.parquet  # noqa: F401 - the import is the point
-
-        from pylog.commands.spark import export_tables, log_rows  # noqa: F401
-        return iter(())
-
-    def run():
-        try:
-            sc.parallelize(range(n), n).mapPartitions(warm).count()
-        except Exception:  # the job itself reports what is wrong with the executors
-            pass
-
-    thread = threading.Thread(target=run, name="pylog-spark-start-workers", daemon=True)
+    if sc in _WARM_CONTEXTS:
+        return None
+    thread = threading.Thread(target=warm_workers, args=(sc,), name="pylog-spark-start-workers", daemon=True)
     thread.start()
     return thread
 

@@ -224,7 +224,7 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
     say = say or (lambda line: None)
     t0 = time.monotonic()
     workers = None
-    if _fused(opts):  # the Python workers start while the driver plans (datasource.start_workers)
+    if _fused(opts):  # the Python workers start while the driver plans, unless the session started them
         from pylog.commands.spark.datasource import start_workers
 
         workers = start_workers(spark)

@@ -385,6 +385,12 @@ def _start_classic(settings: SessionSettings, executor_python, say, t0: float) -
         # Spark's 200 shuffle partitions cost seconds per aggregation on small
         # inputs; two per core keeps every core busy
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * sc.defaultParallelism)))
+    if (settings.master == "local" or settings.master.startswith("local[")) and executor_python.how == "driver":
+        # every pylog job runs Python tasks: a local session is ready when its Python workers are
+        # (as a cluster's is once --ship-env auto has probed its executors)
+        from pylog.commands.spark.datasource import warm_workers
+
+        warm_workers(sc)
     _live = SparkRun(spark, settings.master, log_file, time.monotonic() - t0, False, zip_path, settings.key(),
                      executor_python, env_dir="cwd" in popen)
     return _live

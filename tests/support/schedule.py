@@ -8,10 +8,13 @@ side by side from the start and the short ones fill in at the end.
 
 Regenerate the record from a full run's JUnit XML:
     pytest --junitxml=/tmp/run.xml && python tests/support/schedule.py /tmp/run.xml
+What each worker did when (its idle tail): PYLOG_TEST_TIMELINE=/tmp/tl.txt pytest, then
+    python tests/support/schedule.py --timeline /tmp/tl.txt
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections import defaultdict
@@ -75,7 +78,36 @@ def seconds_by_group(junit_xml: Path) -> dict[str, float]:
     return {g: round(s, 1) for g, s in sorted(seconds.items(), key=lambda kv: -kv[1])}
 
 
+TIMELINE_ENV = "PYLOG_TEST_TIMELINE"  # a file: each worker appends "worker start end nodeid" per test
+
+
+def note_test(nodeid: str, start: float, end: float) -> None:
+    """Append one test's wall-clock span to the PYLOG_TEST_TIMELINE file, if that is set, so a full
+    run shows what each worker did when (its idle tail, the groups that ended last)."""
+    path = os.environ.get(TIMELINE_ENV)
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')} {start:.3f} {end:.3f} {nodeid}\n")
+
+
+def print_timeline(path: Path) -> None:
+    """Per worker: its first start and last end (seconds from the run's first start), the seconds
+    it spent in tests, and its last three tests."""
+    spans: dict[str, list] = defaultdict(list)
+    for line in path.read_text().splitlines():
+        worker, start, end, nodeid = line.split(" ", 3)
+        spans[worker].append((float(start), float(end), nodeid))
+    t0 = min(s for v in spans.values() for s, _, _ in v)
+    for worker, v in sorted(spans.items()):
+        v.sort()
+        print(f"{worker}: {v[0][0] - t0:6.1f} - {v[-1][1] - t0:6.1f} s, {sum(e - s for s, e, _ in v):6.1f} s in "
+              f"{len(v)} tests; last: " + ", ".join(f"{n.split('::')[-1][:50]} ({e - s:.1f} s)" for s, e, n in v[-3:]))
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--timeline":
+        print_timeline(Path(argv[1]))
+        return 0
     if len(argv) != 1:
         print("usage: python tests/support/schedule.py RUN.xml  (a JUnit XML report of a full run)", file=sys.stderr)
         return 2
