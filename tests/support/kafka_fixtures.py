@@ -35,12 +35,17 @@ def kafka_node(tmp_path_factory):
 
 
 # The cluster's brokers die and return under test_kafka_cluster: replicas fall out of the ISR after
-# 5 s, preferred leaders are restored every 5 s, and a killed broker is fenced (its leaderships
-# moved, its replicas out of the ISR) after 4.5 s without a heartbeat instead of 9 s
+# 5 s, preferred leaders are restored every second (a test waits for a returned broker to lead
+# again), and a killed broker is fenced (its leaderships moved, its replicas out of the ISR) after
+# 4.5 s without a heartbeat instead of 9 s
 FAST_FAILOVER = {"replica.lag.time.max.ms": 5000,
-                 "leader.imbalance.check.interval.seconds": 5,
+                 "leader.imbalance.check.interval.seconds": 1,
                  "broker.heartbeat.interval.ms": 1000,
-                 "broker.session.timeout.ms": 4500}
+                 "broker.session.timeout.ms": 4500,
+                 # __consumer_offsets in 5 partitions instead of 50: with 3 replicas each, its 150
+                 # replicas were created on the first group, recovered after every kill -9 and moved
+                 # (leaders, ISR) on every stop and restart, for tests that use a few groups
+                 "offsets.topic.num.partitions": 5}
 
 
 @pytest.fixture(scope="session")

@@ -39,9 +39,15 @@ def load_record(path: Path = RECORD) -> dict[str, float]:
         return {}
 
 
-def cost(group: str, tests: int, record: dict[str, float]) -> float:
-    """A group's expected seconds: recorded, or guessed from its test count."""
-    return record.get(group, tests * GUESS_PER_TEST)
+def cost(group: str, nodeids, record: dict[str, float]) -> float:
+    """A group's expected seconds: recorded; else, for a group made of modules that were groups of
+    their own in the record, the sum of theirs; else guessed from its test count."""
+    if group in record:
+        return record[group]
+    tests_by_module: dict[str, int] = defaultdict(int)
+    for nodeid in nodeids:
+        tests_by_module[Path(nodeid.split("::", 1)[0]).stem] += 1
+    return sum(record.get(module, n * GUESS_PER_TEST) for module, n in tests_by_module.items())
 
 
 def make_scheduler(config, log):
@@ -56,7 +62,7 @@ def make_scheduler(config, log):
         def _assign_work_unit(self, node) -> None:
             if not self._ordered:
                 self._ordered = True
-                order = sorted(self.workqueue.items(), key=lambda kv: -cost(kv[0], len(kv[1]), record))
+                order = sorted(self.workqueue.items(), key=lambda kv: -cost(kv[0], kv[1], record))
                 self.workqueue.clear()
                 self.workqueue.update(order)
             super()._assign_work_unit(node)

@@ -127,7 +127,8 @@ def module_fixtures(items) -> dict:
 def xdist_group(item, marks: set[str], module_uses: set[str] = frozenset()) -> str:
     """The parallel worker group of a test: the modules sharing one Spark (a standalone cluster,
     or the session per master) run together, so do the 3-node Kafka cluster tests; any other test
-    runs with the rest of its module, so module-scoped brokers and sessions start once."""
+    runs with the rest of its module, so module-scoped brokers and sessions start once; the
+    modules using the run's one-node Kafka (`kafka_node`) run together too."""
     if "spark" in marks:
         for group, fixtures in SPARK_SHARED:
             if module_uses.intersection(fixtures):
@@ -139,7 +140,18 @@ def xdist_group(item, marks: set[str], module_uses: set[str] = frozenset()) -> s
         return "differential"
     if "share_kafka" in item.fixturenames:  # one Kafka 4.4 node for every share-group comparison
         return "share_groups"
+    if names_kafka_node(str(item.path)):
+        # the run's `kafka_node` is session-scoped: one worker for all its modules starts it once,
+        # where modules spread over three workers started (and stopped) a Kafka node on each
+        return "kafka_node"
     return item.path.stem
+
+
+@functools.lru_cache(maxsize=None)
+def names_kafka_node(path: str) -> bool:
+    """A module that uses the `kafka_node` fixture: as an argument, or by name
+    (request.getfixturevalue("kafka_node") in a fixture choosing the broker per test)."""
+    return "kafka_node" in Path(path).read_text()
 
 
 def group_of(item) -> str | None:
