@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support import tiers
+from support import tiers, unicode_tables
 
 
 def _keep_bytecode() -> None:
@@ -72,6 +72,15 @@ from support.share_fixtures import share_brokers, share_kafka, share_pylog  # no
 def pytest_configure(config):
     for name, doc in tiers.DECLARED.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    unicode_tables.start(config)
+
+
+def pytest_unconfigure(config):
+    unicode_tables.finish()
+
+
+def pytest_collection_finish(session):
+    unicode_tables.wait_for_writer()  # on an xdist worker: the controller's writer is done
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks it sets
