@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support import tiers
+from support import tiers, unicode_tables
 
 
 def _keep_bytecode() -> None:
@@ -60,7 +60,7 @@ from support.kafka_fixtures import kafka_cluster, kafka_node  # noqa: E402,F401
 
 # Spark on a standalone cluster: `spark_cluster`, a Master and two Workers for the run
 from support.spark_fixtures import spark_cluster  # noqa: E402,F401
-from support.spark_fixtures import spark_connect, spark_connect_bare  # noqa: E402,F401
+from support.spark_fixtures import connect_server, spark_connect, spark_connect_bare  # noqa: E402,F401
 from support.spark_fixtures import classic_spark, kafka_connector, keep_session  # noqa: E402,F401
 from support.spark_fixtures import standalone_export_dir  # noqa: E402,F401
 
@@ -72,6 +72,15 @@ from support.share_fixtures import share_brokers, share_kafka, share_pylog  # no
 def pytest_configure(config):
     for name, doc in tiers.DECLARED.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    unicode_tables.start(config)
+
+
+def pytest_unconfigure(config):
+    unicode_tables.finish()
+
+
+def pytest_collection_finish(session):
+    unicode_tables.wait_for_writer()  # on an xdist worker: the controller's writer is done
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks it sets

@@ -155,9 +155,11 @@ def test_queued_max_request_bytes_bounds_memory_of_large_requests(broker_factory
         h.setblocking(False)
         pending = [struct.pack(">i", size)] + [chunk] * 15  # all but the last MiB: never complete
         hogs.append((h, pending))
-    # send for 10 s or until everything is taken: without the pool the broker takes it all
+    # send until everything is taken (without the pool the broker takes it all), or until nothing
+    # more was taken for 2 s (the broker stopped reading: the kernel's buffers are full), 10 s at most
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(p for _, p in hogs):
+    stalled_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - stalled_since < 2 and any(p for _, p in hogs):
         progressed = False
         for h, pending in hogs:
             while pending:
@@ -169,7 +171,9 @@ def test_queued_max_request_bytes_bounds_memory_of_large_requests(broker_factory
                 pending[0] = pending[0][n:]
                 if not pending[0]:
                     pending.pop(0)
-        if not progressed:
+        if progressed:
+            stalled_since = time.monotonic()
+        else:
             time.sleep(0.05)
     # the broker reads one request's 15 MiB and leaves the rest in the kernel's buffers
     wait_until(lambda: _rss_kib(b.proc.pid) - rss0 > 8 * 1024, 20, "the first large request being read")

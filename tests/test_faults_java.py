@@ -41,7 +41,9 @@ RULES = [
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """(broker, the program's key=value output) after every scenario ran in one JVM."""
-    settings = {"metrics.listener": "http://127.0.0.1:0", "faults.enable": "true"}
+    # the rip and coord groups' first joins are not held back group.initial.rebalance.delay.ms (3 s)
+    settings = {"metrics.listener": "http://127.0.0.1:0", "faults.enable": "true",
+                "group.initial.rebalance.delay.ms": "0"}
     with EmbeddedBroker(tmp_path_factory.mktemp("faults-java"), settings=settings) as kafka:
         for s in SCENARIOS:
             kafka.create_topic(f"jf-{s}")

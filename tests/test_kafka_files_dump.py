@@ -78,7 +78,8 @@ def test_pylog_consumer_offsets_with_kafkas_offsets_decoder(tmp_path):
     """A real group (join, sync, commit) on pylog's broker; Kafka decodes its __consumer_offsets."""
     from confluent_kafka import Consumer, Producer
 
-    b = BrokerProcess(tmp_path / "data").start()
+    # the group's first join is not held back group.initial.rebalance.delay.ms (3 s)
+    b = BrokerProcess(tmp_path / "data", "--set", "group.initial.rebalance.delay.ms=0").start()
     try:
         p = Producer({"bootstrap.servers": b.bootstrap})
         for i in range(20):

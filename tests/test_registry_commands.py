@@ -29,7 +29,9 @@ ORDER = {"type": "record", "name": "Order", "namespace": "shop",
 def broker(tmp_path_factory):
     users = tmp_path_factory.mktemp("users") / "users.txt"
     users.write_text("alice:secret\n")
-    with EmbeddedBroker(tmp_path_factory.mktemp("cmd-registry") / "data", schema_registry=True) as b:
+    # each round trip's new group joins at once, not after group.initial.rebalance.delay.ms (3 s)
+    with EmbeddedBroker(tmp_path_factory.mktemp("cmd-registry") / "data", schema_registry=True,
+                        settings={"group.initial.rebalance.delay.ms": "0"}) as b:
         yield b
 
 

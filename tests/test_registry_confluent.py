@@ -24,7 +24,9 @@ USER = {"type": "record", "name": "User", "namespace": "com.example",
 @pytest.fixture(scope="module")
 def reg_broker(tmp_path_factory):
     d = tmp_path_factory.mktemp("registry-broker") / "data"
-    b = BrokerProcess(d, "--schema-registry", f"127.0.0.1:{free_port()}").start(timeout=60)
+    # each round trip's new group joins at once, not after group.initial.rebalance.delay.ms (3 s)
+    b = BrokerProcess(d, "--schema-registry", f"127.0.0.1:{free_port()}",
+                      "--set", "group.initial.rebalance.delay.ms=0").start(timeout=60)
     b.registry_url = registry_url_of(b)
     yield b
     b.stop_clean()

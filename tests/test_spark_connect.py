@@ -1,7 +1,7 @@
 """Both Spark jobs through Spark Connect (`--remote sc://...` and SPARK_REMOTE), against a
-server started from pyspark's start-connect-server.sh on the standalone cluster. The
-server's executors have pylog's dependencies but not pylog: its code reaches them only
-through Spark Connect's artifact upload.
+server started from pyspark's start-connect-server.sh on the standalone cluster (the run's one
+server, `connect_server`). For this module its executors run a Python that has pylog's
+dependencies but not pylog: its code reaches them only through Spark Connect's artifact upload.
 
 The client here is full pyspark with its connect extra (grpcio, protobuf); the lean
 `pylog[spark-connect]` install (pyspark-client) runs the same client code.

@@ -1,5 +1,6 @@
 """`pylog spark-export` through a Spark Connect server on the standalone cluster (a Master and
-two Workers from `spark-class`) whose workers' python3 is bare: every format, read back by
+two Workers from `spark-class`; the run's one server, `connect_server`), its executors running
+the workers' bare python3 for this module: every format, read back by
 independent readers (pyarrow, delta-rs, pyiceberg with a SQL catalog). The same export on the
 cluster itself (spark://, the environment shipped with spark.archives) is in test_spark_cluster.
 

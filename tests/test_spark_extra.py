@@ -35,11 +35,16 @@ def test_spark_extra_brings_spark():
 def test_shipped_environment_leaves_out_what_no_import_reads():
     # `pack_environment` packs each distribution's files that pass runtime_file
     kept = ["pandas/core/frame.py", "pyarrow/libarrow.so.2600", "pyarrow/lib.cpython-311-x86_64-linux-gnu.so",
-            "numpy/testing/__init__.py", "pyarrow/libarrow_substrait.so.2600", "pandas-2.3.3.dist-info/RECORD"]
+            "numpy/testing/__init__.py", "pyarrow/libarrow_substrait.so.2600", "pandas-2.3.3.dist-info/RECORD",
+            "pyarrow/libarrow_python.so.2600", "pyarrow/libarrow_python_parquet_encryption.so.2600",
+            "zstandard/backend_c.cpython-311-x86_64-linux-gnu.so", "pyarrow/_fs.cpython-311-x86_64-linux-gnu.so"]
     left = ["pandas/tests/frame/test_api.py", "numpy/_core/include/numpy/ndarrayobject.h", "pyarrow/include/arrow/api.h",
             "pyarrow/lib.pyx", "pyarrow/lib.pxd", "pyarrow/src/arrow/python/common.cc", "pandas/__pycache__/x.pyc",
             "pyarrow/libarrow_flight.so.2600", "pyarrow/libarrow_python_flight.so.2600.1.0",
-            "pyarrow/_flight.cpython-311-x86_64-linux-gnu.so", "../../bin/f2py"]
+            "pyarrow/_flight.cpython-311-x86_64-linux-gnu.so", "../../bin/f2py", "pyarrow/libarrow_s3.so.2600",
+            "pyarrow/_s3fs.cpython-311-x86_64-linux-gnu.so", "pyarrow/libarrow_python.so",
+            "pyarrow/libarrow_python.so.2600.1.0", "pyarrow/libarrow_python_parquet_encryption.so",
+            "pyarrow/_pyarrow_cpp_tests.cpython-311-x86_64-linux-gnu.so", "zstandard/_cffi.cpython-311-x86_64-linux-gnu.so"]
     assert [f for f in kept if not runtime_file(f)] == []
     assert [f for f in left if runtime_file(f)] == []
 

@@ -24,7 +24,8 @@ from support.txn_clients import (  # noqa: F401
 FAST_ABORT = ("--set", "transaction.abort.timed.out.transaction.cleanup.interval.ms=300")
 
 
-broker = module_broker("txn", *FAST_ABORT)
+# the consume-transform-produce group's first join is not held back group.initial.rebalance.delay.ms (3 s)
+broker = module_broker("txn", *FAST_ABORT, "--set", "group.initial.rebalance.delay.ms=0")
 
 
 def txn_producer(b, tid, **extra) -> Producer:

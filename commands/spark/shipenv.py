@@ -42,13 +42,19 @@ CONNECT_PYTHON_CONF = "spark.sql.execution.pyspark.python"
 PROVIDED_BY_SPARK = {"pyspark", "py4j", "pyspark-client", "pyspark-connect"}
 # pylog's distributions whose requirements (with these extras) the executors need
 ROOTS = (("pylog", ("spark",)),)
-PACK_FORMAT = 2  # bump when the archive layout changes
-# what no import on the executors reads, left out (a third of the files, a quarter of the bytes that
-# every executor unpacks): test suites, C/C++ headers and sources, Cython sources; and pyarrow's
-# Arrow Flight (34 MB of libraries only `pyarrow.flight` loads, which pylog never imports)
+PACK_FORMAT = 3  # bump when the archive layout changes
+# what no import on the executors reads, left out (a third of the files, over a third of the bytes
+# that every executor unpacks): test suites, C/C++ headers and sources, Cython sources; pyarrow's
+# Arrow Flight and S3 filesystem (51 MB of libraries only `pyarrow.flight` and pyarrow.fs's optional
+# S3FileSystem load; pylog imports neither), its C++ test module and the link-time copies of
+# libarrow_python (the loader opens the soname, .so.NNNN); and on CPython zstandard's CFFI backend
+# (12 MB: CPython imports its C backend)
 UNUSED_DIRS = {"tests", "include"}
 UNUSED_SUFFIXES = (".pyx", ".pxd", ".pxi", ".h", ".hpp", ".cc", ".cpp", ".c")
-_UNUSED_FILE = re.compile(r"^pyarrow/(?:libarrow(?:_python)?_flight\.so[.0-9]*|_flight\.[^/]+\.so)$")
+_UNUSED_FILE = re.compile(
+    r"^pyarrow/(?:libarrow(?:_python)?_flight\.so[.0-9]*|_flight\.[^/]+\.so|libarrow_s3\.so[.0-9]*|_s3fs\.[^/]+\.so"
+    r"|_pyarrow_cpp_tests\.[^/]+\.so|libarrow_python(?:_parquet_encryption)?\.so(?:\.\d+\.\d+\.\d+)?)$"
+    + (r"|^zstandard/_cffi\.[^/]+\.so$" if sys.implementation.name == "cpython" else ""))
 
 
 def _norm(name: str) -> str:

@@ -15,8 +15,9 @@ DEADLINE = 60
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):
-    """One embedded broker for the module; each test its own topics."""
-    with EmbeddedBroker(tmp_path_factory.mktemp("faults")) as b:
+    """One embedded broker for the module; each test its own topics. A group's first join is not
+    held back group.initial.rebalance.delay.ms (3 s by default): each test's group is new."""
+    with EmbeddedBroker(tmp_path_factory.mktemp("faults"), settings={"group.initial.rebalance.delay.ms": "0"}) as b:
         yield b
 
 

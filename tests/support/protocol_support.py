@@ -29,7 +29,21 @@ _text = st.text(max_size=8)
 _uuids = st.one_of(st.just(T.ZERO_UUID), st.uuids())
 
 
+# strategies built once per (schema fields, version, flexible): hypothesis works out a new
+# strategy's properties (can it be empty, are its values reusable) walking all of it, which cost
+# more than drawing from it when every example of every case built its tree again
+_STRUCTS: dict = {}
+_PRIMS: dict = {}
+
+
 def prim_strategy(t: Prim):
+    s = _PRIMS.get(t.name)
+    if s is None:
+        s = _PRIMS[t.name] = _prim_strategy(t)
+    return s
+
+
+def _prim_strategy(t: Prim):
     if t.name in _INT_RANGES:
         lo, hi = _INT_RANGES[t.name]
         return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0, -1 if lo < 0 else 1]))
@@ -65,6 +79,15 @@ def field_strategy(f, version, flexible):
 
 
 def struct_strategy(fields, version, flexible):
+    """The strategy of a struct's fields present in `version`."""
+    key = (id(fields), version, flexible)
+    hit = _STRUCTS.get(key)
+    if hit is None or hit[0] is not fields:
+        hit = _STRUCTS[key] = (fields, _struct_strategy(fields, version, flexible))
+    return hit[1]
+
+
+def _struct_strategy(fields, version, flexible):
     d = {}
     for f in fields:
         if not f.present(version):

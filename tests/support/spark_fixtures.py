@@ -400,28 +400,57 @@ class ConnectServer:
         self.proc = None
 
 
-def _connect_server(cluster: StandaloneCluster, work: Path, python: str, conf: dict | None = None):
+def _python_switch(d: Path) -> tuple[str, Path]:
+    """A Python that runs the interpreter named in a file: the one Connect server's executors run
+    the Python the module under test chooses (`_executors_run`), as two clusters' workers would."""
+    flag = d / "executors-python"
+    exe = d / "python-switch"
+    exe.write_text(f'#!/bin/sh\nexec "$(cat "{flag}")" "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return str(exe), flag
+
+
+# one Connect server for the run: its start and its executor's are paid once (a driver and an
+# executor JVM). Session-scoped, it holds one of the cluster's two cores (spark.cores.max=1): a
+# classic application that runs while it is up still gets an executor on the other worker.
+@pytest.fixture(scope="session")
+def connect_server(spark_cluster, tmp_path_factory):
     from pylog.commands.spark import session
 
+    work = tmp_path_factory.mktemp("spark-connect")
+    python, flag = _python_switch(work)
+    flag.write_text(spark_cluster.python_bin)
     session.stop_session()  # a live session's application holds the workers' cores
-    server = ConnectServer(work, cluster, python, conf).start()
+    server = ConnectServer(work, spark_cluster, python, {"spark.cores.max": "1"}).start()
+    server.flag = flag
     yield server
     session.stop_session()
     server.stop()
 
 
-# module-scoped: a Connect server's application holds the cluster's cores while it runs
-@pytest.fixture(scope="module")
-def spark_connect(spark_cluster, tmp_path_factory):
-    """A Spark Connect server on the standalone cluster. Its executors run a Python that has
-    pylog's dependencies but not pylog: the code must come up as an artifact. One executor
-    (spark.cores.max=1) is enough for that; the bare server below has one on each worker."""
-    work = tmp_path_factory.mktemp("spark-connect")
-    yield from _connect_server(spark_cluster, work, _python_without_pylog(work), {"spark.cores.max": "1"})
+def _executors_run(server: ConnectServer, python: str) -> ConnectServer:
+    """The Connect server whose executors' Python is `python` from the next session on: a
+    session's Python workers start from it (Spark keeps a Python daemon per session), and
+    this process's live session (one of the other Python's) ends here."""
+    from pylog.commands.spark import session
+
+    session.stop_session()
+    server.flag.write_text(python)
+    return server
 
 
 @pytest.fixture(scope="module")
-def spark_connect_bare(spark_cluster, tmp_path_factory):
-    """A Spark Connect server on the standalone cluster whose executors run the workers' bare
-    python3: pylog's dependencies reach them only as a shipped environment."""
-    yield from _connect_server(spark_cluster, tmp_path_factory.mktemp("spark-connect-bare"), spark_cluster.python_bin)
+def spark_connect(connect_server, tmp_path_factory):
+    """The Spark Connect server on the standalone cluster, its executors running a Python that
+    has pylog's dependencies but not pylog: the code must come up as an artifact."""
+    work = tmp_path_factory.mktemp("connect-python")
+    yield _executors_run(connect_server, _python_without_pylog(work))
+    _executors_run(connect_server, connect_server.cluster.python_bin)
+
+
+@pytest.fixture(scope="module")
+def spark_connect_bare(connect_server, spark_cluster):
+    """The Spark Connect server on the standalone cluster, its executors running the workers'
+    bare python3: pylog's dependencies reach them only as a shipped environment."""
+    yield _executors_run(connect_server, spark_cluster.python_bin)
+    _executors_run(connect_server, spark_cluster.python_bin)

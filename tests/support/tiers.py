@@ -66,12 +66,32 @@ DECLARED = {
 }
 
 
+# the last part of every module MODULE_MARKS names: an import of one spells it in the source text
+_IMPORT_WORDS = tuple({prefix.rsplit(".", 1)[-1] for prefix in MODULE_MARKS})
+
+
+def _statements(src: str):
+    """Every statement of a module that may import a module MODULE_MARKS names, at any depth.
+
+    Each xdist worker reads every test module at collection: a module whose text names none of
+    those modules is not parsed, and the walk visits statements only (imports are statements),
+    not the far more numerous expression nodes."""
+    if not any(word in src for word in _IMPORT_WORDS):
+        return
+    stack = [parse(src)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in ast.iter_child_nodes(node)
+                      if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
+
+
 @functools.lru_cache(maxsize=None)
 def module_marks(path: str) -> frozenset[str]:
     """The marks a test module's imports and text imply for all of its tests."""
     src = Path(path).read_text()
     marks = set()
-    for node in ast.walk(parse(src)):
+    for node in _statements(src):
         names = []
         if isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
