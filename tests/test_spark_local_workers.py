@@ -66,5 +66,6 @@ def test_a_local_session_is_ready_with_its_python_workers(spark_master):
     assert datasource.start_workers(run.spark) is None  # nothing left for an export to start
     daemons = [pid for jvm, _ in _children(os.getpid()) for pid, cmd in _children(jvm)
                if "pylog.commands.spark.local_daemon" in cmd]
-    assert len(daemons) == 1, _children(os.getpid())
-    assert len(_children(daemons[0])) >= sc.defaultParallelism
+    # Spark keeps a daemon per worker kind and environment (a data source's planning has its own)
+    assert daemons, _children(os.getpid())
+    assert max(len(_children(d)) for d in daemons) >= sc.defaultParallelism
