@@ -67,11 +67,11 @@ def _frames() -> dict:
 
 async def _measure(repeats: int, faults: str | None = None) -> dict:
     try:
-        from pylog.commands.broker.node.broker import Broker
-        from pylog.commands.broker.node.settings import build_settings
+        from pylog.broker.node.broker import Broker
+        from pylog.broker.node.settings import build_settings
     except ModuleNotFoundError:  # the broker before its folders (--compare-with an older tree)
-        from pylog.commands.broker.broker import Broker
-        from pylog.commands.broker.settings import build_settings
+        from pylog.broker.broker import Broker
+        from pylog.broker.settings import build_settings
     from pylog.core.protocol import encode_request
 
     b = Broker(build_settings({}, {}, (tempfile.mkdtemp(prefix="pylog-bench-dispatch-"),), "127.0.0.1:0"))
@@ -83,7 +83,7 @@ async def _measure(repeats: int, faults: str | None = None) -> dict:
         b._start_services()
     b.settings.advertised_port = 9092
     if faults:
-        from pylog.commands.broker.ops.request_faults import load_rules_file
+        from pylog.broker.ops.request_faults import load_rules_file
 
         for rule in load_rules_file(faults):
             b.faults.add(rule)

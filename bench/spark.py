@@ -63,9 +63,9 @@ def _pylog(*args: str, timeout: float = 900) -> dict:
 
 def worker(master: str, src: str, work: str, bootstrap: str) -> dict:
     """One master in this process: one SparkSession, three jobs."""
-    from pylog.commands.spark import session
-    from pylog.commands.spark.compaction import run_compaction_report
-    from pylog.commands.spark.ingest import IngestOptions, run_ingest
+    from pylog.spark import session
+    from pylog.spark.compaction import run_compaction_report
+    from pylog.spark.ingest import IngestOptions, run_ingest
 
     conf = {}
     if master.startswith("spark://"):
@@ -109,7 +109,7 @@ def worker(master: str, src: str, work: str, bootstrap: str) -> dict:
 
 
 def scan_baseline(log_dir: str) -> tuple[float, int]:
-    from pylog.commands.spark.compaction import find_partitions, list_segments, segment_rows
+    from pylog.spark.compaction import find_partitions, list_segments, segment_rows
 
     t0 = time.perf_counter()
     n = 0

@@ -29,7 +29,7 @@ local[2]/local[1] scaling from local[1]'s figures is (F + T) / (F + T/2), what t
 spark-class on loopback (tests/support/spark_fixtures.StandaloneCluster).
 --stock-daemon adds, beside each local dir run, the same export with Spark's own Python daemon
 (pyspark.daemon: workers importing pyspark and pylog from zips) instead of pylog's
-(commands/spark/local_daemon.py), interleaved so both meet the same load.
+(spark/local_daemon.py), interleaved so both meet the same load.
 --cold-rounds N makes the cold figure a measurement: each run on a local master N times in all,
 each a fresh process (its first job cold), the first round the table's own run and every later
 one interleaved (round 2 local[2] first, round 3 local[1] first, ...) so both masters meet the same
@@ -66,8 +66,8 @@ def reference(log_dir: Path, out: Path) -> tuple[float, int]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pylog.commands.spark.log_plan import ReadOptions, plan_log_dir
-    from pylog.commands.spark.log_rows import read_task
+    from pylog.spark.log_plan import ReadOptions, plan_log_dir
+    from pylog.spark.log_rows import read_task
 
     out.mkdir(parents=True)
     t0 = time.monotonic()
@@ -119,7 +119,7 @@ def export_twice_job(args: list[str]) -> dict:
     import io
 
     from pylog.cli.main import main as pylog_main
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     out = args[args.index("-o") + 1]
     session.KEEP_SESSION = True

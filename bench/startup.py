@@ -30,7 +30,14 @@ from pathlib import Path
 from bench.client import start_broker, stop_broker
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("cli", "core", "commands", "storage", "testing")
+NOT_PRODUCT = {"tests", "bench"}
+
+
+def packages_at(rev: str) -> list[str]:
+    """REV's top-level folders with an __init__.py (the parts setup.py installs as pylog.<folder>)."""
+    names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", rev],
+                           check=True, capture_output=True, text=True).stdout.split()
+    return sorted({n.split("/")[0] for n in names if n.count("/") == 1 and n.endswith("/__init__.py")} - NOT_PRODUCT)
 C_SOURCES = ("core/_speedups.c", "core/_speedups_run.c", "core/_speedups_json.c", "core/_speedups_varint.h")
 
 
@@ -39,7 +46,8 @@ def make_tree(rev: str, parent: str) -> str:
     top = Path(parent) / rev.replace("/", "_")
     src = top / "src"
     src.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *PACKAGES, "setup.py", "pyproject.toml",
+    parts = packages_at(rev)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *parts, "setup.py", "pyproject.toml",
                               "README.md"], check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
         tf.extractall(src)
@@ -52,7 +60,7 @@ def make_tree(rev: str, parent: str) -> str:
                        capture_output=True)
     (top / "pylog").mkdir()
     (top / "pylog" / "__init__.py").write_text("")
-    for p in PACKAGES:
+    for p in parts:
         (src / p).rename(top / "pylog" / p)
     compileall.compile_dir(str(top / "pylog"), quiet=1)
     return str(top)

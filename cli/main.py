@@ -6,7 +6,7 @@ Exit codes: 0 success, 1 data or runtime error, 2 usage error, 130 on Ctrl-C,
 from __future__ import annotations
 
 import gc
-import importlib
+import importlib.util
 import logging
 import os
 import signal
@@ -20,7 +20,7 @@ from pylog.core.errors import PylogError
 # name -> "module:attribute". Commands load lazily so `pylog --help` and a
 # simple dump do not pay for importing the broker or PySpark.
 COMMANDS: dict[str, str] = {
-    "broker": "pylog.commands.broker.cli:broker",
+    "broker": "pylog.commands.broker:broker",
     "dump-segment": "pylog.commands.dump_segment:dump_segment",
     "verify": "pylog.commands.verify:verify",
     "produce": "pylog.commands.produce:produce",
@@ -36,11 +36,11 @@ COMMANDS: dict[str, str] = {
     "compact": "pylog.commands.compact:compact",
     "diff": "pylog.commands.diff:diff",
     "export-to-kafka": "pylog.commands.export_kafka:export_to_kafka",
-    "schema-registry": "pylog.commands.schema_registry.cli:schema_registry",
+    "schema-registry": "pylog.commands.schema_registry:schema_registry",
     "schemas": "pylog.commands.schemas:schemas",
-    "spark-ingest": "pylog.commands.spark.cli:spark_ingest",
-    "spark-compaction": "pylog.commands.spark.cli:spark_compaction",
-    "spark-export": "pylog.commands.spark.export_cli:spark_export",
+    "spark-ingest": "pylog.commands.spark_jobs:spark_ingest",
+    "spark-compaction": "pylog.commands.spark_jobs:spark_compaction",
+    "spark-export": "pylog.commands.spark_export:spark_export",
 }
 
 _state = {"debug": False}

@@ -23,7 +23,7 @@ from pylog.commands.client_common import client_props
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.commands.registry_options import make_client, pop_registry_props, registry_options
-from pylog.commands.spark.cli import spark_options
+from pylog.commands.spark_jobs import spark_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import DataError
 
@@ -51,7 +51,7 @@ class Side:
 
     def records(self, partitions):
         """(partition, record) in offset order per partition, for the given partitions, up to the captured ends."""
-        from pylog.commands.spark.diff import gone_message
+        from pylog.spark.diff import gone_message
         from pylog.core.client import Consumer, TopicPartition
         from pylog.core.errors import OffsetOutOfRangeError
 
@@ -162,7 +162,7 @@ def _latest_by_key(side: Side, ignore: set) -> tuple[dict, dict, int]:
     the key is in several partitions, the newest timestamp (then the higher partition): an
     order that does not depend on how the partitions' fetches interleave (the Spark diff
     uses the same). Tombstoned keys are absent."""
-    from pylog.commands.spark.diff import value_digest
+    from pylog.spark.diff import value_digest
 
     latest: dict[bytes, dict[int, tuple]] = {}  # key -> partition -> (timestamp, digest or None)
     first: dict[bytes, tuple[int, int]] = {}
@@ -263,7 +263,7 @@ def diff(topic_a, topic_b, bootstrap, bootstrap_b, by_key, ignore, spark, value_
     b = Side("B", topic_b, props_b, spec)
     spark_info = None
     if spark:
-        from pylog.commands.spark.cli import run_spark_diff
+        from pylog.commands.spark_jobs import run_spark_diff
 
         result, spark_info = run_spark_diff(settings, a, b, ignore, by_key, say=err.print if not as_json else None)
     if by_key:

@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 from typing import Iterable
 
-from pylog.commands.broker.node.broker import Broker
-from pylog.commands.broker.node.settings import build_settings
+from pylog.broker.node.broker import Broker
+from pylog.broker.node.settings import build_settings
 from pylog.core.errors import PylogError
 
 

@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from pylog.commands.broker.node.broker import Broker
-from pylog.commands.broker.api.handlers import HANDLERS
-from pylog.commands.broker.node.settings import build_settings
+from pylog.broker.node.broker import Broker
+from pylog.broker.api.handlers import HANDLERS
+from pylog.broker.node.settings import build_settings
 from pylog.core.protocol import SCHEMAS
 from pylog.storage import LogManager
 from pylog.storage.log_manager import CLEAN_SHUTDOWN_FILE

@@ -99,7 +99,7 @@ def test_records_deleted_under_the_diff_are_an_error_at_once(pylog_broker_functi
     # retention deletes the records after the diff took its offsets [0, 20): both readers (the streaming
     # diff's and the Spark task's) say so at once instead of waiting 60 s for records that are gone
     from pylog.commands.diff import Side
-    from pylog.commands.spark.diff import read_partition
+    from pylog.spark.diff import read_partition
     from pylog.core.client import Admin
     from pylog.core.errors import DataError
 

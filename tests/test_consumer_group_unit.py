@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from pylog.commands.broker.groups.consumer.group import (
+from pylog.broker.groups.consumer.group import (
     M_STABLE,
     M_UNRELEASED,
     M_UNREVOKED,
@@ -13,7 +13,7 @@ from pylog.commands.broker.groups.consumer.group import (
     ConsumerMember,
     reconcile,
 )
-from pylog.commands.broker.groups.consumer.assignors import MemberSpec, range_, uniform
+from pylog.broker.groups.consumer.assignors import MemberSpec, range_, uniform
 from pylog.core.protocol import consumer_group_records as cr
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from pylog.commands.spark.export import ExportOptions, _plan_and_read, light_driver_jvm
-from pylog.commands.spark.log_plan import ReadOptions
-from pylog.commands.spark.session import SessionSettings
+from pylog.spark.export import ExportOptions, _plan_and_read, light_driver_jvm
+from pylog.spark.log_plan import ReadOptions
+from pylog.spark.session import SessionSettings
 
 KEY = "spark.driver.extraJavaOptions"
 

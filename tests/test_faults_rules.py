@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pylog.commands.broker.ops.request_faults import FaultEngine, FaultRuleError, rule_from_dict
+from pylog.broker.ops.request_faults import FaultEngine, FaultRuleError, rule_from_dict
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import API_KEYS
 

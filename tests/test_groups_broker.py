@@ -325,7 +325,7 @@ def test_committed_offsets_survive_restarts(tmp_path):
     from pylog.core.client import Consumer
     from pylog.core.client.group import attach_group
     from pylog.core.client.group_admin import GroupAdmin
-    from pylog.commands.broker.groups.offsets_topic import partition_for
+    from pylog.broker.groups.offsets_topic import partition_for
 
     b = BrokerProcess(tmp_path / "data", *FAST).start()
     try:

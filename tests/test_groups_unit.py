@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from pylog.commands.broker.groups import offsets_topic as ot
-from pylog.commands.broker.groups.state import (
+from pylog.broker.groups import offsets_topic as ot
+from pylog.broker.groups.state import (
     COMPLETING, DEAD, EMPTY, PREPARING, STABLE, Group, IllegalStateTransition, Member,
 )
 from pylog.core.client.assignors import (
@@ -187,7 +187,7 @@ def test_protocol_selection_votes():
 def _coordinator(tmp_path, **overrides):
     import types
 
-    from pylog.commands.broker.groups.coordinator import GroupCoordinator
+    from pylog.broker.groups.coordinator import GroupCoordinator
     from pylog.core.config import BROKER_CONFIGS
     from pylog.storage import LogManager
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from support.product import PRODUCT
 from support.source_ast import parse_file
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("cli", "commands", "core", "storage", "testing")
 NAMEDTUPLE_API = {"_replace", "_make", "_fields", "_asdict"}
 PYSPARK_JVM = {"_jsc", "_jvm", "_gateway"}
 
@@ -51,7 +51,7 @@ def private_uses(path: Path, root: Path = ROOT) -> list[str]:
         if isinstance(node, ast.Attribute) and _private(node.attr) and not _own(node.value):
             if node.attr in NAMEDTUPLE_API:
                 continue
-            if node.attr in PYSPARK_JVM and rel.parts[:2] == ("commands", "spark"):
+            if node.attr in PYSPARK_JVM and rel.parts[:1] == ("spark",):
                 continue
             out.append((node.lineno, f"{rel}:{node.lineno}: {ast.unparse(node)}"))
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pylog"):
@@ -103,9 +103,9 @@ def test_group_coordinator_and_migration_depend_one_way():
     """The group coordinator owns the migration; the migration and both protocols' modules
     never import the coordinator facade, and the KIP-848 coordinator does not import the
     migration (the facade hands it in as a `ProtocolChanges`)."""
-    groups = ROOT / "commands" / "broker" / "groups"
-    facade = "pylog.commands.broker.groups.coordinator"
-    migration = "pylog.commands.broker.groups.migration"
+    groups = ROOT / "broker" / "groups"
+    facade = "pylog.broker.groups.coordinator"
+    migration = "pylog.broker.groups.migration"
     assert migration in _imports(groups / "coordinator.py")
     for p in (groups / "migration.py", groups / "classic.py", groups / "consumer" / "coordinator.py"):
         assert facade not in _imports(p), p

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pylog.commands.spark.local_daemon import spark_archives, trim_path
+from pylog.spark.local_daemon import spark_archives, trim_path
 from support.segments import batch
 
 
@@ -68,7 +68,7 @@ def test_without_an_installed_pyspark_the_path_stays(archives, tmp_path):
 def test_arrow_values_equal_pyarrows_own(type_name, values):
     import pyarrow as pa
 
-    from pylog.commands.spark.arrow_values import array, repeat
+    from pylog.spark.arrow_values import array, repeat
 
     t = getattr(pa, type_name)()
     got = array(values, t)
@@ -84,10 +84,10 @@ def test_arrow_values_equal_pyarrows_own(type_name, values):
 
 _TASK = """
 import json, sys
-from pylog.commands.spark.export import _cast_into
-from pylog.commands.spark.export_tables import file_writer
-from pylog.commands.spark.log_plan import ReadOptions, plan_log_dir
-from pylog.commands.spark.log_rows import arrow_schema, read_task
+from pylog.spark.export import _cast_into
+from pylog.spark.export_tables import file_writer
+from pylog.spark.log_plan import ReadOptions, plan_log_dir
+from pylog.spark.log_rows import arrow_schema, read_task
 import pyarrow.parquet as pq
 (plan,) = plan_log_dir(sys.argv[1], ReadOptions(topics=("t",)))
 write = _cast_into(file_writer(sys.argv[2], "", [], False, "run"), arrow_schema())
@@ -117,14 +117,14 @@ def test_a_fused_export_task_imports_no_pandas(tmp_path):
 
 
 @pytest.mark.parametrize("master,conf,how,expected", [
-    ("local[2]", {}, "driver", "pylog.commands.spark.local_daemon"),
-    ("local-cluster[2,1,1024]", {}, "driver", "pylog.commands.spark.local_daemon"),
+    ("local[2]", {}, "driver", "pylog.spark.local_daemon"),
+    ("local-cluster[2,1,1024]", {}, "driver", "pylog.spark.local_daemon"),
     ("local[2]", {"spark.python.daemon.module": "pyspark.daemon"}, "driver", None),  # the user's wins
     ("local[2]", {}, "given", None),  # PYSPARK_PYTHON or spark.pyspark.python: may lack pylog
     ("spark://h:7077", {}, "probe", None),
 ])
 def test_which_sessions_get_pylogs_daemon(master, conf, how, expected):
-    from pylog.commands.spark.local_daemon import session_conf
+    from pylog.spark.local_daemon import session_conf
 
     got = session_conf(master, conf, how)
     assert got == ({"spark.python.daemon.module": expected} if expected else {})

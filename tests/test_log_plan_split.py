@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pylog.commands.spark.log_plan import ReadOptions, plan_log_dir
-from pylog.commands.spark.log_rows import read_task
+from pylog.spark.log_plan import ReadOptions, plan_log_dir
+from pylog.spark.log_rows import read_task
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records.batch import build_batch
 from pylog.storage import Log

@@ -231,7 +231,7 @@ def test_share_group_state_records_same_bytes_as_kafka(kafka_bytes):
     assert (rtype, k) == (ssr.UPDATE, {"group_id": "g", "topic_id": T, "partition": 3})
     assert decoded_subset(upd, v)
     # an update as pylog's store writes one: the snapshot's epoch, the start offset, only the changed batches
-    from pylog.commands.broker.groups.share.store import coalesce
+    from pylog.broker.groups.share.store import coalesce
     delta = coalesce({12: (2, 1), 13: (2, 1), 15: (0, 3)})
     assert ssr.encode_value(ssr.UPDATE, {"snapshot_epoch": 3, "leader_epoch": 0, "start_offset": 12,
                                          "delivery_complete_count": 2, "state_batches": delta}) \

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pylog.commands.schema_registry.compat import check
+from pylog.registry.compat import check
 from pylog.core.schemas.codecs import parse
 from pylog.core.schemas.protoc import install
 

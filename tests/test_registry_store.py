@@ -9,7 +9,7 @@ import time
 import uuid
 
 from support.broker_fixtures import BrokerProcess
-from pylog.commands.schema_registry.service import SchemaRegistryService
+from pylog.registry.service import SchemaRegistryService
 from pylog.testing import EmbeddedBroker
 from support.registry import free_port, registry_url_of, rest
 

@@ -1,4 +1,4 @@
-"""pylog's share assignor (commands/broker/groups/share/assignor.py) against Kafka 4.4's
+"""pylog's share assignor (broker/groups/share/assignor.py) against Kafka 4.4's
 SimpleAssignor from the 4.4.0 group-coordinator jar: one JVM (tests/kafka/java/
 ShareAssignorParity.java) runs Kafka's assignor on generated groups (1-40 members, 1-4 topics of
 1-30 partitions, homogeneous and heterogeneous subscriptions, names of topics that do not exist,
@@ -14,8 +14,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from pylog.commands.broker.groups.share.assignor import AssignorError, MemberSpec, assign
-from pylog.commands.broker.groups.share.javahash import JavaHashMap, JavaHashSet, java_hash
+from pylog.broker.groups.share.assignor import AssignorError, MemberSpec, assign
+from pylog.broker.groups.share.javahash import JavaHashMap, JavaHashSet, java_hash
 from pylog.storage.meta_properties import uuid_from_base64, uuid_to_base64
 from support.kafka_peer import compile_java, java_command
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from support import share_scenarios as sc
 from support.broker_fixtures import call
 from support.share_members import Member, connect, describe
-from pylog.commands.broker.groups.share import group as share_group
-from pylog.commands.broker.groups.share.assignor import AssignorError
+from pylog.broker.groups.share import group as share_group
+from pylog.broker.groups.share.assignor import AssignorError
 from pylog.testing import EmbeddedBroker
 
 

@@ -74,7 +74,7 @@ def test_membership_survives_kill9(tmp_path):
 
 
 def _records_are_kafkas(log_dir: Path, group: str) -> None:
-    from pylog.commands.broker.groups import offsets_topic as ot  # noqa: PLC0415
+    from pylog.broker.groups import offsets_topic as ot  # noqa: PLC0415
 
     seen = set()
     for key, value in logged_records(log_dir, ot.TOPIC):

@@ -9,7 +9,7 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 
-from pylog.commands.broker.groups import offsets_topic as ot
+from pylog.broker.groups import offsets_topic as ot
 from pylog.core.protocol import share_group_records as sr
 from support import share_scenarios as sc
 from support.share_members import Member, connect, two_sharing

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 import uuid
 
-from pylog.commands.broker.groups.share import partition as spm
-from pylog.commands.broker.groups.share.store import ShareStateStore, expand
+from pylog.broker.groups.share import partition as spm
+from pylog.broker.groups.share.store import ShareStateStore, expand
 from pylog.core.protocol import share_state_records as ssr
 
 LIMIT = 5

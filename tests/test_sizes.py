@@ -9,10 +9,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from support.product import PRODUCT
 from support.source_ast import parse
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("cli", "commands", "core", "storage", "testing")
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 100
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from pylog.commands.spark.session import live_run
+from pylog.spark.session import live_run
 from support.export_support import export_every_format
 from support.spark_fixtures import run_pylog
 from support.spark_rows import COLUMNS, N_ROWS, PARTITIONS, check_partitions, consume_all, make_rows, \
@@ -93,7 +93,7 @@ def test_every_format_on_a_standalone_cluster(spark_cluster, keep_session, class
 
 
 def test_archive_is_cached():
-    from pylog.commands.spark.shipenv import pack_environment
+    from pylog.spark.shipenv import pack_environment
 
     first = pack_environment()
     again = pack_environment()

@@ -87,7 +87,7 @@ def generate(log_dir: Path, seed: int, round_: int) -> None:
 
 def actual(log_dir: Path) -> dict:
     """(records, bytes) per partition folder as the files hold them."""
-    from pylog.commands.spark.compaction import _batches
+    from pylog.spark.compaction import _batches
 
     out = {}
     for d in sorted(p for p in log_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):

@@ -29,8 +29,8 @@ def export_dir(tmp_path_factory):
 
 @pytest.fixture()
 def spark(keep_session):
-    from pylog.commands.spark import session
-    from pylog.commands.spark.datasource import register
+    from pylog.spark import session
+    from pylog.spark.datasource import register
 
     run = session.open_session(session.SessionSettings(master=MASTER, app_name="pylog tests"))
     register(run.spark)
@@ -116,7 +116,7 @@ def test_failed_export_leaves_the_table_unchanged(export_dir, spark, tmp_path, m
     import deltalake
     import pyarrow.dataset as pads
 
-    from pylog.commands.spark import export_tables
+    from pylog.spark import export_tables
 
     d = export_dir.path
     for fmt, count in (("parquet", lambda p: pads.dataset(p).count_rows()),
@@ -161,9 +161,9 @@ def test_compacted_equals_what_compaction_keeps(export_dir, spark, tmp_path):
     got = {r["key"]: r["value"] for r in pads.dataset(tmp_path / "snap").to_table().to_pylist()}
     # what `pylog compact` keeps, with tombstones gone, read back as a consumer would
     run_pylog("compact", copy, "--set", "delete.retention.ms=0", "--set", "min.cleanable.dirty.ratio=0.0")
-    from pylog.commands.spark import datasource  # noqa: F401  (the reader under test is not used below)
-    from pylog.commands.spark.log_plan import ReadOptions, plan_log_dir
-    from pylog.commands.spark.log_rows import read_task
+    from pylog.spark import datasource  # noqa: F401  (the reader under test is not used below)
+    from pylog.spark.log_plan import ReadOptions, plan_log_dir
+    from pylog.spark.log_rows import read_task
 
     recs = []
     for plan in plan_log_dir(str(copy), ReadOptions(topics=("users",))):

@@ -28,8 +28,8 @@ def live(tmp_path_factory, request):
 
 @pytest.fixture()
 def spark(keep_session):
-    from pylog.commands.spark import session
-    from pylog.commands.spark.datasource import register
+    from pylog.spark import session
+    from pylog.spark.datasource import register
 
     run = session.open_session(session.SessionSettings(master=MASTER, app_name="pylog tests"))
     register(run.spark)

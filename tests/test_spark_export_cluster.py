@@ -31,7 +31,7 @@ def test_every_format_through_spark_connect_on_bare_workers(spark_connect_bare, 
 
 @pytest.mark.timeout(1800)
 def test_compaction_through_spark_connect_on_bare_workers(spark_connect_bare, keep_session, standalone_export_dir):
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     export_dir = standalone_export_dir
     url = spark_connect_bare.url

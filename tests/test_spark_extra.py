@@ -11,9 +11,9 @@ import zipfile
 
 import pytest
 
-from pylog.commands.spark.ingest import expand_inputs
-from pylog.commands.spark.bytecode import zipped_pyc
-from pylog.commands.spark.shipenv import closure_size, dependency_closure, runtime_file
+from pylog.spark.ingest import expand_inputs
+from pylog.spark.bytecode import zipped_pyc
+from pylog.spark.shipenv import closure_size, dependency_closure, runtime_file
 from pylog.core.errors import UsageError
 from support.cli import pylog
 
@@ -53,7 +53,7 @@ def test_pylog_zip_carries_the_bytecode_zipimport_takes(tmp_path):
     # every Python worker imports pylog from the zip the session ships: with the bytecode this
     # interpreter compiled beside each source, zipimport compiles nothing (the code objects then
     # name the source they were compiled from, not the zip)
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     zipped = session.build_pylog_zip(tmp_path)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import pylog.core.errors as m; "
@@ -74,7 +74,7 @@ def test_pylog_zip_carries_the_bytecode_zipimport_takes(tmp_path):
 def test_spark_home_python_zips_carry_bytecode(tmp_path):
     # Spark's python/lib/*.zip, which the workers of an executor import pyspark from: pylog's Spark
     # home holds copies with each module's bytecode (checked against the zipped source's hash)
-    from pylog.commands.spark.bytecode import python_dir_with_bytecode
+    from pylog.spark.bytecode import python_dir_with_bytecode
 
     src = tmp_path / "src" / "python"
     (src / "lib").mkdir(parents=True)

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from pylog.commands.spark.compaction import _batches
+from pylog.spark.compaction import _batches
 from pylog.core.client import Consumer, TopicPartition
 from pylog.core.client.partitioner import murmur2
 from pylog.core.records import decode_records

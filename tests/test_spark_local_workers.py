@@ -19,15 +19,15 @@ def test_local_workers_import_the_installed_packages(spark_master):
 
         import pyspark
 
-        from pylog.commands.spark import log_rows
+        from pylog.spark import log_rows
 
         yield (pyspark.__file__, log_rows.__file__, [p for p in sys.path if p.endswith((".zip", ".jar"))])
 
-    from pylog.commands.spark import log_rows, session
-    from pylog.commands.spark.local_daemon import spark_archives
+    from pylog.spark import log_rows, session
+    from pylog.spark.local_daemon import spark_archives
 
     run = session.live_run()
-    assert run.spark.conf.get("spark.python.daemon.module") == "pylog.commands.spark.local_daemon"
+    assert run.spark.conf.get("spark.python.daemon.module") == "pylog.spark.local_daemon"
     got = run.spark.sparkContext.parallelize(range(2), 2).mapPartitions(_where).collect()
     assert len(got) == 2
     for spark_file, rows_file, archives in got:
@@ -58,14 +58,14 @@ def test_a_local_session_is_ready_with_its_python_workers(spark_master):
     task slot, so a job's first task does not wait for an interpreter and its imports."""
     import os
 
-    from pylog.commands.spark import datasource, session
+    from pylog.spark import datasource, session
 
     run = session.live_run()
     sc = run.spark.sparkContext
     assert sc in datasource._WARM_CONTEXTS
     assert datasource.start_workers(run.spark) is None  # nothing left for an export to start
     daemons = [pid for jvm, _ in _children(os.getpid()) for pid, cmd in _children(jvm)
-               if "pylog.commands.spark.local_daemon" in cmd]
+               if "pylog.spark.local_daemon" in cmd]
     # Spark keeps a daemon per worker kind and environment (a data source's planning has its own)
     assert daemons, _children(os.getpid())
     assert max(len(_children(d)) for d in daemons) >= sc.defaultParallelism

@@ -20,7 +20,7 @@ NOT_IMPORTED = (
     "rich", "cramjam", "lz4", "zstandard", "fastavro", "jsonschema", "google.protobuf", "pyspark",
     "click.shell_completion", "pylog.core.security.tls", "pylog.core.security.jaas",
     "pylog.core.security.scram", "pylog.core.client.transactions", "pylog.core.client.consumer",
-    "pylog.core.client.admin", "pylog.core.client.schema_registry", "pylog.core.schemas", "pylog.commands.broker",
+    "pylog.core.client.admin", "pylog.core.client.schema_registry", "pylog.core.schemas", "pylog.broker",
     "pylog.storage",
 )
 # modules imported after `site` (the command's own, whatever the install's .pth files load), on

@@ -119,7 +119,7 @@ def test_subprocesses_reuse_pylog_compiled():
     """A Python subprocess of the suite (a `pylog` command, a broker, a member) loads pylog's compiled
     bytecode instead of compiling the sources again, also where PYTHONDONTWRITEBYTECODE is set
     (conftest.py then keeps it under a pycache prefix in the temp dir)."""
-    code = ("import importlib.util, os, pylog.commands.broker.node.broker as m; "
+    code = ("import importlib.util, os, pylog.broker.node.broker as m; "
             "print(os.path.exists(importlib.util.cache_from_source(m.__file__)))")
     for _ in range(2):  # the first may be the one that writes it
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -213,11 +213,11 @@ def test_open_transaction_across_kill9_is_aborted_after_its_timeout(broker_facto
 def test_prepared_transaction_is_completed_on_restart(broker_factory, prepared, done, visible):
     """A kill -9 after the PrepareCommit/PrepareAbort record but before the markers: the restart
     writes the markers and the Complete state."""
-    from pylog.commands.broker.txn.state import TOPIC, TxnMetadata
+    from pylog.broker.txn.state import TOPIC, TxnMetadata
     from pylog.core.config import TOPIC_CONFIGS
     from pylog.core.protocol.txn_log import TxnState
     from pylog.core.records import BatchBuilder
-    from pylog.commands.broker.groups.offsets_topic import partition_for
+    from pylog.broker.groups.offsets_topic import partition_for
     from pylog.storage.log import Log
 
     b = broker_factory(None)

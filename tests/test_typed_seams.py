@@ -22,15 +22,15 @@ import types
 import typing
 from pathlib import Path
 
-from pylog.commands.broker.api.context import RequestContext
-from pylog.commands.broker.api.handlers import HANDLERS
-from pylog.commands.broker.net.server import Connection
-from pylog.commands.broker.node import broker as broker_module
+from pylog.broker.api.context import RequestContext
+from pylog.broker.api.handlers import HANDLERS
+from pylog.broker.net.server import Connection
+from pylog.broker.node import broker as broker_module
 from pylog.testing import EmbeddedBroker
+from support.product import PRODUCT
 from support.source_ast import parse
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("cli", "commands", "core", "storage", "testing")
 COMPONENTS = ("recovery", "logs", "producer_ids", "group_coordinator", "txn_coordinator", "scheduler", "server",
               "security", "authorizer", "metrics", "quotas", "dir_health", "share_coordinator")
 

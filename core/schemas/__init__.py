@@ -2,7 +2,7 @@
 Protobuf message indexes) and per-format codecs that turn JSON values into a
 registry schema's bytes and back (fastavro, jsonschema, protobuf do the work).
 
-The registry server (commands/schema_registry) and the clients (produce,
+The registry server (registry/) and the clients (produce,
 consume, dump-segment, Spark) share these; none of them touches a socket.
 """
 from pylog.core.schemas.wire import MAGIC, WireFormatError, frame, unframe, encode_indexes, decode_indexes

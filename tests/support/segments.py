@@ -97,7 +97,7 @@ def txn_dir(tmp_path):
 def logged_records(log_dir: Path, topic: str) -> list[tuple[bytes, bytes | None]]:
     """(key, value) of every record of TOPIC in a stopped broker's log dir, partition by partition
     in offset order (opened with the storage engine, the cleaner off)."""
-    from pylog.commands.broker.groups.store import iter_log_batches
+    from pylog.broker.groups.store import iter_log_batches
     from pylog.core.config import BROKER_CONFIGS
     from pylog.storage import LogManager
 

@@ -29,7 +29,7 @@ CONF_DIR = Path(tempfile.gettempdir()) / f"pylog-spark-conf-{os.getuid()}"
 
 _DUMP = """\
 import sys
-from pylog.commands.spark import session
+from pylog.spark import session
 
 run = session.open_session(session.SessionSettings(master="local[2]", app_name="pylog tests cds"))
 spark = run.spark

@@ -95,7 +95,7 @@ def _python_without_pylog(d: Path) -> str:
 @pytest.fixture(scope="session", params=MASTERS)
 def spark_master(request, tmp_path_factory):
     """The master every Spark test of this round runs on; the session stays up between tests."""
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     master = request.param
     saved = os.environ.get("PYSPARK_PYTHON")
@@ -188,7 +188,7 @@ class StandaloneCluster:
         self.url = f"spark://127.0.0.1:{self.port}"
 
     def _env(self) -> dict:
-        from pylog.commands.spark.session import ensure_spark_home
+        from pylog.spark.session import ensure_spark_home
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
         CONF_DIR.mkdir(parents=True, exist_ok=True)  # empty: the drivers' conf dir, as the class-data archive's
@@ -287,7 +287,7 @@ def kafka_connector(spark_master):
     """The local[2] session of `spark_master` with Spark's Kafka connector added to it (SQL's ADD JAR:
     the driver's session class loader and the executors), for format("kafka"); a session that needs
     no connector does not load it, and a command's session settings stay those of the others."""
-    from pylog.commands.spark import session
+    from pylog.spark import session
     from support.spark_kafka import connector_jars
 
     assert spark_master == LOCAL, "Spark's Kafka connector is added to the local[2] session only"
@@ -302,7 +302,7 @@ def kafka_connector(spark_master):
 @pytest.fixture()
 def keep_session(monkeypatch):
     """One SparkSession serves every job of the test (session.KEEP_SESSION), no PYSPARK_PYTHON left over."""
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     # the local-cluster round of `spark_master` may have set it for its executors
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
@@ -319,7 +319,7 @@ def spark_cluster(tmp_path_factory):
     work = tmp_path_factory.mktemp("spark-standalone")
     cluster = StandaloneCluster(work, python_bin=bare_python(work / "bare-python")).start()
     yield cluster
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     session.stop_session()
     cluster.stop()
@@ -415,7 +415,7 @@ def _python_switch(d: Path) -> tuple[str, Path]:
 # classic application that runs while it is up still gets an executor on the other worker.
 @pytest.fixture(scope="session")
 def connect_server(spark_cluster, tmp_path_factory):
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     work = tmp_path_factory.mktemp("spark-connect")
     python, flag = _python_switch(work)
@@ -432,7 +432,7 @@ def _executors_run(server: ConnectServer, python: str) -> ConnectServer:
     """The Connect server whose executors' Python is `python` from the next session on: a
     session's Python workers start from it (Spark keeps a Python daemon per session), and
     this process's live session (one of the other Python's) ends here."""
-    from pylog.commands.spark import session
+    from pylog.spark import session
 
     session.stop_session()
     server.flag.write_text(python)

@@ -5,7 +5,7 @@ import json
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from pylog.commands.spark.compaction import _batches
+from pylog.spark.compaction import _batches
 from pylog.core.client import Consumer, TopicPartition
 from pylog.core.client.partitioner import murmur2
 from pylog.core.records import decode_records
@@ -59,7 +59,7 @@ def write_input(fmt: str, rows: list[dict], d: Path) -> Path:
                 w.writerow(["" if r[c] is None else r[c] for c in ("id", "name", "region", "seq", "ts")])
         return p
     if fmt == "parquet":
-        from pylog.commands.spark.session import live_run
+        from pylog.spark.session import live_run
 
         spark = live_run().spark
         p = d / "in.parquet"

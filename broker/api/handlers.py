@@ -1,0 +1,109 @@
+"""The broker's one request-handler table: every API it serves, in one place.
+
+Each entry pairs an API's protocol schema (key, name and the version range,
+declared once in pylog.core.protocol.apis) with the module-level function that
+answers it and the function that builds its whole-request error answer, both
+named after the API in its family's module. The
+broker advertises exactly these APIs at exactly the schema's versions.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from pylog.broker.api import (
+    admin as apis_admin,
+    configs as apis_configs,
+    consumer_groups as apis_consumer_groups,
+    fetch as apis_fetch,
+    groups as apis_groups,
+    meta as apis_meta,
+    produce as apis_produce,
+    quotas as apis_quotas,
+    reassign as apis_reassign,
+    security as apis_security,
+    share as apis_share,
+    share_admin as apis_share_admin,
+    txn as apis_txn,
+)
+from pylog.broker.net import sasl
+from pylog.broker.api.context import ErrorBuilder, Response
+from pylog.core.protocol import Api
+from pylog.core.protocol.apis import (
+    configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups, topics,
+    txn,
+)
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One served API: its schema, `handle(broker, ctx, body)` and `error(body, version, code, msg)`."""
+
+    schema: Api
+    handle: Callable[..., Response]
+    error: ErrorBuilder
+    # ApiVersions may list an older floor than is served: Kafka 4 lists Produce from v0 and
+    # serves v3+ (KAFKA-18659; librdkafka before 2.10 compresses only when v0 is listed)
+    advertised_min_version: int | None = None
+
+    @property
+    def advertised_min(self) -> int:
+        """The min version ApiVersions lists."""
+        v = self.advertised_min_version
+        return self.schema.min_version if v is None else v
+
+    @property
+    def key(self) -> int:
+        """The api key (from the schema)."""
+        return self.schema.key
+
+
+def served(module, *schemas: Api, **options) -> tuple[Handler, ...]:
+    """The handlers of one API family: each schema is answered by the function of `module` named
+    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error`."""
+    out = []
+    for schema in schemas:
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", schema.name).lower()
+        out.append(Handler(schema, getattr(module, name), getattr(module, name + "_error"), **options))
+    return tuple(out)
+
+
+HANDLERS: tuple[Handler, ...] = (
+    # what clients ask first
+    *served(apis_meta, meta.API_VERSIONS, meta.METADATA, meta.DESCRIBE_CLUSTER),
+    # authentication (before anything else on SASL listeners)
+    *served(sasl, meta.SASL_HANDSHAKE, security.SASL_AUTHENTICATE),
+    # producing
+    *served(apis_produce, produce.PRODUCE, advertised_min_version=0),
+    *served(apis_produce, produce.INIT_PRODUCER_ID),
+    # fetching and offsets
+    *served(apis_fetch, fetch.FETCH, fetch.LIST_OFFSETS, fetch.OFFSET_FOR_LEADER_EPOCH),
+    # topic administration
+    *served(apis_admin, topics.CREATE_TOPICS, topics.DELETE_TOPICS, topics.CREATE_PARTITIONS, topics.DELETE_RECORDS,
+            configs.DESCRIBE_LOG_DIRS),
+    # partition placement (one node: nothing to elect or move)
+    *served(apis_reassign, reassign.ELECT_LEADERS, reassign.ALTER_PARTITION_REASSIGNMENTS,
+            reassign.LIST_PARTITION_REASSIGNMENTS),
+    # configs
+    *served(apis_configs, configs.DESCRIBE_CONFIGS, configs.ALTER_CONFIGS, configs.INCREMENTAL_ALTER_CONFIGS),
+    # consumer groups (the group coordinator)
+    *served(apis_groups, groups.FIND_COORDINATOR, groups.JOIN_GROUP, groups.SYNC_GROUP, groups.HEARTBEAT,
+            groups.LEAVE_GROUP, groups.OFFSET_COMMIT, groups.OFFSET_FETCH, groups.OFFSET_DELETE, groups.LIST_GROUPS,
+            groups.DESCRIBE_GROUPS, groups.DELETE_GROUPS),
+    # KIP-848 consumer groups
+    *served(apis_consumer_groups, consumer_groups.CONSUMER_GROUP_HEARTBEAT, consumer_groups.CONSUMER_GROUP_DESCRIBE),
+    # share groups (KIP-932)
+    *served(apis_share, share_groups.SHARE_GROUP_HEARTBEAT, share_groups.SHARE_GROUP_DESCRIBE,
+            share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE),
+    *served(apis_share_admin, share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, share_groups.ALTER_SHARE_GROUP_OFFSETS,
+            share_groups.DELETE_SHARE_GROUP_OFFSETS),
+    # transactions (the transaction coordinator)
+    *served(apis_txn, txn.ADD_PARTITIONS_TO_TXN, txn.ADD_OFFSETS_TO_TXN, txn.END_TXN, txn.WRITE_TXN_MARKERS,
+            txn.TXN_OFFSET_COMMIT, txn.DESCRIBE_PRODUCERS, txn.DESCRIBE_TRANSACTIONS, txn.LIST_TRANSACTIONS),
+    # ACLs and SCRAM credentials
+    *served(apis_security, security.DESCRIBE_ACLS, security.CREATE_ACLS, security.DELETE_ACLS,
+            security.DESCRIBE_USER_SCRAM_CREDENTIALS, security.ALTER_USER_SCRAM_CREDENTIALS),
+    # client quotas
+    *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
+)

@@ -1,0 +1,474 @@
+"""The broker: its components' lifecycle, and request dispatch through the handler table.
+
+Start-up, in order (Broker.open_storage, then Broker.serve):
+  1. log manager: lock the log dirs, load and recover every partition
+  2. producer-id allocator: its block file in the first log dir; the security
+     store (SCRAM credentials, ACLs) and the authorizer
+  3. coordinators (groups, then transactions): replay their internal topics, complete
+     prepared transactions, start their timers
+  4. log cleaner threads
+  5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
+  6. listeners, one server each: from here on clients can connect
+  7. the metrics listener (metrics.listener): /metrics, /health, /ready
+  8. the schema registry (schema.registry.listeners), a client of step 6's listener
+Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
+coordinators' timers, stop accepting, answer what is in flight (long polls at
+once), wait for a running job, stop the cleaner, then flush the logs and write
+checkpoints, producer snapshots and the clean-shutdown marker.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from time import perf_counter
+from typing import TYPE_CHECKING
+
+from pylog.broker.api.quotas import throttle
+from pylog.broker.api.context import RequestContext, code_of
+from pylog.broker.api.fetch_waiters import FetchWaiters
+from pylog.broker.groups.coordinator import GroupCoordinator
+from pylog.broker.groups.share.coordinator import ShareCoordinator
+from pylog.broker.api.handlers import HANDLERS, Handler
+from pylog.broker.ops.admin_http import MetricsListener
+from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
+from pylog.broker.ops.log_dirs import LogDirMonitor
+from pylog.broker.api import topic_ids
+from pylog.broker.ops.metrics import BrokerStats
+from pylog.broker.ops.quotas import QuotaManager, QuotaStore
+from pylog.broker.ops.request_faults import FaultEngine
+from pylog.broker.security.authorizer import Authorizer, make_authorizer
+from pylog.broker.security.store import SecurityStore
+from pylog.broker.node.producer_ids import ProducerIdManager
+from pylog.broker.net.sasl import raw_token
+from pylog.broker.node.scheduler import Scheduler
+from pylog.broker.net.server import Connection, Server
+from pylog.broker.node.settings import BrokerSettings
+from pylog.broker.txn.coordinator import TransactionCoordinator
+from pylog.core import protocol
+from pylog.core.errors import ErrorCode
+from pylog.core.protocol.apis.meta import API_VERSIONS
+from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
+from pylog.storage import LogManager, RecoveryReport
+
+if TYPE_CHECKING:  # the registry (and http.server) loads only when schema.registry.listeners is set
+    from pylog.registry.service import SchemaRegistryService
+
+log = logging.getLogger("pylog.broker")
+
+DELETE_FILES_EVERY_MS = 10000  # Kafka's file.delete.delay.ms check: deleted segments go this often
+FLUSH_CHECK_MAX_MS = 1000
+
+
+class Broker:
+    """A single-node Kafka broker on pylog's storage engine.
+
+    `open_storage()` loads the log dirs (before the event loop runs, so the
+    caller can report recovery); `serve()` starts the other components,
+    listens, and runs until `request_stop()`, then stops everything.
+    """
+
+    def __init__(self, settings: BrokerSettings):
+        self.settings = settings
+        self.config = settings.config
+        self.node_id = settings.node_id
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.cluster_id = ""
+        self.recovery: RecoveryReport | None = None
+        # components, in start order; each is None until its step of the lifecycle builds it
+        self.logs: LogManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
+        self.share_coordinator: ShareCoordinator | None = None  # share groups (KIP-932)
+        self.coordinators: list[GroupCoordinator | TransactionCoordinator | ShareCoordinator] = []  # load, start, stop
+        self.scheduler: Scheduler | None = None
+        self.server: Server | None = None  # the first listener's
+        self.servers: list[Server] = []
+        self.security: SecurityStore | None = None  # SCRAM credentials and ACLs
+        self.authorizer: Authorizer | None = None  # when authorizer.class.name is set
+        self.stats = BrokerStats()  # counters for /metrics and `broker status`
+        self.metrics: MetricsListener | None = None  # when metrics.listener is set
+        self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
+        self.quotas: QuotaManager | None = None  # client quota configs and their rates
+        self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
+        self.dynamic_configs: DynamicBrokerConfigs | None = None
+        self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
+        # requests
+        self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
+        self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
+                          for k, h in sorted(self.handlers.items())]
+        self.fetch_waiters = FetchWaiters()
+        # fault rules: an empty table (one dict lookup per request) until a rule is added
+        cfg = self.config
+        self.faults = FaultEngine(self, enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
+        self._ids: dict[uuid.UUID, str] = {}
+        self._stop_event: asyncio.Event | None = None
+        self._stopping = False
+
+    # ---- start-up --------------------------------------------------------
+    def open_storage(self):
+        """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
+
+        # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
+        self.dynamic_configs = DynamicBrokerConfigs(self)
+        self.dynamic_configs.load()
+        self.logs = LogManager(list(self.settings.log_dirs), self.config)
+        self.recovery = self.logs.startup(start_cleaner=False)
+        metas = list(self.logs.meta.values())
+        self.cluster_id = metas[0].cluster_id if metas else ""
+        self.producer_ids = ProducerIdManager(self.settings.log_dirs[0])
+        self.open_security()
+        return self.recovery
+
+    def open_security(self) -> None:
+        """The credential and ACL store, bootstrap credentials (--add-scram), the authorizer."""
+        self.security = SecurityStore(self.settings.log_dirs[0])
+        if self.settings.add_scram:
+            self.security.change_credentials({(u, m): c for u, m, c in self.settings.add_scram}, [])
+        self.authorizer = make_authorizer(self.config, self.security)
+        self.quotas = QuotaManager(QuotaStore(self.settings.log_dirs[0]), self.config)
+        if self.authorizer is not None:
+            self.authorizer.broker = self
+
+    async def serve(self, ready_callback=None) -> None:
+        """Steps 3-6, then run until request_stop() and stop every component."""
+        self.loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        if self._stopping:  # a signal arrived while starting
+            self._stop_event.set()
+        try:
+            self._start_faults()
+            self._start_services()
+            port = self._listen()
+            await self._start_metrics()
+            await self._start_schema_registry()
+            if ready_callback:
+                ready_callback(port)
+            await self._stop_event.wait()
+        finally:
+            await self._stop()
+
+    def _start_services(self) -> None:
+        self.group_coordinator = GroupCoordinator(self)
+        # after the group coordinator: completing a prepared transaction at load applies its offsets
+        self.txn_coordinator = TransactionCoordinator(self)
+        self.share_coordinator = ShareCoordinator(self)  # share groups (KIP-932)
+        self.coordinators = [self.group_coordinator, self.txn_coordinator, self.share_coordinator]
+        for c in self.coordinators:
+            c.load()
+            c.start(self.loop)
+        self.dir_health = LogDirMonitor(self)
+        self.dir_health.start(self.loop)
+        self.logs.start_cleaner()
+        self.scheduler = Scheduler()
+        self.scheduler.start(self.loop, self._periodic_jobs())
+
+    def _start_faults(self) -> None:
+        if not self.faults.enabled:
+            return
+        log.warning("fault injection is enabled (faults.enable): this broker misbehaves on request; "
+                    "never run it for real data%s", "" if self.config.get("metrics.listener") else
+                    " (no metrics.listener: /faults is not served, only --faults FILE rules apply)")
+        path = self.config.get("faults.file")
+        if path:
+            from pylog.broker.ops.request_faults import load_rules_file
+
+            for rule in load_rules_file(path):
+                self.faults.add(rule)
+
+    def _listen(self) -> int:
+        """One Server per listener (its TLS context and SASL settings); returns the first one's port."""
+        from pylog.broker.net.sasl import ListenerRuntime
+
+        from pylog.broker.net.conn_limits import ConnectionLimits
+
+        cfg = self.config
+        limits = ConnectionLimits(cfg)
+        for spec in self.settings.listeners:
+            runtime = ListenerRuntime(spec, cfg, self.security)
+            server = Server(
+                self.loop, self.dispatch, cfg["socket.request.max.bytes"],
+                cfg["socket.send.buffer.bytes"] if "socket.send.buffer.bytes" in cfg.overridden else -1,
+                cfg["socket.receive.buffer.bytes"] if "socket.receive.buffer.bytes" in cfg.overridden else -1,
+                listener=runtime, limits=limits, stats=self.stats, name=spec.name,
+            )
+            self.servers.append(server)
+            spec.port = server.listen(spec.host, spec.port)
+            if spec.advertised_port is None:
+                spec.advertised_port = spec.port
+        self.server = self.servers[0]
+        head = self.settings.listeners[0]
+        self.settings.advertised_port = head.advertised_port
+        return head.port
+
+    async def _start_metrics(self) -> None:
+        url = self.config.get("metrics.listener")
+        if url:
+            self.metrics = MetricsListener(self, url)
+            await self.metrics.start()
+
+    async def _start_schema_registry(self) -> None:
+        if self.config.get("schema.registry.listeners"):
+            from pylog.registry.in_broker import make_service
+
+            svc = make_service(self)
+            # the registry reads _schemas through this broker: start it off the event loop
+            await self.loop.run_in_executor(None, svc.start)
+            self.schema_registry = svc
+
+    def advertised_for(self, conn) -> tuple[str, int]:
+        """The address published to a client: that of the listener it connected to."""
+        spec = getattr(getattr(conn, "listener", None), "spec", None)
+        if spec is not None:
+            return spec.advertised_host, spec.advertised_port
+        return self.settings.advertised_host, self.settings.advertised_port
+
+    def _periodic_jobs(self) -> list:
+        cfg = self.config
+        logs = self.logs
+        # flush_dirty honours each topic's flush.ms; a topic may get one later
+        # through AlterConfigs, so check at least every second
+        flush_every = min(cfg["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MAX_MS)
+        jobs = [
+            ("retention", cfg["log.retention.check.interval.ms"], logs.run_retention),
+            ("checkpoints", cfg["log.flush.offset.checkpoint.interval.ms"] or 60000, logs.write_checkpoints),
+            ("delete-files", DELETE_FILES_EVERY_MS, logs.delete_expired_files),
+            ("producer-expiration", cfg["producer.id.expiration.check.interval.ms"], self._expire_producers),
+            ("flush", flush_every, logs.flush_dirty),
+        ]
+        if self.dir_health is not None:
+            from pylog.broker.ops.log_dirs import CHECK_EVERY_S
+
+            jobs.append(("log-dir-check", CHECK_EVERY_S * 1000, self.dir_health.periodic_check))
+        return [(name, every_ms / 1000.0, fn) for name, every_ms, fn in jobs]
+
+    def _expire_producers(self) -> None:
+        # Kafka's broker forgets producers idle for producer.id.expiration.ms; their next
+        # write is then accepted at any sequence (KIP-360)
+        now = int(time.time() * 1000)
+        for lg in self.logs.all_logs():
+            lg.producer_state.remove_expired(now)
+
+    # ---- shutdown ----------------------------------------------------------
+    def request_stop(self) -> None:
+        """Begin a graceful shutdown (signal handlers call this)."""
+        if not self._stopping:
+            self._stopping = True
+            if self._stop_event is not None:
+                self._stop_event.set()
+
+    @property
+    def stopping(self) -> bool:
+        """True once a shutdown was requested: long polls answer, timers stop rescheduling."""
+        return self._stopping
+
+    async def _stop(self) -> None:
+        log.info("shutting down")
+        self._stopping = True
+        if self.scheduler is not None:
+            self.scheduler.cancel()
+        for c in reversed(self.coordinators):
+            c.stop()
+        if self.schema_registry is not None:
+            await self.loop.run_in_executor(None, self.schema_registry.stop)
+        if self.metrics is not None:
+            await self.metrics.stop()
+        if self.servers:
+            for server in self.servers:
+                server.stop_accepting()
+            self.fetch_waiters.wake_all()  # long polls answer now with what they have
+            for server in self.servers:
+                await server.drain(timeout=10.0)
+        if self.scheduler is not None:
+            self.scheduler.wait()
+        if self.dir_health is not None:
+            self.dir_health.stop()
+        self.close_storage()
+
+    def close_storage(self) -> None:
+        """Stop the cleaner, then flush every log and write checkpoints and the
+        clean-shutdown marker (idempotent; also the way out when start-up fails)."""
+        if self.logs is not None:
+            self.logs.stop_cleaner()
+            if self.fatal_error is not None:
+                # as Kafka halts: no flush, no checkpoints, no clean-shutdown marker; the
+                # next start recovers every log from what is really on disk
+                self.logs.abandon()
+                return
+            self.logs.shutdown()
+
+    # ---- fetch long polls --------------------------------------------------
+    async def wait_for_append(self, keys, timeout: float) -> None:
+        """Return at the next append to any (topic, partition) in `keys`, or after `timeout` s
+        (a parked fetch's wait)."""
+        fut = self.fetch_waiters.add(self.loop, keys)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self.fetch_waiters.remove(fut, keys)
+
+    def wake(self, topic: str, partition: int) -> None:
+        """New data in a partition: parked fetches on it read again."""
+        self.fetch_waiters.wake(topic, partition)
+
+    def wake_topic(self, topic: str) -> None:
+        """A topic went away: parked fetches on any of its partitions answer now."""
+        self.fetch_waiters.wake_topic(topic)
+
+    # ---- topics and partitions --------------------------------------------
+    def topic_by_id(self, topic_id: uuid.UUID):
+        """Topic ids arrive in every Fetch v13+: a cached map, checked on use and rebuilt on a miss."""
+        topics = self.logs.topics
+        name = self._ids.get(topic_id)
+        if name is not None:
+            info = topics.get(name)
+            if info is not None and info.topic_id == topic_id:
+                return info
+        self._ids = {info.topic_id: n for n, info in topics.items()}
+        name = self._ids.get(topic_id)
+        return topics.get(name) if name is not None else None
+
+    def leader_epoch(self, log_) -> int:
+        """Single node: the leader epoch never changes once the partition has data."""
+        e = getattr(log_, "latest_epoch", None)
+        return e if e is not None and e > 0 else 0
+
+    def api_version_ranges(self) -> list[dict]:
+        """ApiVersions' api_keys: every served API at its schema's versions."""
+        return self._api_keys
+
+    # ---- dispatch --------------------------------------------------------
+    def dispatch(self, conn: Connection, frame: bytearray) -> None:
+        """Decode one request frame, authenticate and authorize it, run its handler; the
+        answer keeps the request's place."""
+        started = perf_counter()
+        sasl = conn.sasl
+        if sasl is not None and sasl.raw:  # a raw token after a v0 SaslHandshake
+            return raw_token(conn, frame)
+        try:
+            req = protocol.decode_request(frame, strict=False)
+        except UnsupportedVersionError as e:
+            return self._unsupported(conn, e)
+        except UnknownApiKeyError as e:
+            return conn.close(f"unknown api key {getattr(e, 'api_key', '?')} ({e})")
+        except InvalidRequestError as e:
+            hdr = getattr(e, "header", None)
+            what = f"{protocol.API_NAMES.get(hdr.api_key, hdr.api_key)} v{hdr.api_version}" if hdr else "request"
+            log.debug("malformed frame from %s: %s", conn.peer, bytes(frame[:256]).hex())
+            return conn.close(f"malformed {what}: {e}")
+        except Exception as e:  # noqa: BLE001 - a codec bug on garbage input: drop only this client
+            return conn.close(f"undecodable request: {e.__class__.__name__}: {e}")
+        handler = self.handlers.get(req.api_key)
+        if handler is None:
+            return conn.close(f"api {protocol.API_NAMES.get(req.api_key, req.api_key)} is not served by this broker")
+        if sasl is not None and (why := sasl.gate(req.api_key)) is not None:
+            # Kafka: any other request before authentication, or after the session expired, ends it
+            return conn.close(f"unexpected {handler.schema.name} request {why}")
+        ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn)
+        # the decoder checked the version against the schema, which is what we advertise;
+        # authorization runs here, before the handler: it refuses the request or takes
+        # out what the principal may not touch (their error entries are merged back)
+        body, denied = req.body, None
+        # topics named by id (Produce 13, OffsetCommit 10, ...): names for the rules and handlers
+        body, complete = topic_ids.resolve(self, ctx.api_key, ctx.api_version, body)
+        if self.authorizer is not None:
+            try:
+                body, denied = self.authorizer.check(ctx, handler, body)
+            except Exception as e:  # noqa: BLE001 - a bug in a rule: this request fails, the broker stays
+                return conn.fill(conn.reserve(), self._encode(conn, ctx, self._handler_error(handler, ctx, body, e)))
+            if body is None:
+                if complete is not None:
+                    denied = complete(denied)
+                self.stats.request_done(ctx.api_key, ctx.api_version, started, denied)
+                return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
+        try:
+            rules = self.faults.table.get(req.api_key)
+            result = handler.handle(self, ctx, body) if rules is None else \
+                self.faults.run(rules, self, handler, ctx, body)
+        except Exception as e:  # noqa: BLE001
+            result = self._handler_error(handler, ctx, body, e)
+        if denied is not None and result is not None:
+            if isinstance(result, dict):
+                result = self.authorizer.merge(ctx, result, denied)
+            else:
+                result = self._merge_later(result, ctx, denied)
+        if complete is not None and result is not None:
+            result = complete(result) if isinstance(result, dict) else self._complete_later(result, complete)
+        if self.quotas is not None and self.quotas.active:
+            result = throttle(self, ctx, len(frame), started, result)
+        if result is None or isinstance(result, dict):
+            self.stats.request_done(ctx.api_key, ctx.api_version, started, result)
+            if result is not None:
+                conn.fill(conn.reserve(), self._encode(conn, ctx, result))
+            return
+        self._answer_later(conn, handler, ctx, req.body, result, started)
+
+    def _answer_later(self, conn: Connection, handler: Handler, ctx: RequestContext, body: dict, result,
+                      started: float) -> None:
+        """An awaitable answer (long poll, rebalance) keeps its place in the connection's order."""
+        slot = conn.reserve()
+        task = asyncio.ensure_future(result)
+        conn.tasks.add(task)
+
+        def done(t: asyncio.Future) -> None:
+            conn.tasks.discard(t)
+            if t.cancelled() or conn.closed:
+                return
+            exc = t.exception()
+            res = self._handler_error(handler, ctx, body, exc) if exc else t.result()
+            self.stats.request_done(ctx.api_key, ctx.api_version, started, res)
+            conn.fill(slot, [] if res is None else self._encode(conn, ctx, res))
+
+        task.add_done_callback(done)
+
+    async def _merge_later(self, awaitable, ctx: RequestContext, denied):
+        res = await awaitable
+        return None if res is None else self.authorizer.merge(ctx, res, denied)
+
+    @staticmethod
+    async def _complete_later(awaitable, complete):
+        res = await awaitable
+        return None if res is None else complete(res)
+
+    def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None:
+        """Answer this request, then close the connection once the answer is written."""
+        conn = ctx.conn
+        conn.fill(conn.reserve(), self._encode(conn, ctx, body))
+        log.info("closing connection from %s: %s", conn.peer, reason)
+        conn.drain()
+
+    def _handler_error(self, handler: Handler, ctx: RequestContext, body: dict, exc: BaseException) -> dict:
+        code, msg = code_of(exc)
+        if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+            log.error("%s v%d from %s failed", handler.schema.name, ctx.api_version, ctx.conn.peer, exc_info=exc)
+        return handler.error(body, ctx.api_version, code, msg)
+
+    def _encode(self, conn: Connection, ctx: RequestContext, body: dict) -> list:
+        """The response as parts: bytes, and file slices the server sends with sendfile
+        (a fetch's record sets; any other response is one bytes part)."""
+        try:
+            _, parts = protocol.encode_response_parts(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+            return parts
+        except Exception as e:  # noqa: BLE001 - a response we cannot encode is a bug; drop the client
+            log.error("cannot encode %s v%d response", protocol.API_NAMES.get(ctx.api_key), ctx.api_version,
+                      exc_info=e)
+            conn.close(f"internal error encoding the response: {e}")
+            return []
+
+    def _unsupported(self, conn: Connection, e: UnsupportedVersionError) -> None:
+        hdr = getattr(e, "header", None)
+        if hdr is None:
+            return conn.close(f"unsupported request: {e}")
+        if hdr.api_key == API_VERSIONS.key:
+            return self._api_versions_fallback(conn, hdr.correlation_id)
+        name = protocol.API_NAMES.get(hdr.api_key, hdr.api_key)
+        conn.close(f"{name} v{hdr.api_version} is not supported (client should have checked ApiVersions)")
+
+    def _api_versions_fallback(self, conn: Connection, correlation_id: int) -> None:
+        """KIP-511: a too-new ApiVersions gets a v0 answer with our ranges so the client can retry."""
+        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self._api_keys}
+        conn.fill(conn.reserve(), [protocol.encode_response(API_VERSIONS.key, 0, correlation_id, body)])
