@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "export-to-kafka": "pylog.commands.export_kafka:export_to_kafka",
     "schema-registry": "pylog.commands.schema_registry:schema_registry",
     "schemas": "pylog.commands.schemas:schemas",
+    "console": "pylog.commands.console_cmd:console",
     "spark-ingest": "pylog.commands.spark_jobs:spark_ingest",
     "spark-compaction": "pylog.commands.spark_jobs:spark_compaction",
     "spark-export": "pylog.commands.spark_export:spark_export",

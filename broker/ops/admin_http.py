@@ -9,6 +9,8 @@ that changes it, so no lock is needed and no thread can see half an update.
 - /health: liveness; 200 while the broker serves, 503 once it is stopping.
 - /ready: 200 when the log dirs are loaded, every listener accepts and at
   least one log dir is online; 503 with the reasons otherwise.
+- /share-groups/GROUP: each share-partition's in-flight records (state, holder, delivery
+  count, lock expiry) as JSON, read-only (broker/ops/share_view.py).
 - /faults: the fault rules (GET, POST, DELETE; see request_faults.http), only
   with faults.enable=true; 403 otherwise.
 Both health answers carry the JSON that `pylog broker status` prints.
@@ -170,4 +172,12 @@ class MetricsListener:
             snap = status_snapshot(self.broker)
             ok = snap["live"] if path == "/health" else snap["ready"]
             return (200 if ok else 503), "application/json", (json.dumps(snap) + "\n").encode()
-        return 404, "text/plain", b"not found: try /metrics, /health or /ready\n"
+        if path.startswith("/share-groups/") and path.count("/") == 2:
+            from urllib.parse import unquote
+
+            from pylog.broker.ops.share_view import share_partitions
+
+            group = unquote(path.split("/", 2)[2])
+            body = json.dumps({"group_id": group, "share_partitions": share_partitions(self.broker, group)})
+            return 200, "application/json", (body + "\n").encode()
+        return 404, "text/plain", b"not found: try /metrics, /health, /ready or /share-groups/GROUP\n"
