@@ -13,6 +13,7 @@ from importlib import resources
 from aiohttp import web
 
 from pylog.console.cluster import ReadOnlyError
+from pylog.console.http import STATE
 from pylog.core.errors import KafkaError, PylogError, UsageError
 
 STATIC_TYPES = {".js": "application/javascript", ".css": "text/css", ".html": "text/html", ".LICENSE": "text/plain"}
@@ -31,7 +32,7 @@ def api(fn):
     """An API handler: fn(console, request, body) runs on a worker thread; its value is the JSON answer."""
     @functools.wraps(fn)
     async def handler(request: web.Request) -> web.Response:
-        console = request.app["console"]
+        console = request.app[STATE]["console"]
         body = {}
         if request.can_read_body:
             try:

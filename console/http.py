@@ -7,6 +7,8 @@ import threading
 
 from aiohttp import web
 
+STATE = web.AppKey("state", dict)  # what the handlers read: request.app[STATE]["console"]
+
 
 class ThreadedServer:
     def __init__(self, routes, state: dict, host: str, port: int, ssl_context=None):
@@ -25,8 +27,7 @@ class ThreadedServer:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=4 * 1024 * 1024)
-        for k, v in self.state.items():
-            app[k] = v
+        app[STATE] = self.state
         for method, path, handler in self.routes:
             app.router.add_route(method, path, handler)
         return app

@@ -143,7 +143,7 @@ class Messages:
     def _row(self, partition, r, fmt) -> dict:
         key, key_as = self.decoder.decode(r.key, "auto" if fmt == "registry" else fmt)
         value, value_as = self.decoder.decode(r.value, fmt)
-        headers = [[k, None if v is None else self.decoder.decode(v, "auto" if fmt == "registry" else fmt)[0]]
+        headers = [[k, None if v is None else self.decoder.decode(v, "hex" if fmt == "hex" else "text")[0]]
                    for k, v in r.headers]
         return {"partition": partition, "offset": r.offset, "timestamp": r.timestamp, "key": key,
                 "key_as": key_as, "value": value, "value_as": value_as, "headers": headers,
