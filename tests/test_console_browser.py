@@ -258,7 +258,7 @@ def test_registry_subjects_diff_and_compatibility(env, browser):
 
 
 def test_log_dir_segments_batches_and_verdicts(env, browser):
-    browser.open("logdir", "logdir")
+    browser.open("logdir?verify=1", "logdir")
     parts = {r[0]: r for r in browser.rows("partitions")}
     assert parts["orders-0"][4] == "clean"
     browser.screenshot("logdir")
