@@ -5,15 +5,13 @@ never holds the others; errors answer {"error": "..."} with Kafka's message (403
 write refused by a read-only console, 400 for bad input, 502 when the cluster failed)."""
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from importlib import resources
 
-from aiohttp import web
+from pylog.web import Request, Response, json_response, run_blocking, text_response
 
 from pylog.console.cluster import ReadOnlyError
-from pylog.console.http import STATE
 from pylog.core.errors import KafkaError, PylogError, UsageError
 
 STATIC_TYPES = {".js": "application/javascript", ".css": "text/css", ".html": "text/html", ".LICENSE": "text/plain"}
@@ -23,27 +21,26 @@ def static_file(name: str) -> bytes:
     return resources.files("pylog.console").joinpath("static", name).read_bytes()
 
 
-def _error(e: Exception) -> web.Response:
+def _error(e: Exception) -> Response:
     status = 403 if isinstance(e, ReadOnlyError) else 400 if isinstance(e, (UsageError, ValueError)) else 502
-    return web.json_response({"error": str(e) or type(e).__name__}, status=status)
+    return json_response({"error": str(e) or type(e).__name__}, status=status)
 
 
 def api(fn):
     """An API handler: fn(console, request, body) runs on a worker thread; its value is the JSON answer."""
     @functools.wraps(fn)
-    async def handler(request: web.Request) -> web.Response:
-        console = request.app[STATE]["console"]
+    async def handler(console, request: Request) -> Response:
         body = {}
         if request.can_read_body:
             try:
                 body = json.loads(await request.read() or b"{}")
             except ValueError:
-                return web.json_response({"error": "the request body is not JSON"}, status=400)
+                return json_response({"error": "the request body is not JSON"}, status=400)
         try:
-            out = await asyncio.get_running_loop().run_in_executor(None, fn, console, request, body)
+            out = await run_blocking(fn, console, request, body)
         except (PylogError, KafkaError, ValueError) as e:
             return _error(e)
-        return web.json_response(out, dumps=functools.partial(json.dumps, default=str))
+        return json_response(out, dumps=functools.partial(json.dumps, default=str))
     return handler
 
 
@@ -56,20 +53,20 @@ def _int(v):
     return None if v in (None, "") else int(v)
 
 
-async def index(request: web.Request) -> web.Response:
-    return web.Response(body=static_file("index.html"), content_type="text/html")
+async def index(console, request: Request) -> Response:
+    return Response(body=static_file("index.html"), content_type="text/html")
 
 
-async def static(request: web.Request) -> web.Response:
+async def static(console, request: Request) -> Response:
     name = request.match_info["name"]
     suffix = "." + name.rsplit(".", 1)[-1]
     if "/" in name or suffix not in STATIC_TYPES:
-        raise web.HTTPNotFound()
+        return text_response(404, f"no static file {name}\n")
     try:
         body = static_file(name)
     except FileNotFoundError:
-        raise web.HTTPNotFound() from None
-    return web.Response(body=body, content_type=STATIC_TYPES[suffix], headers={"Cache-Control": "max-age=3600"})
+        return text_response(404, f"no static file {name}\n")
+    return Response(body=body, content_type=STATIC_TYPES[suffix], headers={"Cache-Control": "max-age=3600"})
 
 
 @api

@@ -8,7 +8,7 @@ from pylog.console.app import ROUTES
 from pylog.console.cluster import Cluster
 from pylog.console.groups import Groups
 from pylog.console.history import BrokerHistory, Sampler, health_source, share_source
-from pylog.console.http import ThreadedServer
+from pylog.console.http import console_server
 from pylog.console.logdir import LogDirs
 from pylog.console.messages import Messages
 from pylog.console.registry_view import RegistryView
@@ -55,7 +55,7 @@ class ConsoleService:
         if self.broker_history is not None:
             jobs.insert(0, self.broker_history.sample)
         self.sampler = Sampler(jobs, sample_interval)
-        self.server = ThreadedServer(ROUTES, {"console": self}, host, port, ssl_context=ssl_context)
+        self.server = console_server(ROUTES, self, host, port, ssl_context=ssl_context)
 
     # ---------------------------------------------------------------- what the pages ask
     def features(self) -> dict:

@@ -52,7 +52,7 @@ from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.storage import LogManager, RecoveryReport
 
-if TYPE_CHECKING:  # the registry and the console load only when their listeners are set
+if TYPE_CHECKING:  # the registry, the console (and their HTTP stack) load only when their listeners are set
     from pylog.console.service import ConsoleService
     from pylog.registry.service import SchemaRegistryService
 
