@@ -55,9 +55,12 @@ class Decoder:
                 if fmt == "json":
                     return binascii.hexlify(data).decode(), "hex"
         try:
-            return data.decode("utf-8"), "text"
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             return binascii.hexlify(data).decode(), "hex"
+        if fmt == "auto" and any(c < " " and c not in "\t\n\r" for c in text):
+            return binascii.hexlify(data).decode(), "hex"  # binary that happens to be UTF-8
+        return text, "text"
 
 
 class Messages:

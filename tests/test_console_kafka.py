@@ -19,6 +19,7 @@ from pylog.core.client.group import attach_group
 from pylog.core.client.group_admin import GroupAdmin
 from pylog.core.client.schema_registry import RegistryClient, Serializer
 from pylog.core.client.share_consumer import ShareConsumer
+from pylog.core.errors import RetriableError
 from pylog.registry.service import SchemaRegistryService
 from support.browser import Browser
 from support.cli import pylog
@@ -67,7 +68,15 @@ def env(kafka_node):
                 p.send("c-avro", ser.encode({"id": i, "item": f"gear-{i}"}))
             p.flush(30)
         with GroupAdmin(props) as ga:
-            ga.alter_offsets("c-billing", {TopicPartition("c-orders", p): 10 for p in range(2)})
+            deadline = time.monotonic() + 60
+            while True:  # Kafka creates __consumer_offsets on the first FindCoordinator: retriable until then
+                try:
+                    ga.alter_offsets("c-billing", {TopicPartition("c-orders", p): 10 for p in range(2)})
+                    break
+                except RetriableError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
         sc = ShareConsumer({**props, "group.id": "c-jobs", "share.acknowledgement.mode": "explicit"})
         held.append(sc)
         sc.subscribe(["c-shared"])

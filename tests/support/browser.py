@@ -111,7 +111,7 @@ class Browser:
         SHOTS.mkdir(parents=True, exist_ok=True)
         path = SHOTS / f"{name}.png"
         self.driver.execute_script("const f = document.getElementById('flash'); if (f) f.innerHTML = '';")
-        height = self.driver.execute_script("return Math.min(document.body.scrollHeight, 2400)")
+        height = self.driver.execute_script("return Math.min(document.body.scrollHeight, 1400)")
         self.driver.set_window_size(1360, max(700, int(height)))
         self.driver.save_screenshot(str(path))
         self.driver.set_window_size(1360, 900)
