@@ -491,6 +491,9 @@ _RULES = {
     66: _list_transactions,
     68: _consumer_group_heartbeat,
     69: _group_list("group_ids", Op.DESCRIBE),
+    88: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
+    89: _group_list("group_ids", Op.DESCRIBE),
+    93: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
 }
 
 # the share-group APIs (KIP-932) have their own module; it builds on the rules above
