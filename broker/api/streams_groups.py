@@ -29,7 +29,7 @@ def streams_group_heartbeat_error(body, version, code, msg):
 def streams_group_describe(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """Topology, epochs, members and their tasks of streams groups."""
     return {"throttle_time_ms": 0, "groups": broker.group_coordinator.describe_streams_groups(
-        body["group_ids"], body.get("include_topology_description", False))}
+        body["group_ids"], body["include_topology_description"])}
 
 
 def streams_group_describe_error(body, version, code, msg):

@@ -490,10 +490,8 @@ _RULES = {
     65: _describe_transactions,
     66: _list_transactions,
     68: _consumer_group_heartbeat,
-    69: _group_list("group_ids", Op.DESCRIBE),
-    88: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
-    89: _group_list("group_ids", Op.DESCRIBE),
-    93: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
+    69: _group_list("group_ids", Op.DESCRIBE), 89: _group_list("group_ids", Op.DESCRIBE),  # 89: streams groups
+    88: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id), 93: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
 }
 
 # the share-group APIs (KIP-932) have their own module; it builds on the rules above
