@@ -62,7 +62,9 @@ def _state(out: list[str]) -> tuple[int, list[str]]:
     """(the first phase's group epoch, the STATE lines with every epoch counted from it)."""
     lines = [x for x in out if x.startswith("STATE ")]
     base = int(re.search(r"group_epoch=(\d+)", lines[0]).group(1))
-    return base, [re.sub(r"(epoch=)(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) - base:+d}", x) for x in lines]
+    def relative(m):
+        return f"{m.group(1)}{int(m.group(2)) - base:+d}"
+    return base, [re.sub(r"\b((?:group_|assignment_)?epoch=)(\d+)", relative, x) for x in lines]
 
 
 def _counts(out: list[str]) -> list[tuple[str, str, str]]:
