@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from pylog.core import fastpath
+from pylog.core import about, fastpath
 from pylog.core.errors import PylogError
 
 # name -> "module:attribute". Commands load lazily so `pylog --help` and a
@@ -70,14 +70,6 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
 
-def version() -> str:
-    from importlib import metadata  # only for --version: 0.1 s of imports every command would pay
-    try:
-        return metadata.version("pylog")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
 # the libraries whose versions decide what pylog does: codecs and checksums, the schema
 # types, and (when their extras are installed) Spark, Arrow and the table formats
 BEHAVIOUR_LIBRARIES = ("lz4", "zstandard", "cramjam", "crc32c", "fastavro", "jsonschema", "protobuf")
@@ -116,7 +108,7 @@ def manual_hint() -> str:
 def _print_version(ctx, _param, value) -> None:
     """--version, looked up only when asked for (click's version_option reads it at import)."""
     if value and not ctx.resilient_parsing:
-        click.echo(f"pylog {version()}\nimplementation: {fastpath.implementation()}\n"
+        click.echo(f"pylog {about.version()}\nimplementation: {fastpath.implementation()}\n"
                    f"python: {sys.version.split()[0]}")
         for line in library_versions():
             click.echo(f"libraries: {line}")
