@@ -62,11 +62,18 @@ class LogLoader:
             seg = self.segments[i]
             needs = recover_from is not None and seg.base_offset >= recover_from
             if not needs:
+                # Kafka's loadSegmentFiles: an index is trusted below the recovery point (its sanity checks
+                # are skipped, recovery covers what lies past it) and an older segment's indexes are only
+                # opened when first needed; the active segment's tail is read now (the log end offset)
                 try:
-                    seg.sanity_check()
-                    seg.load_tail()
-                    if i + 1 < len(self.segments) and seg.next_offset > self.segments[i + 1].base_offset:
-                        raise CorruptIndexError(f"segment {seg.log_path.name} overlaps the next one")
+                    if i + 1 < len(self.segments):
+                        if not seg.has_index_files():
+                            raise CorruptIndexError(f"missing index for segment {seg.log_path.name}")
+                        seg.defer_tail()
+                    else:
+                        seg.drop_blank_tail()
+                        seg.sanity_check()
+                        seg.load_tail()
                 except CorruptIndexError as e:
                     self._warn(f"{e}; rebuilding the indexes of {seg.log_path}")
                     needs = True

@@ -112,41 +112,112 @@ class LogSegment:
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
         self.created_ms = int(clock() * 1000)
-        self.offset_index = OffsetIndex(segment_path(self.dir, base_offset, INDEX_SUFFIX + suffix), base_offset, max_index_size)
-        self.time_index = TimeIndex(segment_path(self.dir, base_offset, TIME_INDEX_SUFFIX + suffix), base_offset, max_index_size)
-        self.txn_index = TransactionIndex(segment_path(self.dir, base_offset, TXN_INDEX_SUFFIX + suffix), base_offset)
+        self._offset_index: OffsetIndex | None = None  # the indexes are opened when first needed (Kafka's LazyIndex)
+        self._time_index: TimeIndex | None = None
+        self._txn_index: TransactionIndex | None = None
         self.bytes_since_last_index_entry = 0
-        self.max_timestamp_so_far = NO_TIMESTAMP
+        self._max_ts = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
-        self.next_offset = base_offset  # valid after load_tail()/recover()/append
+        self._next_offset: int | None = base_offset  # None: read from the indexes and the tail when first asked
         self.unflushed = False
+
+    # ---- the indexes, opened lazily ----
+    def index_path(self, suffix: str) -> Path:
+        """The path of one of the segment's index files (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)."""
+        return segment_path(self.dir, self.base_offset, suffix + self.suffix)
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        """The `.index`, mapped on first use."""
+        idx = self._offset_index
+        if idx is None:
+            idx = self._offset_index = OffsetIndex(self.index_path(INDEX_SUFFIX), self.base_offset, self.max_index_size)
+        return idx
+
+    @property
+    def time_index(self) -> TimeIndex:
+        """The `.timeindex`, mapped on first use."""
+        idx = self._time_index
+        if idx is None:
+            idx = self._time_index = TimeIndex(self.index_path(TIME_INDEX_SUFFIX), self.base_offset, self.max_index_size)
+        return idx
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        """The `.txnindex`, read on first use."""
+        idx = self._txn_index
+        if idx is None:
+            idx = self._txn_index = TransactionIndex(self.index_path(TXN_INDEX_SUFFIX), self.base_offset)
+        return idx
+
+    def _open_indexes(self):
+        return [i for i in (self._offset_index, self._time_index, self._txn_index) if i is not None]
+
+    def defer_tail(self) -> None:
+        """An older segment loaded on a clean start: its next offset and max timestamp are read from its
+        indexes when first asked (Kafka opens such indexes lazily)."""
+        self._next_offset = None
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the segment's last batch."""
+        n = self._next_offset
+        if n is None:
+            self.load_tail()
+            n = self._next_offset
+        return n
+
+    @next_offset.setter
+    def next_offset(self, value: int) -> None:
+        self._next_offset = value
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        """The largest batch max timestamp in the segment (-1: none)."""
+        if self._next_offset is None:
+            self.load_tail()
+        return self._max_ts
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        self._max_ts = value
+
+    def drop_blank_tail(self) -> None:
+        """The active segment's indexes are preallocated: zero-filled slots past the entries are not
+        entries (an unclean stop leaves them untrimmed)."""
+        for idx in (self.offset_index, self.time_index):
+            idx.entries = idx.written_entries()
 
     # ---- loading ----
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when an index cannot be trusted (Kafka rebuilds it then)."""
-        if not self.offset_index.path.exists() or not self.time_index.path.exists():
+        if not self.has_index_files():
             raise CorruptIndexError(f"missing index for segment {self.log_path.name}")
         self.offset_index.sanity_check(self.size)
         self.time_index.sanity_check()
         self.txn_index.sanity_check()
 
+    def has_index_files(self) -> bool:
+        """True when the offset and time index files exist (a segment without them is recovered)."""
+        return self.index_path(INDEX_SUFFIX).exists() and self.index_path(TIME_INDEX_SUFFIX).exists()
+
     def load_tail(self) -> None:
         """After opening a clean segment: find its next offset and max timestamp by
         scanning from the newest index entries (not the whole file)."""
         ts, ts_off = self.time_index.last_entry
-        self.max_timestamp_so_far, self.offset_of_max_timestamp = ts, ts_off
+        self._max_ts, self.offset_of_max_timestamp = ts, ts_off
         # Index entries are written after counting their batch, so everything the
         # indexes do not cover starts at the last offset-index entry.
         start = self.offset_index.last_entry[1] if self.offset_index.entries else 0
         next_offset = self.base_offset
         for pos, h in self._walk(start):
             next_offset = h.next_offset
-            if h.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+            if h.max_timestamp > self._max_ts:
+                self._max_ts, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
         if next_offset == self.base_offset and start > 0:
             next_offset = self.offset_index.last_entry[0] + 1
-        self.next_offset = next_offset
+        self._next_offset = next_offset
         self._load_rolling_timestamp()
 
     def _load_rolling_timestamp(self) -> None:
@@ -463,18 +534,21 @@ class LogSegment:
         new_log = swap(self.log_path)
         os.replace(self.log_path, new_log)
         self.log_path = new_log
-        self.offset_index.rename(swap(self.offset_index.path))
-        self.time_index.rename(swap(self.time_index.path))
-        self.txn_index.rename(swap(self.txn_index.path))
+        for kind, idx in ((INDEX_SUFFIX, self._offset_index), (TIME_INDEX_SUFFIX, self._time_index),
+                          (TXN_INDEX_SUFFIX, self._txn_index)):
+            path = self.index_path(kind)
+            if idx is not None:
+                idx.rename(swap(path))
+            elif path.exists():
+                os.replace(path, swap(path))
         self.suffix = new
 
     def close(self) -> None:
         """Close the files, trimming the indexes' preallocated tails."""
         if self.fd < 0:
             return
-        self.offset_index.close()
-        self.time_index.close()
-        self.txn_index.close()
+        for idx in self._open_indexes():
+            idx.close()
         os.close(self.fd)
         self.fd = -1
 
@@ -482,15 +556,17 @@ class LogSegment:
         """Close files without trimming (the segment is being deleted)."""
         if self.fd < 0:
             return
-        self.offset_index.close_without_trim()
-        self.time_index.close_without_trim()
+        for idx in (self._offset_index, self._time_index):
+            if idx is not None:
+                idx.close_without_trim()
         os.close(self.fd)
         self.fd = -1
 
     def delete_files(self) -> None:
         """Close and remove every file of the segment."""
         self.close_handlers()
-        for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
+        for p in (self.log_path, self.index_path(INDEX_SUFFIX), self.index_path(TIME_INDEX_SUFFIX),
+                  self.index_path(TXN_INDEX_SUFFIX)):
             try:
                 p.unlink()
             except FileNotFoundError:
