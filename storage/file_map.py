@@ -63,7 +63,7 @@ def map_file(fd: int, length: int, writable: bool = True):
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     buf = (ctypes.c_char * length).from_address(addr)
-    buf._pages = _Pages(addr, length)
+    buf.mapped_pages = _Pages(addr, length)
     return buf
 
 
@@ -74,7 +74,7 @@ def sync(buf) -> None:
     if isinstance(buf, mmap.mmap):
         buf.flush()
         return
-    pages = buf._pages
+    pages = buf.mapped_pages
     if _msync(pages.addr, pages.length, _MS_SYNC) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))

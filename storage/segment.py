@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from pylog.core import fastpath
 from pylog.core.records.errors import RecordFormatError, TruncatedBatchError
 from pylog.core.records.header import (
     BATCH_LENGTH_OFFSET,
@@ -33,23 +32,23 @@ from pylog.core.records.header import (
 from pylog.storage import faults
 from pylog.storage.index_file import CorruptIndexError
 from pylog.storage.scan import file_batches
-from pylog.storage.offset_index import OffsetIndex
-from pylog.storage.time_index import NO_TIMESTAMP, TimeIndex
-from pylog.storage.txn_index import TransactionIndex
+from pylog.storage.segment_indexes import (  # noqa: F401 - the suffixes are re-exported
+    INDEX_SUFFIX,
+    INDEX_SUFFIXES,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    SegmentIndexes,
+)
+from pylog.storage.time_index import NO_TIMESTAMP
 
 LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 SWAP_END_SUFFIX = ".swap.end"  # the cleaner's note of the offsets a swap replaces (see Log._complete_swap)
-INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 INT_MAX = 0x7FFFFFFF
-_index_batches = fastpath.choose("index_batches", None)  # compiled LogSegment._index_batches, or None
 HEADER_WALK_CHUNK = 64 << 10
 _PREFIX = LOCATE_STRUCT
 _PREFIX_SIZE = _PREFIX.size  # 27
@@ -89,7 +88,7 @@ class RecoveryResult(NamedTuple):
     reason: str | None  # why the tail was cut (None when nothing was)
 
 
-class LogSegment:
+class LogSegment(SegmentIndexes):
     """One segment: the `.log` file of v2 batches and its offset, time and transaction indexes. Appends
     write whole validated batches with one write; reads hand back (position, length) slices for sendfile;
     recovery rebuilds the indexes from the batches."""
@@ -112,47 +111,12 @@ class LogSegment:
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
         self.created_ms = int(clock() * 1000)
-        self._offset_index: OffsetIndex | None = None  # the indexes are opened when first needed (Kafka's LazyIndex)
-        self._time_index: TimeIndex | None = None
-        self._txn_index: TransactionIndex | None = None
         self.bytes_since_last_index_entry = 0
         self._max_ts = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
         self._next_offset: int | None = base_offset  # None: read from the indexes and the tail when first asked
         self.unflushed = False
-
-    # ---- the indexes, opened lazily ----
-    def index_path(self, suffix: str) -> Path:
-        """The path of one of the segment's index files (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)."""
-        return segment_path(self.dir, self.base_offset, suffix + self.suffix)
-
-    @property
-    def offset_index(self) -> OffsetIndex:
-        """The `.index`, mapped on first use."""
-        idx = self._offset_index
-        if idx is None:
-            idx = self._offset_index = OffsetIndex(self.index_path(INDEX_SUFFIX), self.base_offset, self.max_index_size)
-        return idx
-
-    @property
-    def time_index(self) -> TimeIndex:
-        """The `.timeindex`, mapped on first use."""
-        idx = self._time_index
-        if idx is None:
-            idx = self._time_index = TimeIndex(self.index_path(TIME_INDEX_SUFFIX), self.base_offset, self.max_index_size)
-        return idx
-
-    @property
-    def txn_index(self) -> TransactionIndex:
-        """The `.txnindex`, read on first use."""
-        idx = self._txn_index
-        if idx is None:
-            idx = self._txn_index = TransactionIndex(self.index_path(TXN_INDEX_SUFFIX), self.base_offset)
-        return idx
-
-    def _open_indexes(self):
-        return [i for i in (self._offset_index, self._time_index, self._txn_index) if i is not None]
 
     def defer_tail(self) -> None:
         """An older segment loaded on a clean start: its next offset and max timestamp are read from its
@@ -183,12 +147,6 @@ class LogSegment:
     def max_timestamp_so_far(self, value: int) -> None:
         self._max_ts = value
 
-    def drop_blank_tail(self) -> None:
-        """The active segment's indexes are preallocated: zero-filled slots past the entries are not
-        entries (an unclean stop leaves them untrimmed)."""
-        for idx in (self.offset_index, self.time_index):
-            idx.entries = idx.written_entries()
-
     # ---- loading ----
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when an index cannot be trusted (Kafka rebuilds it then)."""
@@ -197,10 +155,6 @@ class LogSegment:
         self.offset_index.sanity_check(self.size)
         self.time_index.sanity_check()
         self.txn_index.sanity_check()
-
-    def has_index_files(self) -> bool:
-        """True when the offset and time index files exist (a segment without them is recovered)."""
-        return self.index_path(INDEX_SUFFIX).exists() and self.index_path(TIME_INDEX_SUFFIX).exists()
 
     def load_tail(self) -> None:
         """After opening a clean segment: find its next offset and max timestamp by
@@ -257,38 +211,9 @@ class LogSegment:
             raise
         if start == 0 and batches:
             self.rolling_based_timestamp = batches[0][1].max_timestamp
-        oi, ti = self.offset_index, self.time_index
-        done = _index_batches and _index_batches(batches, start, self.bytes_since_last_index_entry, self.index_interval_bytes,
-                              self.max_timestamp_so_far, self.offset_of_max_timestamp, self.base_offset, oi.mapping,
-                              oi.entries, oi.max_entries, ti.mapping, ti.entries, ti.max_entries)
-        if done is None:
-            self._index_batches(batches, start)
-            self.next_offset = batches[-1][1].next_offset
-        else:  # the entries are in the maps already
-            (self.bytes_since_last_index_entry, self.max_timestamp_so_far, self.offset_of_max_timestamp,
-             oi.entries, ti.entries, self.next_offset) = done
+        self.index_appended(batches, start)
         self.size = start + total_size
         self.unflushed = True
-
-    def _index_batches(self, batches: list[tuple[int, BatchHeader]], start: int) -> None:
-        """The index half of an append (Kafka's LogSegment.append, per batch), the reference of the compiled
-        `index_batches` (one call, when no entry can fail): max timestamp, index entries every interval."""
-        since = self.bytes_since_last_index_entry
-        interval = self.index_interval_bytes
-        max_ts = self.max_timestamp_so_far
-        oi = self.offset_index
-        for pos, h in batches:
-            if h.max_timestamp > max_ts:
-                max_ts = h.max_timestamp
-                self.offset_of_max_timestamp = h.base_offset + h.last_offset_delta
-            if since > interval:
-                # offsets and positions only grow on append: OffsetIndex.append's order checks cannot fail
-                oi.append_in_order(h.base_offset + h.last_offset_delta, start + pos)
-                self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
-                since = 0
-            since += h.batch_length + LOG_OVERHEAD
-        self.max_timestamp_so_far = max_ts
-        self.bytes_since_last_index_entry = since
 
     def can_hold(self, last_offset: int) -> bool:
         """True when last_offset fits the segment's int32 relative offsets."""
@@ -511,18 +436,11 @@ class LogSegment:
             return
         try:
             faults.fsync(self.fd, self._path_str)
-            self.offset_index.flush()
-            self.time_index.flush()
-            self.txn_index.flush()
+            self.flush_indexes()
         except (OSError, ValueError):
             if self.fd >= 0:
                 raise
         self.unflushed = False
-
-    def resize_indexes(self, size: int) -> None:
-        """Resize both index files (the active segment's are preallocated to segment.index.bytes)."""
-        self.offset_index.resize(size)
-        self.time_index.resize(size)
 
     def change_suffix(self, old: str, new: str) -> None:
         """Rename all files of the segment (Kafka's changeFileSuffixes), e.g. '' -> '.deleted'."""
@@ -534,21 +452,14 @@ class LogSegment:
         new_log = swap(self.log_path)
         os.replace(self.log_path, new_log)
         self.log_path = new_log
-        for kind, idx in ((INDEX_SUFFIX, self._offset_index), (TIME_INDEX_SUFFIX, self._time_index),
-                          (TXN_INDEX_SUFFIX, self._txn_index)):
-            path = self.index_path(kind)
-            if idx is not None:
-                idx.rename(swap(path))
-            elif path.exists():
-                os.replace(path, swap(path))
+        self.rename_indexes(swap)
         self.suffix = new
 
     def close(self) -> None:
         """Close the files, trimming the indexes' preallocated tails."""
         if self.fd < 0:
             return
-        for idx in self._open_indexes():
-            idx.close()
+        self.close_indexes()
         os.close(self.fd)
         self.fd = -1
 
@@ -556,9 +467,7 @@ class LogSegment:
         """Close files without trimming (the segment is being deleted)."""
         if self.fd < 0:
             return
-        for idx in (self._offset_index, self._time_index):
-            if idx is not None:
-                idx.close_without_trim()
+        self.close_indexes(trim=False)
         os.close(self.fd)
         self.fd = -1
 
