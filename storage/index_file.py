@@ -40,6 +40,7 @@ class IndexFile:
     """A memory-mapped index file of fixed-size entries (Kafka's AbstractIndex): the active segment's is
     preallocated, older ones are trimmed to their entries."""
     entry_size = 8  # overridden
+    file_length = -1  # the file's length as last set (trimming the same length again is skipped)
 
     def __init__(self, path: str | os.PathLike, base_offset: int, max_index_size: int, writable: bool = True):
         self.path = Path(path)
@@ -49,6 +50,7 @@ class IndexFile:
         # Round the limit down to whole entries, as Kafka does.
         self.max_index_size = max(self.entry_size, max_index_size - max_index_size % self.entry_size)
         self.mapping = None  # the entries (a map holding no descriptor: file_map)
+        self.dirty = False  # entries changed since the last flush (an msync is an fsync of the file)
         existed = self.path.exists()
         fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
         try:
@@ -63,6 +65,7 @@ class IndexFile:
                 if length != self.entries * self.entry_size:
                     os.ftruncate(fd, self.entries * self.entry_size)
                 self.mapping = file_map.map_file(fd, self.entries * self.entry_size)
+                self.file_length = self.entries * self.entry_size
             else:
                 self.mapping = mmap.mmap(fd, length, access=mmap.ACCESS_READ) if length else None
         finally:
@@ -101,7 +104,10 @@ class IndexFile:
     # ---- mapping ----
     def _resize_open(self, fd: int, new_size: int) -> None:
         self.mapping = None  # unmapped (no buffer of it is kept elsewhere) before the file shrinks
-        os.ftruncate(fd, new_size)
+        if new_size != self.file_length:
+            os.ftruncate(fd, new_size)
+            self.file_length = new_size
+            self.dirty = True
         self.mapping = file_map.map_file(fd, new_size)
         self.max_entries = new_size // self.entry_size
 
@@ -121,7 +127,8 @@ class IndexFile:
 
     def trim_to_valid_size(self) -> None:
         """Cut the preallocated tail: the file then holds exactly its entries."""
-        self._resize(self.entries * self.entry_size)
+        if self.entries * self.entry_size != self.file_length:
+            self._resize(self.entries * self.entry_size)
 
     @property
     def is_full(self) -> bool:
@@ -136,7 +143,8 @@ class IndexFile:
     def flush(self) -> None:
         """Write the mapped entries to disk."""
         mapping = self.mapping
-        if mapping is not None and self.writable:
+        if mapping is not None and self.writable and self.dirty:
+            self.dirty = False
             faults.sync(lambda: file_map.sync(mapping), str(self.path))
 
     def _check_newest(self, name: str, offset_field: int) -> tuple | None:
@@ -155,12 +163,22 @@ class IndexFile:
                 raise CorruptIndexError(f"corrupt {name} {self.path}: entries out of order at the end")
         return last
 
-    def close(self) -> None:
-        """Close the file, trimming a writable index to its entries."""
+    def close(self, tail: bytes = b"") -> None:
+        """Close the file, trimming a writable index to its entries (and `tail`, one more entry written
+        with the file's own write: no page of the map is touched)."""
         if self.closed:
             return
         if self.writable:
-            self.trim_to_valid_size()
+            length = self.entries * self.entry_size
+            self.mapping = None
+            if length + len(tail) != self.file_length or tail:
+                fd = os.open(self.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, length + len(tail))
+                    if tail:
+                        os.pwrite(fd, tail, length)
+                finally:
+                    os.close(fd)
         self.close_without_trim()
 
     def close_without_trim(self) -> None:
@@ -187,6 +205,7 @@ class IndexFile:
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self.entries = 0
+        self.dirty = True
         self._resize(self.max_index_size)
 
     # ---- searching ----

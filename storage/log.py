@@ -461,7 +461,7 @@ class Log(LogLoader, LogRetention):
                 return
             for seg in self.segments:
                 if seg is self.active_segment:
-                    seg.on_become_inactive()
+                    seg.close_active()
                 seg.close()
             for _, seg in self.pending_deletes:
                 seg.close_handlers()

@@ -235,12 +235,13 @@ class LogManager:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
-            for lg in self.logs.values():
-                lg.flush()
-                lg.take_snapshot()
-            self.write_checkpoints()
-            for lg in self.logs.values():
-                lg.close()
+            # Kafka closes the logs with num.recovery.threads.per.data.dir threads per dir: their fsyncs overlap
+            threads = self.broker_config.get("num.recovery.threads.per.data.dir", 2) * max(1, len(self.log_dirs))
+            logs = list(self.logs.values())
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pylog-shutdown") as pool:
+                list(pool.map(lambda lg: (lg.flush(), lg.take_snapshot()), logs))
+                self.write_checkpoints()
+                list(pool.map(lambda lg: lg.close(), logs))
             marker = clean_shutdown_marker(self.broker_epoch)
             for d in self.log_dirs:
                 atomic_write(d / CLEAN_SHUTDOWN_FILE, marker)

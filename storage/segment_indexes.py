@@ -133,8 +133,13 @@ class SegmentIndexes:
             self._index_batches(batches, start)
             self.next_offset = batches[-1][1].next_offset
         else:  # the entries are in the maps already
+            oe, te = oi.entries, ti.entries
             (self.bytes_since_last_index_entry, self.max_timestamp_so_far, self.offset_of_max_timestamp,
              oi.entries, ti.entries, self.next_offset) = done
+            if oi.entries != oe:
+                oi.dirty = True
+            if ti.entries != te:
+                ti.dirty = True
 
     def _index_batches(self, batches: list[tuple[int, BatchHeader]], start: int) -> None:
         """The checked index loop (Kafka's LogSegment.append, per batch): max timestamp, index entries every
@@ -178,6 +183,12 @@ class SegmentIndexes:
                 idx.rename(swap(path))
             elif path.exists():
                 path.replace(swap(path))
+
+    def close_active(self) -> None:
+        """Close the active segment's indexes at shutdown (Kafka's LogSegment.close): the final time-index
+        entry and the trimmed files, as on_become_inactive() and close() leave them."""
+        if self._time_index is not None or self.max_timestamp_so_far >= 0:
+            self.time_index.close_with_final_entry(self.max_timestamp_so_far, self.offset_of_max_timestamp)
 
     def close_indexes(self, trim: bool = True) -> None:
         """Unmap the indexes, trimming the preallocated tails unless the segment is being deleted."""
