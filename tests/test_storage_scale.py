@@ -84,16 +84,16 @@ def run_scale(tmp_path, n: int) -> None:
         write_round(b.bootstrap, n, 0)
         expect(read_all(b.bootstrap, n), n, 1)
         assert descriptors(b) < 2 * n
-        b.stop_clean()
+        assert b.stop(timeout=600) == 0
         b.stdout_lines.clear()
-        b.restart(timeout=600)
+        b.start(port=b.port, timeout=600)
         assert warnings_of(b) == []
         assert descriptors(b) < 2 * n
         write_round(b.bootstrap, n, 1)
         expect(read_all(b.bootstrap, n), n, 2)
         b.kill9()
         b.stdout_lines.clear()
-        b.restart(timeout=600)
+        b.start(port=b.port, timeout=600)
         warned = warnings_of(b)
         assert len(warned) == 1 and "recovered" in warned[0] and "unclean shutdown" in warned[0], warned
         assert not any("corrupt" in line for line in b.stdout_lines + [b.stderr(None)])
@@ -102,7 +102,7 @@ def run_scale(tmp_path, n: int) -> None:
         expect(read_all(b.bootstrap, n), n, 3)
     finally:
         if b.alive():
-            b.stop_clean()
+            assert b.stop(timeout=600) == 0
 
 
 def test_a_thousand_partitions_created_written_read_and_restarted(tmp_path):
@@ -158,7 +158,7 @@ def test_a_start_the_limit_cannot_hold_says_which_limit_to_raise(tmp_path):
     assert "Traceback" not in err
     # nothing was changed: the broker starts with its limit and every partition is there
     b.stdout_lines.clear()
-    b.restart(timeout=120)
+    b.start(port=b.port, timeout=120)
     assert warnings_of(b) == []
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     assert len(admin.list_topics(TOPIC, timeout=30).topics[TOPIC].partitions) == 1000
