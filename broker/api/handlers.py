@@ -14,6 +14,7 @@ from typing import Callable
 
 from pylog.broker.api import (
     admin as apis_admin,
+    cluster as apis_cluster,
     configs as apis_configs,
     consumer_groups as apis_consumer_groups,
     fetch as apis_fetch,
@@ -31,7 +32,7 @@ from pylog.broker.net import sasl
 from pylog.broker.api.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
-    configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups, topics,
+    cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups, topics,
     txn,
 )
 
@@ -106,4 +107,6 @@ HANDLERS: tuple[Handler, ...] = (
             security.DESCRIBE_USER_SCRAM_CREDENTIALS, security.ALTER_USER_SCRAM_CREDENTIALS),
     # client quotas
     *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
+    # the cluster describing itself: its quorum, config resources and topics page by page
+    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.LIST_CONFIG_RESOURCES, cluster.DESCRIBE_TOPIC_PARTITIONS),
 )
