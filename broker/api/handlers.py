@@ -108,5 +108,6 @@ HANDLERS: tuple[Handler, ...] = (
     # client quotas
     *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
     # the cluster describing itself: its quorum, config resources and topics page by page
-    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.LIST_CONFIG_RESOURCES, cluster.DESCRIBE_TOPIC_PARTITIONS),
+    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.UPDATE_FEATURES, cluster.LIST_CONFIG_RESOURCES,
+            cluster.DESCRIBE_TOPIC_PARTITIONS),
 )
