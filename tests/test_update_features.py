@@ -126,3 +126,26 @@ def test_levels_survive_a_restart_and_feature_option_sets_one(broker_factory, tm
     assert {f["name"]: f["max_version_level"] for f in r["finalized_features"]} == {
         "share.version": 1, "transaction.version": 2}
     assert r["finalized_features_epoch"] > epoch
+
+
+SHARE_REQUESTS = [
+    (76, 1, {"group_id": "sg-off", "member_id": "m0123456789012345678", "member_epoch": 0, "rack_id": None,
+             "subscribed_topic_names": ["t"]}),
+    (77, 1, {"group_ids": ["sg-off"], "include_authorized_operations": False}),
+    (78, 1, {"group_id": "sg-off", "member_id": "m", "share_session_epoch": 0, "max_wait_ms": 0, "min_bytes": 1,
+             "max_bytes": 100, "max_records": 10, "batch_size": 10, "topics": [], "forgotten_topics_data": []}),
+    (90, 1, {"groups": [{"group_id": "sg-off", "topics": None}]}),
+]
+
+
+def test_share_groups_off_at_share_version_0(broker, kafka_node):
+    try:
+        for port in (kafka_node.port, broker.port):
+            assert _update(port, 2, [("share.version", 0, UNSAFE)])["error_code"] == 0
+        for key, version, body in SHARE_REQUESTS:
+            theirs, ours = _ask(kafka_node.port, key, version, body), _ask(broker.port, key, version, body)
+            assert ours == theirs, f"api {key}:\n  Kafka: {theirs}\n  pylog: {ours}"
+    finally:
+        _restore(kafka_node.port)
+        _restore(broker.port)
+    assert _ask(broker.port, 77, 1, SHARE_REQUESTS[1][2])["groups"][0]["error_code"] != 35
