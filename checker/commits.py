@@ -62,7 +62,8 @@ def _check_start(log: Log, commits, key, first, w, op, i):
         if c[2] == OK and c[1] < assigned_at and (base is None or c[1] > base[1]):
             base = c
     candidates = [base] if base is not None else []
-    candidates += [c for c in commits if c is not base and c[0] < op.time and (base is None or c[1] > base[1])]
+    candidates += [c for c in commits if c is not base and c[4] != i and c[0] < op.time
+                   and (base is None or c[1] > base[1])]
     offsets = [c[3] for c in candidates] or [0]
     offset, value = first
     p = log.pos[value]
