@@ -3,6 +3,8 @@ offset: not past it (the records between are skipped) and not before it (records
 committed as processed are read again)."""
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from pylog.checker.history import FAIL, OK
 from pylog.checker.log import Log, anomaly
 
@@ -25,8 +27,33 @@ def group_commits(log: Log) -> dict[tuple, list[tuple]]:
     return commits
 
 
+class Commits:
+    """One (group, key)'s commits by completion time, with the longest one's duration."""
+
+    def __init__(self, rows: list[tuple]):
+        rows.sort(key=lambda c: c[1])
+        self.rows = rows
+        self.times = [c[1] for c in rows]
+        self.ok_times = [c[1] for c in rows if c[2] == OK]
+        self.ok = [c for c in rows if c[2] == OK]
+        self.longest = max((c[1] - c[0] for c in rows), default=0)
+
+
+def _candidates(commits, assigned_at, read_at, reader) -> list[tuple]:
+    """The commits a consumer assigned at `assigned_at` may have started from: the last that
+    succeeded before, and any that may have taken effect after it and before the read."""
+    if not commits:
+        return []
+    n = bisect_left(commits.ok_times, assigned_at)
+    base = commits.ok[n - 1] if n else None
+    lo = bisect_right(commits.times, base[1]) if base else 0
+    hi = bisect_right(commits.times, read_at + commits.longest)
+    later = [c for c in commits.rows[lo:hi] if c[4] != reader and c[0] < read_at]
+    return ([base] if base else []) + later
+
+
 def committed_starts(log: Log) -> list[dict]:
-    commits = group_commits(log)
+    commits = {k: Commits(v) for k, v in group_commits(log).items()}
     found = []
     ops = log.ops
     waiting: dict[tuple, tuple] = {}   # (process, key) -> (group, rebalance time, op position)
@@ -49,7 +76,7 @@ def committed_starts(log: Log) -> list[dict]:
             for key, pairs in mop[1].items():
                 w = waiting.pop((op.process, key), None) if pairs else None
                 if w is not None:
-                    bad = _check_start(log, commits.get((w[0], key), ()), key, pairs[0], w, op, i)
+                    bad = _check_start(log, commits.get((w[0], key)), key, pairs[0], w, op, i)
                     if bad is not None:
                         found.append(bad)
     return found
@@ -57,13 +84,7 @@ def committed_starts(log: Log) -> list[dict]:
 
 def _check_start(log: Log, commits, key, first, w, op, i):
     group, assigned_at, rebalance = w
-    base = None
-    for c in commits:
-        if c[2] == OK and c[1] < assigned_at and (base is None or c[1] > base[1]):
-            base = c
-    candidates = [base] if base is not None else []
-    candidates += [c for c in commits if c is not base and c[4] != i and c[0] < op.time
-                   and (base is None or c[1] > base[1])]
+    candidates = _candidates(commits, assigned_at, op.time, i)
     offsets = [c[3] for c in candidates] or [0]
     offset, value = first
     p = log.pos[value]

@@ -110,55 +110,80 @@ def read_history(path: Path) -> list[Op]:
     """The completed operations of a history file (or of DIR/history.jsonl), in completion order.
 
     An invoke never completed becomes an info operation at the end; a torn last line (the
-    writer was killed mid-line) is ignored."""
+    writer was killed mid-line) is ignored. Completion lines are decoded in blocks, one JSON
+    array per block: one call into the decoder instead of one per line."""
     path = Path(path)
     if path.is_dir():
         path = path / HISTORY_FILE
     ops: list[Op] = []
     pending: dict = {}  # process -> its invoke line not yet completed
-    loads = json.loads
+    block: list[bytes] = []
     marker, pkey = b'"type":"invoke"', b'"process":"'
     with open(path, "rb") as fh:
         for line in fh:
             at = line.find(pkey)
-            if at < 0:  # not written by HistoryWriter (spaces after colons): parse it all
-                try:
-                    e = loads(line)
-                except ValueError:
-                    continue
-                if e["type"] == INVOKE:
-                    pending[e["process"]] = line
-                else:
-                    pending.pop(e["process"], None)
-                    ops.append(_op(e))
+            if at < 0:  # not written by HistoryWriter (spaces after colons): parse it alone
+                _flush(block, ops)
+                _one(line, ops, pending)
                 continue
             process = line[at + 11:line.find(b'"', at + 11)]
             if marker in line:
                 pending[process] = line  # parsed only if never completed
                 continue
-            try:
-                e = loads(line)
-            except ValueError:
-                continue  # a torn last line
             pending.pop(process, None)
-            ops.append(_op(e))
+            block.append(line)
+            if len(block) >= 4096:
+                _flush(block, ops)
+    _flush(block, ops)
     for line in pending.values():
         try:
-            e = loads(line)
+            e = json.loads(line)
         except ValueError:
             continue
-        e = dict(e, type=INFO, start=e["time"])
-        ops.append(_op(e))
+        ops.append(_op(dict(e, type=INFO, start=e["time"])))
     return ops
+
+
+def _flush(block: list[bytes], ops: list[Op]) -> None:
+    if not block:
+        return
+    try:
+        events = json.loads(b"[" + b",".join(block) + b"]")
+    except ValueError:  # a torn line among them: one at a time
+        events = []
+        for line in block:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+    ops.extend(map(_op, events))
+    block.clear()
+
+
+def _one(line: bytes, ops: list[Op], pending: dict) -> None:
+    try:
+        e = json.loads(line)
+    except ValueError:
+        return
+    if e["type"] == INVOKE:
+        pending[e["process"].encode()] = line
+    else:
+        pending.pop(e["process"].encode(), None)
+        ops.append(_op(e))
 
 
 _BASE = frozenset(("index", "process", "type", "f", "start", "time", "value"))
 
 
 def _op(e: dict) -> Op:
-    extra = {k: v for k, v in e.items() if k not in _BASE} if len(e) > 7 else {}
-    return Op(e["index"], e["process"], e["type"], e["f"], e.get("start", e["time"]), e["time"], e.get("value"),
-              extra)
+    t = e["time"]
+    if len(e) > 7:
+        extra = {k: v for k, v in e.items() if k not in _BASE}
+        return Op(e["index"], e["process"], e["type"], e["f"], e.get("start", t), t, e.get("value"), extra)
+    return Op(e["index"], e["process"], e["type"], e["f"], e.get("start", t), t, e.get("value"), _NONE)
+
+
+_NONE: dict = {}
 
 
 def history_size(directory: Path) -> int:
