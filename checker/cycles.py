@@ -1,7 +1,8 @@
 """Transaction dependency cycles, as Elle finds them in the list-append model over partitions.
 
-Operations are the vertices. ww: T1 wrote a value of key k just before T2's in k's version
-order. wr: T2's highest read of k is a value T1 wrote. A cycle of ww edges only is G0 (write
+Operations are the vertices. ww: T1's writes to key k all come before T2's, and no other
+operation's first write falls between (Kafka appends concurrent producers' records, in
+transactions or not, interleaved: writes that interleave in a key order nothing). wr: T2's highest read of k is a value T1 wrote. A cycle of ww edges only is G0 (write
 cycle); a cycle of ww and wr edges is G1c (circular information flow). Most vertices are pure
 readers or first writers: sources and sinks are trimmed away before the strongly connected
 components are searched, so a clean history of a million operations costs one pass.
@@ -20,13 +21,19 @@ def dependency_graph(log: Log) -> dict[int, dict[int, tuple]]:
     graph: dict[int, dict[int, tuple]] = {}
     writer = log.writer
     for key, values in log.order.items():
-        prev = None
-        for v in values:
+        spans: dict[int, list[int]] = {}   # writer -> [first, last] index of its writes in this key
+        for n, v in enumerate(values):
             w = writer.get(v)
-            if w is not None and prev is not None and w != prev:
-                graph.setdefault(prev, {})[w] = (WW, key)
             if w is not None:
-                prev = w
+                span = spans.get(w)
+                if span is None:
+                    spans[w] = [n, n]
+                else:
+                    span[1] = n
+        ordered = sorted(spans.items(), key=lambda item: item[1][0])
+        for (a, (_fa, la)), (b, (fb, _lb)) in zip(ordered, ordered[1:]):
+            if la < fb:  # all of a's writes to key before all of b's; interleaved sends order nothing
+                graph.setdefault(a, {})[b] = (WW, key)
     highest: dict[tuple, int] = {}
     pos = log.pos
     for i, key, pairs in log.reads:

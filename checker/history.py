@@ -177,7 +177,7 @@ _BASE = frozenset(("index", "process", "type", "f", "start", "time", "value"))
 
 def _op(e: dict) -> Op:
     t = e["time"]
-    if len(e) > 7:
+    if len(e) != 7 or "start" not in e:
         extra = {k: v for k, v in e.items() if k not in _BASE}
         return Op(e["index"], e["process"], e["type"], e["f"], e.get("start", t), t, e.get("value"), extra)
     return Op(e["index"], e["process"], e["type"], e["f"], e.get("start", t), t, e.get("value"), _NONE)

@@ -115,6 +115,8 @@ class Run:
                 admin.create_topic(name, partitions=partitions, replication_factor=self.config.replication_factor)
             for name in self.topics:
                 _wait(lambda: name in admin.list_topics(), 30, f"topic {name} to be created")
+            if "share" in self.config.workloads:  # the share partitions start at the first record
+                admin.alter_group_configs(f"{self.prefix}-share", {"share.auto.offset.reset": "earliest"})
         finally:
             admin.close()
 

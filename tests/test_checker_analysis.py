@@ -355,3 +355,12 @@ def test_every_kind_is_planted_above():
                "poll-skip", "nonmonotonic-poll", "nonmonotonic-send", "commit-skip", "commit-reread",
                "double-accept", "delivery-count-decrease", "release-lost", "G0", "G1b", "G1c"}
     assert planted == set(KINDS)
+
+
+def test_interleaved_sends_in_one_partition_are_no_write_cycle(tmp_path):
+    """Kafka appends concurrent producers' records interleaved, transactions or not."""
+    h = H()
+    h.txn("t1.0", [["send", K, 1, 0], ["send", K, 3, 2]], commit_at=0)
+    h.txn("t2.0", [["send", K, 2, 1], ["send", K, 4, 3]], commit_at=0)
+    h.poll("r.0", {K: [(0, 1), (1, 2), (2, 3), (3, 4)]})
+    assert h.check(tmp_path)["valid"]
