@@ -42,6 +42,10 @@ class AdminBase(Closeable):
     def _run(self, coro):
         return self._loop.run(coro)
 
+    def run(self, coro):
+        """Run a coroutine of the admin's NetworkClient (`client`) on its loop thread."""
+        return self._loop.run(coro)
+
     def close(self):
         self._loop.close_with(self.client.close(), 5)
 
