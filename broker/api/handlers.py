@@ -26,6 +26,7 @@ from pylog.broker.api import (
     security as apis_security,
     share as apis_share,
     share_admin as apis_share_admin,
+    streams_groups as apis_streams_groups,
     txn as apis_txn,
 )
 from pylog.broker.net import sasl
@@ -33,8 +34,8 @@ from pylog.broker.api.context import ErrorBuilder, Response
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
-    cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups, topics,
-    txn,
+    cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups,
+    streams_groups, topics, txn,
 )
 
 
@@ -108,6 +109,9 @@ HANDLERS: tuple[Handler, ...] = (
             groups.DESCRIBE_GROUPS, groups.DELETE_GROUPS),
     # KIP-848 consumer groups
     *served(apis_consumer_groups, consumer_groups.CONSUMER_GROUP_HEARTBEAT, consumer_groups.CONSUMER_GROUP_DESCRIBE),
+    # streams groups (KIP-1071)
+    *served(apis_streams_groups, streams_groups.STREAMS_GROUP_HEARTBEAT, streams_groups.STREAMS_GROUP_DESCRIBE,
+            streams_groups.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE),
     # share groups (KIP-932)
     *served(apis_share, share_groups.SHARE_GROUP_HEARTBEAT, share_groups.SHARE_GROUP_DESCRIBE,
             share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE, feature="share.version"),

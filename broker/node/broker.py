@@ -53,7 +53,8 @@ from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.storage import LogManager, RecoveryReport
 
-if TYPE_CHECKING:  # the registry (and its HTTP stack) loads only when schema.registry.listeners is set
+if TYPE_CHECKING:  # the registry, the console (and their HTTP stack) load only when their listeners are set
+    from pylog.console.service import ConsoleService
     from pylog.registry.service import SchemaRegistryService
 
 log = logging.getLogger("pylog.broker")
@@ -92,6 +93,7 @@ class Broker:
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
         self.metrics: MetricsListener | None = None  # when metrics.listener is set
         self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
+        self.console: ConsoleService | None = None  # when console.listener is set
         self.quotas: QuotaManager | None = None  # client quota configs and their rates
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
         self.dynamic_configs: DynamicBrokerConfigs | None = None
@@ -149,6 +151,7 @@ class Broker:
             port = self._listen()
             await self._start_metrics()
             await self._start_schema_registry()
+            await self._start_console()
             if ready_callback:
                 ready_callback(port)
             await self._stop_event.wait()
@@ -223,6 +226,15 @@ class Broker:
             await self.loop.run_in_executor(None, svc.start)
             self.schema_registry = svc
 
+    async def _start_console(self) -> None:
+        if self.config.get("console.listener"):
+            from pylog.console.in_broker import make_service
+
+            # its clients connect to this broker as they are made: off the event loop
+            svc = await self.loop.run_in_executor(None, make_service, self)
+            await self.loop.run_in_executor(None, svc.start)
+            self.console = svc
+
     def advertised_for(self, conn) -> tuple[str, int]:
         """The address published to a client: that of the listener it connected to."""
         spec = getattr(getattr(conn, "listener", None), "spec", None)
@@ -276,6 +288,8 @@ class Broker:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
             c.stop()
+        if self.console is not None:
+            await self.loop.run_in_executor(None, self.console.stop)
         if self.schema_registry is not None:
             await self.loop.run_in_executor(None, self.schema_registry.stop)
         if self.metrics is not None:

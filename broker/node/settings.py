@@ -108,6 +108,10 @@ def build_settings(
         from pylog.registry.in_broker import listeners_of
 
         listeners_of(config["schema.registry.listeners"])
+    if config.get("console.listener"):
+        from pylog.console.in_broker import parse_console_listener
+
+        parse_console_listener(config["console.listener"])
     if config.get("faults.file"):
         from pylog.broker.ops.request_faults import load_rules_file
 
