@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "broker": "pylog.commands.broker:broker",
     "dump-segment": "pylog.commands.dump_segment:dump_segment",
     "verify": "pylog.commands.verify:verify",
+    "check-cluster": "pylog.commands.check_cluster:check_cluster",
     "produce": "pylog.commands.produce:produce",
     "consume": "pylog.commands.consume:consume",
     "topics": "pylog.commands.topics:topics",
