@@ -64,7 +64,7 @@ def _handler(registry, fn, blocking: bool):
     async def handle(request: web.Request) -> web.Response:
         body = await _json_body(request)
         m = dict(request.match_info)
-        q = dict(request.query)
+        q = request.query  # .get() as a dict; .getall() for repeated keys
         if blocking:
             status, obj = await run_blocking(fn, registry, m, q, body)
         else:
