@@ -83,6 +83,7 @@ def _acknowledge(broker: Broker, gid: str, mid: str, tid, idx: int, batches: lis
     sp = sc.partition(gid, tid, idx, create=False)
     if sp is None:
         return ErrorCode.INVALID_RECORD_STATE, "the share-partition has no records in flight"
+    start = sp.start
     try:
         released = sp.acknowledge(mid, batches, sc.delivery_limit(gid), sc.lock_ms(gid), now_ms())
     except AckError as e:
@@ -91,11 +92,17 @@ def _acknowledge(broker: Broker, gid: str, mid: str, tid, idx: int, batches: lis
         return ErrorCode.NONE, None
     changed[(tid, idx)] = sp
     sc.count_acks(batches)
+    if holds is not None:
+        holds[(tid, idx)] = (released, start)
     if released:
-        if holds is not None:
-            holds[(tid, idx)] = released
         sc.wake(sp)
     return ErrorCode.NONE, None
+
+
+def _held(holds: dict | None, tid, idx: int) -> dict:
+    """What this request's acknowledgements hold back from its first acquisition pass."""
+    held = (holds or {}).get((tid, idx))
+    return {} if held is None else {"hold": held[0], "held_start": held[1]}
 
 
 def _persist(broker: Broker, changed: dict) -> int:
@@ -135,7 +142,7 @@ def _acquire_all(broker: Broker, gid: str, mid: str, parts, body: dict, entries:
         try:
             sl, ranges = sp.acquire(plog, mid, max_records, remaining, lock_ms, max_locks, bound, now, strict,
                                     min_one=total == 0, read_committed=committed, batch_size=batch_size,
-                                    limit=limit, hold=(holds or {}).get((tid, idx), ()))
+                                    limit=limit, **_held(holds, tid, idx))
         except Exception as e:  # noqa: BLE001 - per-partition error
             from pylog.broker.api.context import code_of
 
@@ -225,7 +232,8 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
     total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed, holds)
     if _persist(broker, changed):
         return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")
-    if not total and holds and body["max_wait_ms"] > 0:  # written now: a waiting fetch gets them at once
+    if not total and any(h[0] for h in holds.values()) and body["max_wait_ms"] > 0:
+        # the released records are written now: a waiting fetch gets them at once
         total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed)
         if _persist(broker, changed):
             return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")

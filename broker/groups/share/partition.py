@@ -5,8 +5,10 @@ done), the end offset (the next record never acquired), and between them the
 records in flight, each AVAILABLE, ACQUIRED (by one member, until its
 acquisition lock runs out), ACKNOWLEDGED or ARCHIVED, with its delivery count.
 A record released (RELEASE, lock timeout, its member gone) at the delivery
-limit is archived instead of becoming available again. Offsets in [start, end)
-that hold no record (control batches, compacted gaps) are done from the start.
+limit is archived instead of becoming available again. Transaction markers are
+acquired like records (the consumer acknowledges them as gaps, as Kafka expects);
+records of aborted transactions are archived under read_committed; offsets in
+[start, end) that hold no record (compacted away) are done from the start.
 
 Acquisition works on whole batches: a read of the log from the first
 acquirable offset gives a file slice (sent as Fetch sends it) and the batch
@@ -121,13 +123,14 @@ class SharePartition:
     # ---- acquisition -------------------------------------------------------------
     def acquire(self, plog, member: str, max_records: int, max_bytes: int, lock_ms: int, max_locks: int,
                 bound: int, now_ms: int, strict: bool = False, min_one: bool = True, read_committed: bool = False,
-                batch_size: int = 0, limit: int = 0, hold=()):
+                batch_size: int = 0, limit: int = 0, hold=(), held_start: int | None = None):
         """Acquire up to max_records for `member`: (FetchSlice or None, [(first, last, delivery count)]).
         read_committed: `bound` is the last stable offset, and records of aborted transactions are
         archived as they are reached (never delivered). New records are cut into acquired batches at
         log batch boundaries once `batch_size` records are in one; records near the delivery `limit`
         are acquired in smaller groups (see acquisition.py). `hold`: offsets this request's own
-        acknowledgements just released, not acquirable before their change is written."""
+        acknowledgements just released, not acquirable before their change is written; `held_start`:
+        the start offset before them (the in-flight count of the cap counts from there till then)."""
         from pylog.broker.groups.share.acquisition import Acquisition
 
         self.skip_to(plog.log_start_offset)
@@ -135,7 +138,7 @@ class SharePartition:
         frm = min(avail) if avail else self.end
         if frm >= bound or max_records <= 0:
             return None, []
-        room = max_locks - self.in_flight
+        room = max_locks - (self.end - min(self.start, self.start if held_start is None else held_start))
         if room > 0:
             max_records = min(max_records, room)
         elif frm < self.end:  # at the cap: only records already in flight, below the end offset
@@ -245,7 +248,8 @@ class SharePartition:
         nothing, as Kafka does: batches wholly below the start offset are skipped (accepted by
         another member after this one's lock ran out), offsets past the acquired records are
         INVALID_REQUEST, and an offset not acquired by `member`, or touched twice, is
-        INVALID_RECORD_STATE. Returns the offsets made available again (None when nothing changed)."""
+        INVALID_RECORD_STATE. Returns the offsets made available again (None when no record changed
+        state: nothing to write)."""
         plan = {}
         for b in batches:
             first, last, types = b["first_offset"], b["last_offset"], b["acknowledge_types"]
@@ -273,16 +277,17 @@ class SharePartition:
                 if rec[MEMBER] != member:
                     raise AckError("INVALID_RECORD_STATE", "Member is not the owner of offset")
                 plan[off] = (rec, types[0] if len(types) == 1 else types[off - first])
-        if not plan:
-            return None  # nothing in flight was touched: nothing to write
         released = set()
-        self._begin()
         for off, (rec, t) in plan.items():
-            if t == RENEW:
+            if t == RENEW:  # a new lock: nothing to write
                 rec[DEADLINE] = now_ms + lock_ms
                 if self.next_deadline is None or rec[DEADLINE] < self.next_deadline:
                     self.next_deadline = rec[DEADLINE]
-                continue
+        plan = {off: v for off, v in plan.items() if v[1] != RENEW}
+        if not plan:
+            return None  # no record changed state: nothing to write
+        self._begin()
+        for off, (rec, t) in plan.items():
             if t == RELEASE:
                 self._release(off, rec, limit)
                 if rec[STATE] == AVAILABLE:
