@@ -31,6 +31,7 @@ import time
 from support import share_raw as sr
 
 TYPES = ("accept", "release", "reject", "gap")
+TYPES_NO_RELEASE = ("accept", "reject", "gap")
 EXPIRE_LOCK_MS = 2000  # the lock of sequences with lock expiry; "expire" waits it out and more
 EXPIRE_WAIT = 3.2
 
@@ -143,6 +144,7 @@ class Run:
             self.log.append((kind, tuple(st[1])))
         elif kind == "aborted":
             sr.produce_aborted(self.bs, self.seq.topic, st[1], commit_after=2)
+            sr.wait_stable(self.sessions[0].s, self.seq.topic)
             self.log.append((kind, st[1]))
         elif kind == "describe":
             self.log.append((kind, sr.describe_offsets(self.bs, self.seq.group, self.seq.topic)))
@@ -169,6 +171,7 @@ class Run:
         for m, s in enumerate(self.sessions):
             if s.session_epoch:
                 s.close_session()
+        time.sleep(0.5)  # Kafka writes the release of closed sessions' records after answering
         d = sr.Session(self.bs, self.seq.group, self.seq.topic).join(wait=120)
         got = []
         try:
@@ -206,7 +209,10 @@ class Run:
             opts["batch_size"] = r.choice((1, 2, 5, opts["max_records"]))
             if r.random() < 0.15:
                 opts["max_bytes"] = r.choice((1, 100, 200))
-            return ("fetch", m, opts, self.gen_acks(held) if held and r.random() < 0.6 else None)
+            # no RELEASE in a fetch's acknowledgements: whether Kafka's acquisition in that same fetch
+            # sees the released records depends on its state write finishing first (the parity
+            # tests cover the cases where it does not race)
+            return ("fetch", m, opts, self.gen_acks(held, TYPES_NO_RELEASE) if held and r.random() < 0.6 else None)
         if kind == "ack":
             return ("ack", m, self.gen_acks(held), False)
         if kind == "renew":
@@ -224,7 +230,7 @@ class Run:
             return ("raw_fetch", m, self.gen_bad(held))
         return (kind, m) if kind == "leave" else (kind,)
 
-    def gen_acks(self, held: list) -> list:
+    def gen_acks(self, held: list, types=TYPES) -> list:
         r = self.rng
         runs = _runs(held)
         picked = sorted(r.sample(runs, r.randint(1, len(runs))))
@@ -234,9 +240,9 @@ class Run:
                 cut = r.randint(f, la)  # a part of the run only
                 f, la = (f, cut) if r.random() < 0.5 else (cut, la)
             if r.random() < 0.35 and la > f:
-                out.append((f, la, [r.choice(TYPES) for _ in range(la - f + 1)]))
+                out.append((f, la, [r.choice(types) for _ in range(la - f + 1)]))
             else:
-                out.append((f, la, r.choice(TYPES)))
+                out.append((f, la, r.choice(types)))
         return out
 
     def gen_bad(self, held: list) -> list:

@@ -9,6 +9,7 @@ The pass walks the log batches a read from the first acquirable offset returned,
   its batch-mates to the delivery limit with it;
 - new records (past the end offset), cut into acquired batches at log batch boundaries once
   `batch_size` records are in one, each batch its own acquired range in the answer.
+Records of aborted transactions (archived, never delivered) count towards `max_records`.
 `max_records` is a soft limit (whole batches), exact in record-limit mode (`strict`).
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Acquisition:
         self.limit, self.hold, self.frm, self.bound = limit, hold, frm, bound
         self.threshold = max(2, math.ceil(limit / 2)) if limit else None
         self.got = 0
+        self.skipped = 0  # records of aborted transactions archived on the way
         self.ranges: list[list] = []  # [first, last, delivery count, acquired batch]
         self.stopped = False
         self.cur = None  # the acquired batch of the last available record looked at
@@ -55,11 +57,14 @@ class Acquisition:
             if control:
                 aborted.discard(pid)  # the ABORT marker ends that transaction; markers are acquired too
             elif txn and pid in aborted:
+                if max(base, self.frm) >= sp.end and not self.strict and self.got + self.skipped >= self.max_records:
+                    break
                 for off in range(max(base, sp.end), last + 1):
                     sp.records[off] = [ARCHIVED, 0, None, 0]
+                    self.skipped += 1
                 sp.end = max(sp.end, last + 1)
                 continue
-            if max(base, self.frm) >= sp.end and not self.strict and self.got >= self.max_records:
+            if max(base, self.frm) >= sp.end and not self.strict and self.got + self.skipped >= self.max_records:
                 break
             if self._batch(base, min(last, self.bound - 1)):
                 cut = stop
@@ -86,7 +91,7 @@ class Acquisition:
                     if self.throttled and self.in_batch:
                         self.stopped = True  # a throttled batch is all a pass acquires
                         break
-                    if self.got >= self.max_records and (self.strict or self.last_new is None):
+                    if self.got + self.skipped >= self.max_records and (self.strict or self.last_new is None):
                         self.stopped = True  # soft limit: whole log batches of new records, once started
                         break
                     if self.chunk is None:

@@ -103,12 +103,16 @@ class SharePartition:
         # after the write: describe shows that one until the next write (see described())
         # -1 (Kafka's "no state yet") until the first acknowledgement, release or lock timeout is written
         self.described_start = -1
+        self.described_complete = self._complete_at = 0
         self._pre_start: int | None = None
         self.dead: list = []  # (offset, delivery count, why) archived since the last write: dead letters
         # the acquired batches in flight, {first offset: last offset}, as Kafka's in-flight batches: new
         # records are acquired in them and acquisition near the delivery limit works batch by batch
         self.batches: dict[int, int] = {}
         self._firsts: list | None = None
+        # the group had no member left: Kafka drops the share-partition and loads it from its stored
+        # state at the next fetch, its acquired batches then the stored (coalesced) state batches
+        self.reload_pending = False
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -134,6 +138,12 @@ class SharePartition:
         from pylog.broker.groups.share.acquisition import Acquisition
 
         self.skip_to(plog.log_start_offset)
+        if self.reload_pending:
+            self.reload_pending = False
+            self.batches.clear()
+            for b in self.state_batches():
+                self.batches[b["first_offset"]] = b["last_offset"]
+            self._firsts = None
         avail = self.available.difference(hold) if hold else self.available
         frm = min(avail) if avail else self.end
         if frm >= bound or max_records <= 0:
@@ -194,19 +204,27 @@ class SharePartition:
         if self._pre_start is None:
             self._pre_start = self.start
 
+    def _changed(self) -> None:
+        """A change to be written: the start offset moves past what is done; the write carries the
+        start offset the change began with and the records complete from there (Kafka computes
+        them when the change is made, before anything the same request acquires)."""
+        self.advance()
+        self._complete_at = self.start - self._pre_start + self.delivery_complete_count()
+
     def written(self) -> None:
         """The state was persisted: describe now shows the start offset the change began with."""
         if self._pre_start is not None:  # a write of acquisitions only (Kafka writes none) keeps it
             self.described_start = self._pre_start
-        self._pre_start = None
+            self.described_complete = self._complete_at
+            self._pre_start = None
+            self.advance()  # the write done, the start offset moves (past aborted records archived meanwhile)
 
     def described(self, high_watermark: int) -> tuple[int, int]:
         """(start offset, lag) as DescribeShareGroupOffsets shows them (KIP-1226 lag: records from the
         start offset to the high watermark whose delivery is not complete)."""
         if self.described_start < 0:
             return -1, -1
-        complete = self.start - self.described_start + self.delivery_complete_count()
-        return self.described_start, max(0, high_watermark - self.described_start - complete)
+        return self.described_start, max(0, high_watermark - self.described_start - self.described_complete)
 
     def expire_locks(self, now_ms: int, limit: int) -> bool:
         """Release records whose acquisition lock ran out; True when any was."""
@@ -225,7 +243,7 @@ class SharePartition:
                 nxt = rec[DEADLINE]
         self.next_deadline = nxt
         if changed:
-            self.advance()
+            self._changed()
         return changed
 
     def release_member(self, member: str, limit: int) -> bool:
@@ -239,7 +257,7 @@ class SharePartition:
                 self._release(off, rec, limit)
                 changed = True
         if changed:
-            self.advance()
+            self._changed()
         return changed
 
     # ---- acknowledgements ------------------------------------------------------------
@@ -298,7 +316,7 @@ class SharePartition:
             rec[STATE] = ACKNOWLEDGED if t == ACCEPT else ARCHIVED  # GAP and REJECT archive
             if t == REJECT:
                 self.dead.append((off, rec[COUNT], REJECTED))
-        self.advance()
+        self._changed()
         return released
 
     # ---- start offset ------------------------------------------------------------------
@@ -343,6 +361,7 @@ class SharePartition:
         self.acquired = 0
         self.next_deadline = None
         self.start = self.end = self.described_start = start_offset
+        self.described_complete = 0
         self._pre_start = None
         self.state_epoch += 1
 
@@ -383,6 +402,7 @@ class SharePartition:
         self.end = max([self.start] + [o + 1 for o in self.records])
         self.advance()
         self.described_start = self.start
+        self.described_complete = self.delivery_complete_count()
 
 
 def coalesce(state: dict) -> list:
