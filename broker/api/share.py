@@ -226,9 +226,11 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
         if epoch == FINAL_EPOCH:
             sc.close_session(gid, mid)
         return _fetch_answer(broker, gid, entries, order)
-    if epoch == 0:  # a full request: every partition of the new session answers
+    if epoch == 0:  # a full request: every partition of the new session that may acquire answers
         for key in session.parts:
-            entries.setdefault(key, _entry(broker, key[1]))
+            sp = sc.partition(gid, key[0], key[1], create=False)
+            if sp is None or sp.can_acquire(sc.max_locks(gid)):
+                entries.setdefault(key, _entry(broker, key[1]))
     total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed, holds)
     if _persist(broker, changed):
         return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")

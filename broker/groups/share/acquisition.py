@@ -59,6 +59,8 @@ class Acquisition:
             elif txn and pid in aborted:
                 if max(base, self.frm) >= sp.end and not self.strict and self.got + self.skipped >= self.max_records:
                     break
+                if self.chunk is None and last >= sp.end:
+                    self.chunk = max(base, sp.end)  # the acquired batch begins with them, as in Kafka
                 for off in range(max(base, sp.end), last + 1):
                     sp.records[off] = [ARCHIVED, 0, None, 0]
                     self.skipped += 1

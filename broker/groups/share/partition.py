@@ -120,6 +120,18 @@ class SharePartition:
         """Offsets between start and end (Kafka's record-lock count)."""
         return self.end - self.start
 
+    def cache_end(self) -> int:
+        """One past the last offset in flight, counting the rest of a log batch a record-limit
+        acquisition left (Kafka keeps it in its in-flight batch)."""
+        if not self.batches:
+            return self.end
+        return max(self.end, self.batches[self._batch_firsts()[-1]] + 1)
+
+    def can_acquire(self, max_locks: int) -> bool:
+        """Something available again or left in flight, or room under the in-flight cap (Kafka's
+        canAcquireRecords): a new share session's first answer lists only such partitions."""
+        return bool(self.available) or self.end < self.cache_end() or self.cache_end() - self.start < max_locks
+
     def has_available(self, bound: int) -> bool:
         """Something to acquire below `bound` (the high watermark or last stable offset)."""
         return bool(self.available) or self.end < bound
@@ -148,11 +160,12 @@ class SharePartition:
         frm = min(avail) if avail else self.end
         if frm >= bound or max_records <= 0:
             return None, []
-        room = max_locks - (self.end - min(self.start, self.start if held_start is None else held_start))
+        cend = self.cache_end()
+        room = max_locks - (cend - min(self.start, self.start if held_start is None else held_start))
         if room > 0:
             max_records = min(max_records, room)
-        elif frm < self.end:  # at the cap: only records already in flight, below the end offset
-            max_records, bound = min(max_records, self.end - frm), self.end
+        elif frm < cend:  # at the cap: only records already in flight, below the end offset
+            max_records, bound = min(max_records, cend - frm), min(bound, cend)
         else:
             return None, []
         sl = plog.read(frm, max_bytes, upper_bound=bound, min_one_batch=min_one)
@@ -273,19 +286,23 @@ class SharePartition:
             first, last, types = b["first_offset"], b["last_offset"], b["acknowledge_types"]
             if last < self.start:
                 continue
-            if self.start == self.end:
+            cend = self.cache_end()
+            if self.start == cend:
                 raise AckError("INVALID_RECORD_STATE",
                                "Batch record not found. The request batch offsets are not found in the cache.")
-            if first >= self.end:
+            if first >= cend:
                 raise AckError("INVALID_REQUEST", "Batch record not found. The first offset in request is past "
                                                   "acquired records.")
-            if last >= self.end:
+            if last >= cend:
                 raise AckError("INVALID_REQUEST", "Batch record not found. The last offset in request is past "
                                                   "acquired records.")
             for off in range(max(first, self.start), last + 1):
                 rec = self.records.get(off)
                 if rec is None:
-                    continue  # no record there (a transaction marker, compacted away): done already
+                    if off >= self.end:  # the rest of a record-limit acquisition's batch: not acquired
+                        raise AckError("INVALID_RECORD_STATE", "The offset cannot be acknowledged. The offset is "
+                                                               "not acquired.")
+                    continue  # no record there (compacted away): done already
                 if off in plan:
                     raise AckError("INVALID_RECORD_STATE", "The record state is invalid. The acknowledgement of "
                                                            "delivery could not be completed.")
