@@ -213,9 +213,10 @@ class SharePartition:
             rec[STATE] = AVAILABLE
             self.available.add(off)
 
-    def _begin(self) -> None:
+    def _begin(self, start: int | None = None) -> None:
+        """A change begins (from start offset `start`, the current one by default)."""
         if self._pre_start is None:
-            self._pre_start = self.start
+            self._pre_start = self.start if start is None else start
 
     def _changed(self) -> None:
         """A change to be written: the start offset moves past what is done; the write carries the
@@ -243,7 +244,7 @@ class SharePartition:
         """Release records whose acquisition lock ran out; True when any was."""
         if not self.acquired or self.next_deadline is None or now_ms < self.next_deadline:
             return False
-        self._begin()
+        start = self.start
         changed = False
         nxt = None
         for off, rec in self.records.items():
@@ -256,6 +257,7 @@ class SharePartition:
                 nxt = rec[DEADLINE]
         self.next_deadline = nxt
         if changed:
+            self._begin(start)
             self._changed()
         return changed
 
@@ -263,13 +265,14 @@ class SharePartition:
         """Release every record `member` holds (it left the group or closed its session)."""
         if not self.acquired:
             return False
-        self._begin()
+        start = self.start
         changed = False
         for off, rec in self.records.items():
             if rec[STATE] == ACQUIRED and rec[MEMBER] == member:
                 self._release(off, rec, limit)
                 changed = True
         if changed:
+            self._begin(start)
             self._changed()
         return changed
 
