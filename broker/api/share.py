@@ -10,6 +10,7 @@ changes are persisted in `__share_group_state` before the answer goes out.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from pylog.broker.api.context import RequestContext
@@ -197,6 +198,9 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
         return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST,
                                  "Acknowledge data present on initial fetch for the share session")
     session, code = sc.session(gid, mid, epoch, ctx.conn)
+    if code == ErrorCode.SHARE_SESSION_LIMIT_REACHED and body["max_wait_ms"] > 0:
+        # Kafka answers a fetch it has no share session for once its MaxWaitMs ran out
+        return _answer_later(broker, body["max_wait_ms"], share_fetch_error(body, ctx.api_version, code, None))
     if code:
         return share_fetch_error(body, ctx.api_version, code, None)
     for t in body["forgotten_topics_data"]:
@@ -242,6 +246,13 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
     if total or body["max_wait_ms"] <= 0 or not session.parts or broker.stopping:
         return _fetch_answer(broker, gid, entries, order)
     return _long_poll(broker, gid, mid, session, body, entries, order)
+
+
+async def _answer_later(broker: Broker, wait_ms: int, answer: dict) -> dict:
+    deadline = broker.loop.time() + wait_ms / 1000.0
+    while not broker.stopping and broker.loop.time() < deadline:
+        await asyncio.sleep(min(0.1, deadline - broker.loop.time()))
+    return answer
 
 
 async def _long_poll(broker: Broker, gid: str, mid: str, session, body: dict, entries: dict, order) -> dict:
