@@ -364,3 +364,15 @@ def test_interleaved_sends_in_one_partition_are_no_write_cycle(tmp_path):
     h.txn("t2.0", [["send", K, 2, 1], ["send", K, 4, 3]], commit_at=0)
     h.poll("r.0", {K: [(0, 1), (1, 2), (2, 3), (3, 4)]})
     assert h.check(tmp_path)["valid"]
+
+
+def test_indeterminate_transaction_retried_is_no_duplicate(tmp_path):
+    """A transaction whose commit timed out, done again after: its value's first offset counts
+    only if someone read it there (the run against pylog that found this false alarm)."""
+    h = H()
+    h.txn("t.0", [["send", K, -9, 0]], type="info")
+    h.txn("t.1", [["send", K, -9, 2]], commit_at=12)
+    h.poll("r.0", {K: [(2, -9)]})
+    assert h.check(tmp_path)["valid"]
+    h.poll("r.1", {K: [(0, -9)]})                                            # it did commit: twice
+    assert kinds(h.check(tmp_path)) == {"duplicate"}
