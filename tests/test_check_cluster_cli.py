@@ -67,3 +67,9 @@ def test_analyze_clean_and_missing_history(tmp_path):
     empty.mkdir()
     r = pylog("check-cluster", "analyze", empty)
     assert r.returncode == 2 and "no history.jsonl" in r.stderr
+
+
+def test_unknown_client_property(tmp_path):
+    r = pylog("check-cluster", "run", "-w", "queue", "-b", "127.0.0.1:1", "-X", "no.such.thing=1", "--out", tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "pylog: error: -X no.such.thing: not a Kafka producer or consumer property"

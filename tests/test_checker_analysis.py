@@ -346,8 +346,9 @@ def test_jepsen_lost_write_after_leader_change(tmp_path):
     other = h.send("w2.0", K, (1, 3), (2, 4))
     h.poll("r.0", {K: [(0, 1), (1, 3), (2, 4)]})
     r = h.check(tmp_path)
-    assert "inconsistent-offsets" in kinds(r)
+    assert kinds(r) == {"inconsistent-offsets", "lost-write"}
     assert only(r, "inconsistent-offsets")["ops"] == [acked, other]
+    assert only(r, "lost-write")["value"] == 2 and "at that offset" in only(r, "lost-write")["detail"]
 
 
 def test_every_kind_is_planted_above():
