@@ -110,7 +110,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schem
         set_map["faults.file"] = faults_file
     settings = build_settings(file_props, set_map, log_dirs, listen, advertised)
     settings.add_scram = _parse_add_scram(add_scram)
-    settings.transaction_version = _parse_features(features)
+    settings.feature_levels = _parse_features(features)
 
     # a start that fails leaves no files behind: ports are checked before anything is
     # written, and log dirs this start created (or found empty) are emptied again on failure
@@ -208,12 +208,12 @@ def _parse_add_scram(values) -> list:
     return out
 
 
-def _parse_features(values) -> int:
-    """--feature NAME=LEVEL values: the transaction.version level (the only feature served)."""
-    from pylog.broker.txn.epoch_bump import DEFAULT_LEVEL, SUPPORTED_LEVELS
+def _parse_features(values) -> dict:
+    """--feature NAME=LEVEL values: {feature: level} to finalize at start (transaction.version)."""
+    from pylog.broker.txn.epoch_bump import SUPPORTED_LEVELS
     from pylog.core.errors import UsageError
 
-    level = DEFAULT_LEVEL
+    levels = {}
     for v in values:
         name, _, text = v.partition("=")
         if name.strip() != "transaction.version":
@@ -225,7 +225,8 @@ def _parse_features(values) -> int:
         if level not in SUPPORTED_LEVELS:
             raise UsageError(f"--feature {v}: transaction.version supports levels "
                              f"{SUPPORTED_LEVELS[0]}-{SUPPORTED_LEVELS[-1]}")
-    return level
+        levels["transaction.version"] = level
+    return levels
 
 
 def _show_host(host: str) -> str:

@@ -301,3 +301,22 @@ def test_a_read_only_console_refuses_writes(env, browser):
         ro.stop()
     with Consumer({**env["props"], "enable.auto.commit": "false"}) as c:
         assert c.end_offsets([("orders", 0)])[("orders", 0)] >= 101  # the topic is still there
+
+
+def test_basic_auth_when_users_are_given(env):
+    import base64
+    import urllib.error
+    import urllib.request
+
+    guarded = ConsoleService(env["props"], "127.0.0.1", 0, users={"ops": "s3cret"})
+    guarded.start()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(guarded.url + "/api/topics", timeout=30)
+        assert e.value.code == 401 and "Basic" in e.value.headers["WWW-Authenticate"]
+        req = urllib.request.Request(guarded.url + "/api/topics",
+                                     headers={"Authorization": "Basic " + base64.b64encode(b"ops:s3cret").decode()})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert "orders" in {t["name"] for t in json.load(r)["topics"]}
+    finally:
+        guarded.stop()

@@ -40,6 +40,7 @@ from pylog.broker.ops.quotas import QuotaManager, QuotaStore
 from pylog.broker.ops.request_faults import FaultEngine
 from pylog.broker.security.authorizer import Authorizer, make_authorizer
 from pylog.broker.security.store import SecurityStore
+from pylog.broker.node.features import FinalizedFeatures
 from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.net.sasl import raw_token
 from pylog.broker.node.scheduler import Scheduler
@@ -96,6 +97,7 @@ class Broker:
         self.quotas: QuotaManager | None = None  # client quota configs and their rates
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
         self.dynamic_configs: DynamicBrokerConfigs | None = None
+        self.features: FinalizedFeatures | None = None  # transaction.version, share.version (KIP-584)
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
@@ -121,6 +123,9 @@ class Broker:
         metas = list(self.logs.meta.values())
         self.cluster_id = metas[0].cluster_id if metas else ""
         self.producer_ids = ProducerIdManager(self.settings.log_dirs[0])
+        self.features = FinalizedFeatures(self.settings.log_dirs[0])
+        self.features.change(self.settings.feature_levels)
+        self.settings.transaction_version = self.features.level("transaction.version")
         self.open_security()
         return self.recovery
 
