@@ -22,8 +22,9 @@ _MAX_ATTEMPTS = 20
 
 
 class Registry:
-    def __init__(self, store, read_only: bool = False):
+    def __init__(self, store, read_only: bool = False, dek=None):
         self.store = store
+        self.dek = dek  # the DEK registry (dek.DekRegistry) served beside the schemas
         self.state = store.state
         self.lock = threading.Lock()
         self.forced_read_only = read_only

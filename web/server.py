@@ -167,6 +167,16 @@ class WebServer:
             await runner.cleanup()
 
 
+def new_loop() -> asyncio.AbstractEventLoop:
+    """An event loop for a server thread: uvloop's when installed (about half the CPU per request
+    of asyncio's own loop), asyncio's otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class ThreadedWebServer:
     """A WebServer on a thread and event loop of its own, for synchronous callers."""
 
@@ -190,7 +200,7 @@ class ThreadedWebServer:
         failure: list[BaseException] = []
 
         def run():
-            loop = asyncio.new_event_loop()
+            loop = new_loop()
             self.loop = loop
             asyncio.set_event_loop(loop)
             try:
