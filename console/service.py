@@ -46,13 +46,13 @@ class ConsoleService:
         if metrics_url and share_records is None:
             share_records = share_source(metrics_url)
         self.registry_url = registry_url
-        self.cluster = Cluster(self.props, allow_writes)
+        self.cluster = Cluster(self.props, allow_writes, max_age=2 * sample_interval + 1)
         self.messages = Messages(self.props, registry, allow_writes)
-        self.groups = Groups(self.props, allow_writes, share_records)
+        self.groups = Groups(self.props, allow_writes, share_records, self.cluster)
         self.security = SecurityViews(self.props, allow_writes)
         self.registry = RegistryView(registry)
         self.broker_history = BrokerHistory(broker_status) if broker_status is not None else None
-        jobs = [self.groups.sample_all]
+        jobs = [self.cluster.refresh, self.groups.sample_all]
         if self.broker_history is not None:
             jobs.insert(0, self.broker_history.sample)
         self.sampler = Sampler(jobs, sample_interval)

@@ -101,3 +101,24 @@ def test_streams_group_heartbeats_and_the_tool(streams_broker):
     assert json.loads(pylog("streams-groups", "list", "-b", b.bootstrap, "--json", check=True).stdout) == []
     missing = pylog("streams-groups", "describe", "st-app", "-b", b.bootstrap)
     assert missing.returncode == 1 and "does not exist" in missing.stderr, missing.stderr
+
+
+def test_an_internal_topic_that_cannot_be_made_is_reported(streams_broker):
+    b = streams_broker
+    create_topic(b, "st-in", 1)
+    bad = {"epoch": 0, "subtopologies": [{**TOPOLOGY["subtopologies"][0], "state_changelog_topics": [
+        {"name": "st-app-store-changelog", "partitions": 0, "replication_factor": 0,
+         "topic_configs": [{"key": "cleanup.policy", "value": "sometimes"}]}]}]}
+    join = heartbeat(b, rebalance_timeout_ms=30000, topology=bad, process_id="p-1",
+                     active_tasks=[], standby_tasks=[], warmup_tasks=[])
+    assert join["error_code"] == 0 and [st["status_code"] for st in join["status"]] == [3], join
+    again = heartbeat(b, member_epoch=join["member_epoch"])
+    [status] = again["status"]
+    assert status["status_code"] == 3, again
+    assert "Internal topics are missing: [st-app-store-changelog]" in status["status_detail"], status
+    assert "Unable to create topics: st-app-store-changelog: " in status["status_detail"], status
+    assert "cleanup.policy" in status["status_detail"], status
+    assert again["active_tasks"] is None and again["member_epoch"] == join["member_epoch"], again  # no tasks yet
+    d = json.loads(pylog("streams-groups", "describe", "st-app", "--state", "-b", b.bootstrap, "--json",
+                         check=True).stdout)[0]
+    assert d["state"] == "NotReady", d
