@@ -35,10 +35,10 @@ def _fill(bootstrap: str, records: int, partitions: int, registry: str) -> dict:
 
     props = {"bootstrap.servers": bootstrap}
     took = {}
-    with Admin(props) as a:
+    with Admin({**props, "request.timeout.ms": "900000"}) as a:
         a.create_topic("big", 1)
         t0 = time.perf_counter()
-        a.create_topic("wide", partitions)
+        a.create_topic("wide", partitions, timeout_ms=900000)
         took["create wide"] = time.perf_counter() - t0
     value = b"v" * 100
     t0 = time.perf_counter()
@@ -52,7 +52,7 @@ def _fill(bootstrap: str, records: int, partitions: int, registry: str) -> dict:
         p.send_many("wide", [b"w"] * partitions, partitions=list(range(partitions)))
         p.flush(300)
     took["produce"] = time.perf_counter() - t0
-    with GroupAdmin(props) as ga:
+    with GroupAdmin({**props, "request.timeout.ms": "300000"}) as ga:
         ga.alter_offsets("wide-group", {TopicPartition("wide", p): 0 for p in range(partitions)})
     reg = RegistryClient(registry)
     reg.register("rows-value", json.dumps(AVRO))

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "topics": "pylog.commands.topics:topics",
     "groups": "pylog.commands.groups:groups",
     "share-groups": "pylog.commands.share_groups:share_groups",
+    "streams-groups": "pylog.commands.streams_groups:streams_groups",
     "transactions": "pylog.commands.transactions:transactions",
     "acls": "pylog.commands.acls:acls",
     "users": "pylog.commands.users:users",

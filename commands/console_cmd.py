@@ -36,11 +36,14 @@ def parse_listen(value: str) -> tuple[str, int]:
 @click.option("--allow-writes", is_flag=True,
               help="Allow creating, altering and deleting topics, producing, resetting offsets and aborting "
                    "transactions (read-only without it).")
+@click.option("--users-file", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
+              help="user:password lines (the schema registry's users file): the console then asks for HTTP "
+                   "basic auth.")
 @click.option("--sample-interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS",
               help="Seconds between the samples of lag and broker metrics the charts draw.")
 @properties_options
-def console(bootstrap, listen, registry_url, registry_auth, log_dirs, metrics_url, allow_writes, sample_interval,
-            properties):
+def console(bootstrap, listen, registry_url, registry_auth, log_dirs, metrics_url, allow_writes, users_file,
+            sample_interval, properties):
     """Serve a web console for a Kafka cluster until SIGINT or SIGTERM.
 
     Pages: the cluster and its brokers; topics (partitions, offsets, sizes,
@@ -62,11 +65,17 @@ def console(bootstrap, listen, registry_url, registry_auth, log_dirs, metrics_ur
     from pylog.console.service import ConsoleService
 
     host, port = parse_listen(listen)
+    users = None
+    if users_file:
+        from pylog.registry.service import load_users
+
+        users = load_users(users_file) or None
     reg = pop_registry_props(properties)
     props = client_props(bootstrap, properties, CONSUMER_CONFIGS)
     svc = ConsoleService(props, host, port, registry_url=registry_url or reg.get("schema.registry.url"),
                          registry_auth=registry_auth or reg.get("basic.auth.user.info"), log_dirs=log_dirs,
-                         allow_writes=allow_writes, metrics_url=metrics_url, sample_interval=sample_interval)
+                         allow_writes=allow_writes, metrics_url=metrics_url, sample_interval=sample_interval,
+                         users=users)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: done.set())
     signal.signal(signal.SIGINT, lambda *a: done.set())

@@ -170,7 +170,8 @@ def check_schema(c, request, body):
 
 @api
 def logdirs(c, request, body):
-    return {"partitions": c.need_log_dirs().partitions()}
+    return c.need_log_dirs().partitions(int(_q(request, "start", "0")), int(_q(request, "limit", "500")),
+                                        _q(request, "match"))
 
 
 @api

@@ -7,6 +7,8 @@ pages work against pylog's broker and any Kafka cluster.
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import dataclass, field
 
 from pylog.core.client.admin import Admin
 from pylog.core.client.consumer import EARLIEST, LATEST, TopicPartition, list_offsets
@@ -18,15 +20,46 @@ class ReadOnlyError(UsageError):
     """A write asked of a console started without --allow-writes."""
 
 
+@dataclass
+class Snapshot:
+    """Every partition's start and end offsets and size, and the metadata they go with, as one
+    sample read them: big clusters' pages answer from it instead of asking for all of it again."""
+
+    taken: float  # time.monotonic()
+    metadata: object
+    start: dict = field(default_factory=dict)  # TopicPartition -> log start offset
+    end: dict = field(default_factory=dict)  # TopicPartition -> end offset
+    sizes: dict = field(default_factory=dict)  # (topic, partition) -> bytes
+
+
 class Cluster:
     """One admin connection to the cluster, shared by the pages (its calls are thread-safe:
-    each runs on the admin's own loop thread)."""
+    each runs on the admin's own loop thread). `max_age`: how old a snapshot a page may answer
+    from (the sampler takes one every sample interval)."""
 
-    def __init__(self, props: dict, allow_writes: bool = False):
+    def __init__(self, props: dict, allow_writes: bool = False, max_age: float = 10.0):
         self.props = dict(props)
         self.allow_writes = allow_writes
         self.admin = Admin(self.props)
         self.lock = threading.Lock()
+        self.max_age = max_age
+        self.snapshot: Snapshot | None = None
+
+    def refresh(self) -> Snapshot:
+        """Take a snapshot (the sampler's tick, or a page that found none fresh enough)."""
+        with self.lock:
+            md = self.run(self.client.refresh_metadata(all_topics=True))
+            tps = [TopicPartition(n, p) for n, t in md.topics.items() for p in t.partitions]
+            start, end = self.end_offsets(tps) if tps else ({}, {})
+            snap = Snapshot(time.monotonic(), md, start, end, self.sizes())
+            self.snapshot = snap
+            return snap
+
+    def fresh(self) -> Snapshot:
+        snap = self.snapshot
+        if snap is not None and time.monotonic() - snap.taken < self.max_age:
+            return snap
+        return self.refresh()
 
     def close(self) -> None:
         self.admin.close()
@@ -45,7 +78,7 @@ class Cluster:
 
     # ---------------------------------------------------------------- cluster
     def overview(self) -> dict:
-        md = self.run(self.client.refresh_metadata(all_topics=True))
+        md = self.fresh().metadata
         topics = list(md.topics.values())
         offline = sum(1 for t in topics for p in t.partitions.values() if p.leader < 0)
         under = sum(1 for t in topics for p in t.partitions.values() if len(p.isr) < len(p.replicas))
@@ -91,11 +124,9 @@ class Cluster:
         return self.run(go())
 
     def topics(self, internal: bool = True) -> list[dict]:
-        md = self.run(self.client.refresh_metadata(all_topics=True))
+        snap = self.fresh()
+        md, start, end, sizes = snap.metadata, snap.start, snap.end, snap.sizes
         names = sorted(n for n, t in md.topics.items() if internal or not t.internal)
-        tps = [TopicPartition(n, p) for n in names for p in md.topics[n].partitions]
-        start, end = self.end_offsets(tps) if tps else ({}, {})
-        sizes = self.sizes()
         out = []
         for n in names:
             t = md.topics[n]
@@ -109,10 +140,15 @@ class Cluster:
         return out
 
     def topic(self, name: str) -> dict:
-        t = self.admin.describe_topic(name)
-        tps = [TopicPartition(name, p) for p in sorted(t.partitions)]
-        start, end = self.end_offsets(tps)
-        sizes = self.sizes([name])
+        snap = self.fresh()
+        t = snap.metadata.topics.get(name)
+        if t is None or len(t.partitions) < 100:  # a small topic: read it now
+            t = self.admin.describe_topic(name)
+            tps = [TopicPartition(name, p) for p in sorted(t.partitions)]
+            (start, end), sizes = self.end_offsets(tps), self.sizes([name])
+        else:  # a big one: as the last snapshot saw it
+            tps = [TopicPartition(name, p) for p in sorted(t.partitions)]
+            start, end, sizes = snap.start, snap.end, snap.sizes
         parts = [{"partition": tp.partition, "leader": t.partitions[tp.partition].leader,
                   "leader_epoch": t.partitions[tp.partition].leader_epoch,
                   "replicas": t.partitions[tp.partition].replicas, "isr": t.partitions[tp.partition].isr,
@@ -126,6 +162,7 @@ class Cluster:
         self.check_writes(f"create topic {name}")
         _check_topic_configs(configs)
         self.admin.create_topic(name, partitions, replication_factor, configs)
+        self.snapshot = None
         return {"created": name}
 
     def alter_topic(self, name: str, set_configs: dict, delete_keys: list) -> dict:
@@ -137,6 +174,7 @@ class Cluster:
     def delete_topic(self, name: str) -> dict:
         self.check_writes(f"delete topic {name}")
         self.admin.delete_topic(name)
+        self.snapshot = None
         return {"deleted": name}
 
 

@@ -12,6 +12,7 @@ from pylog.core.client.share_admin import ShareAdmin
 from pylog.core.errors import UsageError
 
 HISTORY_POINTS = 720  # per group: an hour at one sample every 5 s
+BIG_GROUP = 100  # partitions from which a group's end offsets come from the cluster's snapshot
 
 
 class LagHistory:
@@ -38,8 +39,9 @@ class LagHistory:
 class Groups:
     """Group pages over one ShareAdmin (a GroupAdmin that also speaks the share-group APIs)."""
 
-    def __init__(self, props: dict, allow_writes: bool = False, share_records=None):
+    def __init__(self, props: dict, allow_writes: bool = False, share_records=None, cluster=None):
         self.admin = ShareAdmin(dict(props))
+        self.cluster = cluster  # its snapshot's end offsets serve big groups
         self.allow_writes = allow_writes
         self.history = LagHistory()
         self.share_records = share_records  # (group) -> [share-partition dict] or None: pylog's broker only
@@ -59,7 +61,12 @@ class Groups:
     def lag(self, group: str, assigned=()) -> tuple[list, int]:
         committed = self.admin.committed(group)
         tps = sorted(set(committed) | set(assigned))
-        end = self.admin.list_offsets({tp: LATEST for tp in tps}) if tps else {}
+        snap = self.cluster.snapshot if self.cluster is not None else None
+        if (len(tps) >= BIG_GROUP and snap is not None and time.monotonic() - snap.taken < self.cluster.max_age
+                and all(tp in snap.end for tp in tps)):
+            end = snap.end  # committed offsets now, end offsets as the last sample read them
+        else:
+            end = self.admin.list_offsets({tp: LATEST for tp in tps}) if tps else {}
         rows, total = [], 0
         for tp in tps:
             off = committed.get(tp, (None, ""))[0]

@@ -46,13 +46,14 @@ def make_service(broker):
     h = "127.0.0.1" if spec.host in ("", "0.0.0.0") else ("::1" if spec.host == "::" else spec.host)
     bootstrap = f"[{h}]:{spec.port}" if ":" in h else f"{h}:{spec.port}"
     registry_url = broker.schema_registry.urls[0] if broker.schema_registry is not None else None
+    # the registry's basic auth applies to the console too: the same users file
     users_file = cfg.get("schema.registry.users.file")
-    registry_auth = None
-    if registry_url and users_file:
+    users, registry_auth = None, None
+    if users_file:
         from pylog.registry.service import load_users
 
-        users = load_users(users_file)
-        if users:
+        users = load_users(users_file) or None
+        if users and registry_url:
             name, secret = next(iter(users.items()))
             registry_auth = f"{name}:{secret}"
     return ConsoleService(
@@ -60,4 +61,4 @@ def make_service(broker):
         registry_url=registry_url, registry_auth=registry_auth, log_dirs=broker.settings.log_dirs,
         live_log_dirs=True, allow_writes=bool(cfg.get("console.allow.writes")),
         broker_status=lambda: _on_loop(broker, status_snapshot, broker),
-        share_records=lambda group: _on_loop(broker, share_partitions, broker, group))
+        share_records=lambda group: _on_loop(broker, share_partitions, broker, group), users=users)

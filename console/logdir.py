@@ -3,6 +3,7 @@ the fields `pylog dump-segment --json` prints (Kafka's kafka-dump-log.sh names),
 verdicts of `pylog verify` (CLEAN, REPAIRABLE, DAMAGED) with their problems."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pylog.core.errors import UsageError
@@ -14,6 +15,7 @@ from pylog.storage.scan import Damage, scan_log
 
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 PAGE_BATCHES = 200
+PAGE_PARTITIONS = 500
 
 
 def batch_fields(e) -> dict:
@@ -45,19 +47,26 @@ class LogDirs:
                 return p
         raise UsageError(f"no partition folder {name} in {', '.join(map(str, self.dirs))}")
 
-    def partitions(self) -> list[dict]:
+    def names(self) -> list[tuple[Path, str]]:
+        """(log dir, partition folder name) of every partition, in name order."""
         out = []
         for d in self.dirs:
-            if not d.is_dir():
-                continue
-            for p in sorted(d.iterdir()):
-                pd = parse_partition_dir(p.name) if p.is_dir() else None
-                if pd is None:
-                    continue
-                logs = [f for f in p.iterdir() if SEGMENT_FILE.match(f.name)]
-                out.append({"dir": str(d), "name": p.name, "topic": pd.topic, "partition": pd.partition,
-                            "segments": len(logs), "size": sum(f.stat().st_size for f in logs)})
-        return out
+            if d.is_dir():
+                with os.scandir(d) as it:
+                    out += [(d, e.name) for e in it if e.is_dir() and parse_partition_dir(e.name) is not None]
+        return sorted(out, key=lambda x: (parse_partition_dir(x[1]), str(x[0])))
+
+    def partitions(self, start: int = 0, limit: int = PAGE_PARTITIONS, match: str | None = None) -> dict:
+        """A page of the partitions (their folders read for this page only), and how many there are."""
+        names = [x for x in self.names() if not match or match in x[1]]
+        out = []
+        for d, name in names[start:start + limit]:
+            pd = parse_partition_dir(name)
+            with os.scandir(d / name) as it:
+                logs = [e.stat().st_size for e in it if SEGMENT_FILE.match(e.name)]
+            out.append({"dir": str(d), "name": name, "topic": pd.topic, "partition": pd.partition,
+                        "segments": len(logs), "size": sum(logs)})
+        return {"total": len(names), "start": start, "partitions": out}
 
     def segments(self, name: str) -> dict:
         p = self._partition(name)
@@ -93,7 +102,7 @@ class LogDirs:
                 "damage": damage}
 
     def verify(self, name: str | None = None) -> list[dict]:
-        names = [name] if name else [x["name"] for x in self.partitions()]
+        names = [name] if name else [n for _, n in self.names()]
         out = []
         for n in names:
             pdir = self._partition(n)

@@ -127,6 +127,7 @@ class Messages:
         deadline = time.monotonic() + SCAN_SECONDS
         kb = key.encode() if key else None
         sb = search.encode() if search else None
+        idle = 0
         while pos < high and len(rows) < limit and scanned < SCAN_LIMIT and time.monotonic() < deadline:
             got = c.poll(500).get(tp, [])
             for r in got:
@@ -140,7 +141,14 @@ class Messages:
                     continue
                 rows.append(self._row(tp.partition, r, fmt))
                 if len(rows) >= limit:
-                    break
+                    return rows, pos, scanned
+            # control batches (transaction markers) hold offsets no record is returned for: the
+            # consumer's position moves past them
+            at = c.position(tp)
+            idle = 0 if got or (at is not None and at > pos) else idle + 1
+            pos = max(pos, at if at is not None else pos)
+            if idle >= 2:
+                break
         return rows, pos, scanned
 
     def _row(self, partition, r, fmt) -> dict:

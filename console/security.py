@@ -46,7 +46,9 @@ class SecurityViews:
             except KafkaError as e:
                 row["error"] = str(e)
             rows.append(row)
-        max_ms = int((hanging_minutes if hanging_minutes is not None else 15) * 60_000)
+        if hanging_minutes is None:  # find-hanging asks every partition's leader: only when asked for
+            return {"transactions": rows, "hanging": None, "hanging_after_ms": None}
+        max_ms = int(hanging_minutes * 60_000)
         hanging = [{"topic": h.topic, "partition": h.partition, "producer_id": h.producer.producer_id,
                     "producer_epoch": h.producer.producer_epoch, "coordinator_epoch": h.producer.coordinator_epoch,
                     "start_offset": h.producer.current_txn_start_offset, "last_timestamp": h.producer.last_timestamp}

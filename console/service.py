@@ -26,12 +26,13 @@ class ConsoleService:
     log_dirs: folders whose segments and verdicts the log-dir page shows;
     broker_status: () -> the broker's status dict (pylog's broker: its metrics over time);
     metrics_url: a pylog broker's metrics listener, read for the same when not in the broker;
-    share_records: (group) -> each share-partition's in-flight records (pylog's broker)."""
+    share_records: (group) -> each share-partition's in-flight records (pylog's broker);
+    users: {user: password} for HTTP basic auth (none: open)."""
 
     def __init__(self, props: dict, host: str, port: int, *, registry_url: str | None = None,
                  registry_auth: str | None = None, log_dirs=(), allow_writes: bool = False, broker_status=None,
                  metrics_url: str | None = None, share_records=None, sample_interval: float = 5.0,
-                 live_log_dirs: bool = False, ssl_context=None):
+                 live_log_dirs: bool = False, ssl_context=None, users: dict | None = None):
         self.props = dict(props)
         self.allow_writes = allow_writes
         self.log_dirs = LogDirs(log_dirs, live=live_log_dirs) if log_dirs else None
@@ -45,17 +46,17 @@ class ConsoleService:
         if metrics_url and share_records is None:
             share_records = share_source(metrics_url)
         self.registry_url = registry_url
-        self.cluster = Cluster(self.props, allow_writes)
+        self.cluster = Cluster(self.props, allow_writes, max_age=2 * sample_interval + 1)
         self.messages = Messages(self.props, registry, allow_writes)
-        self.groups = Groups(self.props, allow_writes, share_records)
+        self.groups = Groups(self.props, allow_writes, share_records, self.cluster)
         self.security = SecurityViews(self.props, allow_writes)
         self.registry = RegistryView(registry)
         self.broker_history = BrokerHistory(broker_status) if broker_status is not None else None
-        jobs = [self.groups.sample_all]
+        jobs = [self.cluster.refresh, self.groups.sample_all]
         if self.broker_history is not None:
             jobs.insert(0, self.broker_history.sample)
         self.sampler = Sampler(jobs, sample_interval)
-        self.server = console_server(ROUTES, self, host, port, ssl_context=ssl_context)
+        self.server = console_server(ROUTES, self, host, port, ssl_context=ssl_context, users=users)
 
     # ---------------------------------------------------------------- what the pages ask
     def features(self) -> dict:

@@ -98,7 +98,9 @@ def _middlewares(users: dict | None):
 
 def registry_routes(registry) -> Routes:
     routes = Routes()
-    for method, path, fn, blocking in ROUTES:
+    from pylog.registry import dek
+
+    for method, path, fn, blocking in ROUTES + (dek.ROUTES if registry.dek is not None else []):
         routes.add(method, path, _handler(registry, fn, blocking))
     return routes
 

@@ -126,9 +126,13 @@ def test_cluster_page_shows_the_broker_and_its_metrics_over_time(env, browser):
 
 
 def test_topics_and_a_topic(env, browser):
-    browser.open("topics", "topics")
+    def counted():  # the topics page answers from the console's last snapshot (one per sample interval)
+        browser.open("topics", "topics")
+        rows = {r[0].split()[0]: r for r in browser.rows("topics")}
+        return rows.get("orders", [None] * 4)[3] == "301"  # 300 records and the open transaction's
+    browser.wait(counted, 60, "orders with its 301 records")
     rows = {r[0].split()[0]: r for r in browser.rows("topics")}
-    assert rows["orders"][1] == "3" and rows["orders"][3] == "301"  # 300 records and the open transaction's
+    assert rows["orders"][1] == "3"
     browser.screenshot("topics")
     browser.open("topic/orders", "topic")
     parts = browser.rows("partitions")
@@ -301,3 +305,36 @@ def test_a_read_only_console_refuses_writes(env, browser):
         ro.stop()
     with Consumer({**env["props"], "enable.auto.commit": "false"}) as c:
         assert c.end_offsets([("orders", 0)])[("orders", 0)] >= 101  # the topic is still there
+
+
+def test_basic_auth_when_users_are_given(env):
+    import base64
+    import urllib.error
+    import urllib.request
+
+    guarded = ConsoleService(env["props"], "127.0.0.1", 0, users={"ops": "s3cret"})
+    guarded.start()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(guarded.url + "/api/topics", timeout=30)
+        assert e.value.code == 401 and "Basic" in e.value.headers["WWW-Authenticate"]
+        req = urllib.request.Request(guarded.url + "/api/topics",
+                                     headers={"Authorization": "Basic " + base64.b64encode(b"ops:s3cret").decode()})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert "orders" in {t["name"] for t in json.load(r)["topics"]}
+    finally:
+        guarded.stop()
+
+
+def test_abort_a_transaction_from_the_api(env, browser):
+    """Kafka's Admin.abortTransaction: an ABORT marker for the producer on one partition."""
+    from pylog.core.client.txn_admin import TransactionAdmin
+
+    browser.open("transactions", "transactions")
+    with TransactionAdmin(env["props"]) as ta:
+        [open_on_0] = [s for s in ta.describe_producers("orders", 0) if s.current_txn_start_offset >= 0]
+        ans = browser.fetch("POST", "/api/transactions/abort", {
+            "topic": "orders", "partition": 0, "producer_id": open_on_0.producer_id,
+            "producer_epoch": open_on_0.producer_epoch, "coordinator_epoch": open_on_0.coordinator_epoch})
+        assert ans["status"] == 200, ans
+        assert not [s for s in ta.describe_producers("orders", 0) if s.current_txn_start_offset >= 0]

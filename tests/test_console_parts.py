@@ -62,7 +62,9 @@ def test_log_dir_views_over_written_segments(tmp_path):
         log.append_as_leader(bytearray(build_batch([(NOW, None, json.dumps({"i": i}).encode() * 5)])), 0)
     lm.shutdown()
     views = LogDirs([tmp_path])
-    parts = {p["name"]: p for p in views.partitions()}
+    listing = views.partitions()
+    assert listing["total"] == 1
+    parts = {p["name"]: p for p in listing["partitions"]}
     assert parts["t-0"]["segments"] > 1
     segs = views.segments("t-0")["segments"]
     assert segs[0]["base_offset"] == 0 and segs[1]["base_offset"] > 0

@@ -1,7 +1,7 @@
 """Schema GUIDs and data contracts against the broker's registry and the standalone one, driven by
 confluent-kafka's registry client, serialisers and rule executors: a header-GUID round trip, a
 CEL condition rule refusing a bad record, a JSONata migration rule reading an old major version as
-the new one; metadata and rule sets stored, versioned and looked up as Confluent does."""
+the new one, a field encrypted with the local KMS read back (its DEK in the DEK registry); metadata and rule sets stored, versioned and looked up as Confluent does."""
 from __future__ import annotations
 
 import json
@@ -197,3 +197,52 @@ def test_jsonata_migration_reads_an_old_major_version_as_the_new_one(broker, reg
                              conf={"use.latest.version": False, "use.latest.with.metadata": {"major_version": "2"}})
     got = _roundtrip(broker, topic, ser, deser, [{"name": "ann", "size": "tall"}])
     assert [v for _, v in got] == [{"name": "ann", "height": "tall"}]
+
+
+def test_encrypted_field_with_the_local_kms_is_read_back(broker, registry):
+    from confluent_kafka.schema_registry import RuleParams
+    from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import FieldEncryptionExecutor
+    from confluent_kafka.schema_registry.rules.encryption.localkms.local_driver import LocalKmsDriver
+
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+
+    LocalKmsDriver.register()
+    rules = RuleRegistry()  # an executor of its own: one is bound to the first registry it is configured with
+    rules.register_executor(FieldEncryptionExecutor())
+    sr = SchemaRegistryClient({"url": registry})
+    topic = f"enc-{uuid.uuid4().hex[:8]}"
+    schema = {"type": "record", "name": "Person", "fields": [
+        {"name": "name", "type": "string"}, {"name": "ssn", "type": "string", "confluent:tags": ["PII"]}]}
+    kek = f"kek-{uuid.uuid4().hex[:6]}"
+    rule = Rule("encryptPII", "", RuleKind.TRANSFORM, RuleMode.WRITEREAD, "ENCRYPT", ["PII"],
+                RuleParams({"encrypt.kek.name": kek, "encrypt.kms.type": "local-kms",
+                            "encrypt.kms.key.id": "mykey"}), None, None, "ERROR,NONE", False)
+    sr.register_schema(f"{topic}-value", Schema(json.dumps(schema), "AVRO", [], None, RuleSet(None, [rule])))
+    conf = {"secret": "a-test-secret-of-32-bytes-or-so!"}
+    ser = AvroSerializer(sr, None, conf={"auto.register.schemas": False, "use.latest.version": True},
+                         rule_conf=conf, rule_registry=rules)
+    deser = AvroDeserializer(sr, rule_conf=conf, rule_registry=rules)
+    values = [{"name": "ann", "ssn": "123-45-6789"}, {"name": "bob", "ssn": "987-65-4321"}]
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for v in values:
+        payload = ser(dict(v), SerializationContext(topic, MessageField.VALUE))  # the executor seals in place
+        assert v["ssn"].encode() not in payload and v["name"].encode() in payload  # only the PII field is sealed
+        p.produce(topic, value=payload)
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-" + uuid.uuid4().hex[:8],
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    read = []
+    import time
+
+    deadline = time.monotonic() + 60
+    while len(read) < len(values) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            read.append(deser(m.value(), SerializationContext(topic, MessageField.VALUE)))
+    c.close()
+    assert read == values
+    # the DEK the executor made is in the registry, wrapped (never in the clear)
+    st, dek, _ = rest(f"{registry}/dek-registry/v1/keks/{kek}/deks/{topic}-value/versions/1?algorithm=AES256_GCM")
+    assert st == 200 and dek["encryptedKeyMaterial"] and "keyMaterial" not in dek
+    assert rest(f"{registry}/dek-registry/v1/keks/{kek}")[1]["kmsType"] == "local-kms"

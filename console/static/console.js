@@ -270,14 +270,15 @@ pages.share = async (id) => {
 
 pages.transactions = async (_, q) => {
   const params = new URLSearchParams(q);
-  const o = await api("/transactions?hanging_minutes=" + enc(params.get("hanging") || "15"));
+  const hanging = params.get("hanging");  // find-hanging asks every partition's leader: only when asked
+  const o = await api("/transactions" + (hanging ? "?hanging_minutes=" + enc(hanging) : ""));
   let h = `<h1>Transactions</h1>` + table([["transactional id", t => esc(t.transactional_id)], ["state", t => tag(t.state)],
     ["producer", t => `${t.producer_id}/${esc(t.producer_epoch)}`], ["coordinator", t => t.coordinator, "num"],
     ["started", t => esc(time(t.start_time_ms))], ["running ms", t => num(t.duration_ms), "num"],
     ["partitions", t => esc((t.partitions || []).join(", "))]], o.transactions, "transactions");
-  h += `<h2>Hanging (open longer than ${num(o.hanging_after_ms / 60000)} min, their coordinator gone)</h2>
-    <form id="hang" class="inline"><label>minutes<input name="hanging" value="${esc(params.get("hanging") || "15")}"></label><button>Find</button></form>`;
-  h += table([["partition", x => `${esc(x.topic)}-${x.partition}`], ["producer", x => `${x.producer_id}/${x.producer_epoch}`],
+  h += `<h2>Hanging transactions${o.hanging ? ` (open longer than ${num(o.hanging_after_ms / 60000)} min, their coordinator gone)` : ""}</h2>
+    <form id="hang" class="inline"><label>open longer than (minutes)<input name="hanging" value="${esc(hanging || "15")}"></label><button>Find hanging</button></form>`;
+  if (o.hanging) h += table([["partition", x => `${esc(x.topic)}-${x.partition}`], ["producer", x => `${x.producer_id}/${x.producer_epoch}`],
     ["start offset", x => num(x.start_offset), "num"], ["last write", x => esc(time(x.last_timestamp))],
     ["", (x) => features.writes ? `<button class="danger abort" data-x='${esc(JSON.stringify(x))}'>Abort</button>` : ""]], o.hanging, "hanging");
   setPage("transactions", h);
@@ -341,15 +342,22 @@ pages.logdir = async (name, q) => {
   if (!features.log_dirs) { setPage("logdir", `<h1>Log dir</h1><p class="muted">No log dir: start the console with --log-dir DIR, or from the broker.</p>`); ready("logdir"); return; }
   const params = new URLSearchParams(q);
   // verify reads every byte: the whole dir is verified when asked, one partition on its own page
-  const [o, v] = await Promise.all([api("/logdirs"), params.get("verify") ? api("/logdirs/verify") : {reports: []}]);
+  const start = +(params.get("start") || 0), match = params.get("match") || "";
+  const [o, v] = await Promise.all([api(`/logdirs?start=${start}&match=${enc(match)}`),
+    params.get("verify") ? api("/logdirs/verify") : {reports: []}]);
   const verdict = {}; v.reports.forEach(r => verdict[r.name] = r);
-  let h = `<h1>Log dir</h1><p>${params.get("verify") ? "" : `<a id="verify-all" href="#/logdir?verify=1">Verify every partition</a>`}</p>`;
+  const more = new URLSearchParams(params); more.set("start", start + o.partitions.length);
+  let h = `<h1>Log dir</h1><form id="find" class="inline"><label>partition name contains<input name="match" value="${esc(match)}"></label><button>Show</button></form>
+    <p class="muted">partitions ${num(o.total ? start + 1 : 0)} to ${num(start + o.partitions.length)} of ${num(o.total)}
+    ${start + o.partitions.length < o.total ? `· <a id="next" href="#/logdir?${more}">next</a>` : ""}
+    ${params.get("verify") ? "" : `· <a id="verify-all" href="#/logdir?verify=1">verify every partition</a>`}</p>`;
   h += table([["partition", p => `<a href="#/logdir-part/${enc(p.name)}">${esc(p.name)}</a>`],
     ["dir", p => esc(p.dir)], ["segments", p => p.segments, "num"], ["size", p => bytes(p.size), "num"],
     ["verify", p => verdict[p.name] ? tag(verdict[p.name].verdict) : ""],
     ["problems", p => ((verdict[p.name] || {}).problems || []).map(x => `${esc(x.kind)}: ${esc(x.message)}`).join("<br>")]],
     o.partitions, "partitions");
   setPage("logdir", h);
+  onSubmit("find", async fd => { location.hash = "#/logdir?match=" + enc(fd.get("match")); });
   ready("logdir");
 };
 
