@@ -1,9 +1,11 @@
 """The registry's operations over its store, with Confluent's rules and errors.
 
-Writes are serialised within one registry (a lock) and settled between
-registries by the log order (see state.py): a registration picks the next id and
-version, writes its SCHEMA record, and checks once it is applied that it won;
-when another registry's record came first it tries again from the new state.
+Writes are serialised per subject within one registry (a lock per subject; ids
+are reserved under a lock of their own, so registrations under different subjects
+wait for the store side by side) and settled between registries by the log order
+(see state.py): a registration picks the next id and version, writes its SCHEMA
+record, and checks once it is applied that it won; when another registry's record
+came first it tries again from the new state.
 """
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ class Registry:
         self.store = store
         self.dek = dek  # the DEK registry (dek.DekRegistry) served beside the schemas
         self.state = store.state
-        self.lock = threading.Lock()
+        self.id_lock = threading.Lock()
+        self.subject_locks: dict[str, threading.Lock] = {}
+        self.reserved_id = 0  # the highest id this registry handed to a registration in flight
         self.forced_read_only = read_only
         self._parsed: dict = {}
         self._indexed: dict = {}  # id -> the SchemaVersion its canonical form was indexed from
@@ -170,7 +174,7 @@ class Registry:
         p = self.parsed(schema_type, text, refs)
         stored_text = p.canonical if (normalize or schema_type in ("AVRO", "JSON")) and schema_type != "PROTOBUF" \
             else text
-        with self.lock:
+        with self.subject_lock(subject):
             for _ in range(_MAX_ATTEMPTS):
                 contract = contracts.effective(self, subject, body, self.state.latest(subject))
                 if mode == "IMPORT":
@@ -215,7 +219,15 @@ class Registry:
             raise E.RestError(422, E.ID_DOES_NOT_MATCH, f"Schema id {schema_id} or version {version} is taken")
         return schema_id
 
+    def subject_lock(self, subject: str) -> threading.Lock:
+        with self.id_lock:
+            return self.subject_locks.setdefault(subject, threading.Lock())
+
     def _id_for(self, schema_type, p, refs, contract) -> int:
+        with self.id_lock:
+            return self._id_for_locked(schema_type, p, refs, contract)
+
+    def _id_for_locked(self, schema_type, p, refs, contract) -> int:
         """The id of this schema when any subject has it (ids are per schema), else the next one."""
         for sid, holder in list(self.state.by_id.items()):
             if self._indexed.get(sid) is holder:
@@ -230,7 +242,8 @@ class Registry:
         sid = self._by_canonical.get((schema_type, p.canonical, _refs_key(refs), _contract_key(contract)))
         if sid is not None and self._indexed.get(sid) is self.state.by_id.get(sid):
             return sid
-        return self.state.max_id + 1
+        self.reserved_id = max(self.reserved_id, self.state.max_id) + 1
+        return self.reserved_id
 
     def _write_version(self, sv: SchemaVersion) -> bool:
         """Write the SCHEMA record; True when the log applied it (no other registry came first)."""
@@ -255,7 +268,7 @@ class Registry:
 
     def delete_subject(self, subject: str, permanent: bool) -> list[int]:
         self.check_writable(subject)
-        with self.lock:
+        with self.subject_lock(subject):
             all_versions = self.state.versions(subject, deleted=True)
             if not all_versions:
                 raise E.subject_not_found(subject)
@@ -283,7 +296,7 @@ class Registry:
     def delete_version(self, subject: str, version, permanent: bool) -> int:
         self.check_writable(subject)
         v = parse_version(version)
-        with self.lock:
+        with self.subject_lock(subject):
             if not self.state.versions(subject, deleted=True):
                 raise E.subject_not_found(subject)
             # a soft-deleted version named by number is found, to answer 40406 (soft deleted already)

@@ -169,12 +169,18 @@ class WebServer:
 
 def new_loop() -> asyncio.AbstractEventLoop:
     """An event loop for a server thread: uvloop's when installed (about half the CPU per request
-    of asyncio's own loop), asyncio's otherwise."""
+    of asyncio's own loop), asyncio's otherwise; 32 worker threads for run_blocking."""
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         import uvloop
     except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
+        loop = asyncio.new_event_loop()
+    else:
+        loop = uvloop.new_event_loop()
+    # run_blocking's workers: enough that many slow store writes wait side by side
+    loop.set_default_executor(ThreadPoolExecutor(32, thread_name_prefix="pylog-web-worker"))
+    return loop
 
 
 class ThreadedWebServer:
