@@ -35,12 +35,7 @@ ONE_NODE = {
     94: "UnregisterController: no controller",
 }
 # APIs still to come, with the reason: each leaves this list when it is served
-PENDING = {
-    38: "CreateDelegationToken: no delegation tokens yet (SASL/SCRAM and PLAIN only)",
-    39: "RenewDelegationToken: no delegation tokens yet",
-    40: "ExpireDelegationToken: no delegation tokens yet",
-    41: "DescribeDelegationToken: no delegation tokens yet",
-}
+PENDING: dict[int, str] = {}
 NOT_SERVED = {**ONE_NODE, **PENDING}
 
 

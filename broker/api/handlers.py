@@ -28,6 +28,7 @@ from pylog.broker.api import (
     share_admin as apis_share_admin,
     share_state as apis_share_state,
     streams_groups as apis_streams_groups,
+    tokens as apis_tokens,
     txn as apis_txn,
 )
 from pylog.broker.net import sasl
@@ -36,7 +37,7 @@ from pylog.core.errors import ErrorCode
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
     cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups,
-    share_state, streams_groups, topics, txn,
+    share_state, streams_groups, tokens, topics, txn,
 )
 
 
@@ -128,6 +129,9 @@ HANDLERS: tuple[Handler, ...] = (
     # ACLs and SCRAM credentials
     *served(apis_security, security.DESCRIBE_ACLS, security.CREATE_ACLS, security.DELETE_ACLS,
             security.DESCRIBE_USER_SCRAM_CREDENTIALS, security.ALTER_USER_SCRAM_CREDENTIALS),
+    # delegation tokens
+    *served(apis_tokens, tokens.CREATE_DELEGATION_TOKEN, tokens.RENEW_DELEGATION_TOKEN,
+            tokens.EXPIRE_DELEGATION_TOKEN, tokens.DESCRIBE_DELEGATION_TOKEN),
     # client quotas
     *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
     # the cluster describing itself: its quorum, config resources and topics page by page

@@ -37,10 +37,11 @@ _SIZE = struct.Struct(">i")
 class ListenerRuntime:
     """A listener's spec plus its TLS context, SASL mechanisms and principal rules."""
 
-    def __init__(self, spec: ListenerSpec, config, store):
+    def __init__(self, spec: ListenerSpec, config, store, tokens=None):
         self.spec = spec
         self.config = config
         self.store = store  # SecurityStore: SCRAM credentials
+        self.tokens = tokens  # TokenStore: delegation tokens (SCRAM with tokenauth=true)
         self.ssl_context = None
         self.mechanisms: list[str] = []
         self.plain_users: dict[str, str] = {}
@@ -131,12 +132,23 @@ class SaslSession:
         if mechanism == "PLAIN":
             self._server = _PlainServer(self.listener.plain_users)
         else:
-            mech = scram.MECHANISMS[mechanism]
-            store = self.listener.store
-            self._server = scram.ScramServer(mech, lambda user: store.credential(user, mech.name))
+            self._server = scram.ScramServer(scram.MECHANISMS[mechanism], self._scram_credential)
         self.state = "authenticate"
         self.raw = version == 0
         return {"error_code": 0, "mechanisms": enabled}
+
+    def _scram_credential(self, user: str):
+        """A user's SCRAM credential, or with `tokenauth=true` a delegation token's (user: the token id)."""
+        if self.token_authenticated:
+            tokens = self.listener.tokens
+            return None if tokens is None else tokens.credential(user, self.mechanism)
+        return self.listener.store.credential(user, self.mechanism)
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the client authenticated (or is authenticating) with a delegation token."""
+        server = self._server
+        return isinstance(server, scram.ScramServer) and server.extensions.get("tokenauth", "").lower() == "true"
 
     def authenticate(self, token: bytes) -> bytes:
         """Evaluate one client token; the reply, or SaslFailure."""
@@ -191,7 +203,11 @@ class SaslSession:
 
     @property
     def principal(self) -> str:
-        return principal.user(self._server.username)
+        """The authenticated user; with a delegation token, the token's owner (as Kafka's ScramSaslServer)."""
+        name = self._server.username
+        if self.token_authenticated and self.listener.tokens is not None:
+            name = self.listener.tokens.owner_name(name) or name
+        return principal.user(name)
 
 
 class _PlainServer:

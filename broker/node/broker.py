@@ -40,6 +40,7 @@ from pylog.broker.ops.quotas import QuotaManager, QuotaStore
 from pylog.broker.ops.request_faults import FaultEngine
 from pylog.broker.security.authorizer import Authorizer, make_authorizer
 from pylog.broker.security.store import SecurityStore
+from pylog.broker.security.tokens import TokenStore
 from pylog.broker.node.features import FinalizedFeatures
 from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.net.sasl import raw_token
@@ -90,6 +91,7 @@ class Broker:
         self.servers: list[Server] = []
         self.security: SecurityStore | None = None  # SCRAM credentials and ACLs
         self.authorizer: Authorizer | None = None  # when authorizer.class.name is set
+        self.tokens: TokenStore | None = None  # delegation tokens
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
         self.metrics: MetricsListener | None = None  # when metrics.listener is set
         self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
@@ -132,6 +134,7 @@ class Broker:
     def open_security(self) -> None:
         """The credential and ACL store, bootstrap credentials (--add-scram), the authorizer."""
         self.security = SecurityStore(self.settings.log_dirs[0])
+        self.tokens = TokenStore(self.settings.log_dirs[0], self.config)
         if self.settings.add_scram:
             self.security.change_credentials({(u, m): c for u, m, c in self.settings.add_scram}, [])
         self.authorizer = make_authorizer(self.config, self.security)
@@ -195,7 +198,7 @@ class Broker:
         cfg = self.config
         limits = ConnectionLimits(cfg)
         for spec in self.settings.listeners:
-            runtime = ListenerRuntime(spec, cfg, self.security)
+            runtime = ListenerRuntime(spec, cfg, self.security, self.tokens)
             server = Server(
                 self.loop, self.dispatch, cfg["socket.request.max.bytes"],
                 cfg["socket.send.buffer.bytes"] if "socket.send.buffer.bytes" in cfg.overridden else -1,

@@ -6,6 +6,7 @@ DESCRIBE on each topic itself (unauthorized topics are left out of a listing of 
 topic, answered TOPIC_AUTHORIZATION_FAILED when named). The share-group state APIs
 (a share-partition leader asking the share coordinator) need CLUSTER_ACTION, the rule
 of every API without one, and so does FindCoordinator for a share-partition key.
+The delegation token APIs check their ACLs in their handlers, as Kafka's do.
 """
 from __future__ import annotations
 
@@ -40,4 +41,7 @@ CLUSTER_RULES = {
     57: _cluster(Op.ALTER),
     74: _cluster(Op.DESCRIBE_CONFIGS),
     75: _in_handler,
+    # delegation tokens: a token for another owner needs CREATE_TOKENS on that USER, Describe
+    # filters by DESCRIBE on DELEGATION_TOKEN or DESCRIBE_TOKENS on USER (broker/api/tokens.py)
+    38: _in_handler, 39: _in_handler, 40: _in_handler, 41: _in_handler,
 }

@@ -1,7 +1,7 @@
 """TLS and SASL properties: the broker's listeners, and the ssl.* names clients share."""
 from __future__ import annotations
 
-from pylog.core.config.definitions import BOOLEAN, LIST, LONG, PASSWORD, STRING, definition as _d, one_of
+from pylog.core.config.definitions import BOOLEAN, LIST, LONG, PASSWORD, STRING, at_least, definition as _d, one_of
 
 # ---- TLS and SASL (broker listeners; clients take the same ssl.* names) ----
 SSL_CONFIGS = [
@@ -40,4 +40,12 @@ BROKER_SECURITY_CONFIGS = SSL_CONFIGS + [
     _d("super.users", STRING, "", "Principals allowed everything, separated by ';' (User:admin;User:ops)."),
     _d("allow.everyone.if.no.acl.found", BOOLEAN, False, "Allow access to resources that have no ACL."),
     _d("connections.max.reauth.ms", LONG, 0, "Re-authentication interval (0: never)."),
+    # delegation tokens: refused (DELEGATION_TOKEN_AUTH_DISABLED) until a secret key is set
+    _d("delegation.token.secret.key", PASSWORD, None, "Secret key the token HMACs are made with (HMAC-SHA512); "
+       "unset: delegation tokens are off.", sensitive=True),
+    _d("delegation.token.max.lifetime.ms", LONG, 604800000, "Longest a token can live, renewals included.",
+       at_least(1)),
+    _d("delegation.token.expiry.time.ms", LONG, 86400000, "How long a token lives without a renewal.", at_least(1)),
+    _d("delegation.token.expiry.check.interval.ms", LONG, 3600000, "How often expired tokens are removed.",
+       at_least(1)),
 ]

@@ -115,6 +115,21 @@ def _attrs(text: str) -> dict[str, str]:
     return out
 
 
+def _first_attrs(bare: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A client-first message's attributes and its extensions (`,tokenauth=true` after the nonce:
+    names of more than one letter, as Kafka's ScramExtensions)."""
+    attrs, extensions = {}, {}
+    for part in bare.split(","):
+        key, eq, value = part.partition("=")
+        if len(key) > 1 and key.isalpha() and eq and "r" in attrs:
+            extensions[key] = value
+        elif len(key) != 1 or not eq:
+            raise ScramError(f"Invalid SCRAM message attribute {part[:40]!r}")
+        else:
+            attrs.setdefault(key, value)
+    return attrs, extensions
+
+
 def _decode(message: bytes) -> str:
     try:
         return bytes(message).decode("utf-8")
@@ -133,6 +148,7 @@ class ScramServer:
         self.mech = mech
         self._lookup = lookup
         self.username: str | None = None
+        self.extensions: dict[str, str] = {}  # the client-first message's (tokenauth=true)
         self.complete = False
         self._state = "first"
         self._cred: ScramCredential | None = None
@@ -156,7 +172,7 @@ class ScramServer:
             raise ScramError("Invalid SCRAM client first message")
         authzid = parts[1]
         bare = parts[2]
-        attrs = _attrs(bare)
+        attrs, self.extensions = _first_attrs(bare)
         if "n" not in attrs or "r" not in attrs or not attrs["r"]:
             raise ScramError("Invalid SCRAM client first message")
         if "m" in attrs:
@@ -215,12 +231,14 @@ class ScramServer:
 class ScramClient:
     """Client side: `first()`, `final(server_first)`, `verify(server_final)`."""
 
-    def __init__(self, mech: Mechanism, username: str, password: str, nonce: str | None = None):
+    def __init__(self, mech: Mechanism, username: str, password: str, nonce: str | None = None,
+                 extensions: dict[str, str] | None = None):
         self.mech = mech
         self.username = username
         self.password = password
         self._nonce = nonce or _nonce()
-        self._first_bare = f"n={_escape_name(username)},r={self._nonce}"
+        ext = "".join(f",{k}={v}" for k, v in (extensions or {}).items())
+        self._first_bare = f"n={_escape_name(username)},r={self._nonce}{ext}"
         self._auth_message = b""
         self._salted = b""
 
