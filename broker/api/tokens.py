@@ -38,8 +38,8 @@ def _allowed(broker, ctx, op: Op, rtype: Res, name: str) -> bool:
 # ---- CreateDelegationToken ---------------------------------------------------
 def create_delegation_token(broker, ctx, body: dict) -> dict:
     requester = ctx.conn.principal
-    owner_name = body.get("owner_principal_name")
-    owner = principal_text(body.get("owner_principal_type"), owner_name) if owner_name else requester
+    owner_name = body["owner_principal_name"]
+    owner = principal_text(body["owner_principal_type"], owner_name) if owner_name else requester
     renewers = [principal_text(r["principal_type"], r["principal_name"]) for r in body["renewers"] or []]
 
     def refused(code: int, stamp: int = ERROR_TIMESTAMP) -> dict:
@@ -117,7 +117,7 @@ def describe_delegation_token(broker, ctx, body: dict) -> dict:
                                                None)
     if not broker.tokens.enabled:
         return describe_delegation_token_error(body, ctx.api_version, ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, None)
-    owners = body.get("owners")
+    owners = body["owners"]
     wanted = None if owners is None else [principal_text(o["principal_type"], o["principal_name"]) for o in owners]
     me = ctx.conn.principal
     out = []
