@@ -8,15 +8,12 @@ groups/store.py; these functions only read request fields and shape answers.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, RequestContext, mirror_partitions
+from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NodeView, RequestContext, mirror_partitions
 from pylog.broker.groups.coordinator import JoinRequest, SyncRequest, join_error, sync_answer
 from pylog.broker.groups.state import DEAD, EMPTY, STABLE, Group
 from pylog.core.errors import ErrorCode, KafkaError
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker.groups")
 
@@ -30,7 +27,7 @@ def _no_coordinator(key: str, code: int, message: str | None) -> dict:
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
 
-def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None) -> dict:
+def _coordinator_for(broker: NodeView, key_type: int, key: str, conn=None) -> dict:
     if key_type not in (GROUP_KEY, TRANSACTION_KEY) or not key:
         code = {GROUP_KEY: ErrorCode.INVALID_GROUP_ID, TRANSACTION_KEY: ErrorCode.INVALID_REQUEST}.get(
             key_type, ErrorCode.UNSUPPORTED_VERSION)
@@ -47,7 +44,7 @@ def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None) -> dict
             "error_code": ErrorCode.NONE, "error_message": None}
 
 
-def find_coordinator(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def find_coordinator(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """This broker coordinates every group; v4+ asks for several keys at once."""
     keys = body["coordinator_keys"] if ctx.api_version >= 4 else [body["key"]]
     results = [_coordinator_for(broker, body["key_type"], k, ctx.conn) for k in keys]
@@ -67,7 +64,7 @@ def find_coordinator_error(body, version, code, msg):
 
 # ---- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ---------------------------
 
-def join_group(broker: Broker, ctx: RequestContext, body: dict):
+def join_group(broker: NodeView, ctx: RequestContext, body: dict):
     """Join (or rejoin) a group; answered when the group's rebalance completes."""
     v = ctx.api_version
     session = body["session_timeout_ms"]
@@ -86,7 +83,7 @@ def join_group_error(body, version, code, msg):
     return join_error(body["member_id"], code)
 
 
-def sync_group(broker: Broker, ctx: RequestContext, body: dict):
+def sync_group(broker: NodeView, ctx: RequestContext, body: dict):
     """Get this member's assignment (the leader brings everyone's)."""
     return broker.group_coordinator.sync(SyncRequest(
         body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id"],
@@ -99,7 +96,7 @@ def sync_group_error(body, version, code, msg):
     return sync_answer(None, code)
 
 
-def heartbeat(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def heartbeat(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Keep a member alive; errors tell it to rejoin."""
     code = broker.group_coordinator.heartbeat(body["group_id"], body["member_id"], body["group_instance_id"],
                                               body["generation_id"])
@@ -120,7 +117,7 @@ def _leaving(body: dict, version: int) -> list[tuple[str, str | None]]:
     return [(m["member_id"], m["group_instance_id"]) for m in body["members"]]
 
 
-def leave_group(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def leave_group(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Remove members (v3+: a batch, static members by instance id)."""
     gc = broker.group_coordinator
     results = []
@@ -138,7 +135,7 @@ def leave_group_error(body, version, code, msg):
 
 # ---- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------
 
-def commit_requests(broker: Broker, topics: list) -> tuple[set, list]:
+def commit_requests(broker: NodeView, topics: list) -> tuple[set, list]:
     """The (topic, partition)s of an offset commit that exist, and their offsets to store as
     ((topic, partition), offset, leader epoch, metadata): Kafka answers the others
     UNKNOWN_TOPIC_OR_PARTITION and stores nothing for them."""
@@ -159,7 +156,7 @@ def commit_answer(topics: list, by_tp: dict) -> dict:
             (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
 
 
-def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> int:
+def _member_commit_refused(broker: NodeView, ctx: RequestContext, body: dict) -> int:
     """Kafka's version rules for a member's commit: from v9 an unknown group is GROUP_ID_NOT_FOUND
     (older versions keep ILLEGAL_GENERATION); a KIP-848 member must commit with v9 or above."""
     gen = body["generation_id_or_member_epoch"]
@@ -176,7 +173,7 @@ def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> i
     return ErrorCode.NONE
 
 
-def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Commit offsets for a member of the group's generation, or for an admin (generation -1)."""
     topics = body["topics"]
     known, offsets = commit_requests(broker, topics)
@@ -223,7 +220,7 @@ def _committed(g: Group | None, topics, unstable=None) -> list:
             for t in topics]
 
 
-def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def offset_fetch(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Committed offsets of one group (v8+: of several)."""
     gc = broker.group_coordinator
     groups = gc.groups
@@ -264,7 +261,7 @@ def offset_fetch_error(body, version, code, msg):
                        for g in body["groups"]]}
 
 
-def offset_delete(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def offset_delete(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Delete committed offsets of topics the group does not subscribe to."""
     topics = body["topics"]
     code, subscribed = broker.group_coordinator.delete_offsets(
@@ -284,7 +281,7 @@ def offset_delete_error(body, version, code, msg):
 
 # ---- ListGroups, DescribeGroups, DeleteGroups ------------------------------
 
-def list_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def list_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Every group, filtered by state and type (v4+, v5+)."""
     states = {s.lower() for s in body["states_filter"]}
     types = {t.lower() for t in body["types_filter"]}
@@ -327,7 +324,7 @@ def _described(g: Group) -> dict:
             "members": members, "authorized_operations": AUTHORIZED_OPS_OMITTED}
 
 
-def describe_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def describe_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """State, protocol and members of each group."""
     groups = broker.group_coordinator.groups
     out = []
@@ -350,7 +347,7 @@ def describe_groups_error(body, version, code, msg):
          "members": [], "authorized_operations": AUTHORIZED_OPS_OMITTED} for g in body["groups"]]}
 
 
-def delete_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def delete_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Delete empty groups with their offsets."""
     gc, share = broker.group_coordinator, broker.share_coordinator
     return {"throttle_time_ms": 0, "results": [

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
-from typing import TYPE_CHECKING
 
 from pylog.broker.api.meta import INTERNAL_TOPICS
-from pylog.broker.api.context import NONE, RequestContext, code_of
+from pylog.broker.api.context import NONE, NodeView, RequestContext, code_of
+from pylog.broker.common.produce_body import has_transactional_records
 from pylog.broker.txn import epoch_bump
 from pylog.core.errors import ErrorCode
 from pylog.core.records.header import (
@@ -31,8 +31,6 @@ from pylog.core.records.header import (
     TRANSACTIONAL_MASK,
 )
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker")
 
@@ -77,7 +75,7 @@ def _check_records(records, version) -> tuple[int, str | None]:
     return 0, None
 
 
-def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, version: int) -> tuple[int, str | None]:
+def _verify_txn(broker: NodeView, tid: str | None, records, name: str, idx: int, version: int) -> tuple[int, str | None]:
     """KIP-890 part 1: a transactional batch goes only to a partition of the producer's open
     transaction (one header read and a set lookup: no per-record work)."""
     (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
@@ -99,19 +97,7 @@ def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, v
     return code, None
 
 
-def has_transactional_records(body: dict) -> bool:
-    """Any batch of the request has the transactional flag (one header read per partition)."""
-    for t in body.get("topic_data") or ():
-        for p in t.get("partition_data") or ():
-            records = p.get("records")
-            if records is not None and len(records) >= HEADER_SIZE and records[MAGIC_OFFSET] == 2:
-                (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
-                if attrs & TRANSACTIONAL_MASK:
-                    return True
-    return False
-
-
-def produce(broker: Broker, ctx: RequestContext, body: dict):
+def produce(broker: NodeView, ctx: RequestContext, body: dict):
     """Append each partition's batch as leader; None for acks=0 (no response)."""
     if body["transactional_id"] is None and has_transactional_records(body):
         # Kafka: a transactional batch needs a transactional id the producer may write
@@ -214,7 +200,7 @@ def produce_error(body, version, code, msg):
     return {"responses": out, "throttle_time_ms": 0}
 
 
-def init_producer_id(broker: Broker, ctx: RequestContext, body: dict):
+def init_producer_id(broker: NodeView, ctx: RequestContext, body: dict):
     """With a transactional id: the transaction coordinator's answer (apis_txn). Without: a new
     producer id at epoch 0, always: Kafka's coordinator without a transactional id ignores the id
     and epoch a request names (idempotent producers bump their epoch locally)."""

@@ -9,13 +9,12 @@ gets its topic's id back.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
+from pylog.broker.api.context import NodeView
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 UNKNOWN = ErrorCode.UNKNOWN_TOPIC_ID
 
@@ -23,7 +22,7 @@ UNKNOWN = ErrorCode.UNKNOWN_TOPIC_ID
 FIRST_ID_VERSION = {0: 13, 8: 10, 9: 10, 28: 6}
 
 
-def _split(broker: Broker, topics: list) -> tuple[list, list]:
+def _split(broker: NodeView, topics: list) -> tuple[list, list]:
     """(known topics with their names filled in, topics whose id no topic has)."""
     known, unknown = [], []
     for t in topics or ():
@@ -53,7 +52,7 @@ def _fetch_unknown(t):
          "error_code": UNKNOWN} for p in t.get("partition_indexes") or ()]}
 
 
-def resolve(broker: Broker, api_key: int, version: int, body: dict) -> tuple[dict, Callable[[dict], dict] | None]:
+def resolve(broker: NodeView, api_key: int, version: int, body: dict) -> tuple[dict, Callable[[dict], dict] | None]:
     """(the body with names for ids, a function that completes the response) or (body, None)
     when this request does not name topics by id."""
     first = FIRST_ID_VERSION.get(api_key)
@@ -93,7 +92,7 @@ def resolve(broker: Broker, api_key: int, version: int, body: dict) -> tuple[dic
     return body, complete
 
 
-def _ids_by_name(broker: Broker) -> Callable[[str], object]:
+def _ids_by_name(broker: NodeView) -> Callable[[str], object]:
     def id_of(name):
         info = broker.logs.topics.get(name) if name else None
         return info.topic_id if info is not None else ZERO_UUID

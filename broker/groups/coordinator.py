@@ -32,7 +32,7 @@ from pylog.broker.groups.migration import Migration
 from pylog.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.store import GroupStore, now_ms
-from pylog.broker.node.scheduler import Ticker
+from pylog.broker.common.scheduler import Ticker
 from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")

@@ -42,7 +42,7 @@ from pylog.broker.security.authorizer import Authorizer, make_authorizer
 from pylog.broker.security.store import SecurityStore
 from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.net.sasl import raw_token
-from pylog.broker.node.scheduler import Scheduler
+from pylog.broker.common.scheduler import Scheduler
 from pylog.broker.net.server import Connection, Server
 from pylog.broker.node.settings import BrokerSettings
 from pylog.broker.txn.coordinator import TransactionCoordinator

@@ -19,14 +19,12 @@ import asyncio
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pylog.broker.ops.metrics import collect, log_dir_states
 from pylog.core.errors import UsageError
+from pylog.broker.api.context import NodeView
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker")
 
@@ -46,7 +44,7 @@ def parse_metrics_listener(value: str) -> tuple[str, int]:
     return u.hostname, port
 
 
-def status_snapshot(broker: Broker) -> dict:
+def status_snapshot(broker: NodeView) -> dict:
     """What /health, /ready and `pylog broker status` report."""
     dirs = log_dir_states(broker)
     listeners = []
@@ -81,7 +79,7 @@ def status_snapshot(broker: Broker) -> dict:
 
 
 class _Collector:
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: NodeView):
         self.broker = broker
 
     def collect(self):
@@ -91,7 +89,7 @@ class _Collector:
 class MetricsListener:
     """The HTTP listener; start() binds (the port in `port` when 0 was asked), stop() closes."""
 
-    def __init__(self, broker: Broker, url: str):
+    def __init__(self, broker: NodeView, url: str):
         self.broker = broker
         self.host, self.port = parse_metrics_listener(url)
         self._server: asyncio.base_events.Server | None = None

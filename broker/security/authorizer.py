@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 
-from pylog.core.errors import ErrorCode
+from pylog.broker.common.produce_body import has_transactional_records
+from pylog.broker.security.denials import CLUSTER_DENIED, GROUP_DENIED, MESSAGES, TOPIC_DENIED, TXN_DENIED
+from pylog.broker.security.share_rules import SHARE_RULES
 from pylog.core.security.acl import (
     CLUSTER_NAME,
     STANDARD_AUTHORIZER,
@@ -23,20 +25,9 @@ from pylog.core.security.acl import (
 
 log = logging.getLogger("pylog.broker")
 
-TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
-CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 ACCEPTED_CLASS_NAMES = (STANDARD_AUTHORIZER, "kafka.security.authorizer.AclAuthorizer")
 # requests every connection may send (authentication runs before them)
 OPEN_APIS = {17, 18, 36, 60}
-# Kafka's default messages for these codes (Errors.java)
-MESSAGES = {
-    TOPIC_DENIED: "Topic authorization failed.",
-    GROUP_DENIED: "Group authorization failed.",
-    CLUSTER_DENIED: "Cluster authorization failed.",
-    TXN_DENIED: "Transactional Id authorization failed.",
-}
 # ConfigResource types in DescribeConfigs / AlterConfigs
 _CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
 
@@ -157,8 +148,6 @@ def _fetch(az: Authorizer, ctx, api, body):
 
 
 def _produce_txn(az: Authorizer, ctx, api, body):
-    from pylog.broker.api.produce import has_transactional_records
-
     tid = body.get("transactional_id")
     if not has_transactional_records(body):
         return None  # Kafka checks the transactional id only for transactional records
@@ -493,7 +482,5 @@ _RULES = {
     69: _group_list("group_ids", Op.DESCRIBE),
 }
 
-# the share-group APIs (KIP-932) have their own module; it builds on the rules above
-from pylog.broker.security.share_rules import SHARE_RULES  # noqa: E402
-
+# the share-group APIs (KIP-932) have their own module
 _RULES.update(SHARE_RULES)

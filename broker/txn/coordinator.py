@@ -29,7 +29,7 @@ import time
 
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.store import iter_keyed_records
-from pylog.broker.node.scheduler import Ticker
+from pylog.broker.common.scheduler import Ticker
 from pylog.broker.txn.state import MAX_EPOCH, NO_EPOCH, NO_PRODUCER_ID, TOPIC, TxnMetadata
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import txn_log as tl
