@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from pylog.core import fastpath
+from pylog.core import about, fastpath
 from pylog.core.errors import PylogError
 
 # name -> "module:attribute". Commands load lazily so `pylog --help` and a
@@ -52,6 +52,13 @@ def _available(name: str) -> bool:
 
 
 class LazyGroup(click.Group):
+    def format_epilog(self, ctx, formatter):
+        """Where the manual is: installed pages, or a checkout's (an editable install has none)."""
+        super().format_epilog(ctx, formatter)
+        if ctx.parent is None:
+            formatter.write_paragraph()
+            formatter.write_text(manual_hint())
+
     def list_commands(self, ctx):
         return sorted(n for n in COMMANDS if _available(n))
 
@@ -63,18 +70,48 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
 
-def version() -> str:
-    from importlib import metadata  # only for --version: 0.1 s of imports every command would pay
-    try:
-        return metadata.version("pylog")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+# the libraries whose versions decide what pylog does: codecs and checksums, the schema
+# types, and (when their extras are installed) Spark, Arrow and the table formats
+BEHAVIOUR_LIBRARIES = ("lz4", "zstandard", "cramjam", "crc32c", "fastavro", "jsonschema", "protobuf")
+EXTRA_LIBRARIES = {"spark": ("pyspark", "pyarrow", "pandas"), "lake": ("deltalake", "pyiceberg")}
+
+
+def library_versions() -> list[str]:
+    """`name version` of each library that decides behaviour; extras that are not installed say how."""
+    from importlib import metadata
+
+    def one(name):
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            return None
+
+    lines = [", ".join(v for v in map(one, BEHAVIOUR_LIBRARIES) if v)]
+    for extra, names in EXTRA_LIBRARIES.items():
+        found = [v for v in map(one, names) if v]
+        lines.append(", ".join(found) if found else f"{extra}: not installed (pip install 'pylog[{extra}]')")
+    return lines
+
+
+def manual_hint() -> str:
+    """One line: how to read pylog's man pages from this installation."""
+    from pathlib import Path
+
+    if (Path(sys.prefix) / "share" / "man" / "man1" / "pylog.1").is_file():
+        return "Manual: man pylog, and man pylog-COMMAND for each command."
+    checkout = Path(__file__).resolve().parents[1] / "man" / "pylog.1"
+    if checkout.is_file():
+        return f"Manual: man -l {checkout} (an editable install leaves the man pages in the checkout)."
+    return "Manual: not installed with this copy of pylog."
 
 
 def _print_version(ctx, _param, value) -> None:
     """--version, looked up only when asked for (click's version_option reads it at import)."""
     if value and not ctx.resilient_parsing:
-        click.echo(f"pylog {version()}\nimplementation: {fastpath.implementation()}")
+        click.echo(f"pylog {about.version()}\nimplementation: {fastpath.implementation()}\n"
+                   f"python: {sys.version.split()[0]}")
+        for line in library_versions():
+            click.echo(f"libraries: {line}")
         ctx.exit()
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from pylog.cli.main import cli, version
+from pylog.cli.main import cli
+from pylog.core.about import version
 
 SECTION = "1"
 MANUAL = "pylog manual"

@@ -17,13 +17,18 @@ reader schema? The rules, by Confluent's names:
   minimum, minLength, minItems or minProperties added or raised, a pattern or
   multipleOf added or changed, uniqueItems turned on: all break;
 - enum values removed (ENUM_ARRAY_NARROWED) or an enum added; const changed;
-- oneOf/anyOf: each writer branch must fit some reader branch (SUM_TYPE_NARROWED);
-  a single schema widened into a sum containing it is fine;
+- combined schemas, `not`, `if`/`then`/`else`, tuples, dependencies, patternProperties and
+  propertyNames: compat_json_shapes.py;
 - `$ref` resolves within the schema (#/definitions, #/$defs) and to references.
 """
 from __future__ import annotations
 
+from pylog.registry.compat_json_shapes import ShapeRules, pattern_for
+
 _NUM_UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
+_OBJECT_KEYS = ("additionalProperties", "required", "patternProperties", "dependencies", "dependentRequired",
+                "dependentSchemas", "propertyNames")
+_ARRAY_KEYS = ("items", "prefixItems", "additionalItems")
 _NUM_LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 
 
@@ -38,7 +43,7 @@ def _closed(s) -> bool:
     return isinstance(s, dict) and s.get("additionalProperties") is False
 
 
-class _Check:
+class _Check(ShapeRules):
     def __init__(self, reader, writer):
         self.r_root, self.w_root = reader.obj, writer.obj
         self.r_refs = getattr(reader, "ref_objs", {}) or {}
@@ -87,7 +92,7 @@ class _Check:
             w = {}
         if not isinstance(w, dict) or not isinstance(r, dict):
             return
-        if self._sums(w, wroot, r, rroot, path):
+        if self.combined(w, wroot, r, rroot, path):
             return
         self._type(w, r, path)
         self._bounds(w, r, path)
@@ -95,31 +100,7 @@ class _Check:
         self._object(w, wroot, r, rroot, path)
         self._array(w, wroot, r, rroot, path)
 
-    def _sums(self, w, wroot, r, rroot, path) -> bool:
-        for key in ("oneOf", "anyOf"):
-            rb, wb = r.get(key), w.get(key)
-            if rb is None and wb is None:
-                continue
-            if rb is not None and wb is not None:
-                for i, b in enumerate(wb):
-                    if not any(self._fits(b, wroot, x, rroot) for x in rb):
-                        self.fail("SUM_TYPE_NARROWED", f"{path}/{key}/{i}",
-                                  f"the writer's {key} branch {i} fits no branch of the reader's")
-                return True
-            if rb is not None:
-                if not any(self._fits(w, wroot, x, rroot) for x in rb):
-                    self.fail("SUM_TYPE_NARROWED", f"{path}/{key}",
-                              f"the writer's schema fits no branch of the reader's {key}")
-                return True
-            for i, b in enumerate(wb):
-                sub = _Check.__new__(_Check)
-                sub.__dict__.update(self.__dict__, out=[], seen=set(self.seen))
-                sub.run(b, wroot, r, rroot, f"{path}/{key}/{i}")
-                self.out += sub.out
-            return True
-        return False
-
-    def _fits(self, w, wroot, r, rroot) -> bool:
+    def fits(self, w, wroot, r, rroot) -> bool:
         sub = _Check.__new__(_Check)
         sub.__dict__.update(self.__dict__, out=[], seen=set(self.seen))
         sub.run(w, wroot, r, rroot, "")
@@ -171,13 +152,19 @@ class _Check:
 
     def _object(self, w, wroot, r, rroot, path):
         wp, rp = w.get("properties") or {}, r.get("properties") or {}
-        if not wp and not rp and "additionalProperties" not in r and "required" not in r:
+        if not wp and not rp and not any(k in w or k in r for k in _OBJECT_KEYS):
             return
         w_ap, r_ap = w.get("additionalProperties", True), r.get("additionalProperties", True)
+        w_open = (w_ap is True or w_ap == {}) and not w.get("patternProperties")
         for name, rs in rp.items():
             p = f"{path}/properties/{name}"
+            covering = pattern_for(w, name)
             if name in wp:
                 self.run(wp[name], wroot, rs, rroot, p)
+            elif covering is not None:
+                if not self.fits(covering, wroot, rs, rroot):
+                    self.fail("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", p,
+                              f"property '{name}' is new and does not read what the writer's patternProperties allowed")
             elif w_ap is False:
                 continue  # OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL
             elif isinstance(w_ap, dict) and w_ap != {}:
@@ -189,9 +176,15 @@ class _Check:
             if name in rp:
                 continue
             p = f"{path}/properties/{name}"
-            if r_ap is False:
-                self.fail("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", p,
-                          f"property '{name}' is gone and the reader's content model is closed")
+            covering = pattern_for(r, name)
+            if covering is not None:
+                if not self.fits(ws, wroot, covering, rroot):
+                    self.fail("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", p,
+                              f"property '{name}' is gone and the reader's patternProperties do not read it")
+            elif r_ap is False:
+                if ws is not False:
+                    self.fail("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", p,
+                              f"property '{name}' is gone and the reader's content model is closed")
             elif isinstance(r_ap, dict) and r_ap != {}:
                 self.run(ws, wroot, r_ap, rroot, p)
         added = [x for x in r.get("required", ()) if x not in (w.get("required") or ())]
@@ -206,21 +199,13 @@ class _Check:
                           "the reader constrains additional properties the writer allowed freely")
             else:
                 self.run(w_ap, wroot, r_ap, rroot, f"{path}/additionalProperties")
+        self.patterns(w, wroot, r, rroot, path, w_open)
+        self.dependencies(w, wroot, r, rroot, path)
+        self.property_names(w, wroot, r, rroot, path, list(wp), w_ap is False and not w.get("patternProperties"))
 
     def _array(self, w, wroot, r, rroot, path):
-        wi, ri = w.get("items"), r.get("items")
-        if ri is None:
-            return
-        if wi is None:
-            wi = {}
-        if isinstance(wi, list) and isinstance(ri, list):
-            for i, rs in enumerate(ri):
-                if i < len(wi):
-                    self.run(wi[i], wroot, rs, rroot, f"{path}/items/{i}")
-        elif isinstance(ri, list) or isinstance(wi, list):
-            self.fail("ITEMS_CHANGED", f"{path}/items", "tuple items changed to list items or back")
-        else:
-            self.run(wi, wroot, ri, rroot, f"{path}/items")
+        if any(k in w or k in r for k in _ARRAY_KEYS):
+            self.arrays(w, wroot, r, rroot, path)
 
 
 def _num(v):

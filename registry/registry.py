@@ -257,9 +257,8 @@ class Registry:
         with self.lock:
             if not self.state.versions(subject, deleted=True):
                 raise E.subject_not_found(subject)
-            sv = self._version_or_none(subject, v, deleted=permanent)
-            if sv is None and v == -1 and permanent:
-                sv = None
+            # a soft-deleted version named by number is found, to answer 40406 (soft deleted already)
+            sv = self._version_or_none(subject, v, deleted=permanent or v != -1)
             if sv is None:
                 raise E.version_not_found(subject, version)
             self._check_unreferenced(subject, sv.version)

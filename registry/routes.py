@@ -78,48 +78,83 @@ def _id(text: str) -> int:
         raise E.RestError(404, E.SCHEMA_NOT_FOUND, "Schema not found") from None
 
 
-def route(reg, method: str, parts: list[str], q: dict, body):
-    """(status, JSON) for a request; RestError for Confluent's error answers."""
+def _root(reg, m, q, body):
+    return 200, {}
+
+
+def _list_schemas(reg, m, q, body):
     st = reg.state
-    n = len(parts)
-    if n == 0:
-        return 200, {}
-    head = parts[0]
-    if head == "schemas":
-        if n == 1 and method == "GET":
-            prefix = q.get("subjectPrefix", "")
-            deleted, latest_only = _flag(q, "deleted"), _flag(q, "latestOnly")
-            out = []
-            for s in st.subject_names(deleted):
-                if not s.startswith(prefix):
-                    continue
-                vs = st.versions(s, deleted)
-                out += [version_json(reg, v) for v in (vs[-1:] if latest_only else vs)]
-            return 200, _page(out, q)
-        if n == 2 and parts[1] == "types" and method == "GET":
-            return 200, ["JSON", "PROTOBUF", "AVRO"]
-        if n >= 3 and parts[1] == "ids" and method == "GET":
-            sv = reg.schema_by_id(_id(parts[2]))
-            if n == 3:
-                return 200, _schema_only(reg, sv, q.get("format"))
-            if n == 4 and parts[3] == "schema":
-                return 200, _raw_schema(sv)
-            deleted = _flag(q, "deleted")
-            holders = [v for s in st.subject_names(True) for v in st.versions(s, deleted) if v.id == sv.id]
-            if n == 4 and parts[3] == "subjects":
-                return 200, sorted({v.subject for v in holders})
-            if n == 4 and parts[3] == "versions":
-                return 200, [{"subject": v.subject, "version": v.version} for v in holders]
-    elif head == "subjects":
-        return _subjects(reg, method, parts, q, body)
-    elif head == "compatibility" and n >= 4 and parts[1] == "subjects" and parts[3] == "versions" \
-            and method == "POST":
-        return _compatibility(reg, parts[2], parts[4] if n == 5 else None, q, body)
-    elif head in ("config", "mode") and n <= 2:
-        return _subject_setting(reg, head, method, parts[1] if n == 2 else None, q, body)
-    elif head == "contexts" and n == 1 and method == "GET":
-        return 200, ["."]
-    raise E.RestError(404, 404, "HTTP 404 Not Found")
+    prefix = q.get("subjectPrefix", "")
+    deleted, latest_only = _flag(q, "deleted"), _flag(q, "latestOnly")
+    out = []
+    for s in st.subject_names(deleted):
+        if not s.startswith(prefix):
+            continue
+        vs = st.versions(s, deleted)
+        out += [version_json(reg, v) for v in (vs[-1:] if latest_only else vs)]
+    return 200, _page(out, q)
+
+
+def _types(reg, m, q, body):
+    return 200, ["JSON", "PROTOBUF", "AVRO"]
+
+
+def _by_id(reg, m, q, body):
+    return 200, _schema_only(reg, reg.schema_by_id(_id(m["id"])), q.get("format"))
+
+
+def _by_id_schema(reg, m, q, body):
+    return 200, _raw_schema(reg.schema_by_id(_id(m["id"])))
+
+
+def _id_holders(reg, m, q):
+    sv = reg.schema_by_id(_id(m["id"]))
+    st, deleted = reg.state, _flag(q, "deleted")
+    return [v for s in st.subject_names(True) for v in st.versions(s, deleted) if v.id == sv.id]
+
+
+def _by_id_subjects(reg, m, q, body):
+    return 200, sorted({v.subject for v in _id_holders(reg, m, q)})
+
+
+def _by_id_versions(reg, m, q, body):
+    return 200, [{"subject": v.subject, "version": v.version} for v in _id_holders(reg, m, q)]
+
+
+def _contexts(reg, m, q, body):
+    return 200, ["."]
+
+
+def _config_get(reg, m, q, body):
+    return _subject_setting(reg, "config", "GET", m.get("subject"), q, body)
+
+
+def _config_put(reg, m, q, body):
+    return _subject_setting(reg, "config", "PUT", m.get("subject"), q, body)
+
+
+def _config_delete(reg, m, q, body):
+    return _subject_setting(reg, "config", "DELETE", m.get("subject"), q, body)
+
+
+def _mode_get(reg, m, q, body):
+    return _subject_setting(reg, "mode", "GET", m.get("subject"), q, body)
+
+
+def _mode_put(reg, m, q, body):
+    return _subject_setting(reg, "mode", "PUT", m.get("subject"), q, body)
+
+
+def _mode_delete(reg, m, q, body):
+    return _subject_setting(reg, "mode", "DELETE", m.get("subject"), q, body)
+
+
+def _compat_latest(reg, m, q, body):
+    return _compatibility(reg, m["subject"], None, q, body)
+
+
+def _compat_version(reg, m, q, body):
+    return _compatibility(reg, m["subject"], m["version"], q, body)
 
 
 def _subject_setting(reg, head: str, method: str, subject: str | None, q: dict, body):
@@ -137,63 +172,59 @@ def _subject_setting(reg, head: str, method: str, subject: str | None, q: dict, 
                      else {"mode": reg.set_mode(subject, body, _flag(q, "force"))})
     if method == "DELETE" and (config or subject is not None):
         return 200, {"compatibilityLevel": reg.delete_config(subject)} if config else {"mode": reg.delete_mode(subject)}
-    raise _not_allowed()
+    raise E.RestError(405, 405, "HTTP 405 Method Not Allowed")
 
 
-def _not_allowed():
-    return E.RestError(405, 405, "HTTP 405 Method Not Allowed")
-
-
-def _subjects(reg, method, parts, q, body):
+def _subjects_list(reg, m, q, body):
     st = reg.state
-    n = len(parts)
-    deleted = _flag(q, "deleted")
-    if n == 1:
-        if method != "GET":
-            raise _not_allowed()
-        prefix = q.get("subjectPrefix", "")
-        names = [s for s in st.subject_names(deleted or _flag(q, "deletedOnly")) if s.startswith(prefix)]
-        if _flag(q, "deletedOnly"):
-            live = set(st.subject_names())
-            names = [s for s in names if s not in live]
-        return 200, _page(names, q)
-    subject = parts[1]
-    if n == 2:
-        if method == "POST":
-            sv = reg.lookup(subject, body, deleted)
-            return 200, version_json(reg, sv)
-        if method == "DELETE":
-            return 200, reg.delete_subject(subject, _flag(q, "permanent"))
-        raise _not_allowed()
-    if parts[2] != "versions":
-        raise E.RestError(404, 404, "HTTP 404 Not Found")
-    if n == 3:
-        if method == "GET":
-            vs = st.versions(subject, deleted or _flag(q, "deletedOnly"))
-            if not vs:
-                raise E.subject_not_found(subject)
-            if _flag(q, "deletedOnly"):
-                vs = [v for v in vs if v.deleted]
-            return 200, _page([v.version for v in vs], q)
-        if method == "POST":
-            schema_id = reg.register(subject, body, _flag(q, "normalize"))
-            return 200, {"id": schema_id}
-        raise _not_allowed()
-    version = parts[3]
-    if n == 4:
-        if method == "GET":
-            sv = reg.version(subject, version, deleted)
-            return 200, version_json(reg, sv, q.get("format"))
-        if method == "DELETE":
-            return 200, reg.delete_version(subject, version, _flag(q, "permanent"))
-        raise _not_allowed()
-    if n == 5 and method == "GET":
-        if parts[4] == "schema":
-            return 200, _raw_schema(reg.version(subject, version, deleted))
-        if parts[4] == "referencedby":
-            sv = reg.version(subject, version, True)
-            return 200, _page(st.referenced_by(subject, sv.version), q)
-    raise E.RestError(404, 404, "HTTP 404 Not Found")
+    prefix = q.get("subjectPrefix", "")
+    deleted_only = _flag(q, "deletedOnly")
+    names = [s for s in st.subject_names(_flag(q, "deleted") or deleted_only) if s.startswith(prefix)]
+    if deleted_only:
+        live = set(st.subject_names())
+        names = [s for s in names if s not in live]
+    return 200, _page(names, q)
+
+
+def _subject_lookup(reg, m, q, body):
+    return 200, version_json(reg, reg.lookup(m["subject"], body, _flag(q, "deleted")))
+
+
+def _subject_delete(reg, m, q, body):
+    return 200, reg.delete_subject(m["subject"], _flag(q, "permanent"))
+
+
+def _versions_list(reg, m, q, body):
+    subject = m["subject"]
+    deleted_only = _flag(q, "deletedOnly")
+    vs = reg.state.versions(subject, _flag(q, "deleted") or deleted_only)
+    if not vs:
+        raise E.subject_not_found(subject)
+    if deleted_only:
+        vs = [v for v in vs if v.deleted]
+    return 200, _page([v.version for v in vs], q)
+
+
+def _register(reg, m, q, body):
+    return 200, {"id": reg.register(m["subject"], body, _flag(q, "normalize"))}
+
+
+def _version_get(reg, m, q, body):
+    sv = reg.version(m["subject"], m["version"], _flag(q, "deleted"))
+    return 200, version_json(reg, sv, q.get("format"))
+
+
+def _version_delete(reg, m, q, body):
+    return 200, reg.delete_version(m["subject"], m["version"], _flag(q, "permanent"))
+
+
+def _version_schema(reg, m, q, body):
+    return 200, _raw_schema(reg.version(m["subject"], m["version"], _flag(q, "deleted")))
+
+
+def _referenced_by(reg, m, q, body):
+    sv = reg.version(m["subject"], m["version"], True)
+    return 200, _page(reg.state.referenced_by(m["subject"], sv.version), q)
 
 
 def _compatibility(reg, subject, version, q, body):
@@ -232,3 +263,39 @@ def basic_auth_ok(header: str | None, users: dict[str, str]) -> str | None:
     if want is None or not hmac.compare_digest(want.encode(), password.encode()):
         return None
     return user
+
+
+# (method, path, answer, blocking): the registry's REST API, declared. `blocking` answers write to
+# the store (or may wait on it) and run on worker threads; the others answer from memory on the loop.
+ROUTES = [
+    ("GET", "/", _root, False),
+    ("GET", "/schemas", _list_schemas, False),
+    ("GET", "/schemas/types", _types, False),
+    ("GET", "/schemas/ids/{id}", _by_id, False),
+    ("GET", "/schemas/ids/{id}/schema", _by_id_schema, False),
+    ("GET", "/schemas/ids/{id}/subjects", _by_id_subjects, False),
+    ("GET", "/schemas/ids/{id}/versions", _by_id_versions, False),
+    ("GET", "/subjects", _subjects_list, False),
+    ("POST", "/subjects/{subject}", _subject_lookup, False),
+    ("DELETE", "/subjects/{subject}", _subject_delete, True),
+    ("GET", "/subjects/{subject}/versions", _versions_list, False),
+    ("POST", "/subjects/{subject}/versions", _register, True),
+    ("GET", "/subjects/{subject}/versions/{version}", _version_get, False),
+    ("DELETE", "/subjects/{subject}/versions/{version}", _version_delete, True),
+    ("GET", "/subjects/{subject}/versions/{version}/schema", _version_schema, False),
+    ("GET", "/subjects/{subject}/versions/{version}/referencedby", _referenced_by, False),
+    ("POST", "/compatibility/subjects/{subject}/versions", _compat_latest, False),
+    ("POST", "/compatibility/subjects/{subject}/versions/{version}", _compat_version, False),
+    ("GET", "/config", _config_get, False),
+    ("PUT", "/config", _config_put, True),
+    ("DELETE", "/config", _config_delete, True),
+    ("GET", "/config/{subject}", _config_get, False),
+    ("PUT", "/config/{subject}", _config_put, True),
+    ("DELETE", "/config/{subject}", _config_delete, True),
+    ("GET", "/mode", _mode_get, False),
+    ("PUT", "/mode", _mode_put, True),
+    ("GET", "/mode/{subject}", _mode_get, False),
+    ("PUT", "/mode/{subject}", _mode_put, True),
+    ("DELETE", "/mode/{subject}", _mode_delete, True),
+    ("GET", "/contexts", _contexts, False),
+]

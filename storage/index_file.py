@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from pylog.core.errors import DataError
-from pylog.storage import faults
+from pylog.storage import faults, file_map
 
 # Kafka's warm section: 8192 bytes of the newest entries.
 WARM_SECTION_BYTES = 8192
@@ -40,28 +40,36 @@ class IndexFile:
     """A memory-mapped index file of fixed-size entries (Kafka's AbstractIndex): the active segment's is
     preallocated, older ones are trimmed to their entries."""
     entry_size = 8  # overridden
+    file_length = -1  # the file's length as last set (trimming the same length again is skipped)
 
     def __init__(self, path: str | os.PathLike, base_offset: int, max_index_size: int, writable: bool = True):
         self.path = Path(path)
         self.base_offset = base_offset
         self.writable = writable
+        self.closed = False
         # Round the limit down to whole entries, as Kafka does.
         self.max_index_size = max(self.entry_size, max_index_size - max_index_size % self.entry_size)
+        self.mapping = None  # the entries (a map holding no descriptor: file_map)
+        self.dirty = False  # entries changed since the last flush (an msync is an fsync of the file)
         existed = self.path.exists()
-        self._fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
-        length = os.fstat(self._fd).st_size
-        # Entries come from the file length of an existing file (trimmed on close);
-        # a stray partial entry at the end is dropped.
-        self.entries = (length // self.entry_size) if existed else 0
-        self.mapping: mmap.mmap | None = None  # the entries (the segment's compiled append writes into it too)
-        if writable and not existed:
-            # a new (active) index is preallocated; an existing one is mapped as is
-            # and grown only when its segment is the active one (resize()).
-            self._resize(self.max_index_size)
-        else:
-            self._map(self.entries * self.entry_size if writable else length)
-            if writable and length != self.entries * self.entry_size:
-                os.ftruncate(self._fd, self.entries * self.entry_size)
+        fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
+        try:
+            length = os.fstat(fd).st_size
+            # Entries come from the file length of an existing file (trimmed on close); a stray
+            # partial entry at the end is dropped. A new (active) index is preallocated; an existing
+            # one is mapped as is and grown only when its segment is the active one (resize()).
+            self.entries = length // self.entry_size
+            if writable and not existed:
+                self._resize_open(fd, self.max_index_size)
+            elif writable:
+                if length != self.entries * self.entry_size:
+                    os.ftruncate(fd, self.entries * self.entry_size)
+                self.mapping = file_map.map_file(fd, self.entries * self.entry_size)
+                self.file_length = self.entries * self.entry_size
+            else:
+                self.mapping = mmap.mmap(fd, length, access=mmap.ACCESS_READ) if length else None
+        finally:
+            os.close(fd)
         self.max_entries = len(self.mapping) // self.entry_size if self.mapping is not None else 0
 
     @classmethod
@@ -94,22 +102,24 @@ class IndexFile:
         return self.mapping[n * size:(n + 1) * size] == bytes(size)
 
     # ---- mapping ----
-    def _map(self, length: int) -> None:
-        if self.mapping is not None:
-            self.mapping.close()
-            self.mapping = None
-        if length > 0:
-            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self.mapping = mmap.mmap(self._fd, length, access=access)
+    def _resize_open(self, fd: int, new_size: int) -> None:
+        self.mapping = None  # unmapped (no buffer of it is kept elsewhere) before the file shrinks
+        if new_size != self.file_length:
+            os.ftruncate(fd, new_size)
+            self.file_length = new_size
+            self.dirty = True
+        self.mapping = file_map.map_file(fd, new_size)
+        self.max_entries = new_size // self.entry_size
 
     def _resize(self, new_size: int) -> None:
         new_size = new_size - new_size % self.entry_size
-        if self.mapping is not None:
-            self.mapping.close()
-            self.mapping = None
-        os.ftruncate(self._fd, new_size)
-        self._map(new_size)
-        self.max_entries = new_size // self.entry_size
+        if self.closed:
+            raise ValueError(f"{self.path} is closed")
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            self._resize_open(fd, new_size)
+        finally:
+            os.close(fd)
 
     def resize(self, new_size: int) -> None:
         """Grow to (or shrink to) `new_size` bytes, never below the entries held."""
@@ -117,7 +127,8 @@ class IndexFile:
 
     def trim_to_valid_size(self) -> None:
         """Cut the preallocated tail: the file then holds exactly its entries."""
-        self._resize(self.entries * self.entry_size)
+        if self.entries * self.entry_size != self.file_length:
+            self._resize(self.entries * self.entry_size)
 
     @property
     def is_full(self) -> bool:
@@ -131,8 +142,10 @@ class IndexFile:
 
     def flush(self) -> None:
         """Write the mapped entries to disk."""
-        if self.mapping is not None and self.writable:
-            faults.sync(self.mapping.flush, str(self.path))
+        mapping = self.mapping
+        if mapping is not None and self.writable and self.dirty:
+            self.dirty = False
+            faults.sync(lambda: file_map.sync(mapping), str(self.path))
 
     def _check_newest(self, name: str, offset_field: int) -> tuple | None:
         """The sanity checks both indexes share, on the newest entry (returned; None when
@@ -150,23 +163,32 @@ class IndexFile:
                 raise CorruptIndexError(f"corrupt {name} {self.path}: entries out of order at the end")
         return last
 
-    def close(self) -> None:
-        """Close the file, trimming a writable index to its entries."""
-        if self._fd < 0:
+    def close(self, tail: bytes = b"") -> None:
+        """Close the file, trimming a writable index to its entries (and `tail`, one more entry written
+        with the file's own write: no page of the map is touched)."""
+        if self.closed:
             return
         if self.writable:
-            self.trim_to_valid_size()
+            length = self.entries * self.entry_size
+            self.mapping = None
+            if length + len(tail) != self.file_length or tail:
+                fd = os.open(self.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, length + len(tail))
+                    if tail:
+                        os.pwrite(fd, tail, length)
+                finally:
+                    os.close(fd)
         self.close_without_trim()
 
     def close_without_trim(self) -> None:
         """Close without trimming (the segment is being deleted)."""
-        if self._fd < 0:
+        if self.closed:
             return
-        if self.mapping is not None:
-            self.mapping.close()
-            self.mapping = None
-        os.close(self._fd)
-        self._fd = -1
+        mapping, self.mapping = self.mapping, None
+        if isinstance(mapping, mmap.mmap):
+            mapping.close()
+        self.closed = True
 
     def delete(self) -> None:
         self.close_without_trim()
@@ -183,6 +205,7 @@ class IndexFile:
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self.entries = 0
+        self.dirty = True
         self._resize(self.max_index_size)
 
     # ---- searching ----

@@ -8,7 +8,9 @@ broker use `parse_partition_dir` so they all agree on what is a partition.
 """
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import NamedTuple
 
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
@@ -61,3 +63,8 @@ def segment_base(name: str) -> int | None:
     """Base offset of a `<20 digits>.log` file name, else None."""
     m = SEGMENT_FILE.match(name)
     return int(m.group(1)) if m else None
+
+
+def partition_dirs(d: Path) -> list[Path]:
+    """The folders of a log dir, sorted (partitions, `-delete` and Kafka's own)."""
+    return sorted(Path(e.path) for e in os.scandir(d) if e.is_dir())

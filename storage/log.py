@@ -106,6 +106,8 @@ class Log(LogLoader, LogRetention):
         self._fsync = fsync
         self.lock = threading.RLock()
         self.warnings: list[str] = []
+        self.recovery_notes: list[str] = []  # what recovery cut (also in warnings), summed up by the log manager
+        self.recovery_dropped = 0  # bytes recovery cut off
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
         self.pending_deletes: list[tuple[int, LogSegment]] = []
@@ -323,7 +325,10 @@ class Log(LogLoader, LogRetention):
             target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
             if target <= self.recovery_point and up_to is not None:
                 return
-            segs = [s for s in self.segments if s.base_offset < target and s.next_offset > self.recovery_point or s.unflushed]
+            # an older segment ends where the next begins (its own tail is read lazily)
+            ends = self._bases[1:] + [self.segments[-1].next_offset]
+            segs = [s for s, end in zip(self.segments, ends)
+                    if s.base_offset < target and end > self.recovery_point or s.unflushed]
         for s in segs:
             if s.fd >= 0 and self._fsync:
                 s.flush()
@@ -456,7 +461,7 @@ class Log(LogLoader, LogRetention):
                 return
             for seg in self.segments:
                 if seg is self.active_segment:
-                    seg.on_become_inactive()
+                    seg.close_active()
                 seg.close()
             for _, seg in self.pending_deletes:
                 seg.close_handlers()

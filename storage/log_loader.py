@@ -10,6 +10,7 @@ methods; they run once, from its constructor.
 from __future__ import annotations
 
 import bisect
+import logging
 
 from pylog.core.errors import DataError
 from pylog.core.records.header import CONTROL_MASK, LOG_OVERHEAD, BatchHeader
@@ -26,6 +27,8 @@ from pylog.storage.segment import (
     remove_segment_files,
     segment_path,
 )
+
+log = logging.getLogger("pylog.storage.log")
 
 
 class LogLoader:
@@ -62,11 +65,18 @@ class LogLoader:
             seg = self.segments[i]
             needs = recover_from is not None and seg.base_offset >= recover_from
             if not needs:
+                # Kafka's loadSegmentFiles: an index is trusted below the recovery point (its sanity checks
+                # are skipped, recovery covers what lies past it) and an older segment's indexes are only
+                # opened when first needed; the active segment's tail is read now (the log end offset)
                 try:
-                    seg.sanity_check()
-                    seg.load_tail()
-                    if i + 1 < len(self.segments) and seg.next_offset > self.segments[i + 1].base_offset:
-                        raise CorruptIndexError(f"segment {seg.log_path.name} overlaps the next one")
+                    if i + 1 < len(self.segments):
+                        if not seg.has_index_files():
+                            raise CorruptIndexError(f"missing index for segment {seg.log_path.name}")
+                        seg.defer_tail()
+                    else:
+                        seg.drop_blank_tail()
+                        seg.sanity_check()
+                        seg.load_tail()
                 except CorruptIndexError as e:
                     self._warn(f"{e}; rebuilding the indexes of {seg.log_path}")
                     needs = True
@@ -92,6 +102,12 @@ class LogLoader:
             self._rebuild_txn_indexes(self._txn_index_rebuild)
         self.recovery_point = leo
         self.high_watermark = leo
+
+    def _recovery_note(self, msg: str) -> None:
+        """What recovery cut: kept with the warnings, logged at INFO (the log manager logs one summary)."""
+        self.warnings.append(msg)
+        self.recovery_notes.append(msg)
+        log.info(msg)
 
     def _rebuild_txn_indexes(self, bases: set[int]) -> None:
         """Rebuild the .txnindex of recovered segments that hold end-transaction markers.
@@ -223,16 +239,18 @@ class LogLoader:
         if state.get("markers"):
             self._txn_index_rebuild.add(seg.base_offset)  # recover() emptied its .txnindex
         if res.truncated_bytes:
-            self._warn(
+            self._recovery_note(
                 f"recovery: {seg.log_path} truncated at byte {res.valid_bytes} (offset {res.next_offset}): "
                 f"{res.reason}; {res.truncated_bytes} bytes dropped")
+            self.recovery_dropped += res.truncated_bytes
         cache.flush()
         if (res.truncated_bytes or i + 1 < len(self.segments)) and self._fsync:
             seg.flush()
         later = self.segments[i + 1:]
         if res.truncated_bytes and later:
             for s in later:
-                self._warn(f"recovery: deleting segment {s.log_path.name} after the damaged one")
+                self.recovery_dropped += s.size
+                self._recovery_note(f"recovery: deleting segment {s.log_path.name} after the damaged one")
                 s.delete_files()
             del self.segments[i + 1:]
             del self._bases[i + 1:]

@@ -14,7 +14,6 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +22,7 @@ from pylog.core.errors import (
     DataError,
     InvalidConfigError,
     InvalidPartitionsError,
+    KafkaStorageError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -34,8 +34,10 @@ from pylog.storage.checkpoint import (
     OffsetCheckpointFile,
     atomic_write,
 )
+from pylog.storage import capacity
 from pylog.storage.lock import DirLock
-from pylog.storage.layout import DELETE_DIR_SUFFIX, partition_dir_name, user_partition_dir
+from pylog.storage.recovery_report import RecoveryReport, recovery_summary
+from pylog.storage.layout import DELETE_DIR_SUFFIX, partition_dir_name, partition_dirs, user_partition_dir
 from pylog.storage.log import Log
 from pylog.storage.meta_properties import ensure_meta_properties, random_kafka_uuid
 from pylog.storage.partition_metadata import read_partition_metadata, write_partition_metadata
@@ -51,16 +53,6 @@ def clean_shutdown_marker(broker_epoch: int) -> str:
     """The content of `.kafka_cleanshutdown`: Kafka's CleanShutdownFileHandler JSON.
     Its presence is what marks a clean shutdown; Kafka reads the epoch for KIP-966."""
     return json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
-
-
-@dataclass
-class RecoveryReport:
-    """What startup found: topics, partitions loaded and recovered, seconds taken, warnings."""
-    topics: int
-    partitions_loaded: int
-    partitions_recovered: int
-    seconds: float
-    warnings: list[str]
 
 
 class LogManager:
@@ -126,6 +118,7 @@ class LogManager:
         t0 = time.monotonic()
         warnings: list[str] = []
         loaded = recovered = 0
+        cut: list[int] = []  # bytes dropped per partition whose recovery cut something
         with self.lock:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pylog-flush")
             cluster_id = self.broker_config.get("cluster.id")
@@ -141,6 +134,8 @@ class LogManager:
                 meta = ensure_meta_properties(d, self._node_id(), cluster_id)
                 cluster_id = cluster_id or meta.cluster_id
                 self.meta[d] = meta
+            capacity.raise_soft_limit()
+            capacity.check_start(sum(len(partition_dirs(d)) for d in self.log_dirs if d.is_dir()), self.log_dirs)
             registry = self.read_registry()
             for name, entry in registry.items():
                 overrides = dict(entry.get("overrides", {}))
@@ -160,9 +155,7 @@ class LogManager:
                 except DataError as e:
                     warnings.append(f"{e}; log start offsets of {d} taken from the segments")
                     start_offsets = {}
-                for p in sorted(d.iterdir()):
-                    if not p.is_dir():
-                        continue
+                for p in partition_dirs(d):
                     if p.name.endswith(DELETE_DIR_SUFFIX):
                         # a deletion that did not finish: Kafka removes these folders too
                         shutil.rmtree(p, ignore_errors=True)
@@ -195,7 +188,9 @@ class LogManager:
                     self.logs[(topic, part)] = lg
                     loaded += 1
                     recovered += lg.recovered
-                    warnings.extend(lg.warnings)
+                    warnings.extend(w for w in lg.warnings if w not in lg.recovery_notes)
+                    if lg.recovery_notes:
+                        cut.append(lg.recovery_dropped)
                 (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
             # partitions in the registry with no folder (e.g. lost dir): recreate them empty
             for info in self.topics.values():
@@ -207,6 +202,8 @@ class LogManager:
             self._shut = False
             if start_cleaner:
                 self.start_cleaner()
+        if recovered:
+            warnings.append(recovery_summary(recovered, cut, time.monotonic() - t0))
         for w in warnings:
             log.warning(w)
         return RecoveryReport(len(self.topics), loaded, recovered, time.monotonic() - t0, warnings)
@@ -238,12 +235,13 @@ class LogManager:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
-            for lg in self.logs.values():
-                lg.flush()
-                lg.take_snapshot()
-            self.write_checkpoints()
-            for lg in self.logs.values():
-                lg.close()
+            # Kafka closes the logs with num.recovery.threads.per.data.dir threads per dir: their fsyncs overlap
+            threads = self.broker_config.get("num.recovery.threads.per.data.dir", 2) * max(1, len(self.log_dirs))
+            logs = list(self.logs.values())
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pylog-shutdown") as pool:
+                list(pool.map(lambda lg: (lg.flush(), lg.take_snapshot()), logs))
+                self.write_checkpoints()
+                list(pool.map(lambda lg: lg.close(), logs))
             marker = clean_shutdown_marker(self.broker_epoch)
             for d in self.log_dirs:
                 atomic_write(d / CLEAN_SHUTDOWN_FILE, marker)
@@ -323,6 +321,8 @@ class LogManager:
 
     # ---- topics ----
     def _pick_dir(self) -> Path:
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
         counts = {d: 0 for d in self.log_dirs}
         for lg in self.logs.values():
             parent = lg.dir.parent
@@ -330,11 +330,25 @@ class LogManager:
                 counts[parent] += 1
         return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
+    def _create_logs(self, info: TopicInfo, parts: range) -> None:
+        """Create the partition logs of `parts`, or none of them: on a failure those made are removed."""
+        capacity.check_room(len(parts), info.name)
+        made = []
+        try:
+            for part in parts:
+                made.append(self._create_log(info, part))
+        except OSError as e:
+            for lg in made:
+                self.logs.pop((info.name, lg.partition), None)
+                lg.close()
+                shutil.rmtree(lg.dir, ignore_errors=True)
+            raise KafkaStorageError(f"creating partitions of topic '{info.name}' failed, none was created: {e}") from e
+
     def _create_log(self, info: TopicInfo, part: int) -> Log:
         d = self._pick_dir()
         pdir = d / partition_dir_name(info.name, part)
         pdir.mkdir(parents=True, exist_ok=True)
-        write_partition_metadata(pdir, info.topic_id)
+        write_partition_metadata(pdir, info.topic_id, fsync=False)  # made durable by the log's first flush
         lg = Log(pdir, info.config, topic=info.name, partition=part, topic_id=info.topic_id,
                  producer_id_expiration_ms=self.broker_config.get("producer.id.expiration.ms", 86400000),
                  clock=self._clock, background=self._background)
@@ -354,9 +368,8 @@ class LogManager:
             overrides = {k: str(v) for k, v in (configs or {}).items()}
             config = self.resolve_config(overrides)
             info = TopicInfo(name, topic_id or random_kafka_uuid(), num_partitions, config, overrides)
+            self._create_logs(info, range(num_partitions))
             self.topics[name] = info
-            for part in range(num_partitions):
-                self._create_log(info, part)
             self._write_registry()
             return info
 
@@ -389,8 +402,7 @@ class LogManager:
             if new_total <= info.num_partitions:
                 raise InvalidPartitionsError(
                     f"topic currently has {info.num_partitions} partitions, {new_total} would not be an increase")
-            for part in range(info.num_partitions, new_total):
-                self._create_log(info, part)
+            self._create_logs(info, range(info.num_partitions, new_total))
             info.num_partitions = new_total
             self._write_registry()
             return info

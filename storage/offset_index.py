@@ -61,6 +61,7 @@ class OffsetIndex(IndexFile):
                     f"({self.base_offset + last_rel}, {last_pos}) in {self.path}")
         _ENTRY.pack_into(self.mapping, self.entries * 8, rel, position)
         self.entries += 1
+        self.dirty = True
 
     def append_in_order(self, offset: int, position: int) -> None:
         """Append an entry the caller knows comes after the last one (the segment's append and
@@ -70,6 +71,7 @@ class OffsetIndex(IndexFile):
             raise IndexFullError(f"offset index {self.path} is full ({n} entries)")
         _ENTRY.pack_into(self.mapping, n * 8, offset - self.base_offset, position)
         self.entries = n + 1
+        self.dirty = True
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries at or above `offset` (the log is being cut there)."""
@@ -81,6 +83,7 @@ class OffsetIndex(IndexFile):
         else:
             keep = slot + 1
         self.entries = keep
+        self.dirty = True
 
     def sanity_check(self, log_size: int | None = None) -> None:
         """Kafka's checks plus ordering of the newest entries (catches an untrimmed, zero-filled tail)."""

@@ -21,9 +21,10 @@ def format_partition_metadata(topic_id: uuid.UUID) -> str:
     return f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}\n"
 
 
-def write_partition_metadata(partition_dir: str | os.PathLike, topic_id: uuid.UUID) -> None:
-    """Write partition.metadata (atomically) with the topic id."""
-    atomic_write(Path(partition_dir) / PARTITION_METADATA, format_partition_metadata(topic_id))
+def write_partition_metadata(partition_dir: str | os.PathLike, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
+    """Write partition.metadata (atomically) with the topic id; without fsync for a new partition (a lost or
+    torn file is written again from the topic registry when the log is next opened)."""
+    atomic_write(Path(partition_dir) / PARTITION_METADATA, format_partition_metadata(topic_id), fsync=fsync)
 
 
 def read_partition_metadata(partition_dir: str | os.PathLike) -> uuid.UUID:

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from pylog.core import fastpath
 from pylog.core.records.errors import RecordFormatError, TruncatedBatchError
 from pylog.core.records.header import (
     BATCH_LENGTH_OFFSET,
@@ -33,23 +32,23 @@ from pylog.core.records.header import (
 from pylog.storage import faults
 from pylog.storage.index_file import CorruptIndexError
 from pylog.storage.scan import file_batches
-from pylog.storage.offset_index import OffsetIndex
-from pylog.storage.time_index import NO_TIMESTAMP, TimeIndex
-from pylog.storage.txn_index import TransactionIndex
+from pylog.storage.segment_indexes import (  # noqa: F401 - the suffixes are re-exported
+    INDEX_SUFFIX,
+    INDEX_SUFFIXES,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    SegmentIndexes,
+)
+from pylog.storage.time_index import NO_TIMESTAMP
 
 LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 SWAP_END_SUFFIX = ".swap.end"  # the cleaner's note of the offsets a swap replaces (see Log._complete_swap)
-INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 INT_MAX = 0x7FFFFFFF
-_index_batches = fastpath.choose("index_batches", None)  # compiled LogSegment._index_batches, or None
 HEADER_WALK_CHUNK = 64 << 10
 _PREFIX = LOCATE_STRUCT
 _PREFIX_SIZE = _PREFIX.size  # 27
@@ -89,7 +88,7 @@ class RecoveryResult(NamedTuple):
     reason: str | None  # why the tail was cut (None when nothing was)
 
 
-class LogSegment:
+class LogSegment(SegmentIndexes):
     """One segment: the `.log` file of v2 batches and its offset, time and transaction indexes. Appends
     write whole validated batches with one write; reads hand back (position, length) slices for sendfile;
     recovery rebuilds the indexes from the batches."""
@@ -112,20 +111,46 @@ class LogSegment:
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
         self.created_ms = int(clock() * 1000)
-        self.offset_index = OffsetIndex(segment_path(self.dir, base_offset, INDEX_SUFFIX + suffix), base_offset, max_index_size)
-        self.time_index = TimeIndex(segment_path(self.dir, base_offset, TIME_INDEX_SUFFIX + suffix), base_offset, max_index_size)
-        self.txn_index = TransactionIndex(segment_path(self.dir, base_offset, TXN_INDEX_SUFFIX + suffix), base_offset)
         self.bytes_since_last_index_entry = 0
-        self.max_timestamp_so_far = NO_TIMESTAMP
+        self._max_ts = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
-        self.next_offset = base_offset  # valid after load_tail()/recover()/append
+        self._next_offset: int | None = base_offset  # None: read from the indexes and the tail when first asked
         self.unflushed = False
+
+    def defer_tail(self) -> None:
+        """An older segment loaded on a clean start: its next offset and max timestamp are read from its
+        indexes when first asked (Kafka opens such indexes lazily)."""
+        self._next_offset = None
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the segment's last batch."""
+        n = self._next_offset
+        if n is None:
+            self.load_tail()
+            n = self._next_offset
+        return n
+
+    @next_offset.setter
+    def next_offset(self, value: int) -> None:
+        self._next_offset = value
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        """The largest batch max timestamp in the segment (-1: none)."""
+        if self._next_offset is None:
+            self.load_tail()
+        return self._max_ts
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        self._max_ts = value
 
     # ---- loading ----
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when an index cannot be trusted (Kafka rebuilds it then)."""
-        if not self.offset_index.path.exists() or not self.time_index.path.exists():
+        if not self.has_index_files():
             raise CorruptIndexError(f"missing index for segment {self.log_path.name}")
         self.offset_index.sanity_check(self.size)
         self.time_index.sanity_check()
@@ -135,18 +160,18 @@ class LogSegment:
         """After opening a clean segment: find its next offset and max timestamp by
         scanning from the newest index entries (not the whole file)."""
         ts, ts_off = self.time_index.last_entry
-        self.max_timestamp_so_far, self.offset_of_max_timestamp = ts, ts_off
+        self._max_ts, self.offset_of_max_timestamp = ts, ts_off
         # Index entries are written after counting their batch, so everything the
         # indexes do not cover starts at the last offset-index entry.
         start = self.offset_index.last_entry[1] if self.offset_index.entries else 0
         next_offset = self.base_offset
         for pos, h in self._walk(start):
             next_offset = h.next_offset
-            if h.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+            if h.max_timestamp > self._max_ts:
+                self._max_ts, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
         if next_offset == self.base_offset and start > 0:
             next_offset = self.offset_index.last_entry[0] + 1
-        self.next_offset = next_offset
+        self._next_offset = next_offset
         self._load_rolling_timestamp()
 
     def _load_rolling_timestamp(self) -> None:
@@ -186,38 +211,9 @@ class LogSegment:
             raise
         if start == 0 and batches:
             self.rolling_based_timestamp = batches[0][1].max_timestamp
-        oi, ti = self.offset_index, self.time_index
-        done = _index_batches and _index_batches(batches, start, self.bytes_since_last_index_entry, self.index_interval_bytes,
-                              self.max_timestamp_so_far, self.offset_of_max_timestamp, self.base_offset, oi.mapping,
-                              oi.entries, oi.max_entries, ti.mapping, ti.entries, ti.max_entries)
-        if done is None:
-            self._index_batches(batches, start)
-            self.next_offset = batches[-1][1].next_offset
-        else:  # the entries are in the maps already
-            (self.bytes_since_last_index_entry, self.max_timestamp_so_far, self.offset_of_max_timestamp,
-             oi.entries, ti.entries, self.next_offset) = done
+        self.index_appended(batches, start)
         self.size = start + total_size
         self.unflushed = True
-
-    def _index_batches(self, batches: list[tuple[int, BatchHeader]], start: int) -> None:
-        """The index half of an append (Kafka's LogSegment.append, per batch), the reference of the compiled
-        `index_batches` (one call, when no entry can fail): max timestamp, index entries every interval."""
-        since = self.bytes_since_last_index_entry
-        interval = self.index_interval_bytes
-        max_ts = self.max_timestamp_so_far
-        oi = self.offset_index
-        for pos, h in batches:
-            if h.max_timestamp > max_ts:
-                max_ts = h.max_timestamp
-                self.offset_of_max_timestamp = h.base_offset + h.last_offset_delta
-            if since > interval:
-                # offsets and positions only grow on append: OffsetIndex.append's order checks cannot fail
-                oi.append_in_order(h.base_offset + h.last_offset_delta, start + pos)
-                self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
-                since = 0
-            since += h.batch_length + LOG_OVERHEAD
-        self.max_timestamp_so_far = max_ts
-        self.bytes_since_last_index_entry = since
 
     def can_hold(self, last_offset: int) -> bool:
         """True when last_offset fits the segment's int32 relative offsets."""
@@ -440,18 +436,11 @@ class LogSegment:
             return
         try:
             faults.fsync(self.fd, self._path_str)
-            self.offset_index.flush()
-            self.time_index.flush()
-            self.txn_index.flush()
+            self.flush_indexes()
         except (OSError, ValueError):
             if self.fd >= 0:
                 raise
         self.unflushed = False
-
-    def resize_indexes(self, size: int) -> None:
-        """Resize both index files (the active segment's are preallocated to segment.index.bytes)."""
-        self.offset_index.resize(size)
-        self.time_index.resize(size)
 
     def change_suffix(self, old: str, new: str) -> None:
         """Rename all files of the segment (Kafka's changeFileSuffixes), e.g. '' -> '.deleted'."""
@@ -463,18 +452,14 @@ class LogSegment:
         new_log = swap(self.log_path)
         os.replace(self.log_path, new_log)
         self.log_path = new_log
-        self.offset_index.rename(swap(self.offset_index.path))
-        self.time_index.rename(swap(self.time_index.path))
-        self.txn_index.rename(swap(self.txn_index.path))
+        self.rename_indexes(swap)
         self.suffix = new
 
     def close(self) -> None:
         """Close the files, trimming the indexes' preallocated tails."""
         if self.fd < 0:
             return
-        self.offset_index.close()
-        self.time_index.close()
-        self.txn_index.close()
+        self.close_indexes()
         os.close(self.fd)
         self.fd = -1
 
@@ -482,15 +467,15 @@ class LogSegment:
         """Close files without trimming (the segment is being deleted)."""
         if self.fd < 0:
             return
-        self.offset_index.close_without_trim()
-        self.time_index.close_without_trim()
+        self.close_indexes(trim=False)
         os.close(self.fd)
         self.fd = -1
 
     def delete_files(self) -> None:
         """Close and remove every file of the segment."""
         self.close_handlers()
-        for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
+        for p in (self.log_path, self.index_path(INDEX_SUFFIX), self.index_path(TIME_INDEX_SUFFIX),
+                  self.index_path(TXN_INDEX_SUFFIX)):
             try:
                 p.unlink()
             except FileNotFoundError:

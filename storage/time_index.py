@@ -74,7 +74,20 @@ class TimeIndex(IndexFile):
                 return False
         _ENTRY.pack_into(self.mapping, self.entries * 12, timestamp, rel)
         self.entries += 1
+        self.dirty = True
         return True
+
+    def close_with_final_entry(self, timestamp: int, offset: int) -> None:
+        """Close, with the entry a roll's maybe_append(timestamp, offset, skip_full_check=True) would add
+        (Kafka's LogSegment.close): the same file, the entry written with one pwrite."""
+        tail = b""
+        if timestamp >= 0 and not self.closed:
+            last_ts, last_off = self.last_entry
+            if self.entries and offset < last_off:
+                raise InvalidIndexEntryError(f"time index offset {offset} below the last one in {self.path}")
+            if not self.entries or timestamp > last_ts:
+                tail = _ENTRY.pack(timestamp, offset - self.base_offset)
+        self.close(tail)
 
     @property
     def last_timestamp(self) -> int:
@@ -90,6 +103,7 @@ class TimeIndex(IndexFile):
             raise IndexFullError(f"time index {self.path} is full ({n} entries)")
         _ENTRY.pack_into(self.mapping, n * 12, timestamp, offset - self.base_offset)
         self.entries = n + 1
+        self.dirty = True
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose offset is >= `offset` (offsets grow with timestamps)."""
@@ -97,6 +111,7 @@ class TimeIndex(IndexFile):
         while keep > 0 and self.entry(keep - 1)[1] >= offset:
             keep -= 1
         self.entries = keep
+        self.dirty = True
 
     def sanity_check(self, last_offset: int | None = None) -> None:
         """Raise the corrupt-index error when the file cannot be trusted."""

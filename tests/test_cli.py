@@ -1,5 +1,7 @@
 """The `pylog` entry point: version, help, and the exit-code conventions."""
 
+import sys
+
 import click
 import pytest
 
@@ -15,11 +17,19 @@ def run(*args, **kw):
 
 
 def test_version_and_help():
+    from importlib import metadata
+
     r = run("--version")
     assert r.returncode == 0
-    assert r.stdout.startswith("pylog ")
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"pylog {metadata.version('pylog')}"
+    assert lines[1].startswith("implementation: ") and lines[2] == f"python: {sys.version.split()[0]}"
+    libraries = " ".join(line for line in lines if line.startswith("libraries: "))
+    for name in ("lz4", "zstandard", "crc32c", "fastavro", "protobuf", "pyspark", "pyarrow", "deltalake"):
+        assert f"{name} {metadata.version(name)}" in libraries, name  # the test environment has every extra
     r = run("--help")
     assert r.returncode == 0 and "Usage: pylog" in r.stdout
+    assert "Manual: " in r.stdout and "man" in r.stdout.split("Manual: ")[1]
 
 
 def test_unknown_command_is_a_usage_error():

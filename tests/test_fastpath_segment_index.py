@@ -1,12 +1,13 @@
-"""The segment's index entries of an append in C (`index_batches`, one call per append) against
-`LogSegment._index_batches`, the pure-Python loop it stands in for: the same sequences of appends
+"""The segment's index entries of an append in C (`index_batches`, one call per append) and its
+pure-Python twin of the same signature (`segment_indexes.index_batches`) against
+`SegmentIndexes._index_batches`, the checked loop both stand in for: the same sequences of appends
 (one to four batches each, timestamps up and down, small index.interval.bytes, segment.bytes,
 segment.ms and segment.index.bytes so that indexes fill and segments roll) leave byte-identical
 `.log`, `.index` and `.timeindex` files and the same segment state, and an append the indexes
 cannot take raises the same error with the same state after it (the C call hands such an append
 to the Python loop before writing anything).
 
-The compiled extension is optional; where it was not built this test skips saying so, except in
+The compiled extension is optional; where it was not built the compiled side is left out, except in
 CI (CI=true), where its absence is a failure.
 """
 from __future__ import annotations
@@ -18,10 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.native import needs_native
+from pylog.core import fastpath
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records.batch import build_batch
 from pylog.core.records.header import iter_headers, patch_append_fields
-from pylog.storage import Log, segment
+from pylog.storage import Log, segment_indexes
 from pylog.storage.segment import LogSegment
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -88,32 +90,52 @@ def run(d, cfg, bufs):
     return outcomes, active, files(d)
 
 
-@needs_native
+def checked_loop_only(*args):
+    """An index loop that always hands over: the checked loop writes every entry."""
+    return None
+
+
+SIDES = [("python", segment_indexes.index_batches), ("checked", checked_loop_only)]
+COMPILED = fastpath.native.index_batches if fastpath.is_compiled() else None
+
+
+def sides():
+    return ([("compiled", COMPILED)] if COMPILED is not None else []) + SIDES
+
+
+def with_index_loop(fn, body):
+    saved = segment_indexes._index_batches
+    segment_indexes._index_batches = fn
+    try:
+        return body()
+    finally:
+        segment_indexes._index_batches = saved
+
+
 @SETTINGS
 @given(appends, configs)
-def test_compiled_index_entries_leave_the_same_files(tmp_path_factory, plan, props):
+def test_index_loops_leave_the_same_files(tmp_path_factory, plan, props):
     cfg = TOPIC_CONFIGS.resolve({k: str(v) for k, v in props.items()} | {"max.message.bytes": str(1 << 20)})
     bufs = payloads(plan)
     root = tmp_path_factory.mktemp("idx")
-    compiled = run(str(root / "c" / "t-0"), cfg, bufs)
-    saved = segment._index_batches
-    segment._index_batches = None  # the pure-Python loop
-    try:
-        python = run(str(root / "p" / "t-0"), cfg, bufs)
-    finally:
-        segment._index_batches = saved
-    assert compiled == python
+    results = [with_index_loop(fn, lambda: run(str(root / name / "t-0"), cfg, bufs)) for name, fn in sides()]
+    for other in results[1:]:
+        assert other == results[0]
 
 
 @needs_native
+def test_the_compiled_loop_is_in_use():
+    assert segment_indexes._index_batches is COMPILED
+
+
 @pytest.mark.parametrize("max_index", [8, 16, 24, 36])
 def test_an_append_the_indexes_cannot_take_fails_alike(tmp_path, max_index):
     """Several entries due in one append with room for fewer: the same IndexFullError, state and files."""
     bufs = payloads([[(3, 50, 1)] * 6] * 3)
     out = []
-    for side, fn in (("c", segment._index_batches), ("p", None)):
-        saved = segment._index_batches
-        segment._index_batches = fn
+    for side, fn in sides():
+        saved = segment_indexes._index_batches
+        segment_indexes._index_batches = fn
         try:
             (tmp_path / side).mkdir()
             seg = LogSegment(tmp_path / side, 0, index_interval_bytes=0, max_index_size=max_index)
@@ -132,6 +154,7 @@ def test_an_append_the_indexes_cannot_take_fails_alike(tmp_path, max_index):
             seg.close()
             out.append((seen, files(tmp_path / side)))
         finally:
-            segment._index_batches = saved
-    assert out[0] == out[1]
+            segment_indexes._index_batches = saved
+    for other in out[1:]:
+        assert other == out[0]
     assert "IndexFullError" in out[0][0]

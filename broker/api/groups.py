@@ -235,7 +235,7 @@ def offset_fetch(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
             gid = gq["group_id"]
             g = groups.get(gid)
             code = ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID
-            if g is not None and g.consumer is not None and ctx.api_version >= 9:
+            if g is not None and (g.consumer is not None or g.streams is not None) and ctx.api_version >= 9:
                 code = gc.fetch_check(g, gq["member_id"], gq["member_epoch"])
             out.append({"group_id": gid, "topics": _committed(g, gq["topics"], unstable(gid)) if not code else [],
                         "error_code": code})
@@ -290,6 +290,8 @@ def list_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     for g in sorted(groups.values(), key=lambda x: x.group_id):
         if g.consumer is not None:  # KIP-848: protocol type "consumer", Kafka's ConsumerGroupState names
             state, gtype, ptype = g.consumer.state, "consumer", "consumer"
+        elif g.streams is not None:  # KIP-1071: Kafka's StreamsGroupState names
+            state, gtype, ptype = g.streams.state, "streams", "streams"
         else:
             state, gtype, ptype = g.state, "classic", g.protocol_type or ""
         if states and state.lower() not in states:
@@ -330,7 +332,7 @@ def describe_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     out = []
     for gid in body["groups"]:
         g = groups.get(gid)
-        if g is None or g.consumer is not None:  # Kafka describes only classic groups here
+        if g is None or g.consumer is not None or g.streams is not None:  # Kafka describes only classic groups here
             code = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.NONE
             out.append({"error_code": code, "error_message": f"Group {gid} not found." if code else None,
                         "group_id": gid, "group_state": DEAD, "protocol_type": "",

@@ -14,6 +14,7 @@ from typing import Callable
 
 from pylog.broker.api import (
     admin as apis_admin,
+    cluster as apis_cluster,
     configs as apis_configs,
     consumer_groups as apis_consumer_groups,
     fetch as apis_fetch,
@@ -25,14 +26,15 @@ from pylog.broker.api import (
     security as apis_security,
     share as apis_share,
     share_admin as apis_share_admin,
+    streams_groups as apis_streams_groups,
     txn as apis_txn,
 )
 from pylog.broker.net import sasl
 from pylog.broker.api.context import ErrorBuilder, Response
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
-    configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups, topics,
-    txn,
+    cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups,
+    streams_groups, topics, txn,
 )
 
 
@@ -93,6 +95,9 @@ HANDLERS: tuple[Handler, ...] = (
             groups.DESCRIBE_GROUPS, groups.DELETE_GROUPS),
     # KIP-848 consumer groups
     *served(apis_consumer_groups, consumer_groups.CONSUMER_GROUP_HEARTBEAT, consumer_groups.CONSUMER_GROUP_DESCRIBE),
+    # streams groups (KIP-1071)
+    *served(apis_streams_groups, streams_groups.STREAMS_GROUP_HEARTBEAT, streams_groups.STREAMS_GROUP_DESCRIBE,
+            streams_groups.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE),
     # share groups (KIP-932)
     *served(apis_share, share_groups.SHARE_GROUP_HEARTBEAT, share_groups.SHARE_GROUP_DESCRIBE,
             share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE),
@@ -106,4 +111,6 @@ HANDLERS: tuple[Handler, ...] = (
             security.DESCRIBE_USER_SCRAM_CREDENTIALS, security.ALTER_USER_SCRAM_CREDENTIALS),
     # client quotas
     *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
+    # the cluster describing itself: its quorum, config resources and topics page by page
+    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.LIST_CONFIG_RESOURCES, cluster.DESCRIBE_TOPIC_PARTITIONS),
 )

@@ -10,29 +10,20 @@ changes are persisted in `__share_group_state` before the answer goes out.
 """
 from __future__ import annotations
 
-
 from pylog.broker.api.context import NodeView, RequestContext
 from pylog.broker.groups.share.coordinator import heartbeat_error
-from pylog.broker.groups.share.partition import AckError
+from pylog.broker.groups.share.partition import RENEW, AckError, batches_error
 from pylog.broker.groups.store import now_ms
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
-
 
 EMPTY = b""
 FINAL_EPOCH = -1
 RECORD_LIMIT = 1  # share_acquire_mode
 
 
-RENEW_UNFLAGGED = "Renew acknowledgements need IsRenewAck (ShareFetch/ShareAcknowledge v2)"
-
-
-def _renew_unflagged(body: dict, version: int) -> bool:
-    """RENEW (type 4) in a request that does not say IsRenewAck (or is v1, which has no RENEW)."""
-    if body["is_renew_ack"] and version >= 2:
-        return False
-    return any(4 in b["acknowledge_types"] for t in body["topics"] for p in t["partitions"]
-               for b in p["acknowledgement_batches"])
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
+RENEW_ONLY_LIMITS = ("max_bytes", "min_bytes", "max_records", "max_wait_ms")
 
 
 def _host(ctx: RequestContext) -> str:
@@ -72,11 +63,18 @@ def _entry(broker: NodeView, idx: int) -> dict:
             "records": EMPTY, "acquired_records": []}
 
 
-def _acknowledge(broker: NodeView, gid: str, mid: str, tid, idx: int, batches: list, changed: dict) -> tuple:
-    """Apply one partition's acknowledgement batches: (error code, message)."""
+def _acknowledge(broker: NodeView, gid: str, mid: str, tid, idx: int, batches: list, changed: dict,
+                 renew: tuple, holds: dict | None = None) -> tuple:
+    """Apply one partition's acknowledgement batches: (error code, message). `renew`: (the version
+    has RENEW, the request says IsRenewAck). `holds` gets the offsets made available again."""
     sc = broker.share_coordinator
+    why = batches_error(batches, *renew)
+    if why is not None:
+        return ErrorCode.INVALID_REQUEST, why
     if broker.topic_by_id(tid) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if not sc.renew_enabled(gid) and any(RENEW in b["acknowledge_types"] for b in batches):
+        return ErrorCode.INVALID_RECORD_STATE, RENEW_DISABLED
     sp = sc.partition(gid, tid, idx, create=False)
     if sp is None:
         return ErrorCode.INVALID_RECORD_STATE, "the share-partition has no records in flight"
@@ -84,9 +82,13 @@ def _acknowledge(broker: NodeView, gid: str, mid: str, tid, idx: int, batches: l
         released = sp.acknowledge(mid, batches, sc.delivery_limit(gid), sc.lock_ms(gid), now_ms())
     except AckError as e:
         return ErrorCode[e.code_name], str(e)
+    if released is None:
+        return ErrorCode.NONE, None
     changed[(tid, idx)] = sp
     sc.count_acks(batches)
     if released:
+        if holds is not None:
+            holds[(tid, idx)] = released
         sc.wake(sp)
     return ErrorCode.NONE, None
 
@@ -101,13 +103,17 @@ def _persist(broker: NodeView, changed: dict) -> int:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-def _acquire_all(broker: NodeView, gid: str, mid: str, parts, body: dict, entries: dict, changed: dict) -> int:
-    """Acquire records in every session partition; returns the bytes acquired."""
+def _acquire_all(broker: NodeView, gid: str, mid: str, parts, body: dict, entries: dict, changed: dict,
+                 holds: dict | None = None) -> int:
+    """Acquire records in every session partition; returns the bytes acquired. `holds`: offsets
+    per partition this request's acknowledgements released, not acquirable before they are written
+    (Kafka's state transition is in progress until then)."""
     sc = broker.share_coordinator
     remaining = min(body["max_bytes"], broker.config["fetch.max.bytes"])
     max_records = body["max_records"] if body["max_records"] > 0 else 500
     strict = body.get("share_acquire_mode", 0) == RECORD_LIMIT
-    lock_ms, max_locks = sc.lock_ms(gid), sc.max_locks(gid)
+    lock_ms, max_locks, limit = sc.lock_ms(gid), sc.max_locks(gid), sc.delivery_limit(gid)
+    batch_size = body["batch_size"]
     committed = sc.read_committed(gid)
     now = now_ms()
     total = 0
@@ -123,7 +129,8 @@ def _acquire_all(broker: NodeView, gid: str, mid: str, parts, body: dict, entrie
             continue
         try:
             sl, ranges = sp.acquire(plog, mid, max_records, remaining, lock_ms, max_locks, bound, now, strict,
-                                    min_one=total == 0, read_committed=committed)
+                                    min_one=total == 0, read_committed=committed, batch_size=batch_size,
+                                    limit=limit, hold=(holds or {}).get((tid, idx), ()))
         except Exception as e:  # noqa: BLE001 - per-partition error
             from pylog.broker.api.context import code_of
 
@@ -170,8 +177,10 @@ def share_fetch(broker: NodeView, ctx: RequestContext, body: dict):
     if not gid or not mid:
         return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, "GroupId and MemberId are needed")
     has_acks = any(p["acknowledgement_batches"] for t in body["topics"] for p in t["partitions"])
-    if _renew_unflagged(body, ctx.api_version):
-        return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, RENEW_UNFLAGGED)
+    renew = (ctx.api_version >= 2, ctx.api_version >= 2 and bool(body["is_renew_ack"]))
+    if renew[1] and any(body[k] for k in RENEW_ONLY_LIMITS):
+        return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST,
+                                 "MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0 in a renew request")
     if epoch == 0 and has_acks:
         return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST,
                                  "Acknowledge data present on initial fetch for the share session")
@@ -190,13 +199,15 @@ def share_fetch(broker: NodeView, ctx: RequestContext, body: dict):
                 session.parts[key] = None
     entries: dict = {}
     changed: dict = {}
+    holds: dict = {}
     for t in body["topics"]:
         for p in t["partitions"]:
             if p["acknowledgement_batches"]:
                 e = entries.setdefault((t["topic_id"], p["partition_index"]), _entry(broker, p["partition_index"]))
                 e["acknowledge_error_code"], e["acknowledge_error_message"] = _acknowledge(
-                    broker, gid, mid, t["topic_id"], p["partition_index"], p["acknowledgement_batches"], changed)
-    if epoch == FINAL_EPOCH or body["is_renew_ack"]:
+                    broker, gid, mid, t["topic_id"], p["partition_index"], p["acknowledgement_batches"], changed,
+                    renew, holds)
+    if epoch == FINAL_EPOCH or renew[1]:
         if _persist(broker, changed):
             for e in entries.values():
                 e["acknowledge_error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -206,9 +217,13 @@ def share_fetch(broker: NodeView, ctx: RequestContext, body: dict):
     if epoch == 0:  # a full request: every partition of the new session answers
         for key in session.parts:
             entries.setdefault(key, _entry(broker, key[1]))
-    total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed)
+    total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed, holds)
     if _persist(broker, changed):
         return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")
+    if not total and holds and body["max_wait_ms"] > 0:  # written now: a waiting fetch gets them at once
+        total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed)
+        if _persist(broker, changed):
+            return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")
     if total or body["max_wait_ms"] <= 0 or not session.parts or broker.stopping:
         return _fetch_answer(broker, gid, entries, order)
     return _long_poll(broker, gid, mid, session, body, entries, order)
@@ -244,8 +259,7 @@ def share_acknowledge(broker: NodeView, ctx: RequestContext, body: dict) -> dict
                                        "GroupId and MemberId are needed")
     if epoch == 0:
         return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_SHARE_SESSION_EPOCH, None)
-    if _renew_unflagged(body, ctx.api_version):
-        return share_acknowledge_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST, RENEW_UNFLAGGED)
+    renew = (ctx.api_version >= 2, ctx.api_version >= 2 and bool(body["is_renew_ack"]))
     _, code = sc.session(gid, mid, epoch)
     if code:
         return share_acknowledge_error(body, ctx.api_version, code, None)
@@ -254,11 +268,14 @@ def share_acknowledge(broker: NodeView, ctx: RequestContext, body: dict) -> dict
     for t in body["topics"]:
         parts = []
         for p in t["partitions"]:
+            if not p["acknowledgement_batches"]:
+                continue  # Kafka answers only the partitions with acknowledgements
             c, msg = _acknowledge(broker, gid, mid, t["topic_id"], p["partition_index"], p["acknowledgement_batches"],
-                                  changed)
+                                  changed, renew)
             parts.append({"partition_index": p["partition_index"], "error_code": c, "error_message": msg,
                           "current_leader": {"leader_id": broker.node_id, "leader_epoch": 0}})
-        out.append({"topic_id": t["topic_id"], "partitions": parts})
+        if parts:
+            out.append({"topic_id": t["topic_id"], "partitions": parts})
     if _persist(broker, changed):
         return share_acknowledge_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                        "state not persisted")

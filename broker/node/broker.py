@@ -52,7 +52,7 @@ from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.storage import LogManager, RecoveryReport
 
-if TYPE_CHECKING:  # the registry (and http.server) loads only when schema.registry.listeners is set
+if TYPE_CHECKING:  # the registry (and its HTTP stack) loads only when schema.registry.listeners is set
     from pylog.registry.service import SchemaRegistryService
 
 log = logging.getLogger("pylog.broker")

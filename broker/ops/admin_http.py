@@ -1,7 +1,7 @@
 """The metrics listener (`metrics.listener=http://HOST:PORT`): /metrics, /health, /ready.
 
-A small HTTP/1.1 server on the broker's event loop (one request per
-connection, then close): scraping reads the broker's state on the same loop
+Served by pylog.web (HTTP/1.1, keep-alive) on the broker's event loop:
+scraping reads the broker's state on the same loop
 that changes it, so no lock is needed and no thread can see half an update.
 
 - /metrics: Prometheus text format (prometheus-client renders it) of
@@ -15,7 +15,6 @@ Both health answers carry the JSON that `pylog broker status` prints.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -24,12 +23,12 @@ from urllib.parse import urlsplit
 from pylog.broker.ops.metrics import collect, log_dir_states
 from pylog.core.errors import UsageError
 from pylog.broker.api.context import NodeView
+from pylog.web import middleware
 
 
 log = logging.getLogger("pylog.broker")
 
-_MAX_HEAD = 8192
-_READ_TIMEOUT_S = 10.0
+_MAX_BODY = 64 * 1024  # a fault rule is a small JSON object
 
 
 def parse_metrics_listener(value: str) -> tuple[str, int]:
@@ -87,85 +86,83 @@ class _Collector:
 
 
 class MetricsListener:
-    """The HTTP listener; start() binds (the port in `port` when 0 was asked), stop() closes."""
+    """The HTTP listener (pylog.web) on the broker's loop; start() binds (the port in `port` when 0
+    was asked), stop() stops accepting and lets requests in flight finish."""
 
     def __init__(self, broker: NodeView, url: str):
         self.broker = broker
         self.host, self.port = parse_metrics_listener(url)
-        self._server: asyncio.base_events.Server | None = None
+        self._server = None
         self._registry = None
+
+    def routes(self):
+        from pylog.web import Routes
+
+        routes = Routes()
+        routes.add("GET", "/metrics", self._metrics)
+        routes.add("GET", "/health", self._health)
+        routes.add("GET", "/ready", self._health)
+        for path in ("/faults", "/faults/", "/faults/{rule}"):
+            routes.add("*", path, self._faults)
+        return routes
 
     async def start(self) -> int:
         """Bind and serve; returns the bound port."""
         from prometheus_client import CollectorRegistry
 
+        from pylog.web import Limits, WebServer
+
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_Collector(self.broker))
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._server = WebServer(self.routes(), self.host, self.port, limits=Limits(max_body=_MAX_BODY),
+                                 middlewares=[_plain_errors], name="pylog-metrics")
+        self.port = await self._server.start()
         return self.port
 
     async def stop(self) -> None:
-        """Stop accepting; requests in progress finish on their own."""
+        """Stop accepting; requests in progress finish (up to a few seconds)."""
         if self._server is not None:
-            self._server.close()
-            self._server = None
+            server, self._server = self._server, None
+            await server.stop()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _READ_TIMEOUT_S)
-            line = head.split(b"\r\n", 1)[0].decode("latin-1").split()
-            if len(line) != 3 or not line[2].startswith("HTTP/"):
-                status, ctype, body = 400, "text/plain", b"bad request\n"
-            elif urlsplit(line[1]).path.rstrip("/").split("/")[:2] == ["", "faults"]:
-                status, ctype, body = await self._faults(line[0], urlsplit(line[1]).path, head, reader)
-            elif line[0] not in ("GET", "HEAD"):
-                status, ctype, body = 405, "text/plain", b"only GET\n"
-            else:
-                status, ctype, body = self._answer(urlsplit(line[1]).path)
-                if line[0] == "HEAD":
-                    body = b""
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ConnectionError):
-            writer.close()
-            return
-        except Exception as e:  # noqa: BLE001 - a bug in a collector: this scrape fails, the broker stays
-            log.error("metrics listener failed to answer", exc_info=e)
-            status, ctype, body = 500, "text/plain", f"error: {e}\n".encode()
-        reason = {200: "OK", 201: "Created", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-                  405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error",
-                  503: "Service Unavailable"}[status]
-        writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                     f"Connection: close\r\n\r\n".encode() + body)
-        try:
-            await writer.drain()
-        except ConnectionError:
-            pass
-        writer.close()
+    async def _metrics(self, request):
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-    async def _faults(self, method: str, path: str, head: bytes, reader) -> tuple[int, str, bytes]:
+        from pylog.web import Response
+
+        return Response(body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _health(self, request):
+        from pylog.web import Response
+
+        snap = status_snapshot(self.broker)
+        ok = snap["live"] if request.path == "/health" else snap["ready"]
+        return Response(status=200 if ok else 503, body=(json.dumps(snap) + "\n").encode(),
+                        content_type="application/json")
+
+    async def _faults(self, request):
         """/faults: the fault rules (request_faults.http), 403 unless faults.enable=true."""
         from pylog.broker.ops.request_faults.http import answer
+        from pylog.web import Response
 
-        length = 0
-        for h in head.split(b"\r\n")[1:]:
-            name, _, value = h.partition(b":")
-            if name.strip().lower() == b"content-length":
-                try:
-                    length = int(value.strip() or 0)
-                except ValueError:
-                    return 400, "text/plain", b"bad Content-Length\n"
-        if length < 0 or length > _MAX_HEAD * 8:
-            return 413, "text/plain", b"rule too large\n"
-        body = await asyncio.wait_for(reader.readexactly(length), _READ_TIMEOUT_S) if length else b""
-        return answer(self.broker.faults, method, path, body)
+        body = await request.read() if request.body_exists else b""
+        status, ctype, out = answer(self.broker.faults, request.method, request.path, body)
+        return Response(status=status, body=out, headers={"Content-Type": ctype})
 
-    def _answer(self, path: str) -> tuple[int, str, bytes]:
-        if path == "/metrics":
-            from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-            return 200, CONTENT_TYPE_LATEST, generate_latest(self._registry)
-        if path in ("/health", "/ready"):
-            snap = status_snapshot(self.broker)
-            ok = snap["live"] if path == "/health" else snap["ready"]
-            return (200 if ok else 503), "application/json", (json.dumps(snap) + "\n").encode()
-        return 404, "text/plain", b"not found: try /metrics, /health or /ready\n"
+@middleware
+async def _plain_errors(request, handler):
+    """The router's 404 and 405 as short text; a bug in a collector fails its request, not the broker."""
+    from pylog.web import HTTPException, text_response
+
+    try:
+        return await handler(request)
+    except HTTPException as e:
+        if e.status == 404:
+            return text_response(404, "not found: try /metrics, /health or /ready\n")
+        if e.status == 405:
+            return text_response(405, "only GET\n")
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug in a collector: this scrape fails, the broker stays
+        log.error("metrics listener failed to answer %s %s", request.method, request.path, exc_info=e)
+        return text_response(500, f"error: {e}\n")

@@ -14,7 +14,8 @@ import logging
 
 from pylog.broker.common.produce_body import has_transactional_records
 from pylog.broker.security.denials import CLUSTER_DENIED, GROUP_DENIED, MESSAGES, TOPIC_DENIED, TXN_DENIED
-from pylog.broker.security.share_rules import SHARE_RULES
+from pylog.broker.security.cluster_rules import CLUSTER_RULES
+from pylog.broker.security.share_rules import SHARE_RULES, STREAMS_RULES
 from pylog.core.security.acl import (
     CLUSTER_NAME,
     STANDARD_AUTHORIZER,
@@ -482,5 +483,5 @@ _RULES = {
     69: _group_list("group_ids", Op.DESCRIBE),
 }
 
-# the share-group APIs (KIP-932) have their own module
-_RULES.update(SHARE_RULES)
+# the share-group, streams-group and cluster self-description APIs have their own modules
+_RULES.update({**SHARE_RULES, **CLUSTER_RULES, **STREAMS_RULES})

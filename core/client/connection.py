@@ -16,7 +16,7 @@ import os
 import ssl
 import struct
 
-from pylog.core import protocol
+from pylog.core import about, protocol
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError
 from pylog.core.errors import ErrorCode, UnsupportedVersionError, error_for_code
 
@@ -161,7 +161,7 @@ class BrokerConnection:
         key = protocol.API_KEYS["ApiVersions"]
         ours = protocol.SCHEMAS[key]
         version = min(ours.max_version, CLIENT_MAX_VERSIONS["ApiVersions"])
-        body = {"client_software_name": "pylog", "client_software_version": "0.1.0"}
+        body = {"client_software_name": "pylog", "client_software_version": about.version()}
         try:
             resp = await self._send(key, version, body)
         except Exception:

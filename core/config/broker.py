@@ -7,6 +7,7 @@ from pylog.core.config.definitions import (
     at_least, between, one_of,
 )
 from pylog.core.config.security import BROKER_SECURITY_CONFIGS
+from pylog.core.config.streams_groups import STREAMS_GROUP_CONFIGS
 from pylog.core.config.topic import TOPIC_CONFIGS
 
 
@@ -74,8 +75,8 @@ _BROKER_OWN = [
     _d("group.min.session.timeout.ms", INT, 6000, "Smallest session timeout a member may ask for."),
     _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a member may ask for."),
     _d("group.max.size", INT, INT_MAX, "Largest number of members in one group.", at_least(1)),
-    _d("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer"],
-       "Group protocols served: classic (JoinGroup/SyncGroup) and consumer (KIP-848).",
+    _d("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer", "streams"],
+       "Group protocols served: classic (JoinGroup/SyncGroup), consumer (KIP-848) and streams (KIP-1071).",
        one_of("classic", "consumer", "streams", "share")),
     _d("group.consumer.session.timeout.ms", INT, 45000, "Session timeout of KIP-848 consumer group members.",
        at_least(1)),
@@ -185,4 +186,4 @@ _BROKER_SYNONYMS = [
     ConfigDef(d.synonym, d.type, None if d.synonym in _UNSET_ON_BROKER else d.default, d.doc, d.validator)
     for d in TOPIC_CONFIGS.defs.values() if d.synonym and d.synonym not in {x.name for x in _BROKER_OWN}
 ]
-BROKER_CONFIGS = ConfigSet("broker", _BROKER_OWN + BROKER_SECURITY_CONFIGS + _BROKER_SYNONYMS)
+BROKER_CONFIGS = ConfigSet("broker", _BROKER_OWN + STREAMS_GROUP_CONFIGS + BROKER_SECURITY_CONFIGS + _BROKER_SYNONYMS)

@@ -267,7 +267,8 @@ def from_kp(obj, fields, version, flexible):
     for f in fields:
         if not f.present(version) or (f.tag is not None and not flexible):
             continue
-        kp_name = next((k for k, names in _KP_ALIASES.items() if f.name in names), None)
+        kp_name = next((k for k, names in _KP_ALIASES.items() if f.name in names and k in obj._struct.fields),
+                       None)
         if kp_name is not None:
             out[f.name] = _int_from_bits(getattr(obj, kp_name))
             continue

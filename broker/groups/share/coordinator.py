@@ -108,6 +108,9 @@ class ShareCoordinator:
     def max_locks(self, gid: str) -> int:
         return self.configs.value(gid, "share.partition.max.record.locks")
 
+    def renew_enabled(self, gid: str) -> bool:
+        return str(self.configs.value(gid, "share.renew.acknowledge.enable")).lower() != "false"
+
     def read_committed(self, gid: str) -> bool:
         return self.configs.value(gid, "share.isolation.level") == "read_committed"
 

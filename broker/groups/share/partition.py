@@ -16,6 +16,7 @@ records beyond one small list per in-flight offset.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 
@@ -61,6 +62,25 @@ def slice_batches(sl):
         pos = stop
 
 
+def batches_error(batches: list, renew_allowed: bool, renew_flag: bool) -> str | None:
+    """Why one partition's acknowledgement batches are INVALID_REQUEST, as Kafka checks them before
+    the share-partition sees them: backwards or overlapping batches, no or miscounted types, an
+    unknown type, RENEW without IsRenewAck (or at a version without RENEW). None when they are fine."""
+    prev = -1
+    top = RENEW if renew_allowed else REJECT
+    for b in batches:
+        first, last, types = b["first_offset"], b["last_offset"], b["acknowledge_types"]
+        if first > last or first < prev:
+            return "Acknowledgement batches are out of order or overlap"
+        if not types or len(types) > 1 and len(types) != last - first + 1:
+            return "Acknowledge types do not match the batch"
+        for t in types:
+            if t < 0 or t > top or t == RENEW and not renew_flag:
+                return f"Invalid acknowledge type {t}"
+        prev = last
+    return None
+
+
 class SharePartition:
     """The state of one share-partition (see the module docstring)."""
 
@@ -79,9 +99,14 @@ class SharePartition:
         self.created_ms = created_ms
         # Kafka's coordinator writes the start offset a change began with and moves it in memory
         # after the write: describe shows that one until the next write (see described())
-        self.described_start = start_offset
+        # -1 (Kafka's "no state yet") until the first acknowledgement, release or lock timeout is written
+        self.described_start = -1
         self._pre_start: int | None = None
         self.dead: list = []  # (offset, delivery count, why) archived since the last write: dead letters
+        # the acquired batches in flight, {first offset: last offset}, as Kafka's in-flight batches: new
+        # records are acquired in them and acquisition near the delivery limit works batch by batch
+        self.batches: dict[int, int] = {}
+        self._firsts: list | None = None
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -95,76 +120,60 @@ class SharePartition:
 
     # ---- acquisition -------------------------------------------------------------
     def acquire(self, plog, member: str, max_records: int, max_bytes: int, lock_ms: int, max_locks: int,
-                bound: int, now_ms: int, strict: bool = False, min_one: bool = True, read_committed: bool = False):
+                bound: int, now_ms: int, strict: bool = False, min_one: bool = True, read_committed: bool = False,
+                batch_size: int = 0, limit: int = 0, hold=()):
         """Acquire up to max_records for `member`: (FetchSlice or None, [(first, last, delivery count)]).
         read_committed: `bound` is the last stable offset, and records of aborted transactions are
-        archived as they are reached (never delivered)."""
+        archived as they are reached (never delivered). New records are cut into acquired batches at
+        log batch boundaries once `batch_size` records are in one; records near the delivery `limit`
+        are acquired in smaller groups (see acquisition.py). `hold`: offsets this request's own
+        acknowledgements just released, not acquirable before their change is written."""
+        from pylog.broker.groups.share.acquisition import Acquisition
+
         self.skip_to(plog.log_start_offset)
-        frm = min(self.available) if self.available else self.end
+        avail = self.available.difference(hold) if hold else self.available
+        frm = min(avail) if avail else self.end
         if frm >= bound or max_records <= 0:
             return None, []
-        if frm >= self.end and self.in_flight >= max_locks:
+        room = max_locks - self.in_flight
+        if room > 0:
+            max_records = min(max_records, room)
+        elif frm < self.end:  # at the cap: only records already in flight, below the end offset
+            max_records, bound = min(max_records, self.end - frm), self.end
+        else:
             return None, []
         sl = plog.read(frm, max_bytes, upper_bound=bound, min_one_batch=min_one)
         if not sl.length:
             return None, []
-        deadline = now_ms + lock_ms
-        got = 0
-        ranges: list[list[int]] = []
-        cut = None
         pending = sorted(((a.first_offset, a.producer_id) for a in plog.aborted_transactions(frm, bound)),
                          reverse=True) if read_committed else None
-        aborted: set = set()
-        for base, last, control, stop, pid, txn in slice_batches(sl):
-            if base > self.end:
-                self.end = base  # offsets missing from the log (compaction): done
-            while pending and pending[-1][0] <= last:
-                aborted.add(pending.pop()[1])
-            took = False
-            if control:
-                aborted.discard(pid)  # the ABORT marker ends that transaction
-                if last >= self.end:
-                    self.end = last + 1
-                continue
-            if txn and pid in aborted:
-                for off in range(max(base, self.end), last + 1):
-                    self.records[off] = [ARCHIVED, 0, None, 0]
-                self.end = max(self.end, last + 1)
-                continue
-            for off in range(max(base, frm), last + 1):
-                if off >= self.end:
-                    if self.in_flight >= max_locks or (strict and got >= max_records):
-                        break
-                    self.records[off] = [ACQUIRED, 1, member, deadline]
-                    self.end = off + 1
-                    count = 1
-                elif off in self.available:
-                    if strict and got >= max_records:
-                        break
-                    rec = self.records[off]
-                    self.available.discard(off)
-                    rec[STATE], rec[MEMBER], rec[DEADLINE] = ACQUIRED, member, deadline
-                    rec[COUNT] += 1
-                    count = rec[COUNT]
-                else:
-                    continue
-                got += 1
-                took = True
-                if ranges and ranges[-1][1] == off - 1 and ranges[-1][2] == count:
-                    ranges[-1][1] = off
-                else:
-                    ranges.append([off, off, count])
-            if took:
-                cut = stop
-            if got >= max_records or self.in_flight >= max_locks and not self.available:
-                break
-        if not got:
+        run = Acquisition(self, member, now_ms + lock_ms, max_records, strict, batch_size or max_records,
+                          limit, hold, frm, bound)
+        cut = run.walk(slice_batches(sl), pending)
+        if not run.got:
             return None, []
-        self.acquired += got
-        if self.next_deadline is None or deadline < self.next_deadline:
-            self.next_deadline = deadline
+        self.acquired += run.got
+        if self.next_deadline is None or run.deadline < self.next_deadline:
+            self.next_deadline = run.deadline
         sl = sl._replace(length=cut - sl.position)
-        return sl, [tuple(r) for r in ranges]
+        return sl, [tuple(r[:3]) for r in run.ranges]
+
+    def batch_of(self, off: int) -> tuple[int, int]:
+        """The acquired batch (first, last) holding in-flight offset `off` (one offset when none does)."""
+        firsts = self._batch_firsts()
+        i = bisect.bisect_right(firsts, off) - 1
+        if i >= 0 and self.batches[firsts[i]] >= off:
+            return firsts[i], self.batches[firsts[i]]
+        return off, off
+
+    def add_batch(self, first: int, last: int) -> None:
+        self.batches[first] = last
+        self._firsts = None
+
+    def _batch_firsts(self) -> list:
+        if self._firsts is None:
+            self._firsts = sorted(self.batches)
+        return self._firsts
 
     # ---- releases ----------------------------------------------------------------
     def _release(self, off: int, rec: list, limit: int) -> None:
@@ -184,12 +193,15 @@ class SharePartition:
 
     def written(self) -> None:
         """The state was persisted: describe now shows the start offset the change began with."""
-        self.described_start = self.start if self._pre_start is None else self._pre_start
+        if self._pre_start is not None:  # a write of acquisitions only (Kafka writes none) keeps it
+            self.described_start = self._pre_start
         self._pre_start = None
 
     def described(self, high_watermark: int) -> tuple[int, int]:
         """(start offset, lag) as DescribeShareGroupOffsets shows them (KIP-1226 lag: records from the
         start offset to the high watermark whose delivery is not complete)."""
+        if self.described_start < 0:
+            return -1, -1
         complete = self.start - self.described_start + self.delivery_complete_count()
         return self.described_start, max(0, high_watermark - self.described_start - complete)
 
@@ -228,40 +240,57 @@ class SharePartition:
         return changed
 
     # ---- acknowledgements ------------------------------------------------------------
-    def acknowledge(self, member: str, batches: list, limit: int, lock_ms: int, now_ms: int) -> bool:
-        """Apply acknowledgement batches of `member` all or nothing; raises AckError. True when
-        records became available again (waiting fetches may now get them)."""
-        plan = []
+    def acknowledge(self, member: str, batches: list, limit: int, lock_ms: int, now_ms: int) -> set | None:
+        """Apply acknowledgement batches of `member` (checked by `batches_error` first) all or
+        nothing, as Kafka does: batches wholly below the start offset are skipped (accepted by
+        another member after this one's lock ran out), offsets past the acquired records are
+        INVALID_REQUEST, and an offset not acquired by `member`, or touched twice, is
+        INVALID_RECORD_STATE. Returns the offsets made available again (None when nothing changed)."""
+        plan = {}
         for b in batches:
             first, last, types = b["first_offset"], b["last_offset"], b["acknowledge_types"]
-            if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
-                raise AckError("INVALID_REQUEST", f"bad acknowledgement batch {first}-{last}")
-            for i, off in enumerate(range(first, last + 1)):
-                t = types[0] if len(types) == 1 else types[i]
-                if t not in (GAP, ACCEPT, RELEASE, REJECT, RENEW):
-                    raise AckError("INVALID_REQUEST", f"unknown acknowledge type {t}")
+            if last < self.start:
+                continue
+            if self.start == self.end:
+                raise AckError("INVALID_RECORD_STATE",
+                               "Batch record not found. The request batch offsets are not found in the cache.")
+            if first >= self.end:
+                raise AckError("INVALID_REQUEST", "Batch record not found. The first offset in request is past "
+                                                  "acquired records.")
+            if last >= self.end:
+                raise AckError("INVALID_REQUEST", "Batch record not found. The last offset in request is past "
+                                                  "acquired records.")
+            for off in range(max(first, self.start), last + 1):
                 rec = self.records.get(off)
                 if rec is None:
-                    if t == GAP and self.start <= off < self.end or off < self.start and t == GAP:
-                        continue
-                    raise AckError("INVALID_RECORD_STATE", f"offset {off} is not acquired")
-                if rec[STATE] != ACQUIRED or rec[MEMBER] != member:
-                    raise AckError("INVALID_RECORD_STATE",
-                                   f"offset {off} is {STATE_NAMES[rec[STATE]].lower()}, not acquired by this member")
-                plan.append((off, rec, t))
-        released = False
+                    continue  # no record there (a transaction marker, compacted away): done already
+                if off in plan:
+                    raise AckError("INVALID_RECORD_STATE", "The record state is invalid. The acknowledgement of "
+                                                           "delivery could not be completed.")
+                if rec[STATE] != ACQUIRED:
+                    raise AckError("INVALID_RECORD_STATE", "The offset cannot be acknowledged. The offset is not "
+                                                           "acquired.")
+                if rec[MEMBER] != member:
+                    raise AckError("INVALID_RECORD_STATE", "Member is not the owner of offset")
+                plan[off] = (rec, types[0] if len(types) == 1 else types[off - first])
+        if not plan:
+            return None  # nothing in flight was touched: nothing to write
+        released = set()
         self._begin()
-        for off, rec, t in plan:
+        for off, (rec, t) in plan.items():
             if t == RENEW:
                 rec[DEADLINE] = now_ms + lock_ms
+                if self.next_deadline is None or rec[DEADLINE] < self.next_deadline:
+                    self.next_deadline = rec[DEADLINE]
                 continue
             if t == RELEASE:
                 self._release(off, rec, limit)
-                released = released or rec[STATE] == AVAILABLE
+                if rec[STATE] == AVAILABLE:
+                    released.add(off)
                 continue
             self.acquired -= 1
             rec[MEMBER] = None
-            rec[STATE] = ARCHIVED if t == REJECT else ACKNOWLEDGED
+            rec[STATE] = ACKNOWLEDGED if t == ACCEPT else ARCHIVED  # GAP and REJECT archive
             if t == REJECT:
                 self.dead.append((off, rec[COUNT], REJECTED))
         self.advance()
@@ -280,6 +309,13 @@ class SharePartition:
                 del recs[s]
             s += 1
         self.start = s
+        if self.batches and self._batch_firsts()[0] < s:
+            self._drop_batches_below(s)
+
+    def _drop_batches_below(self, start: int) -> None:
+        for first in [f for f, last in self.batches.items() if last < start]:
+            del self.batches[first]
+        self._firsts = None
 
     def skip_to(self, log_start: int) -> None:
         """Records deleted from the log (retention, DeleteRecords) are done."""
@@ -297,6 +333,8 @@ class SharePartition:
         """A new start offset (AlterShareGroupOffsets on an empty group): nothing in flight."""
         self.records.clear()
         self.available.clear()
+        self.batches.clear()
+        self._firsts = None
         self.acquired = 0
         self.next_deadline = None
         self.start = self.end = self.described_start = start_offset
@@ -318,6 +356,7 @@ class SharePartition:
         if replace:
             self.records.clear()
             self.available.clear()
+            self.batches.clear()
             self.acquired = 0
         if start >= 0:
             self.start = start
@@ -328,6 +367,8 @@ class SharePartition:
             st, count = b["delivery_state"], b["delivery_count"]
             if st == AVAILABLE and count >= limit:
                 st = ARCHIVED  # acquired at the limit when the broker stopped: as if released
+            if replace and b["last_offset"] >= self.start:  # Kafka reloads its in-flight batches as stored
+                self.add_batch(max(b["first_offset"], self.start), b["last_offset"])
             for off in range(max(b["first_offset"], self.start), b["last_offset"] + 1):
                 self.records[off] = [st, count, None, 0]
                 if st == AVAILABLE:

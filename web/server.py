@@ -1,0 +1,234 @@
+"""The server behind pylog.web (see the package docstring for the API).
+
+aiohttp parses HTTP/1.1 (its C parser when built), keeps connections alive
+between requests and enforces the header limits before a handler runs; this
+module adds declared routes, one set of limits for every listener, TLS from
+Kafka's `ssl.*` names, a graceful stop, and a thread of its own for callers
+that have no event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+from dataclasses import dataclass
+
+from aiohttp import web
+
+log = logging.getLogger("pylog.web")
+
+METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may carry, and how long an idle keep-alive connection stays open."""
+
+    max_body: int = 16 * 1024 * 1024  # bytes; more answers 413
+    max_headers: int = 100  # header lines; more answers 400
+    max_line: int = 8190  # bytes in the request line or one header; more answers 400
+    keepalive_s: float = 75.0  # an idle connection closes after this
+    shutdown_s: float = 5.0  # stop() waits this long for requests in flight
+
+
+class Routes:
+    """Declared routing: (method, path pattern, handler) entries, added in order."""
+
+    def __init__(self):
+        self.entries: list[tuple[str, str, object]] = []
+
+    def add(self, method: str, path: str, handler) -> None:
+        method = method.upper()
+        if method not in METHODS and method != "*":
+            raise ValueError(f"unknown HTTP method {method!r}")
+        self.entries.append((method, path, handler))
+
+    def route(self, method: str, path: str):
+        def deco(handler):
+            self.add(method, path, handler)
+            return handler
+        return deco
+
+    def get(self, path: str):
+        return self.route("GET", path)
+
+    def post(self, path: str):
+        return self.route("POST", path)
+
+    def put(self, path: str):
+        return self.route("PUT", path)
+
+    def delete(self, path: str):
+        return self.route("DELETE", path)
+
+    def apply(self, app: web.Application) -> None:
+        for method, path, handler in self.entries:
+            if method == "GET":
+                app.router.add_get(path, handler, allow_head=True)
+            else:
+                app.router.add_route(method, path, handler)
+
+
+def _limit_middlewares(limits: Limits):
+    """The outermost middleware closes the connection after a refused body (it was never read);
+    the innermost refuses a declared Content-Length over the limit before any handler reads it."""
+    @web.middleware
+    async def close_refused(request, handler):
+        try:
+            resp = await handler(request)
+        except web.HTTPRequestEntityTooLarge:
+            resp = text_response(413, f"request body over the limit of {limits.max_body} bytes\n")
+        if resp.status == 413:
+            resp.force_close()
+        return resp
+
+    @web.middleware
+    async def refuse_large(request, handler):
+        if request.content_length is not None and request.content_length > limits.max_body:
+            raise web.HTTPRequestEntityTooLarge(max_size=limits.max_body, actual_size=request.content_length)
+        return await handler(request)
+
+    return close_refused, refuse_large
+
+
+def text_response(status: int, text: str, content_type: str = "text/plain") -> web.Response:
+    return web.Response(status=status, body=text.encode(), content_type=content_type, charset="utf-8")
+
+
+async def run_blocking(fn, *args, **kwargs):
+    """fn(*args, **kwargs) on the loop's worker threads; the loop serves other requests meanwhile."""
+    return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kwargs))
+
+
+def tls_server_context(props: dict):
+    """A server SSLContext from Kafka's `ssl.*` names (lists joined with commas)."""
+    from pylog.core.security import tls
+
+    flat = {k: (",".join(v) if isinstance(v, list) else v) for k, v in dict(props).items()
+            if k.startswith("ssl.") and v is not None}
+    return tls.server_context(flat)
+
+
+class WebServer:
+    """One listener on the running event loop: start() binds and returns the port, stop() drains."""
+
+    def __init__(self, routes: Routes, host: str, port: int, ssl_context=None, limits: Limits = Limits(),
+                 middlewares=(), name: str = "pylog-web"):
+        self.routes = routes
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.limits = limits
+        self.middlewares = tuple(middlewares)
+        self.name = name
+        self.app: web.Application | None = None
+        self.runner: web.AppRunner | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.ssl_context is not None else "http"
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+    def make_app(self) -> web.Application:
+        outer, inner = _limit_middlewares(self.limits)
+        app = web.Application(client_max_size=self.limits.max_body, middlewares=(outer, *self.middlewares, inner),
+                              logger=log, handler_args={})
+        self.routes.apply(app)
+        return app
+
+    async def start(self) -> int:
+        self.app = self.make_app()
+        lim = self.limits
+        runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=lim.shutdown_s,
+                               keepalive_timeout=lim.keepalive_s, max_headers=lim.max_headers,
+                               max_line_size=lim.max_line, max_field_size=lim.max_line)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True,
+                           backlog=256)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self.runner = runner
+        self.port = runner.addresses[0][1]
+        log.debug("%s serving on %s", self.name, self.url)
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop accepting, let requests in flight finish (up to Limits.shutdown_s), close connections."""
+        runner, self.runner = self.runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+
+class ThreadedWebServer:
+    """A WebServer on a thread and event loop of its own, for synchronous callers."""
+
+    def __init__(self, routes: Routes, host: str, port: int, ssl_context=None, limits: Limits = Limits(),
+                 middlewares=(), name: str = "pylog-web"):
+        self.server = WebServer(routes, host, port, ssl_context, limits, middlewares, name)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def start(self, timeout: float = 30.0) -> int:
+        """Bind and serve on the thread; raises what binding raised (a port in use)."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run():
+            loop = asyncio.new_event_loop()
+            self.loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.server.start())
+            except BaseException as e:  # noqa: BLE001 - handed to the caller of start()
+                failure.append(e)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+                loop.close()
+
+        self.thread = threading.Thread(target=run, name=f"{self.server.name}-{self.server.port}", daemon=True)
+        self.thread.start()
+        if not ready.wait(timeout):
+            raise TimeoutError(f"{self.server.name} did not start within {timeout}s")
+        if failure:
+            self.thread.join()
+            self.thread = None
+            raise failure[0]
+        return self.server.port
+
+    def call(self, coro, timeout: float | None = None):
+        """Run a coroutine on the server's loop from another thread and return its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        thread, self.thread = self.thread, None
+        if thread is None:
+            return
+        try:
+            self.call(self.server.stop(), self.server.limits.shutdown_s + 10)
+        except Exception as e:  # noqa: BLE001 - stopping anyway
+            log.debug("%s stop: %s", self.server.name, e)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        thread.join(30)
