@@ -190,12 +190,6 @@ def offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     return commit_answer(topics, by_tp)
 
 
-def offset_commit_error(body, version, code, msg):
-    """Every partition with `code`."""
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        body["topics"], lambda t, p: {"partition_index": p["partition_index"], "error_code": code})}
-
-
 def _committed(g: Group | None, topics, unstable=None) -> list:
     """OffsetFetch topics answer; topics None = every committed partition of the group.
     unstable((topic, p)): an open transaction holds an offset there (require_stable answers

@@ -74,11 +74,11 @@ def _group_and_topics(group_op):
 
 
 SHARE_RULES = {
-    76: _heartbeat,
-    77: _describe_groups,
-    78: lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=True),
-    79: lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=False),
-    90: _describe_offsets,
-    91: _group_and_topics(Op.READ),
-    92: _group_and_topics(Op.DELETE),
+    "ShareGroupHeartbeat": _heartbeat,
+    "ShareGroupDescribe": _describe_groups,
+    "ShareFetch": lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=True),
+    "ShareAcknowledge": lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=False),
+    "DescribeShareGroupOffsets": _describe_offsets,
+    "AlterShareGroupOffsets": _group_and_topics(Op.READ),
+    "DeleteShareGroupOffsets": _group_and_topics(Op.DELETE),
 }
