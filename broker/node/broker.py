@@ -131,7 +131,7 @@ class Broker:
         self.authorizer = make_authorizer(self.config, self.security)
         self.quotas = QuotaManager(QuotaStore(self.settings.log_dirs[0]), self.config)
         if self.authorizer is not None:
-            self.authorizer.broker = self
+            self.authorizer.attach(self.topic_by_id, lambda: self.logs.topics, self.config)
 
     async def serve(self, ready_callback=None) -> None:
         """Steps 3-6, then run until request_stop() and stop every component."""

@@ -50,8 +50,15 @@ class Authorizer:
 
     def __init__(self, store, super_users, allow_everyone_if_no_acl_found: bool):
         self.store = store
-        self.broker = None  # set by the Broker: topic ids and the topic list
+        # what the rules read of the node, given by attach(): topic ids, the topics, the config
+        self.topic_by_id = lambda topic_id: None
+        self.topics = lambda: {}
+        self.config: dict = {}
         self.acls = AclAuthorizer(store.acls, super_users, allow_everyone_if_no_acl_found)
+
+    def attach(self, topic_by_id, topics, config) -> None:
+        """The node's topic lookups (`topic_by_id(id)`, `topics()`: the topics by name) and its config."""
+        self.topic_by_id, self.topics, self.config = topic_by_id, topics, config
 
     def reload(self) -> None:
         """After CreateAcls/DeleteAcls changed the store."""
@@ -109,7 +116,7 @@ def _split_topics(op: Op, list_key: str, name_key: str, by_id=False, code=TOPIC_
         for t in items:
             name = t.get(name_key)
             if not name and by_id and t.get("topic_id") is not None:
-                info = az.broker.topic_by_id(t["topic_id"])
+                info = az.topic_by_id(t["topic_id"])
                 name = info.name if info is not None else None
             if name is not None and az.allowed(ctx, op, Res.TOPIC, name):
                 keep.append(t)
@@ -128,12 +135,11 @@ def _split_topics(op: Op, list_key: str, name_key: str, by_id=False, code=TOPIC_
 def _fetch(az: Authorizer, ctx, api, body):
     if body.get("replica_id", -1) >= 0:  # a follower: cluster action
         return _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)(az, ctx, api, body)
-    broker = az.broker
     keep, drop = [], []
     for t in body.get("topics") or []:
         name = t.get("topic")
         if not name and t.get("topic_id") is not None:
-            info = broker.topic_by_id(t["topic_id"])
+            info = az.topic_by_id(t["topic_id"])
             name = info.name if info is not None else None
         (keep if name is not None and az.allowed(ctx, Op.READ, Res.TOPIC, name) else drop).append(t)
     if not drop:
@@ -172,7 +178,6 @@ def _init_producer_id(az: Authorizer, ctx, api, body):
 
 def _metadata(az: Authorizer, ctx, api, body):
     topics = body.get("topics")
-    broker = az.broker
     if topics is None or (ctx.api_version == 0 and not topics):
         # all topics: show only those the principal may describe
         def filt(result):
@@ -180,16 +185,16 @@ def _metadata(az: Authorizer, ctx, api, body):
                                 if az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, t.get("name") or "")]
             return result
         return body, filt
-    auto = body.get("allow_auto_topic_creation", True) and broker.config.get("auto.create.topics.enable", True)
+    auto = body.get("allow_auto_topic_creation", True) and az.config.get("auto.create.topics.enable", True)
     keep, drop = [], []
     for t in topics:
         name = t.get("name")
         if not name and t.get("topic_id") is not None:
-            info = broker.topic_by_id(t["topic_id"])
+            info = az.topic_by_id(t["topic_id"])
             name = info.name if info is not None else None
         if name is None or not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
             drop.append(t)
-        elif (auto and name not in broker.logs.topics
+        elif (auto and name not in az.topics()
               and not az.allowed(ctx, Op.CREATE, Res.CLUSTER, CLUSTER_NAME)
               and not az.allowed(ctx, Op.CREATE, Res.TOPIC, name)):
             drop.append(t)  # Kafka: not allowed to auto-create it
@@ -216,7 +221,7 @@ def _may_delete(az: Authorizer, ctx, name) -> bool:
         return True  # KRaft's controller: DELETE on the cluster covers every topic
     if name is None or not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
         return False
-    return name not in az.broker.logs.topics or az.allowed(ctx, Op.DELETE, Res.TOPIC, name)
+    return name not in az.topics() or az.allowed(ctx, Op.DELETE, Res.TOPIC, name)
 
 
 def _delete_topics(az: Authorizer, ctx, api, body):
@@ -234,7 +239,7 @@ def _delete_topics(az: Authorizer, ctx, api, body):
     for t in body.get("topics") or []:
         name = t.get("name")
         if not name and t.get("topic_id") is not None:
-            info = az.broker.topic_by_id(t["topic_id"])
+            info = az.topic_by_id(t["topic_id"])
             name = info.name if info is not None else None
         (keep if _may_delete(az, ctx, name) else drop).append(t)
     if not drop:

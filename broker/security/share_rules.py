@@ -27,7 +27,7 @@ def _partitions(az, ctx, api, body, fetch: bool):
         return az.refuse(api, ctx, body, denials.GROUP_DENIED)
     keep, drop = [], []
     for t in body.get("topics") or []:
-        info = az.broker.topic_by_id(t["topic_id"])
+        info = az.topic_by_id(t["topic_id"])
         (keep if info is not None and az.allowed(ctx, Op.READ, Res.TOPIC, info.name) else drop).append(t)
     if not drop:
         return None
