@@ -24,6 +24,7 @@ from pylog.broker.security.store import SecurityStore
 from pylog.broker.txn.coordinator import TransactionCoordinator
 from pylog.core.config import ConfigError
 from pylog.core.errors import ErrorCode, KafkaError
+from pylog.core.protocol.facts import Partitions
 from pylog.storage import LogManager
 
 # Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE)
@@ -108,3 +109,13 @@ def mirror_partitions(topics: list, answer: Callable[[dict, dict], dict], *, nam
     """A response's topics list shaped like the request's: one `answer(topic, partition)`
     entry per requested partition, in order, under the same topic and partition-list keys."""
     return [{name: t[name], partitions: [answer(t, p) for p in t[partitions]]} for t in topics]
+
+
+def partition_error_answer(shape: Partitions) -> ErrorBuilder:
+    """The whole-request error answer of a partitioned API, from its request facts: every
+    partition the request names with the code, under the answer's topic and partition keys."""
+    def error(body, version, code, msg):
+        out = shape.empty()
+        out[shape.resp_topics] = [shape.error_topic(t, code) for t in body[shape.req_topics] or ()]
+        return out
+    return error

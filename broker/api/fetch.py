@@ -209,14 +209,6 @@ def list_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
         body["topics"], lambda t, p: _list_offset(broker, t["name"], p, ctx.api_version, read_committed))}
 
 
-def list_offsets_error(body, version, code, msg):
-    """Every requested partition with `code`."""
-    def entry(t, p):
-        return {"partition_index": p["partition_index"], "error_code": code, "timestamp": -1, "offset": -1,
-                "leader_epoch": -1}
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(body["topics"], entry)}
-
-
 # ---- OffsetForLeaderEpoch --------------------------------------------------
 
 def _epoch_end(broker: NodeView, name: str, p: dict) -> dict:
@@ -238,10 +230,3 @@ def offset_for_leader_epoch(broker: NodeView, ctx: RequestContext, body: dict) -
     """The end offset of each requested leader epoch (clients detect log truncation with it)."""
     return {"throttle_time_ms": 0, "topics": mirror_partitions(
         body["topics"], lambda t, p: _epoch_end(broker, t["topic"], p), name="topic")}
-
-
-def offset_for_leader_epoch_error(body, version, code, msg):
-    """Every requested partition with `code`."""
-    def entry(t, p):
-        return {"error_code": code, "partition": p["partition"], "leader_epoch": -1, "end_offset": -1}
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(body["topics"], entry, name="topic")}

@@ -162,7 +162,7 @@ def _member_commit_refused(broker: NodeView, ctx: RequestContext, body: dict) ->
     gen = body["generation_id_or_member_epoch"]
     if gen < 0:
         return ErrorCode.NONE
-    g = broker.group_coordinator.groups.get(body["group_id"])
+    g = broker.group_coordinator.group(body["group_id"])
     if g is None:
         return ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else ErrorCode.NONE
     cg = getattr(g, "consumer", None)
@@ -188,12 +188,6 @@ def offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
             offsets)
         by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
     return commit_answer(topics, by_tp)
-
-
-def offset_commit_error(body, version, code, msg):
-    """Every partition with `code`."""
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        body["topics"], lambda t, p: {"partition_index": p["partition_index"], "error_code": code})}
 
 
 def _committed(g: Group | None, topics, unstable=None) -> list:
@@ -223,17 +217,16 @@ def _committed(g: Group | None, topics, unstable=None) -> list:
 def offset_fetch(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Committed offsets of one group (v8+: of several)."""
     gc = broker.group_coordinator
-    groups = gc.groups
 
     def unstable(gid):
-        if not body["require_stable"] or not gc.txn_offsets:
+        if not body["require_stable"] or not gc.any_txn_offsets():
             return None
         return lambda tp: gc.has_pending_txn_offset(gid, tp)
     if ctx.api_version >= 8:
         out = []
         for gq in body["groups"]:
             gid = gq["group_id"]
-            g = groups.get(gid)
+            g = gc.group(gid)
             code = ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID
             if g is not None and (g.consumer is not None or g.streams is not None) and ctx.api_version >= 9:
                 code = gc.fetch_check(g, gq["member_id"], gq["member_epoch"])
@@ -244,7 +237,7 @@ def offset_fetch(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     topics = body["topics"]
     if ctx.api_version < 2 and topics is None:
         topics = []
-    return {"throttle_time_ms": 0, "topics": _committed(groups.get(gid), topics, unstable(gid)),
+    return {"throttle_time_ms": 0, "topics": _committed(gc.group(gid), topics, unstable(gid)),
             "error_code": ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID}
 
 
@@ -286,8 +279,7 @@ def list_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     states = {s.lower() for s in body["states_filter"]}
     types = {t.lower() for t in body["types_filter"]}
     out = []
-    groups = broker.group_coordinator.groups
-    for g in sorted(groups.values(), key=lambda x: x.group_id):
+    for g in sorted(broker.group_coordinator.all_groups(), key=lambda x: x.group_id):
         if g.consumer is not None:  # KIP-848: protocol type "consumer", Kafka's ConsumerGroupState names
             state, gtype, ptype = g.consumer.state, "consumer", "consumer"
         elif g.streams is not None:  # KIP-1071: Kafka's StreamsGroupState names
@@ -328,10 +320,10 @@ def _described(g: Group) -> dict:
 
 def describe_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """State, protocol and members of each group."""
-    groups = broker.group_coordinator.groups
+    gc = broker.group_coordinator
     out = []
     for gid in body["groups"]:
-        g = groups.get(gid)
+        g = gc.group(gid)
         if g is None or g.consumer is not None or g.streams is not None:  # Kafka describes only classic groups here
             code = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.NONE
             out.append({"error_code": code, "error_message": f"Group {gid} not found." if code else None,

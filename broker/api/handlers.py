@@ -30,7 +30,7 @@ from pylog.broker.api import (
     txn as apis_txn,
 )
 from pylog.broker.net import sasl
-from pylog.broker.api.context import ErrorBuilder, Response
+from pylog.broker.api.context import ErrorBuilder, Response, partition_error_answer
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
     cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups,
@@ -63,11 +63,15 @@ class Handler:
 
 def served(module, *schemas: Api, **options) -> tuple[Handler, ...]:
     """The handlers of one API family: each schema is answered by the function of `module` named
-    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error`."""
+    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error`, or, for
+    an API whose request facts declare its partitions, by the answer derived from them."""
     out = []
     for schema in schemas:
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", schema.name).lower()
-        out.append(Handler(schema, getattr(module, name), getattr(module, name + "_error"), **options))
+        error = getattr(module, name + "_error", None)
+        if error is None:
+            error = partition_error_answer(schema.facts.partitions)
+        out.append(Handler(schema, getattr(module, name), error, **options))
     return tuple(out)
 
 

@@ -26,11 +26,12 @@ from pylog.broker.ops.quotas import (
     check_value,
 )
 from pylog.core.errors import ErrorCode
+from pylog.core.protocol import API_KEYS
 
 
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2  # DescribeClientQuotas match types
-_EXEMPT = {17, 18, 36}  # SaslHandshake, ApiVersions, SaslAuthenticate: never throttled
-_PRODUCE_KEY, _FETCH_KEY = 0, 1
+_EXEMPT = {API_KEYS[n] for n in ("SaslHandshake", "ApiVersions", "SaslAuthenticate")}  # never throttled
+_PRODUCE_KEY, _FETCH_KEY = API_KEYS["Produce"], API_KEYS["Fetch"]
 
 
 # ---- DescribeClientQuotas --------------------------------------------------

@@ -12,7 +12,7 @@ import re
 import time
 
 from pylog.broker.api.context import NodeView, RequestContext, mirror_partitions
-from pylog.broker.api.groups import commit_answer, commit_requests, offset_commit_error
+from pylog.broker.api.groups import commit_answer, commit_requests
 from pylog.broker.api.meta import INTERNAL_TOPICS
 from pylog.broker.security.authorizer import topic_filter
 from pylog.core.security.acl import AclOperation as Op
@@ -152,9 +152,6 @@ def txn_offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict
     else:
         codes = [code] * len(offsets)
     return commit_answer(topics, {tp: c for (tp, *_), c in zip(offsets, codes)})
-
-
-txn_offset_commit_error = offset_commit_error  # every partition with the code
 
 
 # ---- EndTxn ------------------------------------------------------------------

@@ -1,20 +1,35 @@
-"""Facts read from a Produce request's body without parsing its batches: one header field."""
+"""The batches of a Produce request, each header read once: what the handler checks (one batch,
+magic, base offset, codec, the transactional flag, producer id and epoch) and what the
+authorizer asks (are any records transactional), before storage validates the batches."""
 from __future__ import annotations
 
-import struct
+from pylog.core.records.header import HEADER_SIZE, HEADER_STRUCT, TRANSACTIONAL_MASK
 
-from pylog.core.records.header import ATTRIBUTES_OFFSET, HEADER_SIZE, MAGIC_OFFSET, TRANSACTIONAL_MASK
+_unpack = HEADER_STRUCT.unpack_from
+# positions in the header tuple (core.records.header.BatchHeader's fields)
+BASE_OFFSET, BATCH_LENGTH, MAGIC, ATTRIBUTES, PRODUCER_ID, PRODUCER_EPOCH = 0, 1, 3, 5, 9, 10
 
-_I16 = struct.Struct(">h")
+
+def batch_header(records) -> tuple | None:
+    """The v2 header fields of a partition's records, or None when they are too short to hold
+    one (the magic decides whether the fields mean anything)."""
+    if records is None or len(records) < HEADER_SIZE:
+        return None
+    return _unpack(records, 0)
+
+
+def headers_of(body: dict) -> tuple[list[list], bool]:
+    """(each topic's partitions' headers in request order, whether any batch is transactional):
+    the one read of each batch header."""
+    headers = [[batch_header(p["records"]) for p in t["partition_data"]] for t in body["topic_data"]]
+    return headers, any(is_transactional(h) for hs in headers for h in hs)
+
+
+def is_transactional(h: tuple | None) -> bool:
+    return h is not None and h[MAGIC] == 2 and bool(h[ATTRIBUTES] & TRANSACTIONAL_MASK)
 
 
 def has_transactional_records(body: dict) -> bool:
-    """Any batch of the request has the transactional flag (one header read per partition)."""
-    for t in body.get("topic_data") or ():
-        for p in t.get("partition_data") or ():
-            records = p.get("records")
-            if records is not None and len(records) >= HEADER_SIZE and records[MAGIC_OFFSET] == 2:
-                (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
-                if attrs & TRANSACTIONAL_MASK:
-                    return True
-    return False
+    """Any batch of the request has the transactional flag (the authorizer's question)."""
+    return any(is_transactional(batch_header(p.get("records")))
+               for t in body.get("topic_data") or () for p in t.get("partition_data") or ())

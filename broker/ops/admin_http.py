@@ -72,7 +72,7 @@ def status_snapshot(broker: NodeView) -> dict:
         "log_dirs": dirs,
         "topics": len(broker.logs.topics) if broker.logs is not None else 0,
         "partitions": len(logs),
-        "groups": len(gc.groups) if gc is not None else 0,
+        "groups": len(gc.all_groups()) if gc is not None else 0,
         "totals": broker.stats.totals(),
     }
 

@@ -264,7 +264,7 @@ def _log_families(broker: NodeView, gauge, counter):
 
 def _group_families(broker: NodeView, gauge):
     gc = broker.group_coordinator
-    groups = dict(gc.groups) if gc is not None else {}
+    groups = {g.group_id: g for g in gc.all_groups()} if gc is not None else {}
     by_state: dict[str, int] = {}
     members, lag = [], []
     for gid, g in groups.items():

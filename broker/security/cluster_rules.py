@@ -26,8 +26,8 @@ def _in_handler(az, ctx, api, body):
 
 
 CLUSTER_RULES = {
-    55: _cluster(Op.DESCRIBE),
-    57: _cluster(Op.ALTER),
-    74: _cluster(Op.DESCRIBE_CONFIGS),
-    75: _in_handler,
+    "DescribeQuorum": _cluster(Op.DESCRIBE),
+    "UpdateFeatures": _cluster(Op.ALTER),
+    "ListConfigResources": _cluster(Op.DESCRIBE_CONFIGS),
+    "DescribeTopicPartitions": _in_handler,
 }

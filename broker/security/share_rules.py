@@ -27,7 +27,7 @@ def _partitions(az, ctx, api, body, fetch: bool):
         return az.refuse(api, ctx, body, denials.GROUP_DENIED)
     keep, drop = [], []
     for t in body.get("topics") or []:
-        info = az.broker.topic_by_id(t["topic_id"])
+        info = az.topic_by_id(t["topic_id"])
         (keep if info is not None and az.allowed(ctx, Op.READ, Res.TOPIC, info.name) else drop).append(t)
     if not drop:
         return None
@@ -74,13 +74,13 @@ def _group_and_topics(group_op):
 
 
 SHARE_RULES = {
-    76: _heartbeat,
-    77: _describe_groups,
-    78: lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=True),
-    79: lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=False),
-    90: _describe_offsets,
-    91: _group_and_topics(Op.READ),
-    92: _group_and_topics(Op.DELETE),
+    "ShareGroupHeartbeat": _heartbeat,
+    "ShareGroupDescribe": _describe_groups,
+    "ShareFetch": lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=True),
+    "ShareAcknowledge": lambda az, ctx, api, body: _partitions(az, ctx, api, body, fetch=False),
+    "DescribeShareGroupOffsets": _describe_offsets,
+    "AlterShareGroupOffsets": _group_and_topics(Op.READ),
+    "DeleteShareGroupOffsets": _group_and_topics(Op.DELETE),
 }
 
 # streams groups (KIP-1071): READ on the group to heartbeat or upload a topology description,
@@ -91,4 +91,5 @@ def _read_group(az, ctx, api, body):
     return None
 
 
-STREAMS_RULES = {88: _read_group, 89: _describe_groups, 93: _read_group}
+STREAMS_RULES = {"StreamsGroupHeartbeat": _read_group, "StreamsGroupDescribe": _describe_groups,
+                 "StreamsGroupTopologyDescriptionUpdate": _read_group}

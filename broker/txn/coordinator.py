@@ -275,8 +275,7 @@ class TransactionCoordinator:
 
     def offsets_partition(self, group_id: str) -> int:
         """The `__consumer_offsets` partition of a group (AddOffsetsToTxn adds it to the transaction)."""
-        self.broker.group_coordinator.ensure_topic()
-        return ot.partition_for(group_id, self.broker.group_coordinator.store.num_partitions)
+        return self.broker.group_coordinator.offsets_partition(group_id)
 
     def check_offsets_commit(self, tid: str, pid: int, epoch: int, group_id: str) -> int:
         """TxnOffsetCommit: the producer is current and the group's partition is in its transaction."""

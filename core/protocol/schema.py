@@ -13,6 +13,7 @@ Python once and caches it.
 """
 from __future__ import annotations
 
+from pylog.core.protocol.facts import NO_FACTS, Facts
 from pylog.core.protocol.fields import MISSING, Field, default_of, defaults_dict, parse_versions
 
 __all__ = ["Field", "Api", "parse_versions", "MISSING", "default_of", "defaults_dict", "API_VERSIONS_KEY"]
@@ -24,9 +25,10 @@ API_VERSIONS_KEY = 18
 class Api:
     """One API: key, name, valid versions, first flexible version, both directions."""
 
-    __slots__ = ("key", "name", "min_version", "max_version", "flexible_min", "request", "response", "_codecs")
+    __slots__ = ("key", "name", "min_version", "max_version", "flexible_min", "request", "response", "facts",
+                 "_codecs")
 
-    def __init__(self, key, name, versions, flexible, request, response):
+    def __init__(self, key, name, versions, flexible, request, response, facts: Facts = NO_FACTS):
         lo, hi = parse_versions(versions)
         self.key = key
         self.name = name
@@ -36,6 +38,7 @@ class Api:
         self.flexible_min = flex[0] if flex else None
         self.request = request
         self.response = response
+        self.facts = facts  # what the broker reads of its requests besides the values (facts.py)
         self._codecs = {}
 
     def is_flexible(self, version: int) -> bool:
