@@ -31,10 +31,13 @@ SPECIAL: dict[str, set[str]] = {
     # the APIs whose authorization is more than one ACL on one resource (KafkaApis' own checks)
     "broker/security/authorizer.py": set(CUSTOM_RULES) - {
         "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
-        "AlterShareGroupOffsets", "DeleteShareGroupOffsets"},
+        "AlterShareGroupOffsets", "DeleteShareGroupOffsets", "StreamsGroupHeartbeat", "StreamsGroupDescribe",
+        "StreamsGroupTopologyDescriptionUpdate", "DescribeTopicPartitions"},
     "broker/security/share_rules.py": {
         "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
-        "AlterShareGroupOffsets", "DeleteShareGroupOffsets"},
+        "AlterShareGroupOffsets", "DeleteShareGroupOffsets", "StreamsGroupHeartbeat", "StreamsGroupDescribe",
+        "StreamsGroupTopologyDescriptionUpdate"},
+    "broker/security/cluster_rules.py": {"DescribeTopicPartitions"},
     # authentication: what a SASL listener lets through before (and during re-)authentication
     "broker/net/sasl.py": {"ApiVersions", "SaslHandshake", "SaslAuthenticate"},
     # quotas: the requests never throttled, and the byte rates of produce and fetch

@@ -52,9 +52,7 @@ class Authorizer:
     def __init__(self, store, super_users, allow_everyone_if_no_acl_found: bool):
         self.store = store
         # what the rules read of the node, given by attach(): topic ids, the topics, the config
-        self.topic_by_id = lambda topic_id: None
-        self.topics = lambda: {}
-        self.config: dict = {}
+        self.topic_by_id, self.topics, self.config = (lambda topic_id: None), (lambda: {}), {}
         self.acls = AclAuthorizer(store.acls, super_users, allow_everyone_if_no_acl_found)
 
     def attach(self, topic_by_id, topics, config) -> None:
@@ -464,8 +462,7 @@ CUSTOM_RULES = {
     "ListTransactions": _list_transactions,
     "ConsumerGroupHeartbeat": _consumer_group_heartbeat,
     "ConsumerGroupDescribe": _group_list("group_ids", Op.DESCRIBE),
-    # the share-group, streams-group and cluster self-description APIs have their own modules
-    **SHARE_RULES, **STREAMS_RULES, **CLUSTER_RULES,
+    **SHARE_RULES, **STREAMS_RULES, **CLUSTER_RULES,  # the share, streams and cluster APIs' own modules
 }
 
 
