@@ -20,9 +20,22 @@ def batch_header(records) -> tuple | None:
 
 def headers_of(body: dict) -> tuple[list[list], bool]:
     """(each topic's partitions' headers in request order, whether any batch is transactional):
-    the one read of each batch header."""
-    headers = [[batch_header(p["records"]) for p in t["partition_data"]] for t in body["topic_data"]]
-    return headers, any(is_transactional(h) for hs in headers for h in hs)
+    the one read of each batch header (plain loops: this runs for every Produce)."""
+    headers = []
+    transactional = False
+    for t in body["topic_data"]:
+        hs = []
+        for p in t["partition_data"]:
+            records = p["records"]
+            if records is None or len(records) < HEADER_SIZE:
+                hs.append(None)
+                continue
+            h = _unpack(records, 0)
+            if h[ATTRIBUTES] & TRANSACTIONAL_MASK and h[MAGIC] == 2:
+                transactional = True
+            hs.append(h)
+        headers.append(hs)
+    return headers, transactional
 
 
 def is_transactional(h: tuple | None) -> bool:
