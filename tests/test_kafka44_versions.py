@@ -32,7 +32,6 @@ NOT_SERVED = {
     39: "RenewDelegationToken: no delegation tokens",
     40: "ExpireDelegationToken: no delegation tokens",
     41: "DescribeDelegationToken: no delegation tokens",
-    57: "UpdateFeatures: transaction.version is chosen at start (--set transaction.version)",
     64: "UnregisterBroker: no controller",
     80: "AddRaftVoter: no KRaft quorum",
     81: "RemoveRaftVoter: no KRaft quorum",

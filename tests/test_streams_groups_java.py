@@ -11,8 +11,18 @@ the join and again when the internal topics appear; Kafka creates the repartitio
 topic through its controller and a heartbeat can see them appear one at a time (two bumps), pylog
 creates both before the next heartbeat (one bump). That cause is inferred, not confirmed.
 
+While the application still runs after the last phase, `kafka-streams-groups.sh` (Kafka 4.4's
+StreamsGroupCommand) lists and describes the group (state, members and their tasks, offsets and lag)
+with the same output on both, member and process ids, the coordinator's port and offsets aside.
+Listed differences there: the epochs (above); LEADER-EPOCH (Kafka's partition leader epoch moves at
+each restart of its node, pylog's one node keeps epoch 0); CURRENT-OFFSET and LOG-END-OFFSET of the
+repartition topic (an exactly-once run aborts a different number of transactions around the kill, and
+each abort marker takes an offset), so for offsets the columns compared are the partitions, which have
+a committed offset, and the lag.
+
 The program (tests/kafka/java/StreamsWordCount.java) prints STATE lines after each phase, KILL when
-it wants the broker killed (it goes on at a line on its stdin), COUNT lines and DONE.
+it wants the broker killed (it goes on at a line on its stdin), COUNT lines, HOLD (it closes at a line
+on its stdin) and DONE.
 """
 from __future__ import annotations
 
@@ -23,15 +33,24 @@ import threading
 from pathlib import Path
 
 from support.broker_fixtures import BrokerProcess
-from support.kafka_peer import KafkaNode, compile_java, java_command
+from support.kafka_peer import KafkaNode, ToolShell, compile_java, java_command
 
 JAVA = Path(__file__).parent / "kafka" / "java" / "StreamsWordCount.java"
+TOOL = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+TOOL_RUNS = (("--list",), ("--list", "--state"), ("--describe", "--group", "wc"),
+             ("--describe", "--group", "wc", "--members"), ("--describe", "--group", "wc", "--offsets"),
+             ("--describe", "--group", "wc", "--state"), ("--describe", "--group", "wc", "--members", "--verbose"),
+             ("--describe", "--group", "wc", "--offsets", "--verbose"),
+             ("--describe", "--group", "wc", "--state", "--verbose"))
 
 
-def run_wordcount(bootstrap: str, app: str, state_dir: Path, kill_and_restart, timeout: float = 600) -> list[str]:
-    """Run the program; at its KILL line call `kill_and_restart()`, then let it go on. Its stdout lines."""
+def run_wordcount(bootstrap: str, app: str, state_dir: Path, kill_and_restart, held=None,
+                  timeout: float = 600) -> list[str]:
+    """Run the program; at its KILL line call `kill_and_restart()`, then let it go on; at HOLD call
+    `held()` (the group still running). Its stdout lines."""
     classes, name = compile_java(JAVA.read_text())
-    proc = subprocess.Popen(java_command(name, bootstrap, app, str(state_dir), extra_cp=classes),
+    args = (bootstrap, app, str(state_dir)) + (("hold",) if held is not None else ())
+    proc = subprocess.Popen(java_command(name, *args, extra_cp=classes),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue = queue.Queue()
     err: list = []
@@ -45,8 +64,8 @@ def run_wordcount(bootstrap: str, app: str, state_dir: Path, kill_and_restart, t
             if line is None:
                 break
             out.append(line)
-            if line == "KILL":
-                kill_and_restart()
+            if line in ("KILL", "HOLD"):
+                (kill_and_restart if line == "KILL" else held)()
                 proc.stdin.write("go\n")
                 proc.stdin.flush()
         proc.wait(60)
@@ -67,27 +86,76 @@ def _state(out: list[str]) -> tuple[int, list[str]]:
     return base, [re.sub(r"\b((?:group_|assignment_)?epoch=)(\d+)", relative, x) for x in lines]
 
 
+def tool_outputs(shell: ToolShell, bootstrap: str) -> dict:
+    """{arguments: stdout} of kafka-streams-groups.sh's list and describe runs."""
+    out = {}
+    for args in TOOL_RUNS:
+        r = shell.run(TOOL, "--bootstrap-server", bootstrap, *args)
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+        out[args] = r.stdout
+    return out
+
+
+def normalized(text: str, base: int) -> list[list[str]]:
+    """A tool's table: member and process ids and the coordinator's address blanked, epochs counted
+    from `base`, offsets as "n" or "-" and leader epochs blanked (see the listed differences), rows sorted."""
+    lines = [ln.split() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return []
+    head, rows = lines[0], lines[1:]
+    out = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            col = head[i] if i < len(head) else ""
+            if re.fullmatch(r"[A-Za-z0-9_-]{22}|[0-9a-f-]{36}", cell):
+                cell = "ID"
+            elif re.fullmatch(r"127\.0\.0\.1:\d+", cell):
+                cell = "coordinator"
+            elif col in ("GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "MEMBER-EPOCH") and cell.isdigit():
+                cell = str(int(cell) - base)
+            elif col in ("CURRENT-OFFSET", "LOG-END-OFFSET"):
+                cell = cell if cell == "-" else "n"
+            elif col == "LEADER-EPOCH":
+                cell = "*"
+            cells.append(cell)
+        out.append(cells)
+    return [head] + sorted(out)
+
+
 def _counts(out: list[str]) -> list[tuple[str, str, str]]:
     return [tuple(x.split()[1:]) for x in out if x.startswith("COUNT ")]
 
 
 def test_streams_word_count_pylog_and_kafka(tmp_path):
+    shell = ToolShell()
+    tools: dict = {}
     pylog = BrokerProcess(tmp_path / "pylog").start()
     try:
         on_pylog = run_wordcount(pylog.bootstrap, "wc", tmp_path / "state-pylog",
-                                 lambda: (pylog.kill9(), pylog.restart()))
+                                 lambda: (pylog.kill9(), pylog.restart()),
+                                 lambda: tools.update(pylog=tool_outputs(shell, pylog.bootstrap)))
     finally:
         if pylog.alive():
             pylog.stop()
     node = KafkaNode(tmp_path / "kafka").format().start()
     try:
         on_kafka = run_wordcount(node.bootstrap, "wc", tmp_path / "state-kafka",
-                                 lambda: (node.kill9(), node.start()))
+                                 lambda: (node.kill9(), node.start()),
+                                 lambda: tools.update(kafka=tool_outputs(shell, node.bootstrap)))
     finally:
         node.stop()
+        shell.close()
     for out in (on_pylog, on_kafka):
         counts = _counts(out)
         assert len(counts) == 8 and all(got == want for _, got, want in counts), out
     (pylog_base, pylog_states), (kafka_base, kafka_states) = _state(on_pylog), _state(on_kafka)
     assert pylog_states == kafka_states, (on_pylog, on_kafka)
     assert kafka_base - pylog_base in (0, 1), (on_pylog, on_kafka)  # the listed difference above
+    # the final epochs of the STATE lines are what the tool's epochs are counted from
+    final = {name: int(re.search(r"group_epoch=(\d+)", [x for x in out if x.startswith("STATE final")][0]).group(1))
+             for name, out in (("pylog", on_pylog), ("kafka", on_kafka))}
+    for args in TOOL_RUNS:
+        mine, theirs = (normalized(tools[n][args], final[n]) for n in ("pylog", "kafka"))
+        assert mine == theirs, (args, tools["pylog"][args], tools["kafka"][args])
+    assert "ACTIVE: 0:[" in tools["pylog"][TOOL_RUNS[3]] and "STANDBY: 1:[" in tools["pylog"][TOOL_RUNS[3]]

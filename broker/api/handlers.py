@@ -31,6 +31,7 @@ from pylog.broker.api import (
 )
 from pylog.broker.net import sasl
 from pylog.broker.api.context import ErrorBuilder, Response, partition_error_answer
+from pylog.core.errors import ErrorCode
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
     cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups,
@@ -61,18 +62,30 @@ class Handler:
         return self.schema.key
 
 
-def served(module, *schemas: Api, **options) -> tuple[Handler, ...]:
+def served(module, *schemas: Api, feature: str | None = None, **options) -> tuple[Handler, ...]:
     """The handlers of one API family: each schema is answered by the function of `module` named
-    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error`, or, for
-    an API whose request facts declare its partitions, by the answer derived from them."""
+    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error` (or, for an
+    API whose request facts declare its partitions, the answer derived from them). With a
+    `feature`, the APIs answer UNSUPPORTED_VERSION while that feature is finalized at level 0
+    (share groups with share.version 0, as Kafka 4.4 answers)."""
     out = []
     for schema in schemas:
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", schema.name).lower()
-        error = getattr(module, name + "_error", None)
+        handle, error = getattr(module, name), getattr(module, name + "_error", None)
         if error is None:
             error = partition_error_answer(schema.facts.partitions)
-        out.append(Handler(schema, getattr(module, name), error, **options))
+        if feature is not None:
+            handle = _gated(handle, error, feature)
+        out.append(Handler(schema, handle, error, **options))
     return tuple(out)
+
+
+def _gated(handle, error: ErrorBuilder, feature: str):
+    def gated(broker, ctx, body):
+        if broker.features.level(feature) == 0:
+            return error(body, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION, None)
+        return handle(broker, ctx, body)
+    return gated
 
 
 HANDLERS: tuple[Handler, ...] = (
@@ -104,9 +117,9 @@ HANDLERS: tuple[Handler, ...] = (
             streams_groups.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE),
     # share groups (KIP-932)
     *served(apis_share, share_groups.SHARE_GROUP_HEARTBEAT, share_groups.SHARE_GROUP_DESCRIBE,
-            share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE),
+            share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE, feature="share.version"),
     *served(apis_share_admin, share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, share_groups.ALTER_SHARE_GROUP_OFFSETS,
-            share_groups.DELETE_SHARE_GROUP_OFFSETS),
+            share_groups.DELETE_SHARE_GROUP_OFFSETS, feature="share.version"),
     # transactions (the transaction coordinator)
     *served(apis_txn, txn.ADD_PARTITIONS_TO_TXN, txn.ADD_OFFSETS_TO_TXN, txn.END_TXN, txn.WRITE_TXN_MARKERS,
             txn.TXN_OFFSET_COMMIT, txn.DESCRIBE_PRODUCERS, txn.DESCRIBE_TRANSACTIONS, txn.LIST_TRANSACTIONS),
@@ -116,5 +129,6 @@ HANDLERS: tuple[Handler, ...] = (
     # client quotas
     *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
     # the cluster describing itself: its quorum, config resources and topics page by page
-    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.LIST_CONFIG_RESOURCES, cluster.DESCRIBE_TOPIC_PARTITIONS),
+    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.UPDATE_FEATURES, cluster.LIST_CONFIG_RESOURCES,
+            cluster.DESCRIBE_TOPIC_PARTITIONS),
 )

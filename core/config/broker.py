@@ -172,6 +172,12 @@ _BROKER_OWN = [
        "the broker (Confluent's REST API, schemas stored in _schemas; pylog's; unset: no registry)."),
     _d("schema.registry.users.file", STRING, None,
        "user:password lines: the schema registry then asks for HTTP basic auth (pylog's; unset: open)."),
+    _d("console.listener", STRING, None,
+       "http://HOST:PORT serving the web console (pylog console) from the broker, a client of its own "
+       "PLAINTEXT listener (pylog's; unset: no console)."),
+    _d("console.allow.writes", BOOLEAN, False,
+       "Let the broker's web console create, alter and delete topics, produce, reset offsets and abort "
+       "transactions (pylog's; false: read-only)."),
     _d("faults.enable", BOOLEAN, False,
        "Serve the fault-injection endpoints (/faults) on metrics.listener, for tests (pylog's; a WARNING at "
        "start-up says faults can be injected)."),

@@ -61,8 +61,12 @@ LATER_CONFIGS = {
     "streams.task.offset.interval.ms": ("group.streams.task.offset.interval.ms", None, int),
     "streams.num.warmup.replicas": ("group.streams.num.warmup.replicas", None, int),
     "streams.acceptable.recovery.lag": ("group.streams.acceptable.recovery.lag", None, int),
+    "streams.assignor.name": ("group.streams.assignors", None, str),
+    "streams.rack.aware.assignment.tags": ("group.streams.rack.aware.assignment.tags", None, str),
 }
-INTERNAL = {"consumer.assignor.offload.enable", "share.assignor.offload.enable", "streams.assignor.offload.enable"}
+# described only once a group sets them (internal in Kafka)
+INTERNAL = {"consumer.assignor.offload.enable", "share.assignor.offload.enable", "streams.assignor.offload.enable",
+            "streams.acceptable.recovery.lag", "streams.num.warmup.replicas", "streams.task.offset.interval.ms"}
 # streams.* numbers bounded by one broker config: name -> (floor, broker config of the ceiling or None)
 _STREAMS_LIMITS = {"streams.num.standby.replicas": (0, "group.streams.max.standby.replicas"),
                    "streams.num.warmup.replicas": (0, "group.streams.max.warmup.replicas"),
@@ -105,7 +109,8 @@ _DEFS = {
     "streams.num.standby.replicas": (int, 0), "streams.initial.rebalance.delay.ms": (int, 0),
     "streams.assignment.interval.ms": (int, 0), "streams.assignor.offload.enable": (bool, None),
     "streams.task.offset.interval.ms": (int, 1), "streams.num.warmup.replicas": (int, 0),
-    "streams.acceptable.recovery.lag": (int, 0),
+    "streams.acceptable.recovery.lag": (int, 0), "streams.assignor.name": (str, None),
+    "streams.rack.aware.assignment.tags": (str, None),
 }
 _RANGES = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms", "consumer.assignment.interval.ms",
            "share.heartbeat.interval.ms", "share.session.timeout.ms", "share.record.lock.duration.ms",
@@ -168,7 +173,7 @@ def validate_all(configs: dict[str, str], broker_config) -> None:
                 raise ConfigError(f"{name} must be in the range {lo} to {hi} inclusive.")
     for name, (_floor, ceiling) in _STREAMS_LIMITS.items():
         if ceiling is not None and name in parsed and parsed[name] > broker_config[ceiling]:
-            raise ConfigError(f"{name} must be in the range 0 to {broker_config[ceiling]} inclusive.")
+            raise ConfigError(f"{name} must be less than or equal to {broker_config[ceiling]}")
     for kind in ("consumer", "share", "streams"):
         session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
         if session in parsed or heartbeat in parsed:
@@ -211,7 +216,9 @@ class GroupConfigs(JsonStateFile):
         if name in LATER_CONFIGS:
             kind = LATER_CONFIGS[name][2]
             if v is None:
-                return self.broker_config[LATER_CONFIGS[name][0]]
+                return _joined(self.broker_config[LATER_CONFIGS[name][0]])
+            if kind is str:
+                return v
             return v.strip().lower() == "true" if kind is bool else int(v.strip())
         return v if v is not None else FIXED_DEFAULTS.get(name)
 
@@ -238,7 +245,13 @@ _TYPES = {int: 3, bool: 1}  # ConfigType INT, BOOLEAN; everything else STRING (2
 STATIC_BROKER_CONFIG = 4
 
 
+def _joined(v):
+    """A broker default as a group config holds it: lists comma-separated, the rest as it is."""
+    return ",".join(map(str, v)) if isinstance(v, list) else v
+
+
 def _render(v) -> str:
+    v = _joined(v)
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 

@@ -90,7 +90,6 @@ class StreamsGroupCoordinator:
         for mid in [x for x in sg.target if x not in sg.members]:
             del sg.target[mid]
         sg.assignment_epoch = sg.epoch
-        sg.last_assignment_configs = {"num.standby.replicas": str(standbys)}
         sg.last_assigned_at = now
         records.append(ss.target_epoch_record(sg, int(time.time() * 1000)))
         log.info("streams group %s: target assignment at epoch %d", sg.group_id, sg.epoch)
@@ -101,6 +100,10 @@ class StreamsGroupCoordinator:
         records.extend(ss.member_tombstones(sg.group_id, m.member_id))
         log.info("streams group %s: member %s %s", sg.group_id, m.member_id, why)
         self.bump_epoch(sg, records)
+
+    def _assignment_configs(self, gid: str) -> dict:
+        """What the target assignment depends on besides members and topics (a change moves the epoch)."""
+        return {"num.standby.replicas": str(self.config(gid, "streams.num.standby.replicas"))}
 
     def _session_s(self, gid: str) -> float:
         return self.config(gid, "streams.session.timeout.ms") / 1000.0
@@ -139,7 +142,13 @@ class StreamsGroupCoordinator:
         if h != sg.metadata_hash:
             sg.metadata_hash = h
             bump = True
-        if bump:
+        validated = sg.topology["epoch"] if sg.ready else -1
+        if validated != sg.validated_topology_epoch:  # a newly validated topology may move tasks
+            sg.validated_topology_epoch = validated
+            bump = True
+        configs = self._assignment_configs(gid)
+        if bump or configs != sg.last_assignment_configs:  # so do new assignment configs
+            sg.last_assignment_configs = configs
             self.bump_epoch(sg, records)
         delayed = False
         if sg.epoch > sg.assignment_epoch:
@@ -152,6 +161,8 @@ class StreamsGroupCoordinator:
         changed = reconcile(sg, m, owned, now)
         if changed:
             records.append(ss.current_assignment_record(gid, m))
+        send_tasks = changed or epoch == 0
+        if send_tasks and m.user_endpoint is not None:
             sg.endpoint_epoch += 1
         m.session_deadline = now + self._session_s(gid)
         if req["shutdown_application"]:
@@ -160,7 +171,7 @@ class StreamsGroupCoordinator:
         if code != ErrorCode.NONE:
             return heartbeat_error(code, None)
         answer = self._answer(sg, m, req, version, delayed)
-        if changed or epoch == 0 or (owned is not None and owned != m.assigned):
+        if send_tasks:
             answer.update(tasks_answer(m))
         self._create_missing(sg)
         return answer
@@ -271,7 +282,7 @@ class StreamsGroupCoordinator:
                 "acceptable_recovery_lag_legacy": min(lag, 2**31 - 1), "acceptable_recovery_lag": lag,
                 "task_offset_interval_ms": self.config(gid, "streams.task.offset.interval.ms"),
                 "status": status, "endpoint_information_epoch": sg.endpoint_epoch}
-        if req["endpoint_information_epoch"] < sg.endpoint_epoch and any(
+        if req["endpoint_information_epoch"] != sg.endpoint_epoch and any(
                 x.user_endpoint is not None for x in sg.members.values()):
             body["partitions_by_user_endpoint"] = endpoint_map(sg)
         return body

@@ -130,6 +130,8 @@ REQUESTS = [
                                                              "include_authorized_operations": False}),
     ("describe-quorum", "DescribeQuorum", 2, {"topics": [{"topic_name": "__cluster_metadata",
                                                           "partitions": [{"partition_index": 0}]}]}),
+    ("update-features", "UpdateFeatures", 2, {"timeout_ms": 60000, "validate_only": True, "feature_updates": [
+        {"feature": "transaction.version", "max_version_level": 2, "upgrade_type": 1}]}),
     ("list-config-resources", "ListConfigResources", 1, {"resource_types": [4, 8]}),
     ("describe-topic-partitions", "DescribeTopicPartitions", 0, {
         "topics": [{"name": T}, {"name": "nx-{u}"}], "response_partition_limit": 1, "cursor": None}),

@@ -151,6 +151,10 @@ public class StreamsWordCount {
             }
             settled(admin, "final", 2);
             for (String w : expected.keySet()) say("COUNT " + w + " " + got.get(w) + " " + expected.get(w));
+            if (args.length > 3) {  // keep the group running until a line on stdin (tools look at it)
+                say("HOLD");
+                stdin.readLine();
+            }
             a.close(Duration.ofSeconds(30));
             b.close(Duration.ofSeconds(30));
         }
