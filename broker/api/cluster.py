@@ -68,7 +68,7 @@ def describe_quorum_error(body, version, code, msg):
 # ---- UpdateFeatures -------------------------------------------------------------
 
 
-def update_features(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def update_features(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Finalize new levels, all or none, with Kafka's rules (features.refusal). A v0 request is
     always an upgrade: Kafka's broker forwards it to its controller without `allow_downgrade`."""
     v, feats = ctx.api_version, broker.features
