@@ -14,7 +14,7 @@ import logging
 
 from pylog.broker.common.produce_body import has_transactional_records
 from pylog.broker.security.denials import CLUSTER_DENIED, GROUP_DENIED, MESSAGES, TOPIC_DENIED, TXN_DENIED
-from pylog.broker.security.cluster_rules import CLUSTER_RULES
+from pylog.broker.security.cluster_rules import CLUSTER_RULES, share_keys_or
 from pylog.broker.security.share_rules import SHARE_RULES, STREAMS_RULES
 from pylog.core.protocol import SCHEMAS
 from pylog.core.protocol.facts import Acl
@@ -441,7 +441,7 @@ CUSTOM_RULES = {
     "Metadata": _metadata,
     "OffsetCommit": _group_then_topics(Op.READ, Op.READ),
     "OffsetFetch": _offset_fetch,
-    "FindCoordinator": _find_coordinator,
+    "FindCoordinator": share_keys_or(_find_coordinator),
     "DescribeGroups": _group_list("groups", Op.DESCRIBE),
     "ListGroups": _list_groups,
     "CreateTopics": _create_topics,
