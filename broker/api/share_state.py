@@ -17,6 +17,7 @@ recorded leader epoch to its own once a write recorded one, as Kafka 4.4's coord
 from __future__ import annotations
 
 import weakref
+
 from pylog.broker.api.context import NONE, NodeView, RequestContext
 from pylog.broker.groups.share.partition import SharePartition
 from pylog.broker.groups.store import now_ms
