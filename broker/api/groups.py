@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+
 from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NodeView, RequestContext, mirror_partitions
 from pylog.broker.groups.coordinator import JoinRequest, SyncRequest, join_error, sync_answer
 from pylog.broker.groups.state import DEAD, EMPTY, STABLE, Group

@@ -11,6 +11,7 @@ changes are persisted in `__share_group_state` before the answer goes out.
 from __future__ import annotations
 
 import asyncio
+
 from pylog.broker.api.context import NodeView, RequestContext
 from pylog.broker.groups.share.coordinator import heartbeat_error
 from pylog.broker.groups.share.partition import RENEW, AckError, batches_error

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+
 from pylog.broker.api.context import NodeView, RequestContext, mirror_partitions
 from pylog.broker.api.groups import commit_answer, commit_requests
 from pylog.broker.api.meta import INTERNAL_TOPICS
