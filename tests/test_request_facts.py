@@ -48,6 +48,8 @@ SPECIAL: dict[str, set[str]] = {
     # InitProducerId without a transactional id has no coordinator to be unavailable
     "broker/ops/request_faults/shapes.py": {"Metadata", "FindCoordinator"},
     "broker/ops/request_faults/engine.py": {"InitProducerId"},
+    # the version from which each transactional API answers an old epoch PRODUCER_FENCED (KIP-588)
+    "broker/api/txn.py": {"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit"},
 }
 
 
