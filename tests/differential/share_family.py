@@ -195,9 +195,13 @@ class Run:
         r, seq = self.rng, self.seq
         m = r.randrange(len(self.sessions))
         held = sorted(self.held[m])
-        kinds = ["fetch"] * 6 + ["ack"] * 3 + ["bad"] * 2 + ["renew"] + ["close", "produce", "describe"]
+        kinds = ["fetch"] * 6 + ["ack"] * 3 + ["bad"] * 2 + ["renew"] + ["close", "produce"]
         if seq.expiry:
+            # no DescribeShareGroupOffsets before the drain: Kafka writes each acquired batch's lock
+            # timeout on its own, and which start offset a write carries depends on their timing
             kinds += ["expire"] * 2
+        else:
+            kinds.append("describe")
         if seq.transactional:
             kinds += ["aborted"] * 2
         if len(self.sessions) > 1 or r.random() < 0.3:
@@ -300,7 +304,7 @@ def run_sequence(bs: str, seq: Seq, part: int = 0) -> list:
         if part != 1:
             # after a restart, until the next write, pylog describes the start offset it stored (its
             # current one) where Kafka describes the one its last write began with (README)
-            run.final_state(describe=part != 2)
+            run.final_state(describe=part != 2 and not seq.expiry)
     except Exception as e:  # noqa: BLE001 - compared with the other broker's transcript
         run.log.append(("error", type(e).__name__, str(e)[:300]))
     finally:
