@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -173,14 +174,15 @@ def main(argv: list[str]) -> int:
         t0 = time.monotonic()
         simulate(path, args.ops)
         made = time.monotonic() - t0
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.process_time()
         ops = read_history(path)
         read = time.monotonic() - t0
         results = analyze(ops)
-        total = time.monotonic() - t0
+        total, cpu = time.monotonic() - t0, time.process_time() - c0
         size = path.stat().st_size
     print(f"history: {len(ops):,} operations ({size / 1e6:.0f} MB, simulated in {made:.1f} s)")
-    print(f"read {read:.1f} s, analysis {results['stats']['seconds']:.1f} s, total {total:.1f} s")
+    print(f"read {read:.1f} s, analysis {results['stats']['seconds']:.1f} s, total {total:.1f} s "
+          f"(CPU {cpu:.1f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     print(f"anomalies: {results['anomaly_counts'] or 'none'}")
     return 0 if results["valid"] else 1
 

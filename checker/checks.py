@@ -2,7 +2,7 @@
 and sends per client, and where a consumer starts after its group assigns it a partition."""
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
 
 from pylog.checker.history import FAIL, OK
 from pylog.checker.log import Log, anomaly
@@ -30,30 +30,30 @@ def first_readers(log: Log) -> dict[int, int]:
 
 
 def lost_writes(log: Log, readers: dict[int, int]) -> tuple[list[dict], int]:
-    """Acknowledged sends below the highest value read of their key that nobody ever read.
+    """Acknowledged sends at or below the highest offset read of their key that nobody ever read
+    (whether a later value was read, or another value at their very offset).
 
     Returns the anomalies and the count of acknowledged sends above it (unseen, not lost)."""
     found, unseen = [], 0
-    ops, pos = log.ops, log.pos
-    read_idx: dict[str, list[int]] = {}
+    ops = log.ops
+    read_at: dict[str, list[tuple]] = {}
     for v in readers:
-        p = pos.get(v)
-        if p is not None:
-            read_idx.setdefault(log.place[v][0], []).append(p)
-    for idxs in read_idx.values():
-        idxs.sort()
+        key, offset = log.place[v]
+        read_at.setdefault(key, []).append((offset, v))
+    for rows in read_at.values():
+        rows.sort()
     for key, value, offset, w in log.sends:
-        if offset is None or ops[w].type != OK or value in readers or value not in pos:
+        if offset is None or ops[w].type != OK or value in readers:
             continue
-        idxs = read_idx.get(key)
-        p = pos[value]
-        if not idxs or idxs[-1] < p:
+        rows = read_at.get(key)
+        if not rows or rows[-1][0] < offset:
             unseen += 1
             continue
-        later = log.order[key][idxs[bisect_right(idxs, p)]]
+        later_offset, later = rows[bisect_left(rows, (offset, -(1 << 62)))]
+        where = "at that offset" if later_offset == offset else f"at offset {later_offset}"
         found.append(anomaly("lost-write", (w, readers[later]),
                              f"{value} was acknowledged at {key}@{offset}, but never read, though {later} "
-                             f"at offset {log.offset[later]} was", key=key, value=value, offset=offset))
+                             f"{where} was", key=key, value=value, offset=offset))
     return found, unseen
 
 

@@ -31,8 +31,12 @@ class Values:
 
 
 def props(base: dict, bootstrap: str, extra: dict, **more) -> dict:
+    """A client's properties: its workload's, then the -X properties its kind of client knows
+    (a producer property given for the run does not reach the consumers), then `more`."""
+    from pylog.core.config import CONSUMER_CONFIGS, PRODUCER_CONFIGS
+    known = PRODUCER_CONFIGS if base is PRODUCER else CONSUMER_CONFIGS
     out = dict(base)
-    out.update(extra)
+    out.update({k: v for k, v in extra.items() if k in known})
     out["bootstrap.servers"] = bootstrap
     out.update({k: str(v) for k, v in more.items()})
     return out

@@ -7,7 +7,7 @@ committed, sorted by offset, gaps ignored.
 """
 from __future__ import annotations
 
-from pylog.checker.history import FAIL, OK, Op
+from pylog.checker.history import FAIL, INFO, OK, Op
 
 READS = ("poll", "txn")
 WRITES = ("send", "txn")
@@ -65,7 +65,9 @@ class Log:
         """(key, offset, value, op position) for every acknowledged send, read and delivery."""
         ops = self.ops
         for key, value, offset, i in self.sends:
-            if offset is not None and ops[i].type != FAIL:
+            op = ops[i]
+            # an acknowledged offset is a fact unless the transaction around it may have aborted
+            if offset is not None and (op.type == OK or (op.type == INFO and op.f != "txn")):
                 yield key, offset, value, i
         for i, key, pairs in self.reads:
             for offset, value in pairs:

@@ -23,6 +23,7 @@ from pylog.checker.local import LocalKafka, LocalPylog, kafka_classpath
 from pylog.checker.members import Member, ShareMember
 from pylog.checker.report import write_report
 from pylog.checker.workloads import Reader, Transformer, TxnWriter, Writer
+from pylog.core.config import CONSUMER_CONFIGS, PRODUCER_CONFIGS
 
 log = logging.getLogger("pylog.checker")
 WORKLOADS = ("queue", "txn", "groups", "share")
@@ -109,7 +110,8 @@ class Run:
 
     def create_topics(self) -> None:
         from pylog.core.client import Admin
-        admin = Admin({**self.client_props, "bootstrap.servers": self.bootstrap})
+        common = {k: v for k, v in self.client_props.items() if k in PRODUCER_CONFIGS and k in CONSUMER_CONFIGS}
+        admin = Admin({**common, "bootstrap.servers": self.bootstrap})
         try:
             for name, partitions in self.topics.items():
                 admin.create_topic(name, partitions=partitions, replication_factor=self.config.replication_factor)

@@ -114,6 +114,10 @@ def run(workloads, bootstrap, local, kafka_home, kafka_classpath, duration, faul
 
     if (bootstrap is None) == (local is None):
         raise UsageError("give either -b SERVERS or --local pylog|kafka")
+    from pylog.core.config import CONSUMER_CONFIGS, PRODUCER_CONFIGS
+    for key in properties:
+        if key not in PRODUCER_CONFIGS and key not in CONSUMER_CONFIGS:
+            raise UsageError(f"-X {key}: not a Kafka producer or consumer property")
     commands, heals = _per_kind(fault_command, "--fault-command"), _per_kind(heal_command, "--heal-command")
     check_kinds(faults, local, commands, fault_rules, metrics_url)
     if local == "kafka":

@@ -8,7 +8,7 @@ import pytest
 
 from support.broker_fixtures import BrokerProcess
 from support.check_cluster import WORKLOADS, assert_clean_with_faults, check
-from support.lying_proxy import LyingProxy
+from support.lying_proxy import DroppingProxy, LyingProxy
 
 
 @pytest.mark.broker_process
@@ -44,3 +44,28 @@ def test_aborted_transactions_served_to_read_committed_are_caught(tmp_path):
     assert [a["offset"], a["value"]] in reader["value"][0][1][a["key"]]
     assert "G1a" in r.stdout and f"[ops {a['ops'][0]}, {a['ops'][1]}]" in r.stdout
     assert 'stroke-width="2"' in (out / "report.html").read_text()
+
+
+@pytest.mark.broker_process
+def test_acknowledged_batches_dropped_are_caught(tmp_path):
+    proxy = DroppingProxy(every=15, limit=3)
+    broker = BrokerProcess(tmp_path / "data", "--set", f"advertised.listeners=PLAINTEXT://127.0.0.1:{proxy.port}")
+    try:
+        broker.start()
+        proxy.upstream_port = broker.port
+        r, results, out = check(tmp_path, "-w", "groups", "-b", f"127.0.0.1:{proxy.port}", "--duration", 15,
+                                "--rate", 40, "-X", "enable.idempotence=false")
+    finally:
+        proxy.close()
+        broker.stop()
+    assert proxy.dropped > 0
+    assert r.returncode == 1, r.stdout + r.stderr
+    counts = results["anomaly_counts"]
+    assert counts.get("lost-write", 0) >= 1 and counts.get("inconsistent-offsets", 0) >= 1, counts
+    lost = next(a for a in results["anomalies"] if a["kind"] == "lost-write")
+    sender, reader = sorted(lost["events"], key=lambda e: e["f"] != "send")
+    # the send the proxy acknowledged itself, and a poll that read past (or at) its offset
+    assert sender["f"] == "send" and sender["type"] == "ok"
+    assert [lost["key"], lost["value"], lost["offset"]] in [m[1:] for m in sender["value"]]
+    assert reader["f"] == "poll" and any(o >= lost["offset"] for o, _v in reader["value"][0][1][lost["key"]])
+    assert "lost-write" in r.stdout

@@ -67,3 +67,21 @@ def test_analyze_clean_and_missing_history(tmp_path):
     empty.mkdir()
     r = pylog("check-cluster", "analyze", empty)
     assert r.returncode == 2 and "no history.jsonl" in r.stderr
+
+
+def test_unknown_client_property(tmp_path):
+    r = pylog("check-cluster", "run", "-w", "queue", "-b", "127.0.0.1:1", "-X", "no.such.thing=1", "--out", tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "pylog: error: -X no.such.thing: not a Kafka producer or consumer property"
+
+
+def test_a_cluster_that_cannot_be_reached_is_exit_3(tmp_path):
+    import socket
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = pylog("check-cluster", "run", "-w", "queue", "-b", f"127.0.0.1:{port}", "--duration", 1, "--out", tmp_path)
+    assert r.returncode == 3, r.stderr
+    line = r.stderr.strip()
+    assert line.startswith("pylog: error: check-cluster run failed: ") and "\n" not in line
+    assert f"the history so far is in {tmp_path}" in line
