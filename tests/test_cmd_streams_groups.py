@@ -50,20 +50,21 @@ def test_streams_group_heartbeats_and_the_tool(streams_broker):
     join = heartbeat(b, rebalance_timeout_ms=30000, topology=TOPOLOGY, process_id="p-1",
                      user_endpoint={"host": "localhost", "port": 7070},
                      active_tasks=[], standby_tasks=[], warmup_tasks=[])
-    assert join["error_code"] == 0 and join["member_epoch"] == 1, join
+    assert join["error_code"] == 0 and join["member_epoch"] == 2, join  # a new group is at 1, as Kafka's
     # the changelog topic is missing at the join: the status says so, and the broker makes it
     assert [st["status_code"] for st in join["status"]] == [3], join
     assert join["active_tasks"] == [], join
     wait_until(lambda: "st-app-store-changelog" in pylog("topics", "list", "-b", b.bootstrap).stdout, 30,
                "the changelog topic")
     hb = wait_until(lambda: (lambda r: r if r["active_tasks"] else None)(
-        heartbeat(b, member_epoch=1, active_tasks=[], standby_tasks=[], warmup_tasks=[])), 30, "an assignment")
-    assert hb["member_epoch"] == 2 and hb["status"] == [], hb  # the topic appeared: a new group epoch
+        heartbeat(b, member_epoch=join["member_epoch"], active_tasks=[], standby_tasks=[], warmup_tasks=[])), 30,
+        "an assignment")
+    assert hb["member_epoch"] == 3 and hb["status"] == [], hb  # the topic appeared: a new group epoch
     assert hb["active_tasks"] == [{"subtopology_id": "0", "partitions": [0, 1]}], hb
     assert hb["partitions_by_user_endpoint"][0]["active_partitions"] == [{"topic": "st-in", "partitions": [0, 1]}]
     s = connect(b)
     try:
-        r = call(s, OFFSET_COMMIT, 9, {"group_id": "st-app", "generation_id_or_member_epoch": 2, "member_id": "m-1",
+        r = call(s, OFFSET_COMMIT, 9, {"group_id": "st-app", "generation_id_or_member_epoch": 3, "member_id": "m-1",
                                        "group_instance_id": None, "retention_time_ms": -1, "topics": [
             {"name": "st-in", "partitions": [{"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1,
                                               "committed_metadata": "", "commit_timestamp": -1}]}]})
@@ -74,7 +75,7 @@ def test_streams_group_heartbeats_and_the_tool(streams_broker):
     listed = json.loads(pylog("streams-groups", "list", "-b", b.bootstrap, "--json", check=True).stdout)
     assert listed == [{"group_id": "st-app", "state": "Stable"}]
     d = json.loads(pylog("streams-groups", "describe", "st-app", "-b", b.bootstrap, "--json", check=True).stdout)[0]
-    assert (d["state"], d["group_epoch"], d["assignment_epoch"], d["assignor"]) == ("Stable", 2, 2, "sticky"), d
+    assert (d["state"], d["group_epoch"], d["assignment_epoch"], d["assignor"]) == ("Stable", 3, 3, "sticky"), d
     assert [(m["member_id"], m["process_id"], m["tasks"]["active"]) for m in d["members"]] == \
         [("m-1", "p-1", ["0_0", "0_1"])]
     assert [(o["topic"], o["partition"], o["current_offset"], o["lag"]) for o in d["offsets"]] == \
@@ -85,7 +86,7 @@ def test_streams_group_heartbeats_and_the_tool(streams_broker):
     b.kill9()  # the group's records in __consumer_offsets bring it back
     b.restart()
     again = json.loads(pylog("streams-groups", "describe", "st-app", "-b", b.bootstrap, "--json", check=True).stdout)[0]
-    assert (again["group_epoch"], again["members"][0]["tasks"]) == (2, d["members"][0]["tasks"]), again
+    assert (again["group_epoch"], again["members"][0]["tasks"]) == (3, d["members"][0]["tasks"]), again
 
     busy = pylog("streams-groups", "reset-offsets", "st-app", "-t", "st-in", "--to-earliest", "-b", b.bootstrap)
     assert busy.returncode != 0 and "active members" in busy.stderr and "Traceback" not in busy.stderr, busy.stderr

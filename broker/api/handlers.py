@@ -26,6 +26,7 @@ from pylog.broker.api import (
     security as apis_security,
     share as apis_share,
     share_admin as apis_share_admin,
+    share_state as apis_share_state,
     streams_groups as apis_streams_groups,
     txn as apis_txn,
 )
@@ -35,7 +36,7 @@ from pylog.core.errors import ErrorCode
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
     cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups,
-    streams_groups, topics, txn,
+    share_state, streams_groups, topics, txn,
 )
 
 
@@ -117,6 +118,10 @@ HANDLERS: tuple[Handler, ...] = (
             share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE, feature="share.version"),
     *served(apis_share_admin, share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, share_groups.ALTER_SHARE_GROUP_OFFSETS,
             share_groups.DELETE_SHARE_GROUP_OFFSETS, feature="share.version"),
+    # the share coordinator's state APIs (what a share-partition leader asks it)
+    *served(apis_share_state, share_state.INITIALIZE_SHARE_GROUP_STATE, share_state.READ_SHARE_GROUP_STATE,
+            share_state.WRITE_SHARE_GROUP_STATE, share_state.DELETE_SHARE_GROUP_STATE,
+            share_state.READ_SHARE_GROUP_STATE_SUMMARY),
     # transactions (the transaction coordinator)
     *served(apis_txn, txn.ADD_PARTITIONS_TO_TXN, txn.ADD_OFFSETS_TO_TXN, txn.END_TXN, txn.WRITE_TXN_MARKERS,
             txn.TXN_OFFSET_COMMIT, txn.DESCRIBE_PRODUCERS, txn.DESCRIBE_TRANSACTIONS, txn.LIST_TRANSACTIONS),

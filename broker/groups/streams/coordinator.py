@@ -124,7 +124,8 @@ class StreamsGroupCoordinator:
             if epoch != 0:
                 return heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {gid} not found.")
             g = self.groups.get(gid) or Group(gid)
-            g.streams = StreamsGroup(gid, created_at=time.monotonic())
+            # Kafka 4.4 starts a streams group at epoch 1: the first member's join makes it 2
+            g.streams = StreamsGroup(gid, epoch=1, created_at=time.monotonic())
             self.groups[gid] = g
         now = time.monotonic()
         sg = g.streams

@@ -131,6 +131,15 @@ public class StreamsWordCount {
             admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, app), List.of(
                 new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", "1"), AlterConfigOp.OpType.SET))))
                 .all().get();
+            // Kafka applies a group config once its metadata log reaches the broker: wait for it, or the first
+            // heartbeats see no standby replicas and the change bumps the group epoch once more later
+            ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, app);
+            long until = System.currentTimeMillis() + 60000;
+            while (System.currentTimeMillis() < until) {
+                ConfigEntry e = admin.describeConfigs(List.of(res)).all().get().get(res).get("streams.num.standby.replicas");
+                if (e != null && "1".equals(e.value())) break;
+                Thread.sleep(100);
+            }
             KafkaStreams a = instance("A", dir + "/a", true);
             settled(admin, "one", 1);
             KafkaStreams b = instance("B", dir + "/b", false);
