@@ -52,6 +52,11 @@ def broker():
 @click.option("--schema-registry", "schema_registry", metavar="HOST:PORT", default=None,
               help="Serve a schema registry (Confluent's REST API) on HOST:PORT: "
                    "schema.registry.listeners=http://HOST:PORT.")
+@click.option("--console", "console", metavar="HOST:PORT", default=None,
+              help="Serve the web console (see `pylog console`) on HOST:PORT: console.listener=http://HOST:PORT; "
+                   "read-only unless --console-allow-writes.")
+@click.option("--console-allow-writes", is_flag=True,
+              help="Let the console change the cluster (console.allow.writes=true).")
 @click.option("--feature", "features", multiple=True, metavar="NAME=LEVEL",
               help="Finalize a feature at a level, like kafka-storage format --feature: "
                    "transaction.version=2 (the default: an epoch bump at every transaction's end, "
@@ -64,8 +69,8 @@ def broker():
 @click.option("--faults", "faults_file", type=click.Path(dir_okay=False, exists=True), default=None,
               metavar="FILE", help="Load fault rules from a JSON file at start-up (faults.file; implies "
                                    "--allow-faults). See `pylog broker faults`.")
-def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schema_registry, features, log_level,
-          allow_faults, faults_file):
+def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schema_registry, console,
+          console_allow_writes, features, log_level, allow_faults, faults_file):
     """Start the broker and serve until SIGINT or SIGTERM.
 
     On start it loads every partition in the log dirs (recovering those not
@@ -82,6 +87,7 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schem
           --advertised kafka.local:9092
       pylog broker start --config server.properties --set auto.create.topics.enable=false
       pylog broker start --schema-registry 127.0.0.1:8081
+      pylog broker start --schema-registry 127.0.0.1:8081 --console 127.0.0.1:8080
       pylog broker start --config secure.properties \\
           --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
       pylog broker start --set metrics.listener=http://127.0.0.1:9404 --allow-faults
@@ -94,13 +100,17 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schem
     set_map = merge_properties(None, set_props, "--set")
     if schema_registry:
         set_map["schema.registry.listeners"] = f"http://{schema_registry}"
+    if console:
+        set_map["console.listener"] = f"http://{console}"
+    if console_allow_writes:
+        set_map["console.allow.writes"] = "true"
     if allow_faults:
         set_map["faults.enable"] = "true"
     if faults_file:
         set_map["faults.file"] = faults_file
     settings = build_settings(file_props, set_map, log_dirs, listen, advertised)
     settings.add_scram = _parse_add_scram(add_scram)
-    settings.transaction_version = _parse_features(features)
+    settings.feature_levels = _parse_features(features)
 
     # a start that fails leaves no files behind: ports are checked before anything is
     # written, and log dirs this start created (or found empty) are emptied again on failure
@@ -134,6 +144,8 @@ def start(log_dirs, listen, advertised, config_file, set_props, add_scram, schem
                 click.echo(f"  warning: fault injection enabled, {len(b.faults)} rule(s) loaded")
             if b.schema_registry is not None:
                 click.echo(f"  schema registry: {', '.join(b.schema_registry.urls)}")
+            if b.console is not None:
+                click.echo(f"  console: {b.console.url} ({'writes allowed' if b.console.allow_writes else 'read-only'})")
             click.echo(f"pylog broker listening on {_show_host(settings.host)}:{port}")
 
         _run(b, ready)
@@ -196,12 +208,12 @@ def _parse_add_scram(values) -> list:
     return out
 
 
-def _parse_features(values) -> int:
-    """--feature NAME=LEVEL values: the transaction.version level (the only feature served)."""
-    from pylog.broker.txn.epoch_bump import DEFAULT_LEVEL, SUPPORTED_LEVELS
+def _parse_features(values) -> dict:
+    """--feature NAME=LEVEL values: {feature: level} to finalize at start (transaction.version)."""
+    from pylog.broker.txn.epoch_bump import SUPPORTED_LEVELS
     from pylog.core.errors import UsageError
 
-    level = DEFAULT_LEVEL
+    levels = {}
     for v in values:
         name, _, text = v.partition("=")
         if name.strip() != "transaction.version":
@@ -213,7 +225,8 @@ def _parse_features(values) -> int:
         if level not in SUPPORTED_LEVELS:
             raise UsageError(f"--feature {v}: transaction.version supports levels "
                              f"{SUPPORTED_LEVELS[0]}-{SUPPORTED_LEVELS[-1]}")
-    return level
+        levels["transaction.version"] = level
+    return levels
 
 
 def _show_host(host: str) -> str:

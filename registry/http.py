@@ -64,7 +64,7 @@ def _handler(registry, fn, blocking: bool):
     async def handle(request: web.Request) -> web.Response:
         body = await _json_body(request)
         m = dict(request.match_info)
-        q = dict(request.query)
+        q = request.query  # .get() as a dict; .getall() for repeated keys
         if blocking:
             status, obj = await run_blocking(fn, registry, m, q, body)
         else:
@@ -98,7 +98,9 @@ def _middlewares(users: dict | None):
 
 def registry_routes(registry) -> Routes:
     routes = Routes()
-    for method, path, fn, blocking in ROUTES:
+    from pylog.registry import dek
+
+    for method, path, fn, blocking in ROUTES + (dek.ROUTES if registry.dek is not None else []):
         routes.add(method, path, _handler(registry, fn, blocking))
     return routes
 

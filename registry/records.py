@@ -2,7 +2,8 @@
 
 Keys (JSON objects, `keytype` first):
   SCHEMA          {"keytype":"SCHEMA","subject":S,"version":V,"magic":1}
-                  value {"subject","version","id","schemaType"?,"references"?,"schema","deleted"},
+                  value {"subject","version","id","schemaType"?,"references"?,"metadata"?,"ruleSet"?,
+                  "schema","deleted"} (metadata and ruleSet: a data contract),
                   a tombstone when the version is deleted permanently
   CONFIG          {"keytype":"CONFIG","subject":S|null,"magic":0} -> {"compatibilityLevel":L}
   MODE            {"keytype":"MODE","subject":S|null,"magic":0} -> {"mode":M}
@@ -52,6 +53,8 @@ class SchemaVersion:
     schema: str
     references: list = field(default_factory=list)
     deleted: bool = False
+    metadata: dict | None = None  # a data contract's {"tags", "properties", "sensitive"}
+    rule_set: dict | None = None  # a data contract's {"migrationRules", "domainRules", "encodingRules"}
 
     def value(self) -> bytes:
         v = {"subject": self.subject, "version": self.version, "id": self.id}
@@ -59,19 +62,47 @@ class SchemaVersion:
             v["schemaType"] = self.schema_type
         if self.references:
             v["references"] = self.references
+        if self.metadata:
+            v["metadata"] = self.metadata
+        if self.rule_set:
+            v["ruleSet"] = self.rule_set
         v["schema"] = self.schema
         v["deleted"] = self.deleted
         return _dumps(v)
+
+    def but(self, **changes) -> "SchemaVersion":
+        """A copy with some fields changed (a soft delete)."""
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def guid(self) -> str:
+        """The schema's GUID: an MD5 of its text, references and data contract, spelled as a UUID
+        (as Confluent derives it), so every registry reading the log agrees on it."""
+        g = self.__dict__.get("_guid_cache")
+        if g is None:
+            import hashlib
+            import uuid
+
+            md = hashlib.md5(self.schema.encode())
+            for extra in (self.references, self.metadata, self.rule_set):
+                if extra:
+                    md.update(json.dumps(extra, sort_keys=True, separators=(",", ":")).encode())
+            g = str(uuid.UUID(bytes=md.digest()))
+            self.__dict__["_guid_cache"] = g
+        return g
 
     @classmethod
     def from_value(cls, value: dict) -> "SchemaVersion":
         return cls(subject=value["subject"], version=int(value["version"]), id=int(value["id"]),
                    schema_type=(value.get("schemaType") or "AVRO").upper(), schema=value["schema"],
-                   references=list(value.get("references") or []), deleted=bool(value.get("deleted", False)))
+                   references=list(value.get("references") or []), deleted=bool(value.get("deleted", False)),
+                   metadata=value.get("metadata") or None, rule_set=value.get("ruleSet") or None)
 
     def same_schema(self, other: "SchemaVersion") -> bool:
-        return (self.schema_type, self.schema, _refs(self.references)) == \
-            (other.schema_type, other.schema, _refs(other.references))
+        return (self.schema_type, self.schema, _refs(self.references), self.metadata, self.rule_set) == \
+            (other.schema_type, other.schema, _refs(other.references), other.metadata, other.rule_set)
 
 
 def _refs(refs) -> tuple:

@@ -1,14 +1,17 @@
 """The registry's operations over its store, with Confluent's rules and errors.
 
-Writes are serialised within one registry (a lock) and settled between
-registries by the log order (see state.py): a registration picks the next id and
-version, writes its SCHEMA record, and checks once it is applied that it won;
-when another registry's record came first it tries again from the new state.
+Writes are serialised per subject within one registry (a lock per subject; ids
+are reserved under a lock of their own, so registrations under different subjects
+wait for the store side by side) and settled between registries by the log order
+(see state.py): a registration picks the next id and version, writes its SCHEMA
+record, and checks once it is applied that it won; when another registry's record
+came first it tries again from the new state.
 """
 from __future__ import annotations
 
 import threading
 
+from pylog.registry import contracts
 from pylog.registry import errors as E
 from pylog.registry.compat import DEFAULT_LEVEL, LEVELS, check
 from pylog.registry.records import (
@@ -21,10 +24,13 @@ _MAX_ATTEMPTS = 20
 
 
 class Registry:
-    def __init__(self, store, read_only: bool = False):
+    def __init__(self, store, read_only: bool = False, dek=None):
         self.store = store
+        self.dek = dek  # the DEK registry (dek.DekRegistry) served beside the schemas
         self.state = store.state
-        self.lock = threading.Lock()
+        self.id_lock = threading.Lock()
+        self.subject_locks: dict[str, threading.Lock] = {}
+        self.reserved_id = 0  # the highest id this registry handed to a registration in flight
         self.forced_read_only = read_only
         self._parsed: dict = {}
         self._indexed: dict = {}  # id -> the SchemaVersion its canonical form was indexed from
@@ -84,6 +90,27 @@ class Registry:
             raise E.version_not_found(subject, version)
         return sv
 
+    def config_extras(self, subject: str | None) -> dict:
+        """The data-contract settings (defaultMetadata, overrideRuleSet, ...) in force for `subject`."""
+        st = self.state
+        return st.config_extras.get(subject) or st.config_extras.get(None) or {}
+
+    def compatibility_group(self, subject: str, metadata: dict | None) -> list[SchemaVersion]:
+        """The live versions a new one is checked against: with a `compatibilityGroup` config, only
+        those whose metadata property of that name has the new version's value (a major version)."""
+        versions = self.state.versions(subject)
+        group = self.config_extras(subject).get("compatibilityGroup")
+        if not group:
+            return versions
+        want = ((metadata or {}).get("properties") or {}).get(group)
+        return [v for v in versions if ((v.metadata or {}).get("properties") or {}).get(group) == want]
+
+    def schema_by_guid(self, guid: str) -> SchemaVersion:
+        sid = self.state.by_guid.get(guid.lower())
+        if sid is None:
+            raise E.schema_not_found()
+        return self.schema_by_id(sid)
+
     def compatibility(self, subject: str | None) -> str:
         return self.state.configs.get(subject) or self.state.configs.get(None) or DEFAULT_LEVEL
 
@@ -122,13 +149,17 @@ class Registry:
         p = self.parsed(schema_type, text, refs)
         if not self.state.versions(subject, deleted=True):
             raise E.subject_not_found(subject)
-        match = self._find(subject, schema_type, p, refs, deleted)
+        md, rs = contracts.body_contract(body)
+        match = self._find(subject, schema_type, p, refs, deleted,
+                           None if md is None and rs is None else (md, rs))
         if match is None:
             raise E.schema_not_found()
         return match
 
-    def _find(self, subject, schema_type, p, refs, deleted=False):
+    def _find(self, subject, schema_type, p, refs, deleted=False, contract=None):
         def same(v):
+            if contract is not None and (v.metadata, v.rule_set) != contract:
+                return False
             try:
                 return self.parsed_version(v).canonical == p.canonical and _refs_eq(v.references, refs)
             except E.RestError:
@@ -143,34 +174,36 @@ class Registry:
         p = self.parsed(schema_type, text, refs)
         stored_text = p.canonical if (normalize or schema_type in ("AVRO", "JSON")) and schema_type != "PROTOBUF" \
             else text
-        with self.lock:
+        with self.subject_lock(subject):
             for _ in range(_MAX_ATTEMPTS):
+                contract = contracts.effective(self, subject, body, self.state.latest(subject))
                 if mode == "IMPORT":
-                    got = self._import_one(subject, body, schema_type, stored_text, refs, p)
+                    got = self._import_one(subject, body, schema_type, stored_text, refs, p, contract)
                 else:
-                    got = self._register_once(subject, schema_type, stored_text, refs, p)
+                    got = self._register_once(subject, schema_type, stored_text, refs, p, contract)
                 if got is not None:
                     return got
             raise E.RestError(500, E.STORE_ERROR, "Error while registering schema: lost every race for an id")
 
-    def _register_once(self, subject, schema_type, text, refs, p) -> int | None:
-        existing = self._find(subject, schema_type, p, refs)
+    def _register_once(self, subject, schema_type, text, refs, p, contract) -> int | None:
+        existing = self._find(subject, schema_type, p, refs, contract=contract)
         if existing is not None:
             return existing.id
-        olds = [self.parsed_version(v) for v in self.state.versions(subject)]
+        olds = [self.parsed_version(v) for v in self.compatibility_group(subject, contract[0])]
         problems = check(self.compatibility(subject), p, olds)
         if problems:
             raise E.RestError(409, E.INCOMPATIBLE_SCHEMA,
                               f"Schema being registered is incompatible with an earlier schema for subject "
                               f"\"{subject}\", details: [{'; '.join(problems[:20])}]")
-        schema_id = self._id_for(schema_type, p, refs)
+        schema_id = self._id_for(schema_type, p, refs, contract)
         holder = self.state.by_id.get(schema_id)
         if holder is not None:
             text = holder.schema  # one id, one stored text (a Protobuf schema may come as source or base64)
-        sv = SchemaVersion(subject, self.state.next_version(subject), schema_id, schema_type, text, refs)
+        sv = SchemaVersion(subject, self.state.next_version(subject), schema_id, schema_type, text, refs,
+                           metadata=contract[0], rule_set=contract[1])
         return sv.id if self._write_version(sv) else None
 
-    def _import_one(self, subject, body, schema_type, text, refs, p) -> int | None:
+    def _import_one(self, subject, body, schema_type, text, refs, p, contract) -> int | None:
         try:
             schema_id, version = int(body["id"]), int(body.get("version") or self.state.next_version(subject))
         except (KeyError, TypeError, ValueError):
@@ -180,12 +213,21 @@ class Registry:
         if holder is not None and self.parsed_version(holder).canonical != p.canonical:
             raise E.RestError(422, E.ID_DOES_NOT_MATCH,
                               f"Overwrite new schema with id {schema_id} is not permitted.")
-        sv = SchemaVersion(subject, version, schema_id, schema_type, text, refs)
+        sv = SchemaVersion(subject, version, schema_id, schema_type, text, refs,
+                           metadata=contract[0], rule_set=contract[1])
         if not self._write_version(sv):
             raise E.RestError(422, E.ID_DOES_NOT_MATCH, f"Schema id {schema_id} or version {version} is taken")
         return schema_id
 
-    def _id_for(self, schema_type, p, refs) -> int:
+    def subject_lock(self, subject: str) -> threading.Lock:
+        with self.id_lock:
+            return self.subject_locks.setdefault(subject, threading.Lock())
+
+    def _id_for(self, schema_type, p, refs, contract) -> int:
+        with self.id_lock:
+            return self._id_for_locked(schema_type, p, refs, contract)
+
+    def _id_for_locked(self, schema_type, p, refs, contract) -> int:
         """The id of this schema when any subject has it (ids are per schema), else the next one."""
         for sid, holder in list(self.state.by_id.items()):
             if self._indexed.get(sid) is holder:
@@ -195,11 +237,13 @@ class Registry:
                 canon = self.parsed_version(holder).canonical
             except E.RestError:
                 continue
-            self._by_canonical[(holder.schema_type, canon, _refs_key(holder.references))] = sid
-        sid = self._by_canonical.get((schema_type, p.canonical, _refs_key(refs)))
+            self._by_canonical[(holder.schema_type, canon, _refs_key(holder.references),
+                                _contract_key((holder.metadata, holder.rule_set)))] = sid
+        sid = self._by_canonical.get((schema_type, p.canonical, _refs_key(refs), _contract_key(contract)))
         if sid is not None and self._indexed.get(sid) is self.state.by_id.get(sid):
             return sid
-        return self.state.max_id + 1
+        self.reserved_id = max(self.reserved_id, self.state.max_id) + 1
+        return self.reserved_id
 
     def _write_version(self, sv: SchemaVersion) -> bool:
         """Write the SCHEMA record; True when the log applied it (no other registry came first)."""
@@ -224,7 +268,7 @@ class Registry:
 
     def delete_subject(self, subject: str, permanent: bool) -> list[int]:
         self.check_writable(subject)
-        with self.lock:
+        with self.subject_lock(subject):
             all_versions = self.state.versions(subject, deleted=True)
             if not all_versions:
                 raise E.subject_not_found(subject)
@@ -243,9 +287,7 @@ class Registry:
                 raise E.RestError(404, E.SUBJECT_SOFT_DELETED,
                                   f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently")
             for v in live:
-                self.store.write(schema_key(subject, v.version),
-                                 SchemaVersion(v.subject, v.version, v.id, v.schema_type, v.schema,
-                                               v.references, True).value())
+                self.store.write(schema_key(subject, v.version), v.but(deleted=True).value())
             import json
             self.store.write(delete_subject_key(subject),
                              json.dumps({"subject": subject, "version": live[-1].version}).encode())
@@ -254,7 +296,7 @@ class Registry:
     def delete_version(self, subject: str, version, permanent: bool) -> int:
         self.check_writable(subject)
         v = parse_version(version)
-        with self.lock:
+        with self.subject_lock(subject):
             if not self.state.versions(subject, deleted=True):
                 raise E.subject_not_found(subject)
             # a soft-deleted version named by number is found, to answer 40406 (soft deleted already)
@@ -273,21 +315,32 @@ class Registry:
                 raise E.RestError(404, E.SCHEMA_VERSION_SOFT_DELETED,
                                   f"Subject '{subject}' Version {sv.version} was soft deleted.Set permanent=true "
                                   f"to delete permanently")
-            self.store.write(schema_key(subject, sv.version),
-                             SchemaVersion(sv.subject, sv.version, sv.id, sv.schema_type, sv.schema,
-                                           sv.references, True).value())
+            self.store.write(schema_key(subject, sv.version), sv.but(deleted=True).value())
             return sv.version
 
     # ---------------------------------------------------------------- config and mode
-    def set_config(self, subject: str | None, body) -> str:
-        level = body.get("compatibility") if isinstance(body, dict) else None
-        if not isinstance(level, str) or level.upper() not in LEVELS:
+    def set_config(self, subject: str | None, body) -> dict:
+        """PUT /config: the level and the data-contract settings given, over the ones set before."""
+        from pylog.registry.state import CONFIG_EXTRAS
+
+        level = body.get("compatibility", body.get("compatibilityLevel")) if isinstance(body, dict) else None
+        extras = {k: body[k] for k in CONFIG_EXTRAS if isinstance(body, dict) and body.get(k) is not None}
+        if (level is None and not extras) or (level is not None and (not isinstance(level, str)
+                                                                     or level.upper() not in LEVELS)):
             raise E.RestError(422, E.INVALID_COMPATIBILITY_LEVEL,
                               f"Invalid compatibility level. Valid values are {', '.join(LEVELS)}")
+        for k in ("defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet"):
+            if k in extras and not isinstance(extras[k], dict):
+                raise E.RestError(422, E.INVALID_COMPATIBILITY_LEVEL, f"Invalid config: {k} must be an object")
         self.check_writable(subject)
+        value = dict(self.state.config_extras.get(subject) or {})
+        value.update(extras)
+        level = (level or self.state.configs.get(subject) or "").upper()
+        if level:
+            value["compatibilityLevel"] = level
         import json
-        self.store.write(config_key(subject), json.dumps({"compatibilityLevel": level.upper()}).encode())
-        return level.upper()
+        self.store.write(config_key(subject), json.dumps(value).encode())
+        return {"compatibility": level, **extras} if level else extras
 
     def delete_config(self, subject: str | None) -> str:
         self.check_writable(subject)
@@ -341,3 +394,9 @@ def _refs_eq(a, b) -> bool:
     def norm(refs):
         return sorted((r.get("name"), r.get("subject"), int(r.get("version", -1))) for r in refs or [])
     return norm(a) == norm(b)
+
+
+def _contract_key(contract) -> str:
+    import json
+
+    return json.dumps(list(contract or (None, None)), sort_keys=True)

@@ -45,7 +45,12 @@ def _schema_only(reg, sv, fmt=None) -> dict:
         out["schemaType"] = sv.schema_type
     if sv.references:
         out["references"] = sv.references
+    if sv.metadata:
+        out["metadata"] = sv.metadata
+    if sv.rule_set:
+        out["ruleSet"] = sv.rule_set
     out["schema"] = schema_text(reg, sv, fmt)
+    out["guid"] = sv.guid
     return out
 
 
@@ -122,7 +127,10 @@ def _by_id_versions(reg, m, q, body):
 
 
 def _contexts(reg, m, q, body):
-    return 200, ["."]
+    """The default context and every context a `:.ctx:subject` name puts a subject in."""
+    names = {"."} | {s[1:].split(":", 1)[0] for s in reg.state.subject_names()
+                     if s.startswith(":.") and ":" in s[2:]}
+    return 200, _page(sorted(names), q)
 
 
 def _config_get(reg, m, q, body):
@@ -161,14 +169,20 @@ def _subject_setting(reg, head: str, method: str, subject: str | None, q: dict, 
     """GET, PUT, DELETE /config[/SUBJECT] (the compatibility level) and /mode[/SUBJECT]."""
     config = head == "config"
     if method == "GET":
-        if subject is not None and subject not in (reg.state.configs if config else reg.state.modes) \
+        has = (subject in reg.state.configs or subject in reg.state.config_extras) if config \
+            else subject in reg.state.modes
+        if subject is not None and not has \
                 and not _flag(q, "defaultToGlobal"):
             code, what = ((E.SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED, "compatibility") if config
                           else (E.SUBJECT_LEVEL_MODE_NOT_CONFIGURED, "mode"))
             raise E.RestError(404, code, f"Subject '{subject}' does not have subject-level {what} configured")
-        return 200, {"compatibilityLevel": reg.compatibility(subject)} if config else {"mode": reg.mode(subject)}
+        if not config:
+            return 200, {"mode": reg.mode(subject)}
+        extras = reg.state.config_extras.get(subject) if subject is not None and not _flag(q, "defaultToGlobal") \
+            else reg.config_extras(subject)
+        return 200, {"compatibilityLevel": reg.compatibility(subject), **(extras or {})}
     if method == "PUT":
-        return 200, ({"compatibility": reg.set_config(subject, body)} if config
+        return 200, (reg.set_config(subject, body) if config
                      else {"mode": reg.set_mode(subject, body, _flag(q, "force"))})
     if method == "DELETE" and (config or subject is not None):
         return 200, {"compatibilityLevel": reg.delete_config(subject)} if config else {"mode": reg.delete_mode(subject)}
@@ -206,7 +220,29 @@ def _versions_list(reg, m, q, body):
 
 
 def _register(reg, m, q, body):
-    return 200, {"id": reg.register(m["subject"], body, _flag(q, "normalize"))}
+    schema_id = reg.register(m["subject"], body, _flag(q, "normalize"))
+    return 200, {"id": schema_id, "guid": reg.schema_by_id(schema_id).guid}
+
+
+def _by_guid(reg, m, q, body):
+    sv = reg.schema_by_guid(m["guid"])
+    return 200, {"id": sv.id, **_schema_only(reg, sv, q.get("format"))}
+
+
+def _subject_metadata(reg, m, q, body):
+    """GET /subjects/S/metadata?key=K&value=V...: the latest version whose metadata has those properties."""
+    from pylog.registry.contracts import matches_properties
+
+    getall = getattr(q, "getall", None)
+    keys, values = (getall("key", []), getall("value", [])) if getall else ([q.get("key")], [q.get("value")])
+    wanted = [(k, v) for k, v in zip(keys, values) if k is not None]
+    vs = reg.state.versions(m["subject"], _flag(q, "deleted"))
+    if not reg.state.versions(m["subject"], True):
+        raise E.subject_not_found(m["subject"])
+    for sv in reversed(vs):
+        if matches_properties(sv, wanted):
+            return 200, version_json(reg, sv, q.get("format"))
+    raise E.schema_not_found(f"No schema in subject '{m['subject']}' has the metadata {dict(wanted)}")
 
 
 def _version_get(reg, m, q, body):
@@ -275,6 +311,8 @@ ROUTES = [
     ("GET", "/schemas/ids/{id}/schema", _by_id_schema, False),
     ("GET", "/schemas/ids/{id}/subjects", _by_id_subjects, False),
     ("GET", "/schemas/ids/{id}/versions", _by_id_versions, False),
+    ("GET", "/schemas/guids/{guid}", _by_guid, False),
+    ("GET", "/subjects/{subject}/metadata", _subject_metadata, False),
     ("GET", "/subjects", _subjects_list, False),
     ("POST", "/subjects/{subject}", _subject_lookup, False),
     ("DELETE", "/subjects/{subject}", _subject_delete, True),

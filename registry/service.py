@@ -42,8 +42,12 @@ class SchemaRegistryService:
         from pylog.core.schemas.protoc import install
 
         install()
+        from pylog.registry.dek import TOPIC as DEK_TOPIC, DekRegistry, DekState
+
         self.store = KafkaStore(client_props, topic, timeout_s=timeout_s, replication_factor=replication_factor)
-        self.registry = Registry(self.store, read_only=read_only)
+        self.dek_store = KafkaStore(client_props, DEK_TOPIC if topic == DEFAULT_TOPIC else f"{topic}_dek_keys",
+                                    timeout_s=timeout_s, replication_factor=replication_factor, state=DekState())
+        self.registry = Registry(self.store, read_only=read_only, dek=DekRegistry(self.dek_store))
         self.listeners = [HttpListener(self.registry, u, ssl_context, users) for u in listeners]
 
     @property
@@ -58,6 +62,7 @@ class SchemaRegistryService:
         """Read `_schemas` to its end, then listen: ids answered are the log's from the first request."""
         self.store.start()
         try:
+            self.dek_store.start()
             for x in self.listeners:
                 x.start()
         except BaseException:
@@ -70,6 +75,7 @@ class SchemaRegistryService:
         for x in self.listeners:
             x.stop()
         self.store.close()
+        self.dek_store.close()
 
     def __enter__(self):
         return self.start()

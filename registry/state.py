@@ -13,12 +13,18 @@ from __future__ import annotations
 
 from pylog.registry.records import SchemaVersion, parse_key, parse_value
 
+# a CONFIG record's data-contract settings, beside its compatibility level (Confluent's names)
+CONFIG_EXTRAS = ("defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet", "compatibilityGroup",
+                 "normalize", "validateFields", "alias")
+
 
 class RegistryState:
     def __init__(self):
         self.subjects: dict[str, dict[int, SchemaVersion]] = {}
         self.by_id: dict[int, SchemaVersion] = {}  # the first version registered with each id
+        self.by_guid: dict[str, int] = {}  # a schema's GUID -> its id
         self.configs: dict[str | None, str] = {}
+        self.config_extras: dict[str | None, dict] = {}  # data-contract defaults and overrides per config
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
         self.applied = -1  # offset of the last record applied
@@ -41,6 +47,11 @@ class RegistryState:
                 self.configs[subject] = str(level).upper()
             else:
                 self.configs.pop(subject, None)
+            extras = {k: v for k, v in (value or {}).items() if k in CONFIG_EXTRAS and v is not None}
+            if extras:
+                self.config_extras[subject] = extras
+            else:
+                self.config_extras.pop(subject, None)
         elif kt == "MODE":
             mode = (value or {}).get("mode")
             if mode:
@@ -82,6 +93,7 @@ class RegistryState:
             self.subjects.setdefault(subject, {})[sv.version] = sv
         if holder is None:
             self.by_id[sv.id] = sv
+            self.by_guid[sv.guid] = sv.id
         self.max_id = max(self.max_id, sv.id)
 
     def _forget_id(self, schema_id: int) -> None:
@@ -90,7 +102,9 @@ class RegistryState:
                 if v.id == schema_id:
                     self.by_id[schema_id] = v
                     return
-        self.by_id.pop(schema_id, None)
+        gone = self.by_id.pop(schema_id, None)
+        if gone is not None:
+            self.by_guid.pop(gone.guid, None)
 
     # ---------------------------------------------------------------- reading
     def versions(self, subject: str, deleted: bool = False) -> list[SchemaVersion]:

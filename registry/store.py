@@ -31,12 +31,12 @@ class StoreError(Exception):
 
 class KafkaStore:
     def __init__(self, client_props: dict, topic: str = DEFAULT_TOPIC, timeout_s: float = 30.0,
-                 replication_factor: int = -1):
+                 replication_factor: int = -1, state=None):
         self.props = dict(client_props)
         self.topic = topic
         self.timeout_s = timeout_s
         self.replication_factor = replication_factor
-        self.state = RegistryState()
+        self.state = RegistryState() if state is None else state  # anything with apply() and `applied`
         self.cond = threading.Condition()
         self._producer = None
         self._consumer = None

@@ -303,3 +303,46 @@ def test_protobuf_registered_serialized_is_served_as_source(url, tmp_path):
     assert ok(rest(f"{url}/schemas/ids/{sid}?format=serialized"))["schema"]
     s2 = _s()
     assert ok(rest(f"{url}/subjects/{s2}/versions", "POST", {"schema": text, "schemaType": "PROTOBUF"}))["id"] == sid
+
+
+def test_concurrent_registrations_under_many_subjects_get_one_id_per_schema(url):
+    """Registrations under different subjects wait for the store side by side: each new schema
+    still gets an id of its own, every id answers its schema, and each subject's versions run 1..n."""
+    import threading
+
+    tag = _s()
+    for k in range(4):
+        ok(rest(f"{url}/config/{tag}-{k}", "PUT", {"compatibility": "NONE"}))
+    got, errors = {}, []
+
+    def worker(w):
+        try:
+            for n in range(6):
+                schema = json.dumps({"type": "record", "name": f"C{w}x{n}", "fields": [{"name": "a", "type": "int"}]})
+                st, body, _ = rest(f"{url}/subjects/{tag}-{w % 4}/versions", "POST", {"schema": schema})
+                assert st == 200, body
+                got[schema] = body["id"]
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker, args=(w,)) for w in range(12)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert not errors, errors
+    assert len(set(got.values())) == len(got) == 72
+    for schema, sid in got.items():
+        assert json.loads(ok(rest(f"{url}/schemas/ids/{sid}"))["schema"]) == json.loads(schema)
+    for k in range(4):
+        assert ok(rest(f"{url}/subjects/{tag}-{k}/versions")) == list(range(1, 19))
+
+
+def test_contexts_lists_the_contexts_subject_names_use(url):
+    ctx = "." + _s()
+    schema = json.dumps({"type": "record", "name": "InCtx", "fields": [{"name": "a", "type": "int"}]})
+    sid = ok(rest(f"{url}/subjects/:{ctx}:orders-value/versions", "POST", {"schema": schema}))["id"]
+    contexts = ok(rest(f"{url}/contexts"))
+    assert contexts[0] == "." and ctx in contexts
+    assert ok(rest(f"{url}/subjects/:{ctx}:orders-value/versions/1"))["id"] == sid
+    assert ok(rest(f"{url}/contexts?limit=1")) == ["."]

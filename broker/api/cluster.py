@@ -1,4 +1,5 @@
-"""DescribeQuorum, ListConfigResources and DescribeTopicPartitions: a one-node cluster describing itself.
+"""DescribeQuorum, UpdateFeatures, ListConfigResources and DescribeTopicPartitions: a one-node cluster
+describing itself (and changing its feature levels).
 
 DescribeQuorum answers as the single voter of a combined-mode Kafka node does: this node leads
 `__cluster_metadata` partition 0 at epoch 1 with no observers. pylog keeps no metadata log, so its
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pylog.broker.api.context import NONE, RequestContext
 from pylog.broker.api.meta import INTERNAL_TOPICS, invalid_name_code
+from pylog.broker.node.features import UPGRADE, refusal
 from pylog.core.errors import ERROR_DESCRIPTIONS, ErrorCode
 from pylog.core.protocol import ZERO_UUID
 from pylog.core.security.acl import AclOperation as Op, ResourceType as Res
@@ -65,6 +67,34 @@ def _partition_errors(body: dict, code: int) -> dict:
 def describe_quorum_error(body, version, code, msg):
     """`code` for the whole request."""
     return {"error_code": code, "error_message": ERROR_DESCRIPTIONS.get(code, msg), "topics": [], "nodes": []}
+
+
+# ---- UpdateFeatures -------------------------------------------------------------
+
+
+def update_features(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+    """Finalize new levels, all or none, with Kafka's rules (features.refusal). A v0 request is
+    always an upgrade: Kafka's broker forwards it to its controller without `allow_downgrade`."""
+    v, feats = ctx.api_version, broker.features
+    changes = {}
+    for u in body["feature_updates"]:
+        name, level = u["feature"], u["max_version_level"]
+        why = refusal(name, level, u["upgrade_type"] if v >= 1 else UPGRADE, feats.level(name))
+        if why is not None:
+            msg = ("The update failed for all features since the following feature had an error: "
+                   f"Invalid update version {level} for feature {name}. {why.format(node=broker.node_id)}")
+            return update_features_error(body, v, ErrorCode.INVALID_UPDATE_VERSION, msg)
+        changes[name] = level
+    if not body["validate_only"]:
+        feats.change(changes)
+        broker.settings.transaction_version = feats.level("transaction.version")
+    return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None, "results": [
+        {"feature": u["feature"], "error_code": NONE, "error_message": "NONE"} for u in body["feature_updates"]]}
+
+
+def update_features_error(body, version, code, msg):
+    """`code` for the whole request (Kafka lists no per-feature results then)."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": msg, "results": []}
 
 
 # ---- ListConfigResources -------------------------------------------------------

@@ -7,6 +7,7 @@ groups/store.py; these functions only read request fields and shape answers.
 """
 from __future__ import annotations
 
+import base64
 import logging
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pylog.broker.groups")
 
 # FindCoordinator key types
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 # ---- FindCoordinator -------------------------------------------------------
@@ -30,7 +31,28 @@ def _no_coordinator(key: str, code: int, message: str | None) -> dict:
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
 
-def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None) -> dict:
+def _share_key_ok(key: str) -> bool:
+    """A share coordinator key is Kafka's SharePartitionKey: `group:topic id (base64):partition`."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[2].lstrip("-").isdigit():
+        return False
+    try:
+        return len(base64.urlsafe_b64decode(parts[1] + "==")) == 16
+    except ValueError:
+        return False
+
+
+def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None, version: int = 6) -> dict:
+    if key_type == SHARE_KEY:  # v6+ (KIP-932): the share coordinator of a share-partition
+        if version < 6 or not _share_key_ok(key):
+            return _no_coordinator(key, ErrorCode.INVALID_REQUEST, "")
+        try:
+            broker.share_coordinator.store.ensure_topic()
+        except KafkaError as e:
+            return _no_coordinator(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e))
+        host, port = broker.advertised_for(conn)
+        return {"key": key, "node_id": broker.node_id, "host": host, "port": port,
+                "error_code": ErrorCode.NONE, "error_message": None}
     if key_type not in (GROUP_KEY, TRANSACTION_KEY) or not key:
         code = {GROUP_KEY: ErrorCode.INVALID_GROUP_ID, TRANSACTION_KEY: ErrorCode.INVALID_REQUEST}.get(
             key_type, ErrorCode.UNSUPPORTED_VERSION)
@@ -50,7 +72,7 @@ def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None) -> dict
 def find_coordinator(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     """This broker coordinates every group; v4+ asks for several keys at once."""
     keys = body["coordinator_keys"] if ctx.api_version >= 4 else [body["key"]]
-    results = [_coordinator_for(broker, body["key_type"], k, ctx.conn) for k in keys]
+    results = [_coordinator_for(broker, body["key_type"], k, ctx.conn, ctx.api_version) for k in keys]
     out = {"throttle_time_ms": 0, "coordinators": results}
     if ctx.api_version < 4:
         r = results[0]
@@ -238,7 +260,7 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             gid = gq["group_id"]
             g = groups.get(gid)
             code = ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID
-            if g is not None and g.consumer is not None and ctx.api_version >= 9:
+            if g is not None and (g.consumer is not None or g.streams is not None) and ctx.api_version >= 9:
                 code = gc.fetch_check(g, gq["member_id"], gq["member_epoch"])
             out.append({"group_id": gid, "topics": _committed(g, gq["topics"], unstable(gid)) if not code else [],
                         "error_code": code})
@@ -293,6 +315,8 @@ def list_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     for g in sorted(groups.values(), key=lambda x: x.group_id):
         if g.consumer is not None:  # KIP-848: protocol type "consumer", Kafka's ConsumerGroupState names
             state, gtype, ptype = g.consumer.state, "consumer", "consumer"
+        elif g.streams is not None:  # KIP-1071: Kafka's StreamsGroupState names
+            state, gtype, ptype = g.streams.state, "streams", "streams"
         else:
             state, gtype, ptype = g.state, "classic", g.protocol_type or ""
         if states and state.lower() not in states:
@@ -333,7 +357,7 @@ def describe_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     out = []
     for gid in body["groups"]:
         g = groups.get(gid)
-        if g is None or g.consumer is not None:  # Kafka describes only classic groups here
+        if g is None or g.consumer is not None or g.streams is not None:  # Kafka describes only classic groups here
             code = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.NONE
             out.append({"error_code": code, "error_message": f"Group {gid} not found." if code else None,
                         "group_id": gid, "group_state": DEAD, "protocol_type": "",

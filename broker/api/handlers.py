@@ -26,14 +26,17 @@ from pylog.broker.api import (
     security as apis_security,
     share as apis_share,
     share_admin as apis_share_admin,
+    share_state as apis_share_state,
+    streams_groups as apis_streams_groups,
     txn as apis_txn,
 )
 from pylog.broker.net import sasl
 from pylog.broker.api.context import ErrorBuilder, Response
+from pylog.core.errors import ErrorCode
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
-    cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups, topics,
-    txn,
+    cluster, configs, consumer_groups, fetch, groups, meta, produce, quotas, reassign, security, share_groups,
+    share_state, streams_groups, topics, txn,
 )
 
 
@@ -60,14 +63,27 @@ class Handler:
         return self.schema.key
 
 
-def served(module, *schemas: Api, **options) -> tuple[Handler, ...]:
+def served(module, *schemas: Api, feature: str | None = None, **options) -> tuple[Handler, ...]:
     """The handlers of one API family: each schema is answered by the function of `module` named
-    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error`."""
+    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error`. With a
+    `feature`, the APIs answer UNSUPPORTED_VERSION while that feature is finalized at level 0
+    (share groups with share.version 0, as Kafka 4.4 answers)."""
     out = []
     for schema in schemas:
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", schema.name).lower()
-        out.append(Handler(schema, getattr(module, name), getattr(module, name + "_error"), **options))
+        handle, error = getattr(module, name), getattr(module, name + "_error")
+        if feature is not None:
+            handle = _gated(handle, error, feature)
+        out.append(Handler(schema, handle, error, **options))
     return tuple(out)
+
+
+def _gated(handle, error: ErrorBuilder, feature: str):
+    def gated(broker, ctx, body):
+        if broker.features.level(feature) == 0:
+            return error(body, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION, None)
+        return handle(broker, ctx, body)
+    return gated
 
 
 HANDLERS: tuple[Handler, ...] = (
@@ -94,11 +110,18 @@ HANDLERS: tuple[Handler, ...] = (
             groups.DESCRIBE_GROUPS, groups.DELETE_GROUPS),
     # KIP-848 consumer groups
     *served(apis_consumer_groups, consumer_groups.CONSUMER_GROUP_HEARTBEAT, consumer_groups.CONSUMER_GROUP_DESCRIBE),
+    # streams groups (KIP-1071)
+    *served(apis_streams_groups, streams_groups.STREAMS_GROUP_HEARTBEAT, streams_groups.STREAMS_GROUP_DESCRIBE,
+            streams_groups.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE),
     # share groups (KIP-932)
     *served(apis_share, share_groups.SHARE_GROUP_HEARTBEAT, share_groups.SHARE_GROUP_DESCRIBE,
-            share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE),
+            share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE, feature="share.version"),
     *served(apis_share_admin, share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, share_groups.ALTER_SHARE_GROUP_OFFSETS,
-            share_groups.DELETE_SHARE_GROUP_OFFSETS),
+            share_groups.DELETE_SHARE_GROUP_OFFSETS, feature="share.version"),
+    # the share coordinator's state APIs (what a share-partition leader asks it)
+    *served(apis_share_state, share_state.INITIALIZE_SHARE_GROUP_STATE, share_state.READ_SHARE_GROUP_STATE,
+            share_state.WRITE_SHARE_GROUP_STATE, share_state.DELETE_SHARE_GROUP_STATE,
+            share_state.READ_SHARE_GROUP_STATE_SUMMARY),
     # transactions (the transaction coordinator)
     *served(apis_txn, txn.ADD_PARTITIONS_TO_TXN, txn.ADD_OFFSETS_TO_TXN, txn.END_TXN, txn.WRITE_TXN_MARKERS,
             txn.TXN_OFFSET_COMMIT, txn.DESCRIBE_PRODUCERS, txn.DESCRIBE_TRANSACTIONS, txn.LIST_TRANSACTIONS),
@@ -108,5 +131,6 @@ HANDLERS: tuple[Handler, ...] = (
     # client quotas
     *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
     # the cluster describing itself: its quorum, config resources and topics page by page
-    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.LIST_CONFIG_RESOURCES, cluster.DESCRIBE_TOPIC_PARTITIONS),
+    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.UPDATE_FEATURES, cluster.LIST_CONFIG_RESOURCES,
+            cluster.DESCRIBE_TOPIC_PARTITIONS),
 )

@@ -24,24 +24,11 @@ def invalid_name_code(name: str) -> int:
 
 # ---- ApiVersions -----------------------------------------------------------
 
-# Feature levels (KIP-584) clients look at. transaction.version 2 (KIP-890 part 2, the default,
-# as Kafka 4 formats new clusters): clients add partitions implicitly and the epoch moves at every
-# transaction's end (txn/epoch_bump.py); at 1 they use AddPartitionsToTxn and keep their epoch.
-# A level of 0 is not listed as finalized (Kafka lists only features above 0).
-# share.version 2, as Kafka 4.4 formats new clusters: share groups (KIP-932) with dead-letter
-# topics (KIP-1191).
-SUPPORTED_FEATURES = [{"name": "share.version", "min_version": 0, "max_version": 2},
-                      {"name": "transaction.version", "min_version": 0, "max_version": 2}]
-FINALIZED_FEATURES_EPOCH = 1
-
-
-def finalized_features(broker: Broker) -> list:
-    """The finalized levels: share.version 2, and transaction.version as the broker was started with."""
-    out = [{"name": "share.version", "min_version_level": 2, "max_version_level": 2}]
-    level = broker.settings.transaction_version
-    if level > 0:
-        out.append({"name": "transaction.version", "min_version_level": level, "max_version_level": level})
-    return out
+# Feature levels (KIP-584) clients look at, kept by broker/node/features.py and changed by
+# UpdateFeatures. transaction.version 2 (KIP-890 part 2, the default, as Kafka 4 formats new
+# clusters): clients add partitions implicitly and the epoch moves at every transaction's end
+# (txn/epoch_bump.py); at 1 they use AddPartitionsToTxn and keep their epoch. share.version 2, as
+# Kafka 4.4 formats new clusters: share groups (KIP-932) with dead-letter topics (KIP-1191).
 
 
 def _wrong_target(broker: Broker, body: dict) -> int:
@@ -64,8 +51,8 @@ def api_versions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         if code:
             return api_versions_error(body, ctx.api_version, code, None)
     return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_ranges(), "throttle_time_ms": 0,
-            "supported_features": SUPPORTED_FEATURES, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
-            "finalized_features": finalized_features(broker)}
+            "supported_features": broker.features.supported(), "finalized_features_epoch": broker.features.epoch,
+            "finalized_features": broker.features.finalized()}
 
 
 def api_versions_error(body, version, code, msg):

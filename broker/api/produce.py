@@ -221,7 +221,7 @@ def init_producer_id(broker: Broker, ctx: RequestContext, body: dict):
     if body["transactional_id"] is not None:
         from pylog.broker.api.txn import init_transactional
 
-        return init_transactional(broker, body)
+        return init_transactional(broker, body, ctx.api_version)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": broker.producer_ids.next_id(),
             "producer_epoch": 0}
 

@@ -10,6 +10,7 @@ changes are persisted in `__share_group_state` before the answer goes out.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from pylog.broker.api.context import RequestContext
@@ -83,6 +84,7 @@ def _acknowledge(broker: Broker, gid: str, mid: str, tid, idx: int, batches: lis
     sp = sc.partition(gid, tid, idx, create=False)
     if sp is None:
         return ErrorCode.INVALID_RECORD_STATE, "the share-partition has no records in flight"
+    start = sp.start
     try:
         released = sp.acknowledge(mid, batches, sc.delivery_limit(gid), sc.lock_ms(gid), now_ms())
     except AckError as e:
@@ -91,11 +93,17 @@ def _acknowledge(broker: Broker, gid: str, mid: str, tid, idx: int, batches: lis
         return ErrorCode.NONE, None
     changed[(tid, idx)] = sp
     sc.count_acks(batches)
+    if holds is not None:
+        holds[(tid, idx)] = (released, start)
     if released:
-        if holds is not None:
-            holds[(tid, idx)] = released
         sc.wake(sp)
     return ErrorCode.NONE, None
+
+
+def _held(holds: dict | None, tid, idx: int) -> dict:
+    """What this request's acknowledgements hold back from its first acquisition pass."""
+    held = (holds or {}).get((tid, idx))
+    return {} if held is None else {"hold": held[0], "held_start": held[1]}
 
 
 def _persist(broker: Broker, changed: dict) -> int:
@@ -135,7 +143,7 @@ def _acquire_all(broker: Broker, gid: str, mid: str, parts, body: dict, entries:
         try:
             sl, ranges = sp.acquire(plog, mid, max_records, remaining, lock_ms, max_locks, bound, now, strict,
                                     min_one=total == 0, read_committed=committed, batch_size=batch_size,
-                                    limit=limit, hold=(holds or {}).get((tid, idx), ()))
+                                    limit=limit, **_held(holds, tid, idx))
         except Exception as e:  # noqa: BLE001 - per-partition error
             from pylog.broker.api.context import code_of
 
@@ -190,6 +198,9 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
         return share_fetch_error(body, ctx.api_version, ErrorCode.INVALID_REQUEST,
                                  "Acknowledge data present on initial fetch for the share session")
     session, code = sc.session(gid, mid, epoch, ctx.conn)
+    if code == ErrorCode.SHARE_SESSION_LIMIT_REACHED and body["max_wait_ms"] > 0:
+        # Kafka answers a fetch it has no share session for once its MaxWaitMs ran out
+        return _answer_later(broker, body["max_wait_ms"], share_fetch_error(body, ctx.api_version, code, None))
     if code:
         return share_fetch_error(body, ctx.api_version, code, None)
     for t in body["forgotten_topics_data"]:
@@ -219,19 +230,29 @@ def share_fetch(broker: Broker, ctx: RequestContext, body: dict):
         if epoch == FINAL_EPOCH:
             sc.close_session(gid, mid)
         return _fetch_answer(broker, gid, entries, order)
-    if epoch == 0:  # a full request: every partition of the new session answers
+    if epoch == 0:  # a full request: every partition of the new session that may acquire answers
         for key in session.parts:
-            entries.setdefault(key, _entry(broker, key[1]))
+            sp = sc.partition(gid, key[0], key[1], create=False)
+            if sp is None or sp.can_acquire(sc.max_locks(gid)):
+                entries.setdefault(key, _entry(broker, key[1]))
     total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed, holds)
     if _persist(broker, changed):
         return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")
-    if not total and holds and body["max_wait_ms"] > 0:  # written now: a waiting fetch gets them at once
+    if not total and any(h[0] for h in holds.values()) and body["max_wait_ms"] > 0:
+        # the released records are written now: a waiting fetch gets them at once
         total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed)
         if _persist(broker, changed):
             return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")
     if total or body["max_wait_ms"] <= 0 or not session.parts or broker.stopping:
         return _fetch_answer(broker, gid, entries, order)
     return _long_poll(broker, gid, mid, session, body, entries, order)
+
+
+async def _answer_later(broker: Broker, wait_ms: int, answer: dict) -> dict:
+    deadline = broker.loop.time() + wait_ms / 1000.0
+    while not broker.stopping and broker.loop.time() < deadline:
+        await asyncio.sleep(min(0.1, deadline - broker.loop.time()))
+    return answer
 
 
 async def _long_poll(broker: Broker, gid: str, mid: str, session, body: dict, entries: dict, order) -> dict:

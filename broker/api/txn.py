@@ -33,11 +33,29 @@ def _err(code, **extra) -> dict:
 
 # ---- InitProducerId (transactional) ------------------------------------------
 
-def init_transactional(broker: Broker, body: dict) -> dict:
+# Kafka 4.4 answers an old producer epoch INVALID_PRODUCER_EPOCH (47) instead of PRODUCER_FENCED (90)
+# below these versions (the clients before KIP-588 know only 47); TxnOffsetCommit always answers 47
+# (the group coordinator checks the epoch, not the transaction coordinator)
+FENCED_SINCE = {"InitProducerId": 4, "AddPartitionsToTxn": 2, "AddOffsetsToTxn": 2, "EndTxn": 2}
+
+
+def old_epoch_code(api: str, version: int, code: int) -> int:
+    """The code Kafka 4.4 answers for `code` at `version` of `api` (see FENCED_SINCE)."""
+    if code == ErrorCode.PRODUCER_FENCED and version < FENCED_SINCE.get(api, 1 << 15):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
+
+
+def init_transactional(broker: Broker, body: dict, version: int = 4) -> dict:
     """InitProducerId for a transactional id (apis_produce hands these over)."""
+    if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
+        # Kafka: a producer id and epoch come together (KIP-360) or not at all
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "producer_id": -1,
+                "producer_epoch": -1}
     code, pid, epoch = broker.txn_coordinator.init_producer_id(
         body["transactional_id"], body["transaction_timeout_ms"], body.get("producer_id", -1),
         body.get("producer_epoch", -1))
+    code = old_epoch_code("InitProducerId", version, code)
     return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
 
 
@@ -64,8 +82,7 @@ def add_partitions_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> di
         code = broker.txn_coordinator.add_partitions(
             body["v3_and_below_transactional_id"], body["v3_and_below_producer_id"],
             body["v3_and_below_producer_epoch"], wanted)
-        if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
-            code = ErrorCode.INVALID_PRODUCER_EPOCH  # older clients know only this one
+        code = old_epoch_code("AddPartitionsToTxn", ctx.api_version, code)
 
         def entry(t, p):
             return code
@@ -121,9 +138,7 @@ def add_offsets_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     tc = broker.txn_coordinator
     code = tc.add_partitions(body["transactional_id"], body["producer_id"], body["producer_epoch"],
                              [(OFFSETS_TOPIC, tc.offsets_partition(body["group_id"]))])
-    if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH
-    return _err(code)
+    return _err(old_epoch_code("AddOffsetsToTxn", ctx.api_version, code))
 
 
 def add_offsets_to_txn_error(body, version, code, msg):
@@ -143,8 +158,7 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
                                          body["producer_epoch"], [(OFFSETS_TOPIC, tc.offsets_partition(gid))])
     if code == ErrorCode.NONE:
         code = tc.check_offsets_commit(body["transactional_id"], body["producer_id"], body["producer_epoch"], gid)
-    if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    code = old_epoch_code("TxnOffsetCommit", ctx.api_version, code)
     _, offsets = commit_requests(broker, topics)
     if not offsets:
         codes = []
@@ -169,11 +183,10 @@ def end_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
         code, pid, epoch = epoch_bump.end_txn(broker.txn_coordinator, body["transactional_id"],
                                               body["producer_id"], body["producer_epoch"], body["committed"])
         return _err(code, producer_id=pid, producer_epoch=epoch)
+    # Kafka 4.4 records clientTransactionVersion 0 for an EndTxn below v5, whatever the transaction began with
     code = broker.txn_coordinator.end_txn(body["transactional_id"], body["producer_id"], body["producer_epoch"],
-                                          body["committed"])
-    if ctx.api_version < 2 and code == ErrorCode.PRODUCER_FENCED:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH
-    return _err(code)
+                                          body["committed"], client_version=0)
+    return _err(old_epoch_code("EndTxn", ctx.api_version, code))
 
 
 def end_txn_error(body, version, code, msg):

@@ -29,6 +29,7 @@ from pylog.broker.groups.classic import (
 )
 from pylog.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
 from pylog.broker.groups.migration import Migration
+from pylog.broker.groups.streams.coordinator import StreamsGroupCoordinator
 from pylog.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.store import GroupStore, now_ms
@@ -65,6 +66,7 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupCoordinator(broker, self.groups, self.store)  # KIP-848
         self.migration = Migration(self.classic, self.consumer, self.store, cfg["group.consumer.migration.policy"])
         self.consumer.migration = self.migration  # a heartbeat upgrades, a fence downgrades
+        self.streams = StreamsGroupCoordinator(broker, self.groups, self.store, self.group_config)  # KIP-1071
         # offsets of open transactions (TxnOffsetCommit): producer id -> group -> {(topic, p): OffsetEntry}
         self.txn_offsets: dict[int, dict[str, dict]] = {}
 
@@ -84,6 +86,7 @@ class GroupCoordinator:
                     self.txn_offsets.setdefault(pid, {}).setdefault(rec.group, {})[
                         (rec.topic, rec.partition)] = OffsetEntry(*rec.value)
         self.consumer.after_load(time.monotonic())
+        self.streams.after_load(time.monotonic())
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the session/rebalance ticker and the offset-expiration timer."""
@@ -98,6 +101,14 @@ class GroupCoordinator:
             if t is not None:
                 t.cancel()
 
+    def group_config(self, group_id: str, name: str):
+        """A group's effective group config (`streams.*`, ...): its override, else the broker's default."""
+        share = self.broker.share_coordinator
+        if share is not None:
+            return share.configs.value(group_id, name)
+        from pylog.broker.groups.share.configs import LATER_CONFIGS  # noqa: PLC0415 - no share coordinator
+        return self.broker.config[LATER_CONFIGS[name][0]]
+
     def ensure_topic(self) -> None:
         """FindCoordinator creates `__consumer_offsets` on first use (raises KafkaError)."""
         self.store.ensure_topic()
@@ -106,6 +117,7 @@ class GroupCoordinator:
     def tick(self, now: float) -> None:
         """Expire sessions and pending member ids; give up on slow joins and syncs."""
         self.consumer.tick(now)
+        self.streams.tick(now)
         self.classic.tick(now)
 
     def expire_offsets(self, now: int) -> int:
@@ -114,7 +126,8 @@ class GroupCoordinator:
         nothing left is removed. Returns the number of offsets expired."""
         n = 0
         for g in list(self.groups.values()):
-            if not g.is_(EMPTY) or (g.consumer is not None and g.consumer.members):
+            if not g.is_(EMPTY) or (g.consumer is not None and g.consumer.members) or \
+                    (g.streams is not None and g.streams.members):
                 continue
             if g.protocol_type:
                 expired = list(g.offsets) if now - g.state_ts >= self.retention_ms else []
@@ -124,7 +137,8 @@ class GroupCoordinator:
                 continue
             whole = not g.offsets or len(expired) == len(g.offsets)
             if self.store.delete(g.group_id, expired, group=whole,
-                                 extra=self.consumer.delete(g) if whole else ()) != ErrorCode.NONE:
+                                 extra=self.consumer.delete(g) + self.streams.delete(g) if whole else ()) \
+                    != ErrorCode.NONE:
                 continue
             for tp in expired:
                 del g.offsets[tp]
@@ -203,8 +217,22 @@ class GroupCoordinator:
         return self.consumer.describe(group_ids)
 
     def fetch_check(self, g: Group, member_id: str | None, member_epoch: int) -> int:
-        """OffsetFetch v9+ from a member of consumer group `g`: its id and current epoch."""
+        """OffsetFetch v9+ from a member of consumer or streams group `g`: its id and current epoch."""
+        if g.streams is not None:
+            return self.streams.offset_check(g.streams, member_id, member_epoch, fetch=True)
         return self.consumer.offset_check(g.consumer, member_id, member_epoch, fetch=True)
+
+    def streams_heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
+        """StreamsGroupHeartbeat (KIP-1071): the response body."""
+        return self.streams.heartbeat(req, version, client_id, client_host)
+
+    def describe_streams_groups(self, group_ids: list, include_description: bool = False) -> list:
+        """StreamsGroupDescribe: one answer per group id."""
+        return self.streams.describe(group_ids, include_description)
+
+    def update_topology_description(self, req: dict) -> tuple[int, str | None]:
+        """StreamsGroupTopologyDescriptionUpdate: (error code, message)."""
+        return self.streams.update_description(req)
 
 
     # ================================================================ offsets
@@ -289,6 +317,8 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if g.consumer is not None:
             return self.consumer.commit_check(g.consumer, mid, gen, partitions)
+        if g.streams is not None:
+            return self.streams.offset_check(g.streams, mid, gen)
         if gen < 0 and g.is_(EMPTY):
             return ErrorCode.NONE
         if inst is not None and g.static.get(inst) not in (None, mid):
@@ -308,6 +338,8 @@ class GroupCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND, set()
         if g.consumer is not None:
             subscribed = self.consumer.subscribed_topic_names(g.consumer)
+        elif g.streams is not None:
+            subscribed = self.streams.source_topics(g.streams)
         else:
             subscribed = set() if g.is_(EMPTY) else g.subscribed_topics()
         if subscribed is None:
@@ -325,9 +357,11 @@ class GroupCoordinator:
         g = self.groups.get(group_id)
         if g is None or g.is_(DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND
-        if not g.is_(EMPTY) or (g.consumer is not None and g.consumer.members):
+        if not g.is_(EMPTY) or (g.consumer is not None and g.consumer.members) or \
+                (g.streams is not None and g.streams.members):
             return ErrorCode.NON_EMPTY_GROUP
-        code = self.store.delete(group_id, list(g.offsets), group=True, extra=self.consumer.delete(g))
+        code = self.store.delete(group_id, list(g.offsets), group=True,
+                                 extra=self.consumer.delete(g) + self.streams.delete(g))
         if code == ErrorCode.NONE:
             g.transition(DEAD)
             del self.groups[group_id]

@@ -119,6 +119,7 @@ class Group:
     initial_delay_limit: float = 0.0
     new_member_added: bool = False
     consumer: object = None  # a ConsumerGroup (groups/consumer/group.py) when the group speaks KIP-848
+    streams: object = None  # a StreamsGroup (groups/streams/group.py) when the group speaks KIP-1071
 
     def transition(self, new: str) -> None:
         """Move to state `new` (raises IllegalStateTransition when the table forbids it)."""

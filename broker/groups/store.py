@@ -12,6 +12,7 @@ import logging
 import time
 
 from pylog.broker.groups.consumer import store as cgs
+from pylog.broker.groups.streams import store as sgs
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.state import EMPTY, STABLE, Group, Member, OffsetEntry
 from pylog.core.errors import ErrorCode, MessageTooLargeError, RecordListTooLargeError
@@ -136,6 +137,10 @@ class GroupStore:
             if cgs.is_consumer_record(key):
                 self.loaded_records += 1
                 cgs.apply(groups, bytes(key), None if value is None else bytes(value))
+                return
+            if sgs.is_streams_record(key):
+                self.loaded_records += 1
+                sgs.apply(groups, bytes(key), None if value is None else bytes(value))
                 return
             rec = ot.parse_record(bytes(key), None if value is None else bytes(value))
         except Exception as e:  # noqa: BLE001 - one bad record must not stop the load

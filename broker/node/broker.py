@@ -40,6 +40,7 @@ from pylog.broker.ops.quotas import QuotaManager, QuotaStore
 from pylog.broker.ops.request_faults import FaultEngine
 from pylog.broker.security.authorizer import Authorizer, make_authorizer
 from pylog.broker.security.store import SecurityStore
+from pylog.broker.node.features import FinalizedFeatures
 from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.net.sasl import raw_token
 from pylog.broker.node.scheduler import Scheduler
@@ -52,7 +53,8 @@ from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.storage import LogManager, RecoveryReport
 
-if TYPE_CHECKING:  # the registry (and its HTTP stack) loads only when schema.registry.listeners is set
+if TYPE_CHECKING:  # the registry, the console (and their HTTP stack) load only when their listeners are set
+    from pylog.console.service import ConsoleService
     from pylog.registry.service import SchemaRegistryService
 
 log = logging.getLogger("pylog.broker")
@@ -91,9 +93,11 @@ class Broker:
         self.stats = BrokerStats()  # counters for /metrics and `broker status`
         self.metrics: MetricsListener | None = None  # when metrics.listener is set
         self.schema_registry: SchemaRegistryService | None = None  # when schema.registry.listeners is set
+        self.console: ConsoleService | None = None  # when console.listener is set
         self.quotas: QuotaManager | None = None  # client quota configs and their rates
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
         self.dynamic_configs: DynamicBrokerConfigs | None = None
+        self.features: FinalizedFeatures | None = None  # transaction.version, share.version (KIP-584)
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
         self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
@@ -119,6 +123,9 @@ class Broker:
         metas = list(self.logs.meta.values())
         self.cluster_id = metas[0].cluster_id if metas else ""
         self.producer_ids = ProducerIdManager(self.settings.log_dirs[0])
+        self.features = FinalizedFeatures(self.settings.log_dirs[0])
+        self.features.change(self.settings.feature_levels)
+        self.settings.transaction_version = self.features.level("transaction.version")
         self.open_security()
         return self.recovery
 
@@ -144,6 +151,7 @@ class Broker:
             port = self._listen()
             await self._start_metrics()
             await self._start_schema_registry()
+            await self._start_console()
             if ready_callback:
                 ready_callback(port)
             await self._stop_event.wait()
@@ -218,6 +226,15 @@ class Broker:
             await self.loop.run_in_executor(None, svc.start)
             self.schema_registry = svc
 
+    async def _start_console(self) -> None:
+        if self.config.get("console.listener"):
+            from pylog.console.in_broker import make_service
+
+            # its clients connect to this broker as they are made: off the event loop
+            svc = await self.loop.run_in_executor(None, make_service, self)
+            await self.loop.run_in_executor(None, svc.start)
+            self.console = svc
+
     def advertised_for(self, conn) -> tuple[str, int]:
         """The address published to a client: that of the listener it connected to."""
         spec = getattr(getattr(conn, "listener", None), "spec", None)
@@ -271,6 +288,8 @@ class Broker:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
             c.stop()
+        if self.console is not None:
+            await self.loop.run_in_executor(None, self.console.stop)
         if self.schema_registry is not None:
             await self.loop.run_in_executor(None, self.schema_registry.stop)
         if self.metrics is not None:

@@ -34,7 +34,9 @@ class BrokerSettings:
     config: Config
     listeners: list[ListenerSpec] = field(default_factory=list)  # the first is host/port above
     add_scram: list[str] = field(default_factory=list)  # --add-scram bootstrap credentials
-    transaction_version: int = 2  # --feature transaction.version=N: the finalized level (KIP-890)
+    # the finalized transaction.version (KIP-890): --feature transaction.version=N at start, then UpdateFeatures
+    transaction_version: int = 2
+    feature_levels: dict = field(default_factory=dict)  # --feature NAME=LEVEL: finalized at start
 
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:
@@ -106,6 +108,10 @@ def build_settings(
         from pylog.registry.in_broker import listeners_of
 
         listeners_of(config["schema.registry.listeners"])
+    if config.get("console.listener"):
+        from pylog.console.in_broker import parse_console_listener
+
+        parse_console_listener(config["console.listener"])
     if config.get("faults.file"):
         from pylog.broker.ops.request_faults import load_rules_file
 

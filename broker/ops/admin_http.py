@@ -9,6 +9,8 @@ that changes it, so no lock is needed and no thread can see half an update.
 - /health: liveness; 200 while the broker serves, 503 once it is stopping.
 - /ready: 200 when the log dirs are loaded, every listener accepts and at
   least one log dir is online; 503 with the reasons otherwise.
+- /share-groups/GROUP: each share-partition's in-flight records (state, holder, delivery
+  count, lock expiry) as JSON, read-only (broker/ops/share_view.py).
 - /faults: the fault rules (GET, POST, DELETE; see request_faults.http), only
   with faults.enable=true; 403 otherwise.
 Both health answers carry the JSON that `pylog broker status` prints.
@@ -104,6 +106,7 @@ class MetricsListener:
         routes.add("GET", "/metrics", self._metrics)
         routes.add("GET", "/health", self._health)
         routes.add("GET", "/ready", self._health)
+        routes.add("GET", "/share-groups/{group}", self._share_group)
         for path in ("/faults", "/faults/", "/faults/{rule}"):
             routes.add("*", path, self._faults)
         return routes
@@ -142,6 +145,14 @@ class MetricsListener:
         return Response(status=200 if ok else 503, body=(json.dumps(snap) + "\n").encode(),
                         content_type="application/json")
 
+    async def _share_group(self, request):
+        """Each share-partition's in-flight records of a group, read-only (ops/share_view.py)."""
+        from pylog.broker.ops.share_view import share_partitions
+        from pylog.web import json_response
+
+        group = request.match_info["group"]
+        return json_response({"group_id": group, "share_partitions": share_partitions(self.broker, group)})
+
     async def _faults(self, request):
         """/faults: the fault rules (request_faults.http), 403 unless faults.enable=true."""
         from pylog.broker.ops.request_faults.http import answer
@@ -161,7 +172,7 @@ async def _plain_errors(request, handler):
         return await handler(request)
     except HTTPException as e:
         if e.status == 404:
-            return text_response(404, "not found: try /metrics, /health or /ready\n")
+            return text_response(404, "not found: try /metrics, /health, /ready or /share-groups/GROUP\n")
         if e.status == 405:
             return text_response(405, "only GET\n")
         raise

@@ -493,8 +493,8 @@ _RULES = {
     69: _group_list("group_ids", Op.DESCRIBE),
 }
 
-# the share-group and cluster self-description APIs have their own modules; they build on the rules above
-from pylog.broker.security.cluster_rules import CLUSTER_RULES  # noqa: E402
-from pylog.broker.security.share_rules import SHARE_RULES  # noqa: E402
+# the share-group, streams-group and cluster self-description APIs have their own modules; they build on the rules above
+from pylog.broker.security.cluster_rules import CLUSTER_RULES, share_keys_or  # noqa: E402
+from pylog.broker.security.share_rules import SHARE_RULES, STREAMS_RULES  # noqa: E402
 
-_RULES.update({**SHARE_RULES, **CLUSTER_RULES})
+_RULES.update({**SHARE_RULES, **CLUSTER_RULES, **STREAMS_RULES, 10: share_keys_or(_find_coordinator)})

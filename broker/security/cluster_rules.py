@@ -5,7 +5,7 @@ ListConfigResources: DESCRIBE_CONFIGS on the cluster. DescribeTopicPartitions ch
 DESCRIBE on each topic itself (unauthorized topics are left out of a listing of every
 topic, answered TOPIC_AUTHORIZATION_FAILED when named). The share-group state APIs
 (a share-partition leader asking the share coordinator) need CLUSTER_ACTION, the rule
-of every API without one.
+of every API without one, and so does FindCoordinator for a share-partition key.
 """
 from __future__ import annotations
 
@@ -19,6 +19,16 @@ def _cluster(op: Op):
             return None
         return az.refuse(api, ctx, body, A.CLUSTER_DENIED)
     return rule
+
+
+def share_keys_or(rule):
+    """FindCoordinator: a share-partition key (type 2) needs CLUSTER_ACTION, as the share coordinator's
+    clients are brokers; the other key types follow `rule`."""
+    cluster_action = _cluster(Op.CLUSTER_ACTION)
+
+    def either(az, ctx, api, body):
+        return (cluster_action if body["key_type"] == 2 else rule)(az, ctx, api, body)
+    return either
 
 
 def _in_handler(az, ctx, api, body):

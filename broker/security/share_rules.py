@@ -82,3 +82,13 @@ SHARE_RULES = {
     91: _group_and_topics(Op.READ),
     92: _group_and_topics(Op.DELETE),
 }
+
+# streams groups (KIP-1071): READ on the group to heartbeat or upload a topology description,
+# DESCRIBE on each group described
+def _read_group(az, ctx, api, body):
+    if not az.allowed(ctx, Op.READ, Res.GROUP, body.get("group_id") or ""):
+        return az.refuse(api, ctx, body, A.GROUP_DENIED)
+    return None
+
+
+STREAMS_RULES = {88: _read_group, 89: _describe_groups, 93: _read_group}

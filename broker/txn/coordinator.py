@@ -287,16 +287,17 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_TXN_STATE
         return ErrorCode.NONE
 
-    def end_txn(self, tid: str, pid: int, epoch: int, commit: bool) -> int:
-        """EndTxn: commit or abort the open transaction (markers on every partition)."""
+    def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, client_version: int = 0) -> int:
+        """EndTxn: commit or abort the open transaction (markers on every partition); the state
+        records the client's transaction version (0 for an EndTxn below v5, as Kafka 4.4)."""
         code, m = self._current(tid, pid, epoch)
         if code != ErrorCode.NONE:
             return code
         s = m.state
         if s == TxnState.ONGOING:
             if not commit:
-                return self._abort(m, fence=False)
-            code = self.set_state(m, state=TxnState.PREPARE_COMMIT)
+                return self._abort(m, fence=False, client_version=client_version)
+            code = self.set_state(m, state=TxnState.PREPARE_COMMIT, client_txn_version=client_version)
             return code if code != ErrorCode.NONE else self.complete(m, True)
         # a retried EndTxn whose first attempt completed answers the same
         if s == TxnState.COMPLETE_COMMIT and commit or s == TxnState.COMPLETE_ABORT and not commit:
@@ -308,7 +309,7 @@ class TransactionCoordinator:
         return ErrorCode.INVALID_TXN_STATE
 
     # ================================================================ completion
-    def _abort(self, m: TxnMetadata, fence: bool) -> int:
+    def _abort(self, m: TxnMetadata, fence: bool, client_version: int | None = None) -> int:
         """Abort the open transaction; fence=True bumps the epoch first (timeouts, a new producer),
         so the producer that opened it can no longer write."""
         if fence and m.producer_epoch + 1 < MAX_EPOCH:
@@ -319,6 +320,8 @@ class TransactionCoordinator:
             # forgets it, _bump); at level 1 the fence keeps no last epoch and it stays fenced
             if code == ErrorCode.NONE:
                 m.last_producer_epoch = last if self.broker.settings.transaction_version >= 2 else NO_EPOCH
+        elif client_version is not None:  # the client's EndTxn
+            code = self.set_state(m, state=TxnState.PREPARE_ABORT, client_txn_version=client_version)
         else:
             code = self.set_state(m, state=TxnState.PREPARE_ABORT)
         return code if code != ErrorCode.NONE else self.complete(m, False)

@@ -101,9 +101,11 @@ def _bump_and_end(tc: TransactionCoordinator, m: TxnMetadata, commit: bool) -> i
 def add_implicitly(tc: TransactionCoordinator, tid: str, pid: int, epoch: int, partitions: list) -> int:
     """A level-2 client's Produce v12 or TxnOffsetCommit v5: the partitions join the producer's
     transaction (opening one when none is open), as AddPartitionsToTxn would have done."""
+    m = tc.txns.get(tid)
+    before = m.client_txn_version if m is not None else None
+    if m is not None:
+        m.client_txn_version = CLIENT_V2  # written with the add's record, as Kafka's prepareAddPartitions
     code = tc.add_partitions(tid, pid, epoch, partitions)
-    if code == ErrorCode.NONE:
-        m = tc.txns.get(tid)
-        if m is not None and m.client_txn_version != CLIENT_V2:
-            m.client_txn_version = CLIENT_V2  # written with the transaction's next record
+    if code != ErrorCode.NONE and m is not None and before is not None:
+        m.client_txn_version = before
     return code

@@ -8,6 +8,7 @@ from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import ErrorCode, UsageError, error_for_code, error_name
 
 TOPIC_RESOURCE = 2
+GROUP_RESOURCE = 32  # Kafka's ConfigResource.Type.GROUP (group configs, KIP-848 and KIP-932)
 # DescribeConfigs config_source values
 CONFIG_SOURCES = {
     -1: "UNKNOWN", 0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
@@ -39,6 +40,10 @@ class AdminBase(Closeable):
         self._loop.start_with(self.client.refresh_metadata([]))
 
     def _run(self, coro):
+        return self._loop.run(coro)
+
+    def run(self, coro):
+        """Run a coroutine of the admin's NetworkClient (`client`) on its loop thread."""
         return self._loop.run(coro)
 
     def close(self):
@@ -142,3 +147,12 @@ class Admin(AdminBase):
         r = resp["responses"][0]
         raise_for(r["error_code"], f"cannot alter configs of {topic}", r.get("error_message"))
 
+    def alter_group_configs(self, group: str, set_configs: dict) -> None:
+        """Set a group's configs (IncrementalAlterConfigs on the GROUP resource, as
+        `kafka-configs.sh --entity-type groups --alter`), e.g. share.auto.offset.reset."""
+        configs = [{"name": k, "config_operation": 0, "value": str(v)} for k, v in set_configs.items()]
+        body = {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": configs}],
+                "validate_only": False}
+        resp = self._run(self.client.request_any("IncrementalAlterConfigs", body))
+        r = resp["responses"][0]
+        raise_for(r["error_code"], f"cannot alter configs of group {group}", r.get("error_message"))

@@ -366,10 +366,15 @@ class ShareConsumer(Closeable):
             topics.setdefault(tid, []).append({"partition_index": p, "acknowledgement_batches": ack_batches(a)})
         # a request carrying RENEW says so (KIP-1222); a broker refuses one that does not
         renew_only = any(t == RENEW for a in acks.values() for t in a.values())
-        r = await self.client.request(node, "ShareAcknowledge", {
-            "group_id": self.group_id, "member_id": self.member_id,
-            "share_session_epoch": FINAL_EPOCH if final else epoch, "is_renew_ack": renew_only,
-            "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()]})
+        try:
+            r = await self.client.request(node, "ShareAcknowledge", {
+                "group_id": self.group_id, "member_id": self.member_id,
+                "share_session_epoch": FINAL_EPOCH if final else epoch, "is_renew_ack": renew_only,
+                "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()]})
+        except Exception as e:  # noqa: BLE001 - no answer: these acknowledgements are not known to count
+            for tid, p in acks:
+                self._note_ack_result(tid, p, ErrorCode.NETWORK_EXCEPTION, str(e) or type(e).__name__)
+            raise
         if final:
             self._sessions.pop(node, None)
             self._session_parts.pop(node, None)

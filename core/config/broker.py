@@ -7,6 +7,7 @@ from pylog.core.config.definitions import (
     at_least, between, one_of,
 )
 from pylog.core.config.security import BROKER_SECURITY_CONFIGS
+from pylog.core.config.streams_groups import STREAMS_GROUP_CONFIGS
 from pylog.core.config.topic import TOPIC_CONFIGS
 
 
@@ -74,8 +75,8 @@ _BROKER_OWN = [
     _d("group.min.session.timeout.ms", INT, 6000, "Smallest session timeout a member may ask for."),
     _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a member may ask for."),
     _d("group.max.size", INT, INT_MAX, "Largest number of members in one group.", at_least(1)),
-    _d("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer"],
-       "Group protocols served: classic (JoinGroup/SyncGroup) and consumer (KIP-848).",
+    _d("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer", "streams"],
+       "Group protocols served: classic (JoinGroup/SyncGroup), consumer (KIP-848) and streams (KIP-1071).",
        one_of("classic", "consumer", "streams", "share")),
     _d("group.consumer.session.timeout.ms", INT, 45000, "Session timeout of KIP-848 consumer group members.",
        at_least(1)),
@@ -171,6 +172,12 @@ _BROKER_OWN = [
        "the broker (Confluent's REST API, schemas stored in _schemas; pylog's; unset: no registry)."),
     _d("schema.registry.users.file", STRING, None,
        "user:password lines: the schema registry then asks for HTTP basic auth (pylog's; unset: open)."),
+    _d("console.listener", STRING, None,
+       "http://HOST:PORT serving the web console (pylog console) from the broker, a client of its own "
+       "PLAINTEXT listener (pylog's; unset: no console)."),
+    _d("console.allow.writes", BOOLEAN, False,
+       "Let the broker's web console create, alter and delete topics, produce, reset offsets and abort "
+       "transactions (pylog's; false: read-only)."),
     _d("faults.enable", BOOLEAN, False,
        "Serve the fault-injection endpoints (/faults) on metrics.listener, for tests (pylog's; a WARNING at "
        "start-up says faults can be injected)."),
@@ -185,4 +192,4 @@ _BROKER_SYNONYMS = [
     ConfigDef(d.synonym, d.type, None if d.synonym in _UNSET_ON_BROKER else d.default, d.doc, d.validator)
     for d in TOPIC_CONFIGS.defs.values() if d.synonym and d.synonym not in {x.name for x in _BROKER_OWN}
 ]
-BROKER_CONFIGS = ConfigSet("broker", _BROKER_OWN + BROKER_SECURITY_CONFIGS + _BROKER_SYNONYMS)
+BROKER_CONFIGS = ConfigSet("broker", _BROKER_OWN + STREAMS_GROUP_CONFIGS + BROKER_SECURITY_CONFIGS + _BROKER_SYNONYMS)

@@ -220,6 +220,9 @@ def _loading(ans: dict) -> bool:
     if any(p.get("error_code") == NOT_LEADER for t in ans.get("responses") or ()
            for p in t.get("partition_responses") or ()):
         return True
+    # a share coordinator loading its `__share_group_state` partition (the share-group state APIs)
+    if any(p.get("error_code") in RETRIABLE for t in ans.get("results") or () for p in t.get("partitions") or ()):
+        return True
     # a transaction coordinator still taking its partition over (seen on a node just started)
     return any(c.get("error_code") in RETRIABLE for c in [*(ans.get("coordinators") or ()),
                                                           *(ans.get("transaction_states") or ())])

@@ -236,3 +236,30 @@ def test_the_in_flight_cap_limits_records_acquired_again(brokers):
     out = on_both(brokers, _cap_room)
     assert out["pylog"] == out["kafka"], out
     assert out["kafka"] == ([(0, 49, 1), (50, 94, 1)], [(20, 29, 2), (40, 49, 2)], [(60, 69, 2)]), out
+
+
+def test_a_fetch_past_the_share_session_limit_waits_max_wait(tmp_path):
+    """Kafka 4.4 (group.share.max.share.sessions=1) answered SHARE_SESSION_LIMIT_REACHED after the
+    fetch's MaxWaitMs (2 s), not at once; pylog does the same."""
+    import time
+
+    from support.broker_fixtures import BrokerProcess
+    from support.share_fixtures import BROKER_SETTINGS
+
+    settings = {**BROKER_SETTINGS, "group.share.max.share.sessions": "1", "group.share.max.size": "1"}
+    b = BrokerProcess(tmp_path / "data", *[a for k, v in settings.items() for a in ("--set", f"{k}={v}")])
+    b.start(timeout=60)
+    try:
+        t1, g1 = sr.setup(b.bootstrap, (5,))
+        t2, g2 = sr.setup(b.bootstrap, (5,))
+        a = sr.Session(b.bootstrap, g1, t1).join()
+        assert acquired(a.fetch(want=5, wait=30)) == [(0, 4, 1)]
+        c = sr.Session(b.bootstrap, g2, t2).join()
+        t0 = time.monotonic()
+        r = c.fetch(max_wait_ms=1500)
+        waited = time.monotonic() - t0
+        assert r["error_code"] == 133 and waited >= 1.4, (r, waited)
+        t0 = time.monotonic()
+        assert c.fetch(max_wait_ms=0)["error_code"] == 133 and time.monotonic() - t0 < 1.0
+    finally:
+        b.stop_clean()

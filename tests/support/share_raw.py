@@ -71,6 +71,20 @@ def produce_aborted(bootstrap: str, topic: str, n: int, commit_after: int = 0) -
         p.commit_transaction(60)
 
 
+def wait_stable(s, topic: str, partition: int = 0, wait: float = 60.0) -> None:
+    """Until the last stable offset reaches the high watermark (the transaction markers written)."""
+    deadline = time.monotonic() + wait
+
+    def latest(isolation: int) -> int:
+        r = call(s, 2, 7, {"replica_id": -1, "isolation_level": isolation, "topics": [
+            {"name": topic, "partitions": [{"partition_index": partition, "current_leader_epoch": -1,
+                                            "timestamp": -1}]}]})
+        return r["topics"][0]["partitions"][0]["offset"]
+    while latest(1) < latest(0):
+        assert time.monotonic() < deadline, "the last stable offset did not reach the high watermark"
+        time.sleep(0.05)
+
+
 def setup(bootstrap: str, sizes=(10,), partitions: int = 1, topic: str | None = None, group: str | None = None,
           **configs) -> tuple[str, str]:
     """A topic with batches of `sizes` records in partition 0, and a share group reading from the

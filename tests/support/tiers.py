@@ -7,6 +7,7 @@ test module uses:
   kcat            the kcat command
   node            Node.js and kafkajs
   broker_process  a `pylog broker start` subprocess (or another broker process: Tansu)
+  browser         headless Chromium and chromedriver (Debian's chromium, chromium-driver)
   slow            long-running (set by hand)
 Every other test is `fast`: pure Python, in-process, no tool beyond the pip packages.
 
@@ -29,7 +30,7 @@ import pytest
 
 from support.source_ast import parse
 
-HEAVY = ("jvm", "spark", "kcat", "node", "broker_process", "slow")
+HEAVY = ("jvm", "spark", "kcat", "node", "broker_process", "browser", "slow")
 
 FIXTURE_MARKS = {
     "kafka_node": "jvm", "kafka_cluster": "jvm",
@@ -51,9 +52,10 @@ MODULE_MARKS = {
     "support.client_fixtures": "broker_process", "support.txn_clients": "broker_process",
     "support.export_support": "broker_process",
     "support.share_scenarios": "broker_process",
+    "support.browser": "browser",
 }
 
-TOOLS = {"jvm": ("java", "javac"), "kcat": ("kcat",), "node": ("node",)}
+TOOLS = {"jvm": ("java", "javac"), "kcat": ("kcat",), "node": ("node",), "browser": ("chromium", "chromedriver")}
 
 DECLARED = {
     "fast": "pure Python, in-process: the fast tier (pytest -m fast)",
@@ -62,6 +64,7 @@ DECLARED = {
     "kcat": "needs the kcat command",
     "node": "needs Node.js and kafkajs (tests/js)",
     "broker_process": "starts broker processes",
+    "browser": "drives headless Chromium (apt: chromium, chromium-driver)",
     "slow": "long-running test (still run in CI)",
 }
 

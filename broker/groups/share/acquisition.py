@@ -9,6 +9,7 @@ The pass walks the log batches a read from the first acquirable offset returned,
   its batch-mates to the delivery limit with it;
 - new records (past the end offset), cut into acquired batches at log batch boundaries once
   `batch_size` records are in one, each batch its own acquired range in the answer.
+Records of aborted transactions (archived, never delivered) count towards `max_records`.
 `max_records` is a soft limit (whole batches), exact in record-limit mode (`strict`).
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Acquisition:
         self.limit, self.hold, self.frm, self.bound = limit, hold, frm, bound
         self.threshold = max(2, math.ceil(limit / 2)) if limit else None
         self.got = 0
+        self.skipped = 0  # records of aborted transactions archived on the way
         self.ranges: list[list] = []  # [first, last, delivery count, acquired batch]
         self.stopped = False
         self.cur = None  # the acquired batch of the last available record looked at
@@ -35,7 +37,7 @@ class Acquisition:
         self.cap = None
         self.in_batch = 0
         self.chunk = None  # first offset of the acquired batch new records go into
-        self.last_new = None
+        self.last_new = self.batch_last = None
 
     # ---- the walk ----------------------------------------------------------------------
     def walk(self, batches, pending) -> int | None:
@@ -53,23 +55,25 @@ class Acquisition:
             while pending and pending[-1][0] <= last:
                 aborted.add(pending.pop()[1])
             if control:
-                aborted.discard(pid)  # the ABORT marker ends that transaction
-                if last >= sp.end:
-                    sp.end = last + 1
-                continue
-            if txn and pid in aborted:
+                aborted.discard(pid)  # the ABORT marker ends that transaction; markers are acquired too
+            elif txn and pid in aborted:
+                if max(base, self.frm) >= sp.end and not self.strict and self.got + self.skipped >= self.max_records:
+                    break
+                if self.chunk is None and last >= sp.end:
+                    self.chunk = max(base, sp.end)  # the acquired batch begins with them, as in Kafka
                 for off in range(max(base, sp.end), last + 1):
                     sp.records[off] = [ARCHIVED, 0, None, 0]
+                    self.skipped += 1
                 sp.end = max(sp.end, last + 1)
                 continue
-            if max(base, self.frm) >= sp.end and not self.strict and self.got >= self.max_records:
+            if max(base, self.frm) >= sp.end and not self.strict and self.got + self.skipped >= self.max_records:
                 break
             if self._batch(base, min(last, self.bound - 1)):
                 cut = stop
             if self.stopped:
                 break
         if self.chunk is not None:
-            self._close_chunk(self.last_new)
+            self._close_chunk(None)
         return cut
 
     def _batch(self, base: int, last: int) -> bool:
@@ -77,15 +81,29 @@ class Acquisition:
         took = False
         for off in range(max(base, self.frm), last + 1):
             if off >= sp.end:
-                if self.strict and self.got >= self.max_records:
-                    self.stopped = True
-                    break
+                b = sp.batch_of(off) if sp.batches else (off, off)
+                if b[1] > b[0] or off in sp.batches:
+                    # the rest of a log batch a record-limit acquisition left: acquired as the
+                    # available records of that batch are
+                    if b != self.cur and not self._enter(b, off) or self.strict and self.got >= self.max_records:
+                        self.stopped = True
+                        break
+                    key = b
+                else:
+                    if self.throttled and self.in_batch:
+                        self.stopped = True  # a throttled batch is all a pass acquires
+                        break
+                    if self.got + self.skipped >= self.max_records and (self.strict or self.last_new is None):
+                        self.stopped = True  # soft limit: whole log batches of new records, once started
+                        break
+                    if self.chunk is None:
+                        self.chunk = off
+                    key = ("new", self.chunk)
+                    self.last_new, self.batch_last = off, last
                 sp.records[off] = [ACQUIRED, 1, self.member, self.deadline]
                 sp.end = off + 1
-                if self.chunk is None:
-                    self.chunk = off
-                self.last_new = off
-                self._add(off, 1, ("new", self.chunk))
+                self.in_batch += 1
+                self._add(off, 1, key)
                 took = True
                 continue
             if off not in sp.available or off in self.hold:
@@ -151,7 +169,14 @@ class Acquisition:
         else:
             self.ranges.append([off, off, count, key])
 
-    def _close_chunk(self, last: int) -> None:
+    def _close_chunk(self, last: int | None) -> None:
+        """The acquired batch of new records ends: at the log batch boundary `last`, or (at the end of
+        the pass) at the last record acquired, or in record-limit mode at the end of its log batch
+        (the batch's other records acquired later stay in it, as in Kafka's in-flight batch)."""
         if self.last_new is not None and self.last_new >= self.chunk:
-            self.sp.add_batch(self.chunk, min(last, self.last_new) if last is not None else self.last_new)
+            if last is not None:
+                end = min(last, self.last_new)
+            else:
+                end = self.batch_last if self.strict else self.last_new
+            self.sp.add_batch(self.chunk, end)
         self.chunk = None

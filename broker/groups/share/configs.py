@@ -2,8 +2,8 @@
 
 Kafka keeps them in its metadata log; pylog in `group-configs.json` in the
 first log dir. Names, types and bounds are Kafka 4.4's GroupConfig (validate_all): the share.*
-and consumer.* numbers bounded by the broker's group.share/consumer.min/max.* configs; the streams.*
-names are not served.
+and consumer.* numbers bounded by the broker's group.share/consumer.min/max.* configs, the streams.*
+ones (streams groups) by group.streams.*.
 """
 from __future__ import annotations
 
@@ -45,8 +45,33 @@ LATER_CONFIGS = {
                                      ("group.share.min.assignment.interval.ms",
                                       "group.share.max.assignment.interval.ms"), int),
     "share.assignor.offload.enable": ("group.share.assignor.offload.enable", None, bool),
+    # streams groups (KIP-1071)
+    "streams.session.timeout.ms": ("group.streams.session.timeout.ms",
+                                   ("group.streams.min.session.timeout.ms",
+                                    "group.streams.max.session.timeout.ms"), int),
+    "streams.heartbeat.interval.ms": ("group.streams.heartbeat.interval.ms",
+                                      ("group.streams.min.heartbeat.interval.ms",
+                                       "group.streams.max.heartbeat.interval.ms"), int),
+    "streams.num.standby.replicas": ("group.streams.num.standby.replicas", None, int),
+    "streams.initial.rebalance.delay.ms": ("group.streams.initial.rebalance.delay.ms", None, int),
+    "streams.assignment.interval.ms": ("group.streams.assignment.interval.ms",
+                                       ("group.streams.min.assignment.interval.ms",
+                                        "group.streams.max.assignment.interval.ms"), int),
+    "streams.assignor.offload.enable": ("group.streams.assignor.offload.enable", None, bool),
+    "streams.task.offset.interval.ms": ("group.streams.task.offset.interval.ms", None, int),
+    "streams.num.warmup.replicas": ("group.streams.num.warmup.replicas", None, int),
+    "streams.acceptable.recovery.lag": ("group.streams.acceptable.recovery.lag", None, int),
+    "streams.assignor.name": ("group.streams.assignors", None, str),
+    "streams.rack.aware.assignment.tags": ("group.streams.rack.aware.assignment.tags", None, str),
 }
-INTERNAL = {"consumer.assignor.offload.enable", "share.assignor.offload.enable"}
+# described only once a group sets them (internal in Kafka)
+INTERNAL = {"consumer.assignor.offload.enable", "share.assignor.offload.enable", "streams.assignor.offload.enable",
+            "streams.acceptable.recovery.lag", "streams.num.warmup.replicas", "streams.task.offset.interval.ms"}
+# streams.* numbers bounded by one broker config: name -> (floor, broker config of the ceiling or None)
+_STREAMS_LIMITS = {"streams.num.standby.replicas": (0, "group.streams.max.standby.replicas"),
+                   "streams.num.warmup.replicas": (0, "group.streams.max.warmup.replicas"),
+                   "streams.initial.rebalance.delay.ms": (0, None),
+                   "streams.task.offset.interval.ms": (1, None), "streams.acceptable.recovery.lag": (0, None)}
 FIXED_DEFAULTS = {
     "share.auto.offset.reset": "latest",
     "share.isolation.level": "read_uncommitted",
@@ -80,10 +105,17 @@ _DEFS = {
     "share.renew.acknowledge.enable": (bool, None), "share.assignment.interval.ms": (int, 0),
     "share.assignor.offload.enable": (bool, None), "errors.deadletterqueue.topic.name": (str, None),
     "errors.deadletterqueue.copy.record.enable": (bool, None),
+    "streams.session.timeout.ms": (int, 1), "streams.heartbeat.interval.ms": (int, 1),
+    "streams.num.standby.replicas": (int, 0), "streams.initial.rebalance.delay.ms": (int, 0),
+    "streams.assignment.interval.ms": (int, 0), "streams.assignor.offload.enable": (bool, None),
+    "streams.task.offset.interval.ms": (int, 1), "streams.num.warmup.replicas": (int, 0),
+    "streams.acceptable.recovery.lag": (int, 0), "streams.assignor.name": (str, None),
+    "streams.rack.aware.assignment.tags": (str, None),
 }
 _RANGES = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms", "consumer.assignment.interval.ms",
            "share.heartbeat.interval.ms", "share.session.timeout.ms", "share.record.lock.duration.ms",
-           "share.delivery.count.limit", "share.partition.max.record.locks", "share.assignment.interval.ms")
+           "share.delivery.count.limit", "share.partition.max.record.locks", "share.assignment.interval.ms",
+           "streams.heartbeat.interval.ms", "streams.session.timeout.ms", "streams.assignment.interval.ms")
 _JAVA_INT = re.compile(r"^[+-]?\d+$")
 
 
@@ -139,7 +171,10 @@ def validate_all(configs: dict[str, str], broker_config) -> None:
             lo, hi = (broker_config[b] for b in _bounds(name))
             if not lo <= parsed[name] <= hi:
                 raise ConfigError(f"{name} must be in the range {lo} to {hi} inclusive.")
-    for kind in ("consumer", "share"):
+    for name, (_floor, ceiling) in _STREAMS_LIMITS.items():
+        if ceiling is not None and name in parsed and parsed[name] > broker_config[ceiling]:
+            raise ConfigError(f"{name} must be less than or equal to {broker_config[ceiling]}")
+    for kind in ("consumer", "share", "streams"):
         session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
         if session in parsed or heartbeat in parsed:
             s = parsed.get(session, broker_config[f"group.{session}"])
@@ -181,7 +216,9 @@ class GroupConfigs(JsonStateFile):
         if name in LATER_CONFIGS:
             kind = LATER_CONFIGS[name][2]
             if v is None:
-                return self.broker_config[LATER_CONFIGS[name][0]]
+                return _joined(self.broker_config[LATER_CONFIGS[name][0]])
+            if kind is str:
+                return v
             return v.strip().lower() == "true" if kind is bool else int(v.strip())
         return v if v is not None else FIXED_DEFAULTS.get(name)
 
@@ -208,7 +245,13 @@ _TYPES = {int: 3, bool: 1}  # ConfigType INT, BOOLEAN; everything else STRING (2
 STATIC_BROKER_CONFIG = 4
 
 
+def _joined(v):
+    """A broker default as a group config holds it: lists comma-separated, the rest as it is."""
+    return ",".join(map(str, v)) if isinstance(v, list) else v
+
+
 def _render(v) -> str:
+    v = _joined(v)
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 

@@ -305,6 +305,10 @@ class ShareCoordinator:
             g.assignment_epoch = g.epoch
             g.target, g.target_java = {}, {}
             out += self.records.target(g, [])
+        if not any((g.group_id, other) in self.sessions for other in g.members):
+            for key, sp in self.parts.items():  # Kafka loads them again from their stored state
+                if key[0] == g.group_id:
+                    sp.reload_pending = True
         self.records.write(g.group_id, out)
 
     def release_member(self, gid: str, mid: str, only=None) -> None:

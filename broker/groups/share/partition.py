@@ -5,8 +5,10 @@ done), the end offset (the next record never acquired), and between them the
 records in flight, each AVAILABLE, ACQUIRED (by one member, until its
 acquisition lock runs out), ACKNOWLEDGED or ARCHIVED, with its delivery count.
 A record released (RELEASE, lock timeout, its member gone) at the delivery
-limit is archived instead of becoming available again. Offsets in [start, end)
-that hold no record (control batches, compacted gaps) are done from the start.
+limit is archived instead of becoming available again. Transaction markers are
+acquired like records (the consumer acknowledges them as gaps, as Kafka expects);
+records of aborted transactions are archived under read_committed; offsets in
+[start, end) that hold no record (compacted away) are done from the start.
 
 Acquisition works on whole batches: a read of the log from the first
 acquirable offset gives a file slice (sent as Fetch sends it) and the batch
@@ -101,18 +103,34 @@ class SharePartition:
         # after the write: describe shows that one until the next write (see described())
         # -1 (Kafka's "no state yet") until the first acknowledgement, release or lock timeout is written
         self.described_start = -1
+        self.described_complete = self._complete_at = 0
         self._pre_start: int | None = None
         self.dead: list = []  # (offset, delivery count, why) archived since the last write: dead letters
         # the acquired batches in flight, {first offset: last offset}, as Kafka's in-flight batches: new
         # records are acquired in them and acquisition near the delivery limit works batch by batch
         self.batches: dict[int, int] = {}
         self._firsts: list | None = None
+        # the group had no member left: Kafka drops the share-partition and loads it from its stored
+        # state at the next fetch, its acquired batches then the stored (coalesced) state batches
+        self.reload_pending = False
 
     # ---- queries ---------------------------------------------------------------
     @property
     def in_flight(self) -> int:
         """Offsets between start and end (Kafka's record-lock count)."""
         return self.end - self.start
+
+    def cache_end(self) -> int:
+        """One past the last offset in flight, counting the rest of a log batch a record-limit
+        acquisition left (Kafka keeps it in its in-flight batch)."""
+        if not self.batches:
+            return self.end
+        return max(self.end, self.batches[self._batch_firsts()[-1]] + 1)
+
+    def can_acquire(self, max_locks: int) -> bool:
+        """Something available again or left in flight, or room under the in-flight cap (Kafka's
+        canAcquireRecords): a new share session's first answer lists only such partitions."""
+        return bool(self.available) or self.end < self.cache_end() or self.cache_end() - self.start < max_locks
 
     def has_available(self, bound: int) -> bool:
         """Something to acquire below `bound` (the high watermark or last stable offset)."""
@@ -121,25 +139,33 @@ class SharePartition:
     # ---- acquisition -------------------------------------------------------------
     def acquire(self, plog, member: str, max_records: int, max_bytes: int, lock_ms: int, max_locks: int,
                 bound: int, now_ms: int, strict: bool = False, min_one: bool = True, read_committed: bool = False,
-                batch_size: int = 0, limit: int = 0, hold=()):
+                batch_size: int = 0, limit: int = 0, hold=(), held_start: int | None = None):
         """Acquire up to max_records for `member`: (FetchSlice or None, [(first, last, delivery count)]).
         read_committed: `bound` is the last stable offset, and records of aborted transactions are
         archived as they are reached (never delivered). New records are cut into acquired batches at
         log batch boundaries once `batch_size` records are in one; records near the delivery `limit`
         are acquired in smaller groups (see acquisition.py). `hold`: offsets this request's own
-        acknowledgements just released, not acquirable before their change is written."""
+        acknowledgements just released, not acquirable before their change is written; `held_start`:
+        the start offset before them (the in-flight count of the cap counts from there till then)."""
         from pylog.broker.groups.share.acquisition import Acquisition
 
         self.skip_to(plog.log_start_offset)
+        if self.reload_pending:
+            self.reload_pending = False
+            self.batches.clear()
+            for b in self.state_batches():
+                self.batches[b["first_offset"]] = b["last_offset"]
+            self._firsts = None
         avail = self.available.difference(hold) if hold else self.available
         frm = min(avail) if avail else self.end
         if frm >= bound or max_records <= 0:
             return None, []
-        room = max_locks - self.in_flight
+        cend = self.cache_end()
+        room = max_locks - (cend - min(self.start, self.start if held_start is None else held_start))
         if room > 0:
             max_records = min(max_records, room)
-        elif frm < self.end:  # at the cap: only records already in flight, below the end offset
-            max_records, bound = min(max_records, self.end - frm), self.end
+        elif frm < cend:  # at the cap: only records already in flight, below the end offset
+            max_records, bound = min(max_records, cend - frm), min(bound, cend)
         else:
             return None, []
         sl = plog.read(frm, max_bytes, upper_bound=bound, min_one_batch=min_one)
@@ -187,29 +213,38 @@ class SharePartition:
             rec[STATE] = AVAILABLE
             self.available.add(off)
 
-    def _begin(self) -> None:
+    def _begin(self, start: int | None = None) -> None:
+        """A change begins (from start offset `start`, the current one by default)."""
         if self._pre_start is None:
-            self._pre_start = self.start
+            self._pre_start = self.start if start is None else start
+
+    def _changed(self) -> None:
+        """A change to be written: the start offset moves past what is done; the write carries the
+        start offset the change began with and the records complete from there (Kafka computes
+        them when the change is made, before anything the same request acquires)."""
+        self.advance()
+        self._complete_at = self.start - self._pre_start + self.delivery_complete_count()
 
     def written(self) -> None:
         """The state was persisted: describe now shows the start offset the change began with."""
         if self._pre_start is not None:  # a write of acquisitions only (Kafka writes none) keeps it
             self.described_start = self._pre_start
-        self._pre_start = None
+            self.described_complete = self._complete_at
+            self._pre_start = None
+            self.advance()  # the write done, the start offset moves (past aborted records archived meanwhile)
 
     def described(self, high_watermark: int) -> tuple[int, int]:
         """(start offset, lag) as DescribeShareGroupOffsets shows them (KIP-1226 lag: records from the
         start offset to the high watermark whose delivery is not complete)."""
         if self.described_start < 0:
             return -1, -1
-        complete = self.start - self.described_start + self.delivery_complete_count()
-        return self.described_start, max(0, high_watermark - self.described_start - complete)
+        return self.described_start, max(0, high_watermark - self.described_start - self.described_complete)
 
     def expire_locks(self, now_ms: int, limit: int) -> bool:
         """Release records whose acquisition lock ran out; True when any was."""
         if not self.acquired or self.next_deadline is None or now_ms < self.next_deadline:
             return False
-        self._begin()
+        start = self.start
         changed = False
         nxt = None
         for off, rec in self.records.items():
@@ -222,21 +257,23 @@ class SharePartition:
                 nxt = rec[DEADLINE]
         self.next_deadline = nxt
         if changed:
-            self.advance()
+            self._begin(start)
+            self._changed()
         return changed
 
     def release_member(self, member: str, limit: int) -> bool:
         """Release every record `member` holds (it left the group or closed its session)."""
         if not self.acquired:
             return False
-        self._begin()
+        start = self.start
         changed = False
         for off, rec in self.records.items():
             if rec[STATE] == ACQUIRED and rec[MEMBER] == member:
                 self._release(off, rec, limit)
                 changed = True
         if changed:
-            self.advance()
+            self._begin(start)
+            self._changed()
         return changed
 
     # ---- acknowledgements ------------------------------------------------------------
@@ -245,25 +282,30 @@ class SharePartition:
         nothing, as Kafka does: batches wholly below the start offset are skipped (accepted by
         another member after this one's lock ran out), offsets past the acquired records are
         INVALID_REQUEST, and an offset not acquired by `member`, or touched twice, is
-        INVALID_RECORD_STATE. Returns the offsets made available again (None when nothing changed)."""
+        INVALID_RECORD_STATE. Returns the offsets made available again (None when no record changed
+        state: nothing to write)."""
         plan = {}
         for b in batches:
             first, last, types = b["first_offset"], b["last_offset"], b["acknowledge_types"]
             if last < self.start:
                 continue
-            if self.start == self.end:
+            cend = self.cache_end()
+            if self.start == cend:
                 raise AckError("INVALID_RECORD_STATE",
                                "Batch record not found. The request batch offsets are not found in the cache.")
-            if first >= self.end:
+            if first >= cend:
                 raise AckError("INVALID_REQUEST", "Batch record not found. The first offset in request is past "
                                                   "acquired records.")
-            if last >= self.end:
+            if last >= cend:
                 raise AckError("INVALID_REQUEST", "Batch record not found. The last offset in request is past "
                                                   "acquired records.")
             for off in range(max(first, self.start), last + 1):
                 rec = self.records.get(off)
                 if rec is None:
-                    continue  # no record there (a transaction marker, compacted away): done already
+                    if off >= self.end:  # the rest of a record-limit acquisition's batch: not acquired
+                        raise AckError("INVALID_RECORD_STATE", "The offset cannot be acknowledged. The offset is "
+                                                               "not acquired.")
+                    continue  # no record there (compacted away): done already
                 if off in plan:
                     raise AckError("INVALID_RECORD_STATE", "The record state is invalid. The acknowledgement of "
                                                            "delivery could not be completed.")
@@ -273,16 +315,17 @@ class SharePartition:
                 if rec[MEMBER] != member:
                     raise AckError("INVALID_RECORD_STATE", "Member is not the owner of offset")
                 plan[off] = (rec, types[0] if len(types) == 1 else types[off - first])
-        if not plan:
-            return None  # nothing in flight was touched: nothing to write
         released = set()
-        self._begin()
         for off, (rec, t) in plan.items():
-            if t == RENEW:
+            if t == RENEW:  # a new lock: nothing to write
                 rec[DEADLINE] = now_ms + lock_ms
                 if self.next_deadline is None or rec[DEADLINE] < self.next_deadline:
                     self.next_deadline = rec[DEADLINE]
-                continue
+        plan = {off: v for off, v in plan.items() if v[1] != RENEW}
+        if not plan:
+            return None  # no record changed state: nothing to write
+        self._begin()
+        for off, (rec, t) in plan.items():
             if t == RELEASE:
                 self._release(off, rec, limit)
                 if rec[STATE] == AVAILABLE:
@@ -293,7 +336,7 @@ class SharePartition:
             rec[STATE] = ACKNOWLEDGED if t == ACCEPT else ARCHIVED  # GAP and REJECT archive
             if t == REJECT:
                 self.dead.append((off, rec[COUNT], REJECTED))
-        self.advance()
+        self._changed()
         return released
 
     # ---- start offset ------------------------------------------------------------------
@@ -338,6 +381,7 @@ class SharePartition:
         self.acquired = 0
         self.next_deadline = None
         self.start = self.end = self.described_start = start_offset
+        self.described_complete = 0
         self._pre_start = None
         self.state_epoch += 1
 
@@ -378,6 +422,7 @@ class SharePartition:
         self.end = max([self.start] + [o + 1 for o in self.records])
         self.advance()
         self.described_start = self.start
+        self.described_complete = self.delivery_complete_count()
 
 
 def coalesce(state: dict) -> list:

@@ -5,9 +5,12 @@ expected is Kafka's: each request's error code per resource must match.
 Requests name the shared topic `dt`, and a group, transactional id or topic of their own
 (`{u}`), so an allowed request changes nothing another scenario looks at.
 """
+import uuid
+
 from diff_peers import ACL_PRINCIPALS
 
 T = "dt"
+NO_TOPIC = uuid.UUID("6f1d3c5e-0a4b-4d7e-9c2f-8b1a2d3e4f50")  # the share-group state APIs name topics by id
 TXN_BATCH = {"values": ["x"], "producer_id": 4242, "producer_epoch": 0, "base_sequence": 0, "transactional": True}
 
 # (label, api, version, body, fields left out of the comparison)
@@ -130,9 +133,24 @@ REQUESTS = [
                                                              "include_authorized_operations": False}),
     ("describe-quorum", "DescribeQuorum", 2, {"topics": [{"topic_name": "__cluster_metadata",
                                                           "partitions": [{"partition_index": 0}]}]}),
+    ("update-features", "UpdateFeatures", 2, {"timeout_ms": 60000, "validate_only": True, "feature_updates": [
+        {"feature": "transaction.version", "max_version_level": 2, "upgrade_type": 1}]}),
     ("list-config-resources", "ListConfigResources", 1, {"resource_types": [4, 8]}),
     ("describe-topic-partitions", "DescribeTopicPartitions", 0, {
         "topics": [{"name": T}, {"name": "nx-{u}"}], "response_partition_limit": 1, "cursor": None}),
+    ("find-share-coordinator", "FindCoordinator", 6, {"key_type": 2,
+                                                      "coordinator_keys": ["sg-{u}:b9Wo0gpLTX6cL4saLT5PUA:0"]}),
+    ("initialize-share-group-state", "InitializeShareGroupState", 0, {"group_id": "sg-{u}", "topics": [
+        {"topic_id": NO_TOPIC, "partitions": [{"partition": 0, "state_epoch": 0, "start_offset": 0}]}]}),
+    ("read-share-group-state", "ReadShareGroupState", 0, {"group_id": "sg-{u}", "topics": [
+        {"topic_id": NO_TOPIC, "partitions": [{"partition": 0, "leader_epoch": 0}]}]}),
+    ("write-share-group-state", "WriteShareGroupState", 1, {"group_id": "sg-{u}", "topics": [
+        {"topic_id": NO_TOPIC, "partitions": [{"partition": 0, "state_epoch": 0, "leader_epoch": 0, "start_offset": 0,
+                                               "delivery_complete_count": -1, "state_batches": []}]}]}),
+    ("delete-share-group-state", "DeleteShareGroupState", 0, {"group_id": "sg-{u}", "topics": [
+        {"topic_id": NO_TOPIC, "partitions": [{"partition": 0}]}]}),
+    ("read-share-group-state-summary", "ReadShareGroupStateSummary", 1, {"group_id": "sg-{u}", "topics": [
+        {"topic_id": NO_TOPIC, "partitions": [{"partition": 0, "leader_epoch": 0}]}]}),
     ("write-txn-markers", "WriteTxnMarkers", 1, {"markers": [
         {"producer_id": 4242, "producer_epoch": 0, "transaction_result": False, "coordinator_epoch": 0,
          "topics": [{"name": "nx-{u}", "partition_indexes": [0]}]}]}),

@@ -183,3 +183,23 @@ for level in (2, 1):
         SCENARIOS.append({"name": f"txn{at} {label}", "steps": steps, **tv})
     for label, steps in v2_sequences():
         SCENARIOS.append({"name": f"txn{at} v2-client {label}", "steps": steps, **tv})
+
+
+def old_epoch_sequences():
+    """A producer fenced by a second InitProducerId sends each transactional request at each version
+    with its old epoch: Kafka 4.4 answers INVALID_PRODUCER_EPOCH or PRODUCER_FENCED by API and version."""
+    P, OLD = "$0.producer_id", "$0.producer_epoch"
+    for v in range(0, 6):
+        yield f"txn-offset-commit-v{v}", [init(5), init(5), txn_commit(v, P, OLD)]
+    for v in range(0, 5):
+        yield f"add-offsets-v{v}", [init(5), init(5), add_offsets(v, P, OLD)]
+    for v in range(0, 6):
+        yield f"end-v{v}", [init(5), init(5), end(v, P, OLD)]
+    for v in range(0, 4):
+        yield f"add-partitions-v{v}", [init(5), init(5), add(v, P, OLD)]
+    for v in range(3, 6):
+        yield f"init-id-without-epoch-v{v}", [init(5), init(v, pid=P, epoch=-1)]
+
+
+for label, steps in old_epoch_sequences():
+    SCENARIOS.append({"name": f"txn old-epoch {label}", "steps": steps})

@@ -1,0 +1,1 @@
+"""Streams groups (KIP-1071): the broker assigns Kafka Streams tasks."""
