@@ -109,7 +109,7 @@ def test_handlers_read_declared_request_fields_directly():
         declared = _field_names(h.schema.request, set())
         for fn in (h.handle, h.error):
             src = textwrap.dedent(inspect.getsource(fn))
-            where = f"{Path(inspect.getsourcefile(fn)).relative_to(ROOT)}:{fn.__name__}"
+            where = f"{fn.__module__}:{fn.__name__}"  # wherever pylog is installed
             for n in ast.walk(parse(src)):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
                         and isinstance(n.func.value, ast.Name) and n.func.value.id == "body" and n.args \

@@ -80,6 +80,7 @@ class ShareCoordinator:
             sp.state_epoch, sp.snapshot_epoch = st["state_epoch"], st["snapshot_epoch"]
             sp.persisted = (sp.start, sp.state_epoch, expand(sp.state_batches()))
             sp.updates_since_snapshot = len(st["updates"])
+            sp.reload_pending = True  # its acquired batches: the stored (coalesced) state batches
             self.parts[(gid, tid, p)] = sp
             self.groups.setdefault(gid, ShareGroup(gid))
         for gid, g in self.records.replay(self.broker.group_coordinator.take_share_records()).items():
