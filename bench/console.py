@@ -166,6 +166,7 @@ def main(argv: list[str]) -> int:
             print(f"\n{'page in Chromium (median)':48} {'in page: fetch+DOM+paint s':>27} {'with WebDriver s':>17}")
             for label, wall, render in _browser(console.url, routes, args.rounds):
                 print(f"{label:48} {render:27.3f} {wall:17.3f}")
+        took["tx"].abort_transaction()
         took["tx"].close()
     finally:
         if console is not None:

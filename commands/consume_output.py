@@ -41,6 +41,42 @@ def _lengths(col):
     return list(map(str, map(len, col)))
 
 
+def render_format_py(pieces, records):
+    """The bytes of `records` ((offset, timestamp, key, value, headers) tuples) in a format cut into
+    `pieces`: bytes (literal text, already encoded) or a token code (0 %s, 1 %k, 2 %o, 3 %T, 4 %K,
+    5 %S, 6 %h); None when a record has headers and the format shows them (%h is rendered by
+    Renderer.render). The reference of the compiled render_format (the same answers, property-tested)."""
+    pieces = list(pieces)
+    if len(pieces) > _NATIVE_MAX_PIECES:
+        raise ValueError(f"render_format: more than {_NATIVE_MAX_PIECES} pieces")
+    for p in pieces:
+        if not isinstance(p, bytes) and not 0 <= p <= 6:
+            raise ValueError(f"render_format: unknown token {p}")
+    out = []
+    put = out.append
+    for r in records:
+        if not isinstance(r, tuple) or len(r) < 5:
+            raise TypeError("a record must be a tuple (offset, timestamp, key, value, headers)")
+        for p in pieces:
+            if isinstance(p, bytes):
+                put(p)
+            elif p <= 1:
+                data = r[3 - p]
+                if data is not None:
+                    put(bytes(data))
+            elif p <= 3:
+                put(b"%d" % r[p - 2])
+            elif p <= 5:
+                data = r[p - 2]
+                put(b"-1" if data is None else b"%d" % memoryview(data).nbytes)
+            elif r[4]:
+                return None
+    return b"".join(out)
+
+
+_render_format = fastpath.choose("render_format", render_format_py)
+
+
 class Renderer:
     """Renders {TopicPartition: [Record]} for a format string or as JSON lines."""
 
@@ -58,7 +94,8 @@ class Renderer:
                                                    for p in pieces))
         piped = errors == "surrogateescape" and escape is None
         native = self.columns and piped and not as_json and len(pieces) <= _NATIVE_MAX_PIECES
-        self._native = fastpath.choose("render_format", None) if native else None
+        # compiled only: pure Python renders by columns (render()), faster there than the twin
+        self._native = _render_format if native and _render_format is not render_format_py else None
         self._codes: dict = {}  # (topic, partition) -> render_format's pieces
 
     def native_pieces(self, topic, partition) -> list:

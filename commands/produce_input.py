@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from itertools import chain, repeat
 from operator import itemgetter
 
@@ -206,9 +207,10 @@ def frame_text_py(data: bytes, end: int, sep: bytes | None, cr: bool):
     return offsets.tobytes(), nbytes, longest, bad
 
 
-# compiled only: pure Python runs the list path below (bytes.split, partition), its faster form
-_frame_text = fastpath.choose("frame_text", None)
-TEXT_FRAMED = _frame_text is not None
+# framed in place when compiled; pure Python runs the list path below (bytes.split, partition), faster
+# there than its own twin of the framing
+_frame_text = fastpath.choose("frame_text", frame_text_py)
+TEXT_FRAMED = _frame_text is not frame_text_py
 
 
 def parse_text(first: int, lines, sep: bytes | None, sep_text: str | None) -> Block:
@@ -380,10 +382,50 @@ def parse_json_lines(first: int, lines: list) -> tuple[list, list]:
     return rows, errors
 
 
-# the compiled framing of the common shape ({"key": "...", "value": "..."}), of a list of
-# lines or of a RawLines' data in place; None: not compiled
-_json_key_values = fastpath.choose("json_key_values", None)
-_json_block_key_values = fastpath.choose("json_block_key_values", None)
+_JS_WS = rb"[ \t\r\n]*"
+_JS_FIELD = rb'"(key|value)"' + _JS_WS + rb":" + _JS_WS + rb'(?:"([\x20\x21\x23-\x5b\x5d-\x7e]*)"|null)'
+_JS_COMMON = re.compile(_JS_WS + rb"\{" + _JS_WS + rb"(?:\}|" + _JS_FIELD + rb"(?:" + _JS_WS + rb"," + _JS_WS
+                        + _JS_FIELD + rb")?" + _JS_WS + rb"\})" + _JS_WS)
+
+
+def json_key_values_py(lines):
+    """(keys, values) of lines that all have the common shape ({"key": "...", "value": "..."}, either
+    missing or null, printable ASCII without escapes; keys None when no line has a key), else None.
+    The reference of the compiled one (the same answers, property-tested)."""
+    if type(lines) is not list:
+        raise TypeError("json_key_values takes a list of bytes")
+    if not lines:
+        return None
+    keys, values, with_key = [], [], 0
+    for line in lines:
+        if not isinstance(line, bytes):
+            raise TypeError(f"a line must be bytes, not {type(line).__name__}")
+        m = _JS_COMMON.fullmatch(line)
+        if m is None:
+            return None
+        n1, s1, n2, s2 = m.groups()
+        if n1 is not None and n1 == n2:
+            return None  # a repeated field: json keeps the last, left to the general path
+        fields = {n1: s1, n2: s2}
+        keys.append(fields.get(b"key"))
+        values.append(fields.get(b"value"))
+        with_key += fields.get(b"key") is not None
+    return (keys if with_key else None), values
+
+
+def json_block_key_values_py(data, end: int):
+    """json_key_values_py(data[:end].split(b"\n")): the twin of the compiled framing in place."""
+    if not 0 <= end <= len(data):
+        raise ValueError("json_block_key_values: end out of range")
+    return json_key_values_py(bytes(data[:end]).split(b"\n"))
+
+
+# the compiled framing of the common shape, of a list of lines or of a RawLines' data in place; pure
+# Python decodes a block at a time instead (_json_fast), faster there than the twins above
+_json_key_values = fastpath.choose("json_key_values", json_key_values_py)
+_json_block_key_values = fastpath.choose("json_block_key_values", json_block_key_values_py)
+if _json_key_values is json_key_values_py:
+    _json_key_values = _json_block_key_values = None
 
 
 def parse_json(first: int, lines, common_headers) -> Block:

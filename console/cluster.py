@@ -44,22 +44,30 @@ class Cluster:
         self.lock = threading.Lock()
         self.max_age = max_age
         self.snapshot: Snapshot | None = None
+        self.took = 0.0  # seconds the last snapshot took to read
 
     def refresh(self) -> Snapshot:
         """Take a snapshot (the sampler's tick, or a page that found none fresh enough)."""
+        asked = time.monotonic()
         with self.lock:
+            if self.snapshot is not None and self.snapshot.taken >= asked:
+                return self.snapshot  # another thread's, read while this one waited
+            began = time.monotonic()
             md = self.run(self.client.refresh_metadata(all_topics=True))
             tps = [TopicPartition(n, p) for n, t in md.topics.items() for p in t.partitions]
             start, end = self.end_offsets(tps) if tps else ({}, {})
             snap = Snapshot(time.monotonic(), md, start, end, self.sizes())
+            self.took = snap.taken - began
             self.snapshot = snap
             return snap
 
+    def is_fresh(self, snap: Snapshot | None) -> bool:
+        """Taken within max_age, counting the time the next sample takes to read (big clusters)."""
+        return snap is not None and time.monotonic() - snap.taken < self.max_age + 2 * self.took
+
     def fresh(self) -> Snapshot:
         snap = self.snapshot
-        if snap is not None and time.monotonic() - snap.taken < self.max_age:
-            return snap
-        return self.refresh()
+        return snap if self.is_fresh(snap) else self.refresh()
 
     def close(self) -> None:
         self.admin.close()
@@ -140,8 +148,10 @@ class Cluster:
         return out
 
     def topic(self, name: str) -> dict:
-        snap = self.fresh()
-        t = snap.metadata.topics.get(name)
+        last = self.snapshot
+        t = last.metadata.topics.get(name) if last is not None else None
+        snap = self.fresh() if t is not None and len(t.partitions) >= 100 else None
+        t = snap.metadata.topics.get(name) if snap is not None else None
         if t is None or len(t.partitions) < 100:  # a small topic: read it now
             t = self.admin.describe_topic(name)
             tps = [TopicPartition(name, p) for p in sorted(t.partitions)]

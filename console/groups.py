@@ -62,8 +62,9 @@ class Groups:
         committed = self.admin.committed(group)
         tps = sorted(set(committed) | set(assigned))
         snap = self.cluster.snapshot if self.cluster is not None else None
-        if (len(tps) >= BIG_GROUP and snap is not None and time.monotonic() - snap.taken < self.cluster.max_age
-                and all(tp in snap.end for tp in tps)):
+        if len(tps) >= BIG_GROUP and self.cluster is not None and not self.cluster.is_fresh(snap):
+            snap = self.cluster.fresh()
+        if len(tps) >= BIG_GROUP and snap is not None and all(tp in snap.end for tp in tps):
             end = snap.end  # committed offsets now, end offsets as the last sample read them
         else:
             end = self.admin.list_offsets({tp: LATEST for tp in tps}) if tps else {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+from contextlib import contextmanager
 
 from pylog.core.errors import DataError, PolicyViolationError
 
@@ -85,13 +86,16 @@ def check_start(partitions: int, dirs: list) -> None:
             f"and the open-files limit is {limit}; raise it to at least {need} (ulimit -n {need}) and start again")
 
 
-def is_out_of_descriptors(e: BaseException) -> bool:
-    """True for EMFILE/ENFILE (too many open files) and ENOMEM from a map (vm.max_map_count)."""
-    return isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
-
-
-def out_of_descriptors_error(e: OSError, partitions: int, dirs: list) -> DataError:
-    """The one line for a start that ran out of descriptors or maps part way."""
-    what = "memory maps (vm.max_map_count)" if e.errno == errno.ENOMEM else f"open files (ulimit -n, now {descriptor_limit()})"
-    return DataError(f"cannot open the {partitions} partitions in {', '.join(str(d) for d in dirs)}: "
-                     f"{e.strerror}; raise the limit of {what} and start again")
+@contextmanager
+def opening(partitions: int, dirs: list):
+    """Loading the partitions: running out of descriptors (EMFILE, ENFILE) or of maps (ENOMEM,
+    vm.max_map_count) part way stops the start with one line naming the limit to raise."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+            raise
+        what = ("memory maps (vm.max_map_count)" if e.errno == errno.ENOMEM
+                else f"open files (ulimit -n, now {descriptor_limit()})")
+        raise DataError(f"cannot open the {partitions} partitions in {', '.join(str(d) for d in dirs)}: "
+                        f"{e.strerror}; raise the limit of {what} and start again") from e

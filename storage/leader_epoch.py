@@ -169,8 +169,8 @@ class LeaderEpochFileCache:
         """Log start moved to `start_offset`: entries at or before it collapse into one starting there."""
         with self._lock:
             i = bisect.bisect_right(self._offsets, start_offset)
-            if i == 0:
-                return
+            if i == 0 or i == 1 and self._offsets[0] == start_offset:
+                return  # nothing starts before it: the file stays as it is (a start rewrites nothing)
             keep_epoch = self._epochs[i - 1]
             del self._epochs[:i]
             del self._offsets[:i]

@@ -135,63 +135,65 @@ class LogManager:
                 cluster_id = cluster_id or meta.cluster_id
                 self.meta[d] = meta
             capacity.raise_soft_limit()
-            capacity.check_start(sum(len(partition_dirs(d)) for d in self.log_dirs if d.is_dir()), self.log_dirs)
+            total = sum(len(partition_dirs(d)) for d in self.log_dirs if d.is_dir())
+            capacity.check_start(total, self.log_dirs)
             registry = self.read_registry()
             for name, entry in registry.items():
                 overrides = dict(entry.get("overrides", {}))
                 self.topics[name] = TopicInfo(name, uuid.UUID(entry["topic_id"]), int(entry["partitions"]),
                                               self.resolve_config(overrides), overrides)
-            for d in self.log_dirs:
-                clean = (d / CLEAN_SHUTDOWN_FILE).exists()
-                rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT)
-                ls = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT)
-                try:
-                    recovery_points = rp.read()
-                except DataError as e:
-                    warnings.append(f"{e}; recovering every partition of {d}")
-                    recovery_points, clean = {}, False
-                try:
-                    start_offsets = ls.read()
-                except DataError as e:
-                    warnings.append(f"{e}; log start offsets of {d} taken from the segments")
-                    start_offsets = {}
-                for p in partition_dirs(d):
-                    if p.name.endswith(DELETE_DIR_SUFFIX):
-                        # a deletion that did not finish: Kafka removes these folders too
-                        shutil.rmtree(p, ignore_errors=True)
-                        continue
-                    # `-stray`/`-future` folders and KRaft's metadata log are Kafka's:
-                    # never loaded as topics, never written
-                    tp = user_partition_dir(p.name)
-                    if tp is None:
-                        continue
-                    topic, part = tp
-                    info = self.topics.get(topic)
+            with capacity.opening(total, self.log_dirs):  # out of descriptors part way: one line
+                for d in self.log_dirs:
+                    clean = (d / CLEAN_SHUTDOWN_FILE).exists()
+                    rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT)
+                    ls = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT)
                     try:
-                        topic_id = read_partition_metadata(p)
-                    except (FileNotFoundError, DataError):
-                        topic_id = info.topic_id if info else None
-                    if info is None:
-                        # data without a registry entry: adopt it rather than hide it
-                        info = TopicInfo(topic, topic_id or random_kafka_uuid(), 0, self.resolve_config({}), {})
-                        self.topics[topic] = info
-                        warnings.append(f"topic {topic} found in {d} without a registry entry; adopted")
-                    info.num_partitions = max(info.num_partitions, part + 1)
-                    lg = Log(p, info.config, topic=topic, partition=part, topic_id=info.topic_id,
-                             log_start_offset=start_offsets.get((topic, part), 0),
-                             recovery_point=recovery_points.get((topic, part), 0),
-                             had_clean_shutdown=clean,
-                             producer_id_expiration_ms=self.broker_config.get("producer.id.expiration.ms", 86400000),
-                             clock=self._clock, background=self._background)
-                    if topic_id is None:
-                        write_partition_metadata(p, info.topic_id)
-                    self.logs[(topic, part)] = lg
-                    loaded += 1
-                    recovered += lg.recovered
-                    warnings.extend(w for w in lg.warnings if w not in lg.recovery_notes)
-                    if lg.recovery_notes:
-                        cut.append(lg.recovery_dropped)
-                (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+                        recovery_points = rp.read()
+                    except DataError as e:
+                        warnings.append(f"{e}; recovering every partition of {d}")
+                        recovery_points, clean = {}, False
+                    try:
+                        start_offsets = ls.read()
+                    except DataError as e:
+                        warnings.append(f"{e}; log start offsets of {d} taken from the segments")
+                        start_offsets = {}
+                    for p in partition_dirs(d):
+                        if p.name.endswith(DELETE_DIR_SUFFIX):
+                            # a deletion that did not finish: Kafka removes these folders too
+                            shutil.rmtree(p, ignore_errors=True)
+                            continue
+                        # `-stray`/`-future` folders and KRaft's metadata log are Kafka's:
+                        # never loaded as topics, never written
+                        tp = user_partition_dir(p.name)
+                        if tp is None:
+                            continue
+                        topic, part = tp
+                        info = self.topics.get(topic)
+                        try:
+                            topic_id = read_partition_metadata(p)
+                        except (FileNotFoundError, DataError):
+                            topic_id = info.topic_id if info else None
+                        if info is None:
+                            # data without a registry entry: adopt it rather than hide it
+                            info = TopicInfo(topic, topic_id or random_kafka_uuid(), 0, self.resolve_config({}), {})
+                            self.topics[topic] = info
+                            warnings.append(f"topic {topic} found in {d} without a registry entry; adopted")
+                        info.num_partitions = max(info.num_partitions, part + 1)
+                        lg = Log(p, info.config, topic=topic, partition=part, topic_id=info.topic_id,
+                                 log_start_offset=start_offsets.get((topic, part), 0),
+                                 recovery_point=recovery_points.get((topic, part), 0),
+                                 had_clean_shutdown=clean,
+                                 producer_id_expiration_ms=self.broker_config.get("producer.id.expiration.ms", 86400000),
+                                 clock=self._clock, background=self._background)
+                        if topic_id is None:
+                            write_partition_metadata(p, info.topic_id)
+                        self.logs[(topic, part)] = lg
+                        loaded += 1
+                        recovered += lg.recovered
+                        warnings.extend(w for w in lg.warnings if w not in lg.recovery_notes)
+                        if lg.recovery_notes:
+                            cut.append(lg.recovery_dropped)
+                    (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
             # partitions in the registry with no folder (e.g. lost dir): recreate them empty
             for info in self.topics.values():
                 for part in range(info.num_partitions):

@@ -105,11 +105,13 @@ def run_scale(tmp_path, n: int) -> None:
             assert b.stop(timeout=600) == 0
 
 
+@pytest.mark.timeout(1200)
 def test_a_thousand_partitions_created_written_read_and_restarted(tmp_path):
     run_scale(tmp_path, 1000)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(5400)
 def test_ten_thousand_partitions_created_written_read_and_restarted(tmp_path):
     run_scale(tmp_path, 10_000)
 
