@@ -1,16 +1,16 @@
-"""Authorization of the cluster self-description APIs, as Kafka's KafkaApis checks them.
+"""Authorization of the cluster self-description APIs Kafka's KafkaApis checks in the handler.
 
-DescribeQuorum: DESCRIBE on the cluster. UpdateFeatures: ALTER on the cluster.
-ListConfigResources: DESCRIBE_CONFIGS on the cluster. DescribeTopicPartitions checks
-DESCRIBE on each topic itself (unauthorized topics are left out of a listing of every
-topic, answered TOPIC_AUTHORIZATION_FAILED when named). The share-group state APIs
-(a share-partition leader asking the share coordinator) need CLUSTER_ACTION, the rule
+DescribeQuorum (DESCRIBE on the cluster), UpdateFeatures (ALTER) and ListConfigResources
+(DESCRIBE_CONFIGS) need one ACL each: their request facts declare it (core/protocol/apis/cluster.py).
+DescribeTopicPartitions checks DESCRIBE on each topic itself (unauthorized topics are left out
+of a listing of every topic, answered TOPIC_AUTHORIZATION_FAILED when named). The share-group
+state APIs (a share-partition leader asking the share coordinator) need CLUSTER_ACTION, the rule
 of every API without one, and so does FindCoordinator for a share-partition key.
 The delegation token APIs check their ACLs in their handlers, as Kafka's do.
 """
 from __future__ import annotations
 
-from pylog.broker.security import authorizer as A
+from pylog.broker.security import denials
 from pylog.core.security.acl import CLUSTER_NAME, AclOperation as Op, ResourceType as Res
 
 
@@ -18,7 +18,7 @@ def _cluster(op: Op):
     def rule(az, ctx, api, body):
         if az.allowed(ctx, op, Res.CLUSTER, CLUSTER_NAME):
             return None
-        return az.refuse(api, ctx, body, A.CLUSTER_DENIED)
+        return az.refuse(api, ctx, body, denials.CLUSTER_DENIED)
     return rule
 
 
@@ -37,11 +37,9 @@ def _in_handler(az, ctx, api, body):
 
 
 CLUSTER_RULES = {
-    55: _cluster(Op.DESCRIBE),
-    57: _cluster(Op.ALTER),
-    74: _cluster(Op.DESCRIBE_CONFIGS),
-    75: _in_handler,
+    "DescribeTopicPartitions": _in_handler,
     # delegation tokens: a token for another owner needs CREATE_TOKENS on that USER, Describe
     # filters by DESCRIBE on DELEGATION_TOKEN or DESCRIBE_TOKENS on USER (broker/api/tokens.py)
-    38: _in_handler, 39: _in_handler, 40: _in_handler, 41: _in_handler,
+    "CreateDelegationToken": _in_handler, "RenewDelegationToken": _in_handler,
+    "ExpireDelegationToken": _in_handler, "DescribeDelegationToken": _in_handler,
 }
