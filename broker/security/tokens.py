@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 
-from pylog.broker.node.json_state import JsonStateFile
+from pylog.broker.common.json_state import JsonStateFile
 from pylog.core.errors import ErrorCode
 from pylog.core.security import scram
 
