@@ -26,18 +26,21 @@ from support.api_mentions import mentions
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = "broker/api/handlers.py"  # names every served API: the one table
 
+TOKEN_APIS = {"CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken"}
+
 # the places besides the table that name an API, each for its own reason
 SPECIAL: dict[str, set[str]] = {
     # the APIs whose authorization is more than one ACL on one resource (KafkaApis' own checks)
     "broker/security/authorizer.py": set(CUSTOM_RULES) - {
         "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
         "AlterShareGroupOffsets", "DeleteShareGroupOffsets", "StreamsGroupHeartbeat", "StreamsGroupDescribe",
-        "StreamsGroupTopologyDescriptionUpdate", "DescribeTopicPartitions"},
+        "StreamsGroupTopologyDescriptionUpdate", "DescribeTopicPartitions", *TOKEN_APIS},
     "broker/security/share_rules.py": {
         "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
         "AlterShareGroupOffsets", "DeleteShareGroupOffsets", "StreamsGroupHeartbeat", "StreamsGroupDescribe",
         "StreamsGroupTopologyDescriptionUpdate"},
-    "broker/security/cluster_rules.py": {"DescribeTopicPartitions"},
+    # DescribeTopicPartitions and the delegation token APIs check their ACLs in their handlers
+    "broker/security/cluster_rules.py": {"DescribeTopicPartitions", *TOKEN_APIS},
     # authentication: what a SASL listener lets through before (and during re-)authentication
     "broker/net/sasl.py": {"ApiVersions", "SaslHandshake", "SaslAuthenticate"},
     # quotas: the requests never throttled, and the byte rates of produce and fetch
