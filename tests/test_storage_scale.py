@@ -28,7 +28,7 @@ def descriptors(b: BrokerProcess) -> int:
 
 def create(bootstrap: str, topic: str, n: int, timeout: float = 600):
     # librdkafka waits socket.timeout.ms (60 s) for an answer: thousands of partitions may take longer
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": min(int(timeout * 1000), 300_000)})
     fut = admin.create_topics([NewTopic(topic, num_partitions=n, replication_factor=1)],
                               operation_timeout=timeout, request_timeout=timeout)[topic]
     return fut.result(timeout)
