@@ -35,7 +35,8 @@ def create(bootstrap: str, topic: str, n: int, timeout: float = 600):
 
 
 def write_round(bootstrap: str, n: int, round_no: int) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all",
+    # idempotent: a retry after a slow answer must not write a record twice
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all", "enable.idempotence": True,
                   "queue.buffering.max.messages": 200_000, "message.timeout.ms": 300_000})
     errors = []
     for part in range(n):
