@@ -18,7 +18,7 @@ Rows:
   * the log cleaner: the same compacted topic cleaned by Kafka's cleaner (MB/s from its own
     log line) and by pylog's (`pylog compact --json`, MB/s from its statistics).
 
-Options: --quick, --rounds N, --data-gb G (default 1; the issue's figure is 10), --record.
+Options: --quick, --rounds N, --data-gb G (default 1; the goal's figure is 10), --record.
 """
 from __future__ import annotations
 

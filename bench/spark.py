@@ -64,7 +64,7 @@ def _pylog(*args: str, timeout: float = 900) -> dict:
 def worker(master: str, src: str, work: str, bootstrap: str) -> dict:
     """One master in this process: one SparkSession, three jobs."""
     from pylog.spark import session
-    from pylog.spark.compaction import run_compaction_report
+    from pylog.spark.compaction_report import run_compaction_report
     from pylog.spark.ingest import IngestOptions, run_ingest
 
     conf = {}

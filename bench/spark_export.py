@@ -37,7 +37,7 @@ load; it prints per run the median, min and max, and the scaling of the medians 
 per-round ratios (bench/spark_export_rounds.py).
 The reference row is one process: the planner and `log_rows.read_task` over every
 segment, pyarrow writing one Parquet file per segment.
-Goals (issue 32): the dir path at least 2x Spark's Kafka source; local[2]/local[1] at least 1.6x.
+Goals: the dir path at least 2x Spark's Kafka source; local[2]/local[1] at least 1.6x.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class Member(Worker):
 
     def open(self):
         from pylog.core.client import Consumer
-        from pylog.core.client.group import attach_group
+        from pylog.core.client.membership import attach_group
         protocol = "consumer" if self.n % 2 == 0 else "classic"
         self.consumer = Consumer(props(CONSUMER, self.run_.bootstrap, self.run_.client_props,
                                        **{"group.id": self.group, "group.protocol": protocol}))

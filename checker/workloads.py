@@ -138,7 +138,7 @@ class Transformer(Worker):
 
     def open(self):
         from pylog.core.client import Consumer, Producer
-        from pylog.core.client.group import attach_group
+        from pylog.core.client.membership import attach_group
         tid = f"{self.run_.prefix}-{self.role}-{self.n}"
         self.producer = Producer(props(PRODUCER, self.run_.bootstrap, self.run_.client_props,
                                        **{"transactional.id": tid, "transaction.timeout.ms": 20000}))

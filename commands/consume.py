@@ -458,7 +458,7 @@ def _join_or_assign(consumer, topic: str, group, partitions, start) -> None:
     from pylog.core.client import TopicPartition
 
     if group is not None:
-        from pylog.core.client.group import attach_group
+        from pylog.core.client.membership import attach_group
 
         attach_group(consumer)
         consumer.subscribe([topic])

@@ -43,26 +43,3 @@ def schema_decoder(client, fmt):
     from pylog.core.client.schema_registry import Deserializer
 
     return SchemaDecoder(Deserializer(client), fmt)
-
-
-def record_value_decoder(spec: dict | None):
-    """For diff: a function Record -> Record whose value is the registry-decoded value as canonical
-    JSON bytes (sorted keys), so values written with different schema ids but equal content compare
-    equal; values not in the wire format stay as they are. `spec`: {"url", "auth", "format"}."""
-    if not spec:
-        return None
-    from pylog.commands.registry_options import make_client
-    from pylog.core.client.schema_registry import Deserializer, is_framed
-
-    deser = Deserializer(make_client(spec["url"], spec.get("auth")))
-
-    def decode(r):
-        v = r.value
-        if v is None or not is_framed(v):
-            return r
-        try:
-            obj = deser.decode(bytes(v))
-        except Exception:  # noqa: BLE001 - not decodable: compared as bytes
-            return r
-        return r._replace(value=json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
-    return decode

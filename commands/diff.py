@@ -26,8 +26,8 @@ from pylog.commands.registry_options import make_client, pop_registry_props, reg
 from pylog.commands.spark_jobs import spark_options
 from pylog.core.config import CONSUMER_CONFIGS
 from pylog.core.errors import DataError
+from pylog.spark.diff import FIELDS, record_fields, record_value_decoder, show_value
 
-FIELDS = ("key", "value", "headers", "timestamp")
 POLL_MS = 500
 
 
@@ -35,7 +35,6 @@ class Side:
     """One topic on one cluster: its partitions and the [start, end) offsets captured at the start."""
 
     def __init__(self, label: str, topic: str, props: dict, decode_spec: dict | None = None):
-        from pylog.commands.consume_schema import record_value_decoder
         from pylog.core.client import Admin
 
         self.label, self.topic, self.props = label, topic, props
@@ -89,37 +88,8 @@ class Side:
                         c.pause([tp])
 
 
-def record_fields(r, ignore):
-    """The fields of record `r` that diff compares (all but those in `ignore`)."""
-    out = {}
-    if "key" not in ignore:
-        out["key"] = r.key
-    if "value" not in ignore:
-        out["value"] = r.value
-    if "headers" not in ignore:
-        out["headers"] = [(k, bytes(v) if v is not None else None) for k, v in (r.headers or [])]
-    if "timestamp" not in ignore:
-        out["timestamp"] = r.timestamp
-    return out
-
-
 def _records(n: int) -> str:
     return f"{n:,} record" + ("" if n == 1 else "s")
-
-
-def show_value(v):
-    """A value as the report shows it (bytes as text where they decode, else hex)."""
-    if v is None:
-        return None
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        b = bytes(v)
-        try:
-            return b.decode()
-        except UnicodeDecodeError:
-            return "0x" + b.hex()
-    if isinstance(v, list):
-        return [[k, show_value(x)] for k, x in v]
-    return v
 
 
 def diff_by_position(a: Side, b: Side, ignore: set) -> list[dict]:

@@ -358,7 +358,7 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
     On a cluster or through Spark Connect, PATH must be reachable at the same
     path by the driver and every executor (a shared mount).
     """
-    from pylog.spark.compaction import run_compaction_report
+    from pylog.spark.compaction_report import run_compaction_report
     from pylog.spark.compaction_html import write_html
     from pylog.spark.session import open_session
     from pylog.core.config import TOPIC_CONFIGS

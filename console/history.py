@@ -83,12 +83,15 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.is_set():
+            began = time.monotonic()
             for job in self.jobs:
                 try:
                     job()
                 except Exception as e:  # noqa: BLE001 - the next tick tries again
                     log.debug("console sampler: %s", e)
-            self.stopped.wait(self.interval)
+            # a big cluster's sample takes a while: rest at least twice as long, so that the
+            # pages asked for meanwhile are not answered in its shadow
+            self.stopped.wait(max(self.interval, 2 * (time.monotonic() - began)))
 
     def stop(self) -> None:
         self.stopped.set()

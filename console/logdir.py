@@ -4,6 +4,7 @@ verdicts of `pylog verify` (CLEAN, REPAIRABLE, DAMAGED) with their problems."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from pylog.core.errors import UsageError
@@ -16,6 +17,7 @@ from pylog.storage.scan import Damage, scan_log
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 PAGE_BATCHES = 200
 PAGE_PARTITIONS = 500
+NAMES_TTL = 5.0
 
 
 def batch_fields(e) -> dict:
@@ -39,6 +41,7 @@ class LogDirs:
     def __init__(self, dirs, live: bool = False):
         self.dirs = [Path(d) for d in dirs]
         self.live = live  # a running broker owns them: the active segment may grow as it is read
+        self.listed: tuple[float, list] | None = None  # (when, names())
 
     def _partition(self, name: str) -> Path:
         for d in self.dirs:
@@ -48,13 +51,19 @@ class LogDirs:
         raise UsageError(f"no partition folder {name} in {', '.join(map(str, self.dirs))}")
 
     def names(self) -> list[tuple[Path, str]]:
-        """(log dir, partition folder name) of every partition, in name order."""
+        """(log dir, partition folder name) of every partition, in name order (read again after
+        NAMES_TTL seconds: a page of a big log dir does not list all of its folders again)."""
+        cached = self.listed
+        if cached is not None and time.monotonic() - cached[0] < NAMES_TTL:
+            return cached[1]
         out = []
         for d in self.dirs:
             if d.is_dir():
                 with os.scandir(d) as it:
                     out += [(d, e.name) for e in it if e.is_dir() and parse_partition_dir(e.name) is not None]
-        return sorted(out, key=lambda x: (parse_partition_dir(x[1]), str(x[0])))
+        out.sort(key=lambda x: (parse_partition_dir(x[1]), str(x[0])))
+        self.listed = (time.monotonic(), out)
+        return out
 
     def partitions(self, start: int = 0, limit: int = PAGE_PARTITIONS, match: str | None = None) -> dict:
         """A page of the partitions (their folders read for this page only), and how many there are."""

@@ -84,6 +84,8 @@ class ConsoleService:
 
     def stop(self) -> None:
         self.sampler.stop()
+        if self.sampler.is_alive():
+            self.sampler.join(60)  # its clients close below: let a sample in progress end first
         self.server.stop()
         for part in (self.messages, self.groups, self.security, self.cluster):
             try:

@@ -127,7 +127,10 @@ def _by_id_versions(reg, m, q, body):
 
 
 def _contexts(reg, m, q, body):
-    return 200, ["."]
+    """The default context and every context a `:.ctx:subject` name puts a subject in."""
+    names = {"."} | {s[1:].split(":", 1)[0] for s in reg.state.subject_names()
+                     if s.startswith(":.") and ":" in s[2:]}
+    return 200, _page(sorted(names), q)
 
 
 def _config_get(reg, m, q, body):

@@ -271,15 +271,3 @@ def segment_after(seg: dict, plan: dict, latest_bc) -> dict:
 ROW_SCHEMA = ("topic string, partition int, segment long, offset long, key_hash binary, key_size int, "
               "value_size int, tombstone boolean, timestamp long, producer_id long, in_map boolean, "
               "key_preview string")
-
-
-
-def __getattr__(name: str):
-    # The driver side lives in compaction_report (it imports this module); the old import path still works.
-    if name in ("run_compaction_report", "map_segments", "live_producers"):
-        from pylog.spark import compaction_report
-        return getattr(compaction_report, name)
-    if name == "write_html":
-        from pylog.spark.compaction_html import write_html
-        return write_html
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,6 +20,60 @@ _FLUSH = 8192
 _DECODE = "pylog.diff.value.decoding"  # the --value-format spec, carried to the tasks with the props
 
 
+FIELDS = ("key", "value", "headers", "timestamp")  # what diff compares
+
+
+def record_fields(r, ignore):
+    """The fields of record `r` that diff compares (all but those in `ignore`)."""
+    out = {}
+    if "key" not in ignore:
+        out["key"] = r.key
+    if "value" not in ignore:
+        out["value"] = r.value
+    if "headers" not in ignore:
+        out["headers"] = [(k, bytes(v) if v is not None else None) for k, v in (r.headers or [])]
+    if "timestamp" not in ignore:
+        out["timestamp"] = r.timestamp
+    return out
+
+
+def show_value(v):
+    """A value as the report shows it (bytes as text where they decode, else hex)."""
+    if v is None:
+        return None
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        try:
+            return b.decode()
+        except UnicodeDecodeError:
+            return "0x" + b.hex()
+    if isinstance(v, list):
+        return [[k, show_value(x)] for k, x in v]
+    return v
+
+
+def record_value_decoder(spec: dict | None):
+    """For diff: a function Record -> Record whose value is the registry-decoded value as canonical
+    JSON bytes (sorted keys), so values written with different schema ids but equal content compare
+    equal; values not in the wire format stay as they are. `spec`: {"url", "auth", "format"}."""
+    if not spec:
+        return None
+    from pylog.core.client.schema_registry import Deserializer, RegistryClient, is_framed
+
+    deser = Deserializer(RegistryClient(spec["url"].split(",")[0].strip(), spec.get("auth")))
+
+    def decode(r):
+        v = r.value
+        if v is None or not is_framed(v):
+            return r
+        try:
+            obj = deser.decode(bytes(v))
+        except Exception:  # noqa: BLE001 - not decodable: compared as bytes
+            return r
+        return r._replace(value=json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
+    return decode
+
+
 def _digest(b) -> bytes:
     """16 bytes for a field value; None (a null key or value) differs from every byte string."""
     if b is None:
@@ -94,8 +148,6 @@ def _rows_task(batches, ignore: list, by_key: bool):
                                                [s, i32, i64, i64, b, b, b, i64])))
     names = schema.names
     skip = set(ignore)
-    from pylog.commands.consume_schema import record_value_decoder
-
     for batch in batches:
         for task in batch.to_pylist():
             props = json.loads(task["props"])
@@ -150,8 +202,6 @@ def spark_diff_by_position(spark, a, b, ignore: set) -> list[dict]:
     """diff_by_position's result, computed by Spark."""
     from pyspark.sql import functions as F
 
-    from pylog.commands.diff import FIELDS, record_fields, show_value
-
     rows = _record_rows(spark, [a, b], ignore, False)
     cols = ["offset", "kd", "vd", "hd", "ts"]
     sa = rows.filter(F.col("side") == "A").select("partition", "ordinal", *[F.col(c).alias(c + "_a") for c in cols])
@@ -191,8 +241,6 @@ def spark_diff_by_key(spark, a, b, ignore: set, examples: int = 5) -> dict:
     offset in its partition (across partitions, the newest timestamp); examples come in the order of
     each key's first record."""
     from pyspark.sql import functions as F
-
-    from pylog.commands.diff import show_value
 
     rows = _record_rows(spark, [a, b], ignore, True)
     keyless = {r["side"]: r["n"] for r in rows.filter(F.col("key").isNull()).groupBy("side")

@@ -425,10 +425,13 @@ def check_shared_dir(spark, log_dir: str, say=None) -> None:
 
 def job_failed(e: BaseException) -> DataError:
     """The one-line error for a failed Spark job."""
+    from pylog.spark.session import live_run
     from pylog.spark.shipenv import missing_module_hint
 
+    run = live_run()
+    executor_python, connect = (run.executor_python, run.connect) if run else (None, False)
     line = _task_error(e)
-    hint = missing_module_hint(line) or missing_module_hint(str(e))
+    hint = missing_module_hint(line, executor_python, connect) or missing_module_hint(str(e), executor_python, connect)
     return DataError(f"Spark job failed: {hint or line}")
 
 

@@ -383,11 +383,6 @@ def missing_module_hint(message: str, executor_python: ExecutorPython | None = N
     if not m:
         return None
     mod = m.group(1)
-    if executor_python is None:  # the live session's, when the caller has none at hand
-        from pylog.spark.session import live_run
-
-        run = live_run()
-        executor_python, connect = (run.executor_python, run.connect) if run else (None, connect)
     name_it = f"--conf {CONNECT_PYTHON_CONF if connect else 'spark.pyspark.python'}=PYTHON (one that has them)"
     how = executor_python.how if executor_python else "workers"
     if how == "shipped":

@@ -471,11 +471,3 @@ class Cleaner:
             hook("hint-removed")
         if delay == 0:
             lg.delete_expired_files(now)
-
-
-def __getattr__(name: str):
-    # The manager lives in cleaner_manager (it imports this module); its old import path still works.
-    if name in ("CleanerManager", "dedupe_map_for"):
-        from pylog.storage import cleaner_manager
-        return getattr(cleaner_manager, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

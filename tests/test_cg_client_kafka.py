@@ -59,7 +59,7 @@ class Member:
 
     def __init__(self, bootstrap, group, topics, instance_id=None, **props):
         from pylog.core.client import Consumer
-        from pylog.core.client.group import attach_group
+        from pylog.core.client.membership import attach_group
 
         conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
                 "auto.offset.reset": "earliest", "enable.auto.commit": "false", "client.id": f"cgc-{group}"}

@@ -69,3 +69,15 @@ def test_acknowledged_batches_dropped_are_caught(tmp_path):
     assert [lost["key"], lost["value"], lost["offset"]] in [m[1:] for m in sender["value"]]
     assert reader["f"] == "poll" and any(o >= lost["offset"] for o, _v in reader["value"][0][1][lost["key"]])
     assert "lost-write" in r.stdout
+
+
+@pytest.mark.broker_process
+def test_pylog_fault_rules(tmp_path):
+    rules = tmp_path / "rules.json"
+    rules.write_text('[{"kind": "delay", "api": "Fetch", "ms": 300},'
+                     ' {"kind": "error", "api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER", "count": 3}]')
+    r, results, out = check(tmp_path, "-w", "queue", "--local", "pylog", "--duration", 12, "--fault", "rules",
+                            "--fault-rules", rules, "--fault-interval", 3, "--fault-hold", 2, "--rate", 40)
+    assert_clean_with_faults(r, results, out, faults=2)
+    windows = [line for line in (out / "history.jsonl").read_text().splitlines() if '"nemesis"' in line]
+    assert len(windows) >= 4 and all('"f":"rules"' in w for w in windows)

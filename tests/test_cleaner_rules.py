@@ -8,7 +8,8 @@ import tracemalloc
 
 from support.cleaner_support import NOW, append, open_log, read_records, topic_config
 from pylog.core.config import BROKER_CONFIGS
-from pylog.storage.cleaner import Cleaner, CleanerManager, read_cleaner_checkpoint
+from pylog.storage.cleaner import Cleaner, read_cleaner_checkpoint
+from pylog.storage.cleaner_manager import CleanerManager
 from pylog.storage.compaction_rules import SegmentStat, cleanable_section, group_segments, should_clean
 from pylog.storage.log_manager import LogManager
 from pylog.storage.offset_map import SLOT_BYTES, OffsetMap

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from pylog.core.client import Admin, Consumer, Producer, TopicPartition
-from pylog.core.client.group import attach_group
+from pylog.core.client.membership import attach_group
 from pylog.core.client.transactions import (
     AbortableTransactionError,
     ConsumerGroupMetadata,

@@ -13,7 +13,7 @@ import pytest
 
 from pylog.console.service import ConsoleService
 from pylog.core.client import Consumer, Producer, TopicPartition
-from pylog.core.client.group import attach_group
+from pylog.core.client.membership import attach_group
 from pylog.core.client.group_admin import GroupAdmin
 from pylog.core.client.quota_admin import QuotaAdmin
 from pylog.core.client.schema_registry import RegistryClient, Serializer

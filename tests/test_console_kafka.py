@@ -15,7 +15,7 @@ import time
 import pytest
 
 from pylog.core.client import Consumer, Producer, TopicPartition
-from pylog.core.client.group import attach_group
+from pylog.core.client.membership import attach_group
 from pylog.core.client.group_admin import GroupAdmin
 from pylog.core.client.schema_registry import RegistryClient, Serializer
 from pylog.core.client.share_consumer import ShareConsumer

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from pylog.core.client import Consumer, Producer, TopicPartition
-from pylog.core.client.group import attach_group
+from pylog.core.client.membership import attach_group
 from support.fault_clients import (  # noqa: F401
     DEADLINE, commit_after_aborts, fault_on_filled_topic, kafka, no_rules_left, stored,
 )

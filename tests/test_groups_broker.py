@@ -83,7 +83,7 @@ def test_three_members_share_then_survive_a_crash(gbroker):
 
 def test_two_groups_each_get_every_record(gbroker):
     from pylog.core.client import Consumer
-    from pylog.core.client.group import attach_group
+    from pylog.core.client.membership import attach_group
 
     topic = "fanout"
     create_topic(gbroker, topic, 3)
@@ -173,7 +173,7 @@ def test_consume_cli_with_group_and_groups_commands(gbroker):
 
     # an active group is refused
     from pylog.core.client import Consumer
-    from pylog.core.client.group import attach_group
+    from pylog.core.client.membership import attach_group
 
     c = Consumer({"bootstrap.servers": gbroker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": "false"})
@@ -294,7 +294,7 @@ def test_wire_protocol_details(gbroker):
 
 def test_max_poll_interval_leaves_the_group(gbroker):
     from pylog.core.client import Consumer
-    from pylog.core.client.group import attach_group
+    from pylog.core.client.membership import attach_group
 
     topic, group = "stall", "stall-g"
     create_topic(gbroker, topic, 2)
@@ -323,7 +323,7 @@ def test_max_poll_interval_leaves_the_group(gbroker):
 
 def test_committed_offsets_survive_restarts(tmp_path):
     from pylog.core.client import Consumer
-    from pylog.core.client.group import attach_group
+    from pylog.core.client.membership import attach_group
     from pylog.core.client.group_admin import GroupAdmin
     from pylog.broker.groups.offsets_topic import partition_for
 
@@ -371,7 +371,7 @@ def test_committed_offsets_survive_restarts(tmp_path):
 
 def test_pattern_subscription_and_cooperative_sticky(gbroker):
     from pylog.core.client import Consumer
-    from pylog.core.client.group import attach_group
+    from pylog.core.client.membership import attach_group
 
     for t in ("pat-a", "pat-b"):
         create_topic(gbroker, t, 2)

@@ -336,3 +336,13 @@ def test_concurrent_registrations_under_many_subjects_get_one_id_per_schema(url)
         assert json.loads(ok(rest(f"{url}/schemas/ids/{sid}"))["schema"]) == json.loads(schema)
     for k in range(4):
         assert ok(rest(f"{url}/subjects/{tag}-{k}/versions")) == list(range(1, 19))
+
+
+def test_contexts_lists_the_contexts_subject_names_use(url):
+    ctx = "." + _s()
+    schema = json.dumps({"type": "record", "name": "InCtx", "fields": [{"name": "a", "type": "int"}]})
+    sid = ok(rest(f"{url}/subjects/:{ctx}:orders-value/versions", "POST", {"schema": schema}))["id"]
+    contexts = ok(rest(f"{url}/contexts"))
+    assert contexts[0] == "." and ctx in contexts
+    assert ok(rest(f"{url}/subjects/:{ctx}:orders-value/versions/1"))["id"] == sid
+    assert ok(rest(f"{url}/contexts?limit=1")) == ["."]

@@ -109,13 +109,94 @@ def test_handlers_read_declared_request_fields_directly():
         declared = _field_names(h.schema.request, set())
         for fn in (h.handle, h.error):
             src = textwrap.dedent(inspect.getsource(fn))
-            where = f"{Path(inspect.getsourcefile(fn)).relative_to(ROOT)}:{fn.__name__}"
+            where = f"{fn.__module__}:{fn.__name__}"  # wherever pylog is installed
             for n in ast.walk(parse(src)):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
                         and isinstance(n.func.value, ast.Name) and n.func.value.id == "body" and n.args \
                         and isinstance(n.args[0], ast.Constant) and n.args[0].value in declared:
                     found.append(f"{where}: {ast.unparse(n)} ({h.schema.name} declares it)")
     assert not found, "\n".join(found)
+
+
+# ---------------------------------------------------------------- narrow seams
+# the group coordinator's insides: its store, its group table and its protocol halves
+GROUP_INSIDES = ("store", "groups", "classic", "consumer", "migration", "txn_offsets")
+GROUP_COORDINATOR_PARTS = {"broker/groups/coordinator.py", "broker/groups/classic.py", "broker/groups/migration.py",
+                           "broker/groups/store.py", "broker/groups/state.py"}
+# the components still built with the Broker itself (a narrow interface each is the goal): the
+# list only shrinks
+HOLD_THE_BROKER = {
+    "broker/groups/coordinator.py", "broker/groups/store.py", "broker/groups/share/coordinator.py",
+    "broker/groups/share/store.py", "broker/groups/consumer/coordinator.py", "broker/groups/streams/coordinator.py", "broker/groups/share/dead_letters.py",
+    "broker/groups/share/members.py", "broker/ops/admin_http.py", "broker/ops/dynamic_config.py",
+    "broker/ops/log_dirs.py", "broker/ops/request_faults/engine.py", "broker/ops/request_faults/shapes.py",
+    "broker/txn/coordinator.py",
+}
+
+
+def _gc_names(tree) -> set:
+    """Local names bound to the group coordinator (`gc = broker.group_coordinator`)."""
+    return {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+            and ast.unparse(n.value).endswith("group_coordinator") for t in n.targets if isinstance(t, ast.Name)}
+
+
+def group_insides(path: Path, root: Path = ROOT) -> list[str]:
+    """Where a module reads the group coordinator's store or tables."""
+    tree = parse(path.read_text())
+    names = _gc_names(tree)
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and n.attr in GROUP_INSIDES:
+            owner = n.value
+            if (isinstance(owner, ast.Attribute) and owner.attr == "group_coordinator") or \
+                    (isinstance(owner, ast.Name) and owner.id in names):
+                out.append(f"{path.relative_to(root).as_posix()}:{n.lineno}: {ast.unparse(n)}")
+    return out
+
+
+def test_nothing_outside_the_group_coordinator_touches_its_store_or_tables():
+    found = [u for p in sorted((ROOT / "broker").rglob("*.py"))
+             if p.relative_to(ROOT).as_posix() not in GROUP_COORDINATOR_PARTS for u in group_insides(p)]
+    assert not found, "the group coordinator's insides used from outside (use its facade):\n" + "\n".join(found)
+
+
+def test_the_group_insides_check_catches_what_it_names(tmp_path):
+    p = tmp_path / "probe.py"
+    p.write_text("def f(broker, self):\n    gc = broker.group_coordinator\n    a = gc.groups.get('g')\n"
+                 "    b = self.broker.group_coordinator.store.append('g', [])\n    return gc.group('g'), a, b\n")
+    assert [u.split(": ", 1)[1] for u in group_insides(p, tmp_path)] == [
+        "gc.groups", "self.broker.group_coordinator.store"]
+
+
+def broker_holders() -> set[str]:
+    """The modules (but the Broker's own) whose objects keep the Broker: `self.broker = ...`."""
+    out = set()
+    for p in sorted((ROOT / "broker").rglob("*.py")):
+        rel = p.relative_to(ROOT).as_posix()
+        if rel == "broker/node/broker.py":
+            continue
+        for n in ast.walk(parse(p.read_text())):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+                if any(ast.unparse(t) == "self.broker" for t in flat):
+                    out.add(rel)
+    return out
+
+
+def test_no_handler_or_component_holds_the_broker():
+    """Handlers get the node as a NodeView (api/context.py), never the Broker class; components
+    are given what they use. The ones still built with the Broker are listed, and the list only
+    shrinks."""
+    for h in HANDLERS:
+        first = next(iter(inspect.signature(h.handle).parameters.values()))
+        assert first.annotation in (inspect.Parameter.empty, "NodeView"), (h.schema.name, first.annotation)
+    holders = broker_holders()
+    assert holders - HOLD_THE_BROKER == set(), "new components holding the Broker"
+    assert HOLD_THE_BROKER - holders == set(), "no longer holding it: take them off HOLD_THE_BROKER"
+    assert len(HOLD_THE_BROKER) <= 14
+    # the authorizer is given the topic lookups and the config it reads (Authorizer.attach)
+    assert "broker/security/authorizer.py" not in holders
 
 
 # ---------------------------------------------------------------- raw error numbers

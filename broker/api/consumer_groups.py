@@ -5,17 +5,12 @@ Requests in, calls on the group coordinator's consumer half
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pylog.broker.groups.consumer.coordinator import describe_error, heartbeat_error
-from pylog.broker.api.context import RequestContext
+from pylog.broker.api.context import NodeView, RequestContext
 from pylog.broker.security.authorizer import topic_filter
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
-
-def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def consumer_group_heartbeat(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Join, heartbeat, reconcile or leave a consumer group."""
     host = "/" + ctx.conn.peer.rsplit(":", 1)[0] if ctx.conn is not None else ""
     may_describe = None if broker.authorizer is None else topic_filter(broker.authorizer, ctx)
@@ -28,7 +23,7 @@ def consumer_group_heartbeat_error(body, version, code, msg):
     return heartbeat_error(code, msg)
 
 
-def consumer_group_describe(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def consumer_group_describe(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Epochs, members, current and target assignments of consumer groups."""
     return {"throttle_time_ms": 0, "groups": broker.group_coordinator.describe_consumer_groups(body["group_ids"])}
 

@@ -10,11 +10,22 @@ request names. handlers.py registers both in the broker's one table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Union
+import uuid
+from typing import Any, Awaitable, Callable, Protocol, Union
 
-from pylog.broker.net.server import Connection
+from pylog.broker.groups.coordinator import GroupCoordinator
+from pylog.broker.groups.share.coordinator import ShareCoordinator
+from pylog.broker.net.connection import Connection
+from pylog.broker.node.producer_ids import ProducerIdManager
+from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
+from pylog.broker.ops.quotas import QuotaManager
+from pylog.broker.security.authorizer import Authorizer
+from pylog.broker.security.store import SecurityStore
+from pylog.broker.txn.coordinator import TransactionCoordinator
 from pylog.core.config import ConfigError
 from pylog.core.errors import ErrorCode, KafkaError
+from pylog.core.protocol.facts import Partitions
+from pylog.storage import LogManager
 
 # Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE)
 AUTHORIZED_OPS_OMITTED = -(2**31)
@@ -25,6 +36,40 @@ UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 Response = Union[dict, Awaitable[dict], None]
 ErrorBuilder = Callable[[dict, int, int, Union[str, None]], dict]
+
+
+class NodeView(Protocol):
+    """What handlers see of the node (node.broker.Broker is one): its components and the few
+    node-wide answers, declared here so that no handler imports the Broker."""
+
+    node_id: int
+    cluster_id: str
+    config: Any  # the broker's ConfigSet
+    settings: Any  # node.settings.BrokerSettings
+    loop: Any
+    logs: LogManager
+    producer_ids: ProducerIdManager
+    group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
+    share_coordinator: ShareCoordinator
+    security: SecurityStore | None
+    authorizer: Authorizer | None
+    quotas: QuotaManager | None
+    dynamic_configs: DynamicBrokerConfigs | None
+    stats: Any  # ops.metrics.BrokerStats
+    dir_health: Any  # ops.log_dirs.LogDirMonitor
+    faults: Any  # ops.request_faults.FaultEngine
+    servers: list
+    stopping: bool
+
+    def advertised_for(self, conn: Connection) -> tuple[str, int]: ...
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
+    def leader_epoch(self, log_) -> int: ...
+    def wake(self, topic: str, partition: int) -> None: ...
+    def wake_topic(self, topic: str) -> None: ...
+    def wait_for_append(self, *args, **kwargs) -> Any: ...
+    def api_version_ranges(self) -> list[dict]: ...
+    def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None: ...
 
 
 @dataclass
@@ -64,3 +109,13 @@ def mirror_partitions(topics: list, answer: Callable[[dict, dict], dict], *, nam
     """A response's topics list shaped like the request's: one `answer(topic, partition)`
     entry per requested partition, in order, under the same topic and partition-list keys."""
     return [{name: t[name], partitions: [answer(t, p) for p in t[partitions]]} for t in topics]
+
+
+def partition_error_answer(shape: Partitions) -> ErrorBuilder:
+    """The whole-request error answer of a partitioned API, from its request facts: every
+    partition the request names with the code, under the answer's topic and partition keys."""
+    def error(body, version, code, msg):
+        out = shape.empty()
+        out[shape.resp_topics] = [shape.error_topic(t, code) for t in body[shape.req_topics] or ()]
+        return out
+    return error

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import base64
 import logging
-from typing import TYPE_CHECKING
 
-from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, RequestContext, mirror_partitions
+from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NodeView, RequestContext, mirror_partitions
 from pylog.broker.groups.coordinator import JoinRequest, SyncRequest, join_error, sync_answer
 from pylog.broker.groups.state import DEAD, EMPTY, STABLE, Group
 from pylog.core.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker.groups")
 
@@ -42,7 +38,7 @@ def _share_key_ok(key: str) -> bool:
         return False
 
 
-def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None, version: int = 6) -> dict:
+def _coordinator_for(broker: NodeView, key_type: int, key: str, conn=None, version: int = 6) -> dict:
     if key_type == SHARE_KEY:  # v6+ (KIP-932): the share coordinator of a share-partition
         if version < 6 or not _share_key_ok(key):
             return _no_coordinator(key, ErrorCode.INVALID_REQUEST, "")
@@ -69,7 +65,7 @@ def _coordinator_for(broker: Broker, key_type: int, key: str, conn=None, version
             "error_code": ErrorCode.NONE, "error_message": None}
 
 
-def find_coordinator(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def find_coordinator(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """This broker coordinates every group; v4+ asks for several keys at once."""
     keys = body["coordinator_keys"] if ctx.api_version >= 4 else [body["key"]]
     results = [_coordinator_for(broker, body["key_type"], k, ctx.conn, ctx.api_version) for k in keys]
@@ -89,7 +85,7 @@ def find_coordinator_error(body, version, code, msg):
 
 # ---- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ---------------------------
 
-def join_group(broker: Broker, ctx: RequestContext, body: dict):
+def join_group(broker: NodeView, ctx: RequestContext, body: dict):
     """Join (or rejoin) a group; answered when the group's rebalance completes."""
     v = ctx.api_version
     session = body["session_timeout_ms"]
@@ -108,7 +104,7 @@ def join_group_error(body, version, code, msg):
     return join_error(body["member_id"], code)
 
 
-def sync_group(broker: Broker, ctx: RequestContext, body: dict):
+def sync_group(broker: NodeView, ctx: RequestContext, body: dict):
     """Get this member's assignment (the leader brings everyone's)."""
     return broker.group_coordinator.sync(SyncRequest(
         body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id"],
@@ -121,7 +117,7 @@ def sync_group_error(body, version, code, msg):
     return sync_answer(None, code)
 
 
-def heartbeat(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def heartbeat(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Keep a member alive; errors tell it to rejoin."""
     code = broker.group_coordinator.heartbeat(body["group_id"], body["member_id"], body["group_instance_id"],
                                               body["generation_id"])
@@ -142,7 +138,7 @@ def _leaving(body: dict, version: int) -> list[tuple[str, str | None]]:
     return [(m["member_id"], m["group_instance_id"]) for m in body["members"]]
 
 
-def leave_group(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def leave_group(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Remove members (v3+: a batch, static members by instance id)."""
     gc = broker.group_coordinator
     results = []
@@ -160,7 +156,7 @@ def leave_group_error(body, version, code, msg):
 
 # ---- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------
 
-def commit_requests(broker: Broker, topics: list) -> tuple[set, list]:
+def commit_requests(broker: NodeView, topics: list) -> tuple[set, list]:
     """The (topic, partition)s of an offset commit that exist, and their offsets to store as
     ((topic, partition), offset, leader epoch, metadata): Kafka answers the others
     UNKNOWN_TOPIC_OR_PARTITION and stores nothing for them."""
@@ -181,13 +177,13 @@ def commit_answer(topics: list, by_tp: dict) -> dict:
             (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
 
 
-def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> int:
+def _member_commit_refused(broker: NodeView, ctx: RequestContext, body: dict) -> int:
     """Kafka's version rules for a member's commit: from v9 an unknown group is GROUP_ID_NOT_FOUND
     (older versions keep ILLEGAL_GENERATION); a KIP-848 member must commit with v9 or above."""
     gen = body["generation_id_or_member_epoch"]
     if gen < 0:
         return ErrorCode.NONE
-    g = broker.group_coordinator.groups.get(body["group_id"])
+    g = broker.group_coordinator.group(body["group_id"])
     if g is None:
         return ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else ErrorCode.NONE
     cg = getattr(g, "consumer", None)
@@ -198,7 +194,7 @@ def _member_commit_refused(broker: Broker, ctx: RequestContext, body: dict) -> i
     return ErrorCode.NONE
 
 
-def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Commit offsets for a member of the group's generation, or for an admin (generation -1)."""
     topics = body["topics"]
     known, offsets = commit_requests(broker, topics)
@@ -213,12 +209,6 @@ def offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
             offsets)
         by_tp = {tp: c for (tp, *_), c in zip(offsets, codes)}
     return commit_answer(topics, by_tp)
-
-
-def offset_commit_error(body, version, code, msg):
-    """Every partition with `code`."""
-    return {"throttle_time_ms": 0, "topics": mirror_partitions(
-        body["topics"], lambda t, p: {"partition_index": p["partition_index"], "error_code": code})}
 
 
 def _committed(g: Group | None, topics, unstable=None) -> list:
@@ -245,20 +235,19 @@ def _committed(g: Group | None, topics, unstable=None) -> list:
             for t in topics]
 
 
-def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def offset_fetch(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Committed offsets of one group (v8+: of several)."""
     gc = broker.group_coordinator
-    groups = gc.groups
 
     def unstable(gid):
-        if not body["require_stable"] or not gc.txn_offsets:
+        if not body["require_stable"] or not gc.any_txn_offsets():
             return None
         return lambda tp: gc.has_pending_txn_offset(gid, tp)
     if ctx.api_version >= 8:
         out = []
         for gq in body["groups"]:
             gid = gq["group_id"]
-            g = groups.get(gid)
+            g = gc.group(gid)
             code = ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID
             if g is not None and (g.consumer is not None or g.streams is not None) and ctx.api_version >= 9:
                 code = gc.fetch_check(g, gq["member_id"], gq["member_epoch"])
@@ -269,7 +258,7 @@ def offset_fetch(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     topics = body["topics"]
     if ctx.api_version < 2 and topics is None:
         topics = []
-    return {"throttle_time_ms": 0, "topics": _committed(groups.get(gid), topics, unstable(gid)),
+    return {"throttle_time_ms": 0, "topics": _committed(gc.group(gid), topics, unstable(gid)),
             "error_code": ErrorCode.NONE if gid else ErrorCode.INVALID_GROUP_ID}
 
 
@@ -286,7 +275,7 @@ def offset_fetch_error(body, version, code, msg):
                        for g in body["groups"]]}
 
 
-def offset_delete(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def offset_delete(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Delete committed offsets of topics the group does not subscribe to."""
     topics = body["topics"]
     code, subscribed = broker.group_coordinator.delete_offsets(
@@ -306,13 +295,12 @@ def offset_delete_error(body, version, code, msg):
 
 # ---- ListGroups, DescribeGroups, DeleteGroups ------------------------------
 
-def list_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def list_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Every group, filtered by state and type (v4+, v5+)."""
     states = {s.lower() for s in body["states_filter"]}
     types = {t.lower() for t in body["types_filter"]}
     out = []
-    groups = broker.group_coordinator.groups
-    for g in sorted(groups.values(), key=lambda x: x.group_id):
+    for g in sorted(broker.group_coordinator.all_groups(), key=lambda x: x.group_id):
         if g.consumer is not None:  # KIP-848: protocol type "consumer", Kafka's ConsumerGroupState names
             state, gtype, ptype = g.consumer.state, "consumer", "consumer"
         elif g.streams is not None:  # KIP-1071: Kafka's StreamsGroupState names
@@ -351,12 +339,12 @@ def _described(g: Group) -> dict:
             "members": members, "authorized_operations": AUTHORIZED_OPS_OMITTED}
 
 
-def describe_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def describe_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """State, protocol and members of each group."""
-    groups = broker.group_coordinator.groups
+    gc = broker.group_coordinator
     out = []
     for gid in body["groups"]:
-        g = groups.get(gid)
+        g = gc.group(gid)
         if g is None or g.consumer is not None or g.streams is not None:  # Kafka describes only classic groups here
             code = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.NONE
             out.append({"error_code": code, "error_message": f"Group {gid} not found." if code else None,
@@ -374,7 +362,7 @@ def describe_groups_error(body, version, code, msg):
          "members": [], "authorized_operations": AUTHORIZED_OPS_OMITTED} for g in body["groups"]]}
 
 
-def delete_groups(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def delete_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Delete empty groups with their offsets."""
     gc, share = broker.group_coordinator, broker.share_coordinator
     return {"throttle_time_ms": 0, "results": [

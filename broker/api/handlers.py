@@ -31,7 +31,7 @@ from pylog.broker.api import (
     txn as apis_txn,
 )
 from pylog.broker.net import sasl
-from pylog.broker.api.context import ErrorBuilder, Response
+from pylog.broker.api.context import ErrorBuilder, Response, partition_error_answer
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import Api
 from pylog.core.protocol.apis import (
@@ -65,13 +65,16 @@ class Handler:
 
 def served(module, *schemas: Api, feature: str | None = None, **options) -> tuple[Handler, ...]:
     """The handlers of one API family: each schema is answered by the function of `module` named
-    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error`. With a
+    after it (ApiVersions -> api_versions) and its error answer by `api_versions_error` (or, for an
+    API whose request facts declare its partitions, the answer derived from them). With a
     `feature`, the APIs answer UNSUPPORTED_VERSION while that feature is finalized at level 0
     (share groups with share.version 0, as Kafka 4.4 answers)."""
     out = []
     for schema in schemas:
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", schema.name).lower()
-        handle, error = getattr(module, name), getattr(module, name + "_error")
+        handle, error = getattr(module, name), getattr(module, name + "_error", None)
+        if error is None:
+            error = partition_error_answer(schema.facts.partitions)
         if feature is not None:
             handle = _gated(handle, error, feature)
         out.append(Handler(schema, handle, error, **options))

@@ -1,14 +1,9 @@
 """ApiVersions, Metadata and DescribeCluster: what clients ask before anything else."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NONE, RequestContext, code_of
+from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NONE, NodeView, RequestContext, code_of
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
-
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -31,7 +26,7 @@ def invalid_name_code(name: str) -> int:
 # Kafka 4.4 formats new clusters: share groups (KIP-932) with dead-letter topics (KIP-1191).
 
 
-def _wrong_target(broker: Broker, body: dict) -> int:
+def _wrong_target(broker: NodeView, body: dict) -> int:
     """ApiVersions v5 (KIP-1242): a client names the cluster and node it means to reach, both or
     neither (INVALID_REQUEST); another cluster or node answers REBOOTSTRAP_REQUIRED."""
     cluster_id, node_id = body.get("cluster_id"), body.get("node_id", -1)
@@ -44,7 +39,7 @@ def _wrong_target(broker: Broker, body: dict) -> int:
     return ErrorCode.NONE
 
 
-def api_versions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def api_versions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """The APIs this broker serves with their version ranges, and its feature levels."""
     if ctx.api_version >= 5:
         code = _wrong_target(broker, body)
@@ -62,13 +57,13 @@ def api_versions_error(body, version, code, msg):
 
 # ---- Metadata --------------------------------------------------------------
 
-def _broker_entry(broker: Broker, conn=None) -> dict:
+def _broker_entry(broker: NodeView, conn=None) -> dict:
     # the address of the listener the client came in on, as Kafka answers
     host, port = broker.advertised_for(conn)
     return {"node_id": broker.node_id, "host": host, "port": port, "rack": None}
 
 
-def _partition_entries(broker: Broker, info) -> list:
+def _partition_entries(broker: NodeView, info) -> list:
     node = broker.node_id
     out = []
     for p in range(info.num_partitions):
@@ -85,7 +80,7 @@ def _partition_entries(broker: Broker, info) -> list:
     return out
 
 
-def _topic_entry(broker: Broker, info) -> dict:
+def _topic_entry(broker: NodeView, info) -> dict:
     return {
         "error_code": NONE, "name": info.name, "topic_id": info.topic_id,
         "is_internal": info.name in INTERNAL_TOPICS, "partitions": _partition_entries(broker, info),
@@ -98,7 +93,7 @@ def _error_topic(name, code, topic_id=ZERO_UUID) -> dict:
             "partitions": [], "topic_authorized_operations": AUTHORIZED_OPS_OMITTED}
 
 
-def _requested_topic(broker: Broker, name, topic_id, auto_create: bool) -> dict:
+def _requested_topic(broker: NodeView, name, topic_id, auto_create: bool) -> dict:
     """The Metadata entry for one requested topic, by name or (v10+) by id; auto-created
     when the broker and the request allow it."""
     if name is None or (name == "" and topic_id != ZERO_UUID):
@@ -124,7 +119,7 @@ def _requested_topic(broker: Broker, name, topic_id, auto_create: bool) -> dict:
     return _topic_entry(broker, info)
 
 
-def metadata(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def metadata(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """This broker, and the requested (or every) topic with its partitions' leader (this node)."""
     v = ctx.api_version
     requested = body["topics"]
@@ -158,7 +153,7 @@ def metadata_error(body, version, code, msg):
 ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2  # DescribeCluster's EndpointType
 
 
-def describe_cluster(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def describe_cluster(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """The cluster id and its one broker; a request for another endpoint type is refused
     as Kafka's AuthHelper.computeDescribeClusterResponse refuses it (this listener is a broker's)."""
     wanted = body["endpoint_type"]

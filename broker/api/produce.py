@@ -9,37 +9,21 @@ flush.messages says so).
 from __future__ import annotations
 
 import logging
-import struct
 import uuid
-from typing import TYPE_CHECKING
 
 from pylog.broker.api.meta import INTERNAL_TOPICS
-from pylog.broker.api.context import NONE, RequestContext, code_of
+from pylog.broker.api.context import NONE, NodeView, RequestContext, code_of
+from pylog.broker.common.produce_body import (
+    ATTRIBUTES, BASE_OFFSET, BATCH_LENGTH, MAGIC, PRODUCER_EPOCH, PRODUCER_ID, headers_of,
+)
 from pylog.broker.txn import epoch_bump
 from pylog.core.errors import ErrorCode
-from pylog.core.records.header import (
-    ATTRIBUTES_OFFSET,
-    BASE_OFFSET_OFFSET,
-    BATCH_LENGTH_OFFSET,
-    CODEC_MASK,
-    CODEC_ZSTD,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC_OFFSET,
-    PRODUCER_EPOCH_OFFSET,
-    PRODUCER_ID_OFFSET,
-    TRANSACTIONAL_MASK,
-)
+from pylog.core.records.header import CODEC_MASK, CODEC_ZSTD, LOG_OVERHEAD, TRANSACTIONAL_MASK
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker")
 
 ZERO_UUID = uuid.UUID(int=0)
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
 INVALID_RECORD = ErrorCode.INVALID_RECORD
 # Produce v11 is the first to carry TRANSACTION_ABORTABLE (KIP-890); older ones get INVALID_TXN_STATE
 FIRST_ABORTABLE_PRODUCE = 11
@@ -53,38 +37,39 @@ def _part_response(index, code, base_offset=-1, append_time=-1, start=-1, messag
             "error_message": message}
 
 
-def _check_records(records, version) -> tuple[int, str | None]:
-    """Kafka's ProduceRequest.validateRecords and the client-origin checks of
-    UnifiedLog.analyzeAndValidateRecords; storage's LogValidator checks the rest."""
-    if records is None or len(records) < HEADER_SIZE:
+def _check_batch(broker: NodeView, tid: str | None, h: tuple | None, size: int, name: str, idx: int,
+                 version: int) -> tuple[int, str | None]:
+    """The checks of one partition's batch before storage, on its header read once
+    (produce_body): Kafka's ProduceRequest.validateRecords and the client-origin checks of
+    UnifiedLog.analyzeAndValidateRecords, then KIP-890's for a transactional batch; storage's
+    LogValidator checks the rest."""
+    if h is None:
         return INVALID_RECORD, "a produce request must carry exactly one record batch"
-    magic = records[MAGIC_OFFSET]
+    magic = h[MAGIC]
     if magic != 2:
         return INVALID_RECORD, (f"Produce requests with version {version} are only allowed to contain "
                                 f"record batches with magic version 2, not {magic}")
-    (length,) = _I32.unpack_from(records, BATCH_LENGTH_OFFSET)
-    if length + LOG_OVERHEAD != len(records):
-        if length + LOG_OVERHEAD > len(records):
+    length = h[BATCH_LENGTH]
+    if length + LOG_OVERHEAD != size:
+        if length + LOG_OVERHEAD > size:
             return ErrorCode.CORRUPT_MESSAGE, "truncated record batch"
         return INVALID_RECORD, "a produce request must carry exactly one record batch"
-    (base_offset,) = _I64.unpack_from(records, BASE_OFFSET_OFFSET)
+    base_offset = h[BASE_OFFSET]
     if base_offset != 0:
         return INVALID_RECORD, f"The baseOffset of the record batch should be 0, but it is {base_offset}"
-    (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
+    attrs = h[ATTRIBUTES]
     if attrs & CODEC_MASK == CODEC_ZSTD and version < 7:
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, \
             f"Produce requests with version {version} are not allowed to use ZStandard compression"
-    return 0, None
-
-
-def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, version: int) -> tuple[int, str | None]:
-    """KIP-890 part 1: a transactional batch goes only to a partition of the producer's open
-    transaction (one header read and a set lookup: no per-record work)."""
-    (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
     if not attrs & TRANSACTIONAL_MASK or tid is None:
         return 0, None
-    (pid,) = _I64.unpack_from(records, PRODUCER_ID_OFFSET)
-    (epoch,) = _I16.unpack_from(records, PRODUCER_EPOCH_OFFSET)
+    return _verify_txn(broker, tid, h, name, idx, version)
+
+
+def _verify_txn(broker: NodeView, tid: str | None, h: tuple, name: str, idx: int, version: int) -> tuple[int, str | None]:
+    """KIP-890 part 1: a transactional batch goes only to a partition of the producer's open
+    transaction (the header's producer id and epoch, and a set lookup: no per-record work)."""
+    pid, epoch = h[PRODUCER_ID], h[PRODUCER_EPOCH]
     if version >= epoch_bump.FIRST_V2_PRODUCE:
         # transaction.version 2: the batch adds its partition to the transaction (KIP-890 part 2)
         code = epoch_bump.add_implicitly(broker.txn_coordinator, tid, pid, epoch, [(name, idx)])
@@ -99,21 +84,12 @@ def _verify_txn(broker: Broker, tid: str | None, records, name: str, idx: int, v
     return code, None
 
 
-def has_transactional_records(body: dict) -> bool:
-    """Any batch of the request has the transactional flag (one header read per partition)."""
-    for t in body.get("topic_data") or ():
-        for p in t.get("partition_data") or ():
-            records = p.get("records")
-            if records is not None and len(records) >= HEADER_SIZE and records[MAGIC_OFFSET] == 2:
-                (attrs,) = _I16.unpack_from(records, ATTRIBUTES_OFFSET)
-                if attrs & TRANSACTIONAL_MASK:
-                    return True
-    return False
-
-
-def produce(broker: Broker, ctx: RequestContext, body: dict):
-    """Append each partition's batch as leader; None for acks=0 (no response)."""
-    if body["transactional_id"] is None and has_transactional_records(body):
+def produce(broker: NodeView, ctx: RequestContext, body: dict):
+    """Append each partition's batch as leader; None for acks=0 (no response). Topics named by id
+    arrive with their names (dispatch resolved them: api/topic_ids.py); each batch header is
+    read once (produce_body.headers_of) and storage validates the batches."""
+    headers, transactional = headers_of(body)
+    if body["transactional_id"] is None and transactional:
         # Kafka: a transactional batch needs a transactional id the producer may write
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         if body["acks"] == 0:
@@ -130,14 +106,11 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
     txn_id = body["transactional_id"]
     if acks not in (-1, 0, 1):
         global_code, global_msg = ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1"
-    for t in body["topic_data"]:
-        name = t["name"]
+    for t, topic_headers in zip(body["topic_data"], headers):
         tid = t.get("topic_id")  # not in the schema before Produce v13
-        if not name and tid not in (None, ZERO_UUID):
-            info = broker.topic_by_id(tid)
-            name = info.name if info else None
+        name = t["name"] or None  # an id dispatch could not resolve was answered there
         parts = []
-        for p in t["partition_data"]:
+        for p, h in zip(t["partition_data"], topic_headers):
             idx = p["index"]
             if global_code:
                 parts.append(_part_response(idx, global_code, message=global_msg))
@@ -165,9 +138,7 @@ def produce(broker: Broker, ctx: RequestContext, body: dict):
                 failed = True
                 continue
             records = p["records"]
-            code, msg = _check_records(records, v)
-            if not code:
-                code, msg = _verify_txn(broker, txn_id, records, name, idx, v)
+            code, msg = _check_batch(broker, txn_id, h, len(records) if records is not None else 0, name, idx, v)
             if code:
                 parts.append(_part_response(idx, code, message=msg))
                 failed = True
@@ -214,7 +185,7 @@ def produce_error(body, version, code, msg):
     return {"responses": out, "throttle_time_ms": 0}
 
 
-def init_producer_id(broker: Broker, ctx: RequestContext, body: dict):
+def init_producer_id(broker: NodeView, ctx: RequestContext, body: dict):
     """With a transactional id: the transaction coordinator's answer (apis_txn). Without: a new
     producer id at epoch 0, always: Kafka's coordinator without a transactional id ignores the id
     and epoch a request names (idempotent producers bump their epoch locally)."""

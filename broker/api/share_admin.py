@@ -8,17 +8,12 @@ are not yet delivered to completion. Alter and delete need an empty group.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pylog.broker.api.context import RequestContext
+from pylog.broker.api.context import NodeView, RequestContext
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
-
-def _partition_offsets(broker: Broker, gid: str, info, idx: int) -> dict:
+def _partition_offsets(broker: NodeView, gid: str, info, idx: int) -> dict:
     sc = broker.share_coordinator
     entry = {"partition_index": idx, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0,
              "error_message": None}
@@ -33,7 +28,7 @@ def _partition_offsets(broker: Broker, gid: str, info, idx: int) -> dict:
     return entry
 
 
-def describe_share_group_offsets(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def describe_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Start offset (and lag) of each share-partition of each group."""
     sc = broker.share_coordinator
     topics = broker.logs.topics
@@ -66,14 +61,14 @@ def describe_share_group_offsets_error(body, version, code, msg):
         {"group_id": g["group_id"], "topics": [], "error_code": code, "error_message": msg} for g in body["groups"]]}
 
 
-def _group_empty(broker: Broker, gid: str):
+def _group_empty(broker: NodeView, gid: str):
     g = broker.share_coordinator.groups.get(gid)
     if g is not None and g.members:
         return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
     return ErrorCode.NONE, None
 
 
-def alter_share_group_offsets(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def alter_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Set share-partition start offsets of an empty share group (it is created if new)."""
     sc = broker.share_coordinator
     gid = body["group_id"]
@@ -111,7 +106,7 @@ def alter_share_group_offsets_error(body, version, code, msg):
     return {"throttle_time_ms": 0, "error_code": code, "error_message": msg, "responses": []}
 
 
-def delete_share_group_offsets(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def delete_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Forget an empty share group's state for whole topics."""
     sc = broker.share_coordinator
     gid = body["group_id"]

@@ -17,15 +17,11 @@ recorded leader epoch to its own once a write recorded one, as Kafka 4.4's coord
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
 
-from pylog.broker.api.context import NONE, RequestContext
+from pylog.broker.api.context import NONE, NodeView, RequestContext
 from pylog.broker.groups.share.partition import SharePartition
 from pylog.broker.groups.store import now_ms
 from pylog.core.errors import ERROR_DESCRIPTIONS, ErrorCode
-
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 INVALID = ErrorCode.INVALID_REQUEST
 NEGATIVE_PARTITION = "The partition id cannot be a negative number."
@@ -35,11 +31,11 @@ NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
 _WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _written(broker: Broker) -> dict:
+def _written(broker: NodeView) -> dict:
     return _WRITTEN.setdefault(broker.share_coordinator, {})
 
 
-def _partition_exists(broker: Broker, topic_id, p: int) -> bool:
+def _partition_exists(broker: NodeView, topic_id, p: int) -> bool:
     info = broker.topic_by_id(topic_id)
     return info is not None and 0 <= p < info.num_partitions
 
@@ -60,7 +56,7 @@ def _entry(p: int, code: int = NONE, msg: str | None = None, **fields) -> dict:
 
 # ---- InitializeShareGroupState -----------------------------------------------------
 
-def initialize_share_group_state(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def initialize_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """A state epoch and start offset for each share-partition, nothing in flight."""
     sc, gid, changed = broker.share_coordinator, body["group_id"], []
 
@@ -110,7 +106,7 @@ def _read_refusal(sc, gid: str, tid, part: dict, what: str):
     return None
 
 
-def read_share_group_state(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def read_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """The start offset, state epoch and in-flight batches of each share-partition."""
     sc, gid = broker.share_coordinator, body["group_id"]
 
@@ -136,7 +132,7 @@ def read_share_group_state_error(body, version, code, msg):
 
 # ---- WriteShareGroupState ---------------------------------------------------------------
 
-def write_share_group_state(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def write_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Merge the written batches into each share-partition's state (fenced by the epochs)."""
     sc, gid, changed = broker.share_coordinator, body["group_id"], []
     written = _written(broker)
@@ -168,7 +164,7 @@ def write_share_group_state_error(body, version, code, msg):
 
 # ---- DeleteShareGroupState ---------------------------------------------------------------
 
-def delete_share_group_state(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def delete_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Forget each share-partition's state (a tombstone in `__share_group_state`)."""
     sc, gid, gone = broker.share_coordinator, body["group_id"], []
 
@@ -195,7 +191,7 @@ def delete_share_group_state_error(body, version, code, msg):
 
 # ---- ReadShareGroupStateSummary -------------------------------------------------------------
 
-def read_share_group_state_summary(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def read_share_group_state_summary(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """State epoch, leader epoch, start offset and delivery-complete count (start -1: not initialized)."""
     sc, gid = broker.share_coordinator, body["group_id"]
     written = _written(broker)

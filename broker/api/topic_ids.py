@@ -9,21 +9,28 @@ gets its topic's id back.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from pylog.core.errors import ErrorCode
-from pylog.core.protocol import ZERO_UUID
+from pylog.core.protocol import SCHEMAS, ZERO_UUID
+from pylog.core.protocol.facts import Partitions
+from pylog.broker.api.context import NodeView
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 UNKNOWN = ErrorCode.UNKNOWN_TOPIC_ID
 
-# api key -> first version that carries topic ids instead of names
-FIRST_ID_VERSION = {0: 13, 8: 10, 9: 10, 28: 6}
+# api key -> its topics' shape, for the APIs whose requests name topics by id only from some version
+# on (the request facts declared with each schema)
+def by_id_of(schemas: dict) -> dict[int, Partitions]:
+    return {k: api.facts.partitions for k, api in schemas.items()
+            if api.facts.partitions is not None and api.facts.partitions.ids_from is not None}
 
 
-def _split(broker: Broker, topics: list) -> tuple[list, list]:
+BY_ID = by_id_of(SCHEMAS)
+FIRST_ID_VERSION = {k: shape.ids_from for k, shape in BY_ID.items()}
+
+
+def _split(broker: NodeView, topics: list) -> tuple[list, list]:
     """(known topics with their names filled in, topics whose id no topic has)."""
     known, unknown = [], []
     for t in topics or ():
@@ -35,65 +42,57 @@ def _split(broker: Broker, topics: list) -> tuple[list, list]:
     return known, unknown
 
 
-def _produce_unknown(t):
-    return {"name": "", "topic_id": t["topic_id"], "partition_responses": [
-        {"index": p.get("index", 0), "error_code": UNKNOWN, "base_offset": -1, "log_append_time_ms": -1,
-         "log_start_offset": -1, "record_errors": [], "error_message": None}
-        for p in t.get("partition_data") or ()]}
-
-
-def _commit_unknown(t):
-    return {"name": "", "topic_id": t["topic_id"], "partitions": [
-        {"partition_index": p["partition_index"], "error_code": UNKNOWN} for p in t.get("partitions") or ()]}
-
-
-def _fetch_unknown(t):
-    return {"name": "", "topic_id": t["topic_id"], "partitions": [
-        {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
-         "error_code": UNKNOWN} for p in t.get("partition_indexes") or ()]}
-
-
-def resolve(broker: Broker, api_key: int, version: int, body: dict) -> tuple[dict, Callable[[dict], dict] | None]:
+def resolve(broker: NodeView, api_key: int, version: int, body: dict) -> tuple[dict, Callable[[dict], dict] | None]:
     """(the body with names for ids, a function that completes the response) or (body, None)
     when this request does not name topics by id."""
     first = FIRST_ID_VERSION.get(api_key)
     if first is None or version < first:
         return body, None
     ids = _ids_by_name(broker)
-    if api_key == 9:
-        unknown_by_group = {}
-        groups = []
-        for g in body.get("groups") or ():
-            if g.get("topics") is None:
-                groups.append(g)
-                continue
-            known, unknown = _split(broker, g["topics"])
-            unknown_by_group[g["group_id"]] = unknown
-            groups.append(dict(g, topics=known))
-        body = dict(body, groups=groups)
-
-        def complete_fetch(result: dict) -> dict:
-            for g in result.get("groups") or ():
-                _set_ids(g.get("topics"), ids)
-                if not g.get("error_code"):
-                    g["topics"] = list(g.get("topics") or ()) + [
-                        _fetch_unknown(t) for t in unknown_by_group.get(g["group_id"], ())]
-            return result
-        return body, complete_fetch
-    list_key, out_key, build = (("topic_data", "responses", _produce_unknown) if api_key == 0
-                                else ("topics", "topics", _commit_unknown))
+    shape = BY_ID[api_key]
+    if shape.within is not None:  # topics inside each group (OffsetFetch v8+)
+        return _resolve_within(broker, shape, body, ids)
+    list_key, out_key = shape.req_topics, shape.resp_topics
     known, unknown = _split(broker, body.get(list_key))
     body = dict(body, **{list_key: known})
 
     def complete(result: dict) -> dict:
         _set_ids(result.get(out_key), ids)
         if unknown:
-            result[out_key] = list(result.get(out_key) or ()) + [build(t) for t in unknown]
+            result[out_key] = list(result.get(out_key) or ()) + [_unknown(shape, t) for t in unknown]
         return result
     return body, complete
 
 
-def _ids_by_name(broker: Broker) -> Callable[[str], object]:
+def _resolve_within(broker: NodeView, shape: Partitions, body: dict, ids) -> tuple[dict, Callable[[dict], dict]]:
+    outer, group_key = shape.within, "group_id"
+    unknown_by_group = {}
+    groups = []
+    for g in body.get(outer) or ():
+        if g.get(shape.req_topics) is None:
+            groups.append(g)
+            continue
+        known, unknown = _split(broker, g[shape.req_topics])
+        unknown_by_group[g[group_key]] = unknown
+        groups.append(dict(g, **{shape.req_topics: known}))
+    body = dict(body, **{outer: groups})
+
+    def complete(result: dict) -> dict:
+        for g in result.get(outer) or ():
+            _set_ids(g.get(shape.resp_topics), ids)
+            if not g.get("error_code"):
+                g[shape.resp_topics] = list(g.get(shape.resp_topics) or ()) + [
+                    _unknown(shape, t) for t in unknown_by_group.get(g[group_key], ())]
+        return result
+    return body, complete
+
+
+def _unknown(shape: Partitions, t: dict) -> dict:
+    """The answer's entry for a topic whose id no topic has: UNKNOWN_TOPIC_ID on each partition."""
+    return shape.error_topic(t, UNKNOWN, name="")
+
+
+def _ids_by_name(broker: NodeView) -> Callable[[str], object]:
     def id_of(name):
         info = broker.logs.topics.get(name) if name else None
         return info.topic_id if info is not None else ZERO_UUID

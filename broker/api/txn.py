@@ -10,19 +10,15 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import TYPE_CHECKING
 
-from pylog.broker.api.context import RequestContext, mirror_partitions
-from pylog.broker.api.groups import commit_answer, commit_requests, offset_commit_error
+from pylog.broker.api.context import NodeView, RequestContext, mirror_partitions
+from pylog.broker.api.groups import commit_answer, commit_requests
 from pylog.broker.api.meta import INTERNAL_TOPICS
 from pylog.broker.security.authorizer import topic_filter
 from pylog.core.security.acl import AclOperation as Op
 from pylog.broker.groups.offsets_topic import TOPIC as OFFSETS_TOPIC
 from pylog.broker.txn import epoch_bump
 from pylog.core.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker.txn")
 
@@ -46,7 +42,7 @@ def old_epoch_code(api: str, version: int, code: int) -> int:
     return code
 
 
-def init_transactional(broker: Broker, body: dict, version: int = 4) -> dict:
+def init_transactional(broker: NodeView, body: dict, version: int = 4) -> dict:
     """InitProducerId for a transactional id (apis_produce hands these over)."""
     if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
         # Kafka: a producer id and epoch come together (KIP-360) or not at all
@@ -61,7 +57,7 @@ def init_transactional(broker: Broker, body: dict, version: int = 4) -> dict:
 
 # ---- AddPartitionsToTxn ------------------------------------------------------
 
-def add_partitions_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def add_partitions_to_txn(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Add partitions to the producer's transaction (v0-3: one transaction per request; v4+, a
     partition leader's form: several transactions, each added or only verified)."""
     if ctx.api_version >= 4:
@@ -92,7 +88,7 @@ def add_partitions_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> di
         for t in topics]}
 
 
-def _add_partitions_batched(broker: Broker, body: dict) -> dict:
+def _add_partitions_batched(broker: NodeView, body: dict) -> dict:
     tc = broker.txn_coordinator
     results = []
     for txn in body["transactions"]:
@@ -131,7 +127,7 @@ def add_partitions_to_txn_error(body, version, code, msg):
 
 # ---- AddOffsetsToTxn, TxnOffsetCommit ---------------------------------------
 
-def add_offsets_to_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def add_offsets_to_txn(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Add the group's `__consumer_offsets` partition to the transaction."""
     if not body["group_id"]:
         return _err(ErrorCode.INVALID_GROUP_ID)
@@ -146,7 +142,7 @@ def add_offsets_to_txn_error(body, version, code, msg):
     return _err(code)
 
 
-def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def txn_offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Offsets committed inside the transaction: visible to the group at its COMMIT."""
     topics = body["topics"]
     gid = body["group_id"]
@@ -171,12 +167,9 @@ def txn_offset_commit(broker: Broker, ctx: RequestContext, body: dict) -> dict:
     return commit_answer(topics, {tp: c for (tp, *_), c in zip(offsets, codes)})
 
 
-txn_offset_commit_error = offset_commit_error  # every partition with the code
-
-
 # ---- EndTxn ------------------------------------------------------------------
 
-def end_txn(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def end_txn(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Commit or abort: markers on every partition of the transaction (v5, transaction.version 2:
     after an epoch bump, answering the producer id and epoch of the next transaction)."""
     if ctx.api_version >= epoch_bump.FIRST_V2_END_TXN:
@@ -196,7 +189,7 @@ def end_txn_error(body, version, code, msg):
 
 # ---- DescribeTransactions, ListTransactions ----------------------------------
 
-def describe_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def describe_transactions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """The coordinator's state of each transactional id (kafka-transactions.sh describe)."""
     out = []
     for tid in body["transactional_ids"]:
@@ -224,7 +217,7 @@ def describe_transactions_error(body, version, code, msg):
         for t in body["transactional_ids"]]}
 
 
-def list_transactions(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def list_transactions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Transactional ids filtered by state, producer id and (v1+) how long they have been open."""
     from pylog.core.protocol.txn_log import TxnState
 
@@ -269,7 +262,7 @@ def list_transactions_error(body, version, code, msg):
 
 # ---- DescribeProducers -------------------------------------------------------
 
-def describe_producers(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def describe_producers(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """The active producers of each partition, from its producer state (kafka-transactions.sh
     describe-producers)."""
     def entry(t, p):
@@ -299,7 +292,7 @@ def describe_producers_error(body, version, code, msg):
 
 # ---- WriteTxnMarkers ---------------------------------------------------------
 
-def write_txn_markers(broker: Broker, ctx: RequestContext, body: dict) -> dict:
+def write_txn_markers(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Write COMMIT/ABORT markers as asked (kafka-transactions.sh abort of a hanging transaction):
     a marker older than the partition's producer epoch or coordinator epoch is refused."""
     from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch

@@ -30,10 +30,11 @@ from pylog.broker.groups.classic import (
 from pylog.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
 from pylog.broker.groups.migration import Migration
 from pylog.broker.groups.streams.coordinator import StreamsGroupCoordinator
+from pylog.broker.groups.share.configs import LATER_CONFIGS
 from pylog.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.store import GroupStore, now_ms
-from pylog.broker.node.scheduler import Ticker
+from pylog.broker.common.scheduler import Ticker
 from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
@@ -106,12 +107,41 @@ class GroupCoordinator:
         share = self.broker.share_coordinator
         if share is not None:
             return share.configs.value(group_id, name)
-        from pylog.broker.groups.share.configs import LATER_CONFIGS  # noqa: PLC0415 - no share coordinator
         return self.broker.config[LATER_CONFIGS[name][0]]
 
     def ensure_topic(self) -> None:
         """FindCoordinator creates `__consumer_offsets` on first use (raises KafkaError)."""
         self.store.ensure_topic()
+
+    # ================================================================ the facade's reads and writes
+    # what the handlers, the share coordinator and the transaction coordinator use: nothing
+    # outside groups/ reaches the store or the group table itself
+    def group(self, group_id: str) -> Group | None:
+        """The classic or consumer group of that id, if any."""
+        return self.groups.get(group_id)
+
+    def all_groups(self) -> list[Group]:
+        """Every classic and consumer group, in no particular order."""
+        return list(self.groups.values())
+
+    def offsets_partition(self, group_id: str) -> int:
+        """The `__consumer_offsets` partition of a group (created on first use)."""
+        self.store.ensure_topic()
+        return ot.partition_for(group_id, self.store.num_partitions)
+
+    def append_records(self, group_id: str, records: list) -> int:
+        """Append [(key, value)] records of another group type (share groups' membership) to the
+        group's `__consumer_offsets` partition; the error code."""
+        return self.store.append(group_id, records)
+
+    def any_txn_offsets(self) -> bool:
+        """Some open transaction holds offsets of some group (TxnOffsetCommit, not yet ended)."""
+        return bool(self.txn_offsets)
+
+    def take_share_records(self) -> list:
+        """The share-group records the load met in `__consumer_offsets` (handed over once)."""
+        records, self.store.share_records = self.store.share_records, []
+        return records
 
     # ================================================================ timers
     def tick(self, now: float) -> None:

@@ -10,10 +10,7 @@ import socket
 import ssl
 import struct
 from collections import deque
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pylog.broker.net.server import Server
+from typing import Any, Protocol
 
 log = logging.getLogger("pylog.broker")
 
@@ -64,10 +61,22 @@ class _FileRange:
             self.fd = -1
 
 
+class ConnectionOwner(Protocol):
+    """What a connection needs of the server that accepted it (server.Server)."""
+
+    loop: asyncio.AbstractEventLoop
+    listener: Any  # the listener's runtime (net.sasl.ListenerRuntime) or None
+    limits: Any  # net.conn_limits.ConnectionLimits or None
+    max_request_bytes: int
+    connections: set
+
+    def dispatch(self, conn: Connection, frame: bytearray) -> None: ...
+
+
 class Connection:
     """One client socket: frames in, ordered responses out."""
 
-    def __init__(self, server: "Server", sock: socket.socket, peer: str):
+    def __init__(self, server: ConnectionOwner, sock: socket.socket, peer: str):
         self.server = server
         self.loop = server.loop
         self.sock = sock

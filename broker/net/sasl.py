@@ -23,13 +23,14 @@ import time
 
 from pylog.broker.net.listeners import SASL_MECHANISMS, ListenerSpec
 from pylog.core.errors import ErrorCode, UsageError
+from pylog.core.protocol import API_KEYS
 from pylog.core.security import jaas, plain, principal, scram, tls
 
 log = logging.getLogger("pylog.broker")
 
-SASL_HANDSHAKE_KEY = 17
-SASL_AUTHENTICATE_KEY = 36
-API_VERSIONS_KEY = 18
+SASL_HANDSHAKE_KEY = API_KEYS["SaslHandshake"]
+SASL_AUTHENTICATE_KEY = API_KEYS["SaslAuthenticate"]
+API_VERSIONS_KEY = API_KEYS["ApiVersions"]
 ALLOWED_BEFORE_AUTH = (API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY)
 _SIZE = struct.Struct(">i")
 

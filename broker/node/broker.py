@@ -43,7 +43,7 @@ from pylog.broker.security.store import SecurityStore
 from pylog.broker.node.features import FinalizedFeatures
 from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.net.sasl import raw_token
-from pylog.broker.node.scheduler import Scheduler
+from pylog.broker.common.scheduler import Scheduler
 from pylog.broker.net.server import Connection, Server
 from pylog.broker.node.settings import BrokerSettings
 from pylog.broker.txn.coordinator import TransactionCoordinator
@@ -61,6 +61,7 @@ log = logging.getLogger("pylog.broker")
 
 DELETE_FILES_EVERY_MS = 10000  # Kafka's file.delete.delay.ms check: deleted segments go this often
 FLUSH_CHECK_MAX_MS = 1000
+_NEVER = 1 << 15  # past every version: an API that never names topics by id only
 
 
 class Broker:
@@ -137,7 +138,7 @@ class Broker:
         self.authorizer = make_authorizer(self.config, self.security)
         self.quotas = QuotaManager(QuotaStore(self.settings.log_dirs[0]), self.config)
         if self.authorizer is not None:
-            self.authorizer.broker = self
+            self.authorizer.attach(self.topic_by_id, lambda: self.logs.topics, self.config)
 
     async def serve(self, ready_callback=None) -> None:
         """Steps 3-6, then run until request_stop() and stop every component."""
@@ -393,7 +394,9 @@ class Broker:
         # out what the principal may not touch (their error entries are merged back)
         body, denied = req.body, None
         # topics named by id (Produce 13, OffsetCommit 10, ...): names for the rules and handlers
-        body, complete = topic_ids.resolve(self, ctx.api_key, ctx.api_version, body)
+        complete = None
+        if req.api_version >= topic_ids.FIRST_ID_VERSION.get(req.api_key, _NEVER):
+            body, complete = topic_ids.resolve(self, ctx.api_key, ctx.api_version, body)
         if self.authorizer is not None:
             try:
                 body, denied = self.authorizer.check(ctx, handler, body)

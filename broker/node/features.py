@@ -9,7 +9,7 @@ log dir, so a change survives a restart as Kafka's FeatureLevelRecords do.
 """
 from __future__ import annotations
 
-from pylog.broker.node.json_state import JsonStateFile
+from pylog.broker.common.json_state import JsonStateFile
 
 # {feature: (min, max)} levels this broker supports (ApiVersions' supported_features)
 SUPPORTED = {"share.version": (0, 2), "transaction.version": (0, 2)}

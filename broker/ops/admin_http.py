@@ -20,14 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pylog.broker.ops.metrics import collect, log_dir_states
 from pylog.core.errors import UsageError
+from pylog.broker.api.context import NodeView
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker")
 
@@ -46,7 +44,7 @@ def parse_metrics_listener(value: str) -> tuple[str, int]:
     return u.hostname, port
 
 
-def status_snapshot(broker: Broker) -> dict:
+def status_snapshot(broker: NodeView) -> dict:
     """What /health, /ready and `pylog broker status` report."""
     dirs = log_dir_states(broker)
     listeners = []
@@ -75,13 +73,13 @@ def status_snapshot(broker: Broker) -> dict:
         "log_dirs": dirs,
         "topics": len(broker.logs.topics) if broker.logs is not None else 0,
         "partitions": len(logs),
-        "groups": len(gc.groups) if gc is not None else 0,
+        "groups": len(gc.all_groups()) if gc is not None else 0,
         "totals": broker.stats.totals(),
     }
 
 
 class _Collector:
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: NodeView):
         self.broker = broker
 
     def collect(self):
@@ -92,7 +90,7 @@ class MetricsListener:
     """The HTTP listener (pylog.web) on the broker's loop; start() binds (the port in `port` when 0
     was asked), stop() stops accepting and lets requests in flight finish."""
 
-    def __init__(self, broker: Broker, url: str):
+    def __init__(self, broker: NodeView, url: str):
         self.broker = broker
         self.host, self.port = parse_metrics_listener(url)
         self._server = None

@@ -11,13 +11,10 @@ changes, which need a restart here.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from pylog.broker.node.json_state import JsonStateFile
+from pylog.broker.common.json_state import JsonStateFile
 from pylog.core.config import BROKER_CONFIGS, Config, ConfigError
-
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 # Kafka's dynamic broker configs that set topic defaults (DynamicLogConfig): applied live
 LOG_DEFAULTS = frozenset({
@@ -60,13 +57,21 @@ class DynamicConfigError(Exception):
         self.invalid_config = invalid_config
 
 
+class ConfiguredNode(Protocol):
+    """What the dynamic configs read of the node: its settings, its live config, its logs."""
+
+    settings: Any  # node.settings.BrokerSettings
+    config: Config
+    logs: Any  # the LogManager, None until it is open
+
+
 class DynamicBrokerConfigs(JsonStateFile):
     """The dynamic values of one broker (`per_broker`) and of the cluster default (`default`)."""
 
     FILE_NAME = "broker-configs.json"
     WHAT = "dynamic broker configs"
 
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: ConfiguredNode):
         super().__init__(broker.settings.log_dirs[0])
         self.broker = broker
         self.static: Config = broker.config.with_overrides({})  # server.properties and --set

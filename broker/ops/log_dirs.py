@@ -19,12 +19,10 @@ import errno
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pylog.storage import faults
+from pylog.broker.api.context import NodeView
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 log = logging.getLogger("pylog.broker")
 
@@ -45,7 +43,7 @@ class LogDirMonitor:
     """Tracks full and offline log dirs for one broker; everything runs on the event loop
     (reports from other threads arrive through call_soon_threadsafe)."""
 
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: NodeView):
         self.broker = broker
         self.full: set[Path] = set()
         self._ids: dict[Path, tuple[int, int]] = {}

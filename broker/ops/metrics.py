@@ -16,13 +16,11 @@ from __future__ import annotations
 import time
 from bisect import bisect_left as _bisect
 from time import perf_counter as _perf_counter
-from typing import TYPE_CHECKING
 
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
+from pylog.broker.api.context import NodeView
 
-if TYPE_CHECKING:
-    from pylog.broker.node.broker import Broker
 
 # request latency buckets, milliseconds (Kafka's TotalTimeMs is in ms)
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
@@ -170,7 +168,7 @@ class BrokerStats:
         }
 
 
-def collect(broker: Broker):
+def collect(broker: NodeView):
     """Every metric family of the broker, for prometheus-client's registry (see MetricsListener)."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
@@ -239,7 +237,7 @@ def collect(broker: Broker):
     yield from _cleaner_families(broker, gauge)
 
 
-def _log_families(broker: Broker, gauge, counter):
+def _log_families(broker: NodeView, gauge, counter):
     logs = broker.logs.all_logs() if broker.logs is not None else []
     size, segs, leo, lso = [], [], [], []
     for lg in logs:
@@ -264,9 +262,9 @@ def _log_families(broker: Broker, gauge, counter):
                   ["logDirectory"], broker.stats.storage_errors.items())
 
 
-def _group_families(broker: Broker, gauge):
+def _group_families(broker: NodeView, gauge):
     gc = broker.group_coordinator
-    groups = dict(gc.groups) if gc is not None else {}
+    groups = {g.group_id: g for g in gc.all_groups()} if gc is not None else {}
     by_state: dict[str, int] = {}
     members, lag = [], []
     for gid, g in groups.items():
@@ -288,7 +286,7 @@ def _group_families(broker: Broker, gauge):
                 ["consumergroup", "topic", "partition"], lag)
 
 
-def _cleaner_families(broker: Broker, gauge):
+def _cleaner_families(broker: NodeView, gauge):
     mgr = getattr(broker.logs, "cleaner", None) if broker.logs is not None else None
     history = list(getattr(mgr, "history", None) or [])
     last = history[-1] if history else None
@@ -305,7 +303,7 @@ def _cleaner_families(broker: Broker, gauge):
                 [((), len(history))])
 
 
-def log_dir_states(broker: Broker) -> list[dict]:
+def log_dir_states(broker: NodeView) -> list[dict]:
     """Each log dir: path, online, free bytes (None when it cannot be read)."""
     import os
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import math
 
-from pylog.broker.node.json_state import JsonStateFile
+from pylog.broker.common.json_state import JsonStateFile
 
 log = logging.getLogger("pylog.broker")
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import logging
 
-from pylog.core.errors import ErrorCode
+from pylog.broker.common.produce_body import has_transactional_records
+from pylog.broker.security.denials import CLUSTER_DENIED, GROUP_DENIED, MESSAGES, TOPIC_DENIED, TXN_DENIED
+from pylog.broker.security.cluster_rules import CLUSTER_RULES, share_keys_or
+from pylog.broker.security.share_rules import SHARE_RULES, STREAMS_RULES
+from pylog.core.protocol import SCHEMAS
+from pylog.core.protocol.facts import Acl
 from pylog.core.security.acl import (
     CLUSTER_NAME,
     STANDARD_AUTHORIZER,
@@ -23,20 +28,7 @@ from pylog.core.security.acl import (
 
 log = logging.getLogger("pylog.broker")
 
-TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
-CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 ACCEPTED_CLASS_NAMES = (STANDARD_AUTHORIZER, "kafka.security.authorizer.AclAuthorizer")
-# requests every connection may send (authentication runs before them)
-OPEN_APIS = {17, 18, 36, 60}
-# Kafka's default messages for these codes (Errors.java)
-MESSAGES = {
-    TOPIC_DENIED: "Topic authorization failed.",
-    GROUP_DENIED: "Group authorization failed.",
-    CLUSTER_DENIED: "Cluster authorization failed.",
-    TXN_DENIED: "Transactional Id authorization failed.",
-}
 # ConfigResource types in DescribeConfigs / AlterConfigs
 _CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
 
@@ -59,8 +51,13 @@ class Authorizer:
 
     def __init__(self, store, super_users, allow_everyone_if_no_acl_found: bool):
         self.store = store
-        self.broker = None  # set by the Broker: topic ids and the topic list
+        # what the rules read of the node, given by attach(): topic ids, the topics, the config
+        self.topic_by_id, self.topics, self.config = (lambda topic_id: None), (lambda: {}), {}
         self.acls = AclAuthorizer(store.acls, super_users, allow_everyone_if_no_acl_found)
+
+    def attach(self, topic_by_id, topics, config) -> None:
+        """The node's topic lookups (`topic_by_id(id)`, `topics()`: the topics by name) and its config."""
+        self.topic_by_id, self.topics, self.config = topic_by_id, topics, config
 
     def reload(self) -> None:
         """After CreateAcls/DeleteAcls changed the store."""
@@ -118,7 +115,7 @@ def _split_topics(op: Op, list_key: str, name_key: str, by_id=False, code=TOPIC_
         for t in items:
             name = t.get(name_key)
             if not name and by_id and t.get("topic_id") is not None:
-                info = az.broker.topic_by_id(t["topic_id"])
+                info = az.topic_by_id(t["topic_id"])
                 name = info.name if info is not None else None
             if name is not None and az.allowed(ctx, op, Res.TOPIC, name):
                 keep.append(t)
@@ -137,12 +134,11 @@ def _split_topics(op: Op, list_key: str, name_key: str, by_id=False, code=TOPIC_
 def _fetch(az: Authorizer, ctx, api, body):
     if body.get("replica_id", -1) >= 0:  # a follower: cluster action
         return _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)(az, ctx, api, body)
-    broker = az.broker
     keep, drop = [], []
     for t in body.get("topics") or []:
         name = t.get("topic")
         if not name and t.get("topic_id") is not None:
-            info = broker.topic_by_id(t["topic_id"])
+            info = az.topic_by_id(t["topic_id"])
             name = info.name if info is not None else None
         (keep if name is not None and az.allowed(ctx, Op.READ, Res.TOPIC, name) else drop).append(t)
     if not drop:
@@ -157,8 +153,6 @@ def _fetch(az: Authorizer, ctx, api, body):
 
 
 def _produce_txn(az: Authorizer, ctx, api, body):
-    from pylog.broker.api.produce import has_transactional_records
-
     tid = body.get("transactional_id")
     if not has_transactional_records(body):
         return None  # Kafka checks the transactional id only for transactional records
@@ -183,7 +177,6 @@ def _init_producer_id(az: Authorizer, ctx, api, body):
 
 def _metadata(az: Authorizer, ctx, api, body):
     topics = body.get("topics")
-    broker = az.broker
     if topics is None or (ctx.api_version == 0 and not topics):
         # all topics: show only those the principal may describe
         def filt(result):
@@ -191,16 +184,16 @@ def _metadata(az: Authorizer, ctx, api, body):
                                 if az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, t.get("name") or "")]
             return result
         return body, filt
-    auto = body.get("allow_auto_topic_creation", True) and broker.config.get("auto.create.topics.enable", True)
+    auto = body.get("allow_auto_topic_creation", True) and az.config.get("auto.create.topics.enable", True)
     keep, drop = [], []
     for t in topics:
         name = t.get("name")
         if not name and t.get("topic_id") is not None:
-            info = broker.topic_by_id(t["topic_id"])
+            info = az.topic_by_id(t["topic_id"])
             name = info.name if info is not None else None
         if name is None or not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
             drop.append(t)
-        elif (auto and name not in broker.logs.topics
+        elif (auto and name not in az.topics()
               and not az.allowed(ctx, Op.CREATE, Res.CLUSTER, CLUSTER_NAME)
               and not az.allowed(ctx, Op.CREATE, Res.TOPIC, name)):
             drop.append(t)  # Kafka: not allowed to auto-create it
@@ -227,7 +220,7 @@ def _may_delete(az: Authorizer, ctx, name) -> bool:
         return True  # KRaft's controller: DELETE on the cluster covers every topic
     if name is None or not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
         return False
-    return name not in az.broker.logs.topics or az.allowed(ctx, Op.DELETE, Res.TOPIC, name)
+    return name not in az.topics() or az.allowed(ctx, Op.DELETE, Res.TOPIC, name)
 
 
 def _delete_topics(az: Authorizer, ctx, api, body):
@@ -245,7 +238,7 @@ def _delete_topics(az: Authorizer, ctx, api, body):
     for t in body.get("topics") or []:
         name = t.get("name")
         if not name and t.get("topic_id") is not None:
-            info = az.broker.topic_by_id(t["topic_id"])
+            info = az.topic_by_id(t["topic_id"])
             name = info.name if info is not None else None
         (keep if _may_delete(az, ctx, name) else drop).append(t)
     if not drop:
@@ -414,10 +407,6 @@ def _cluster_or(op: Op, rule):
     return either
 
 
-def _group_id(body):
-    return body.get("group_id") or ""
-
-
 def _consumer_group_heartbeat(az: Authorizer, ctx, api, body):
     """KIP-848: READ on the group, DESCRIBE on every subscribed topic (Kafka answers the whole
     heartbeat TOPIC_AUTHORIZATION_FAILED when one is missing, with no message)."""
@@ -445,56 +434,66 @@ def topic_filter(az: Authorizer | None, ctx, op: Op = Op.DESCRIBE):
     return lambda name: az.allowed(ctx, op, Res.TOPIC, name)
 
 
-_RULES = {
-    0: _split_topics(Op.WRITE, "topic_data", "name", extra=_produce_txn),
-    1: _fetch,
-    2: _split_topics(Op.DESCRIBE, "topics", "name"),
-    3: _metadata,
-    8: _group_then_topics(Op.READ, Op.READ),
-    9: _offset_fetch,
-    10: _find_coordinator,
-    11: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
-    12: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
-    13: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
-    14: _whole(Op.READ, Res.GROUP, GROUP_DENIED, _group_id),
-    15: _group_list("groups", Op.DESCRIBE),
-    16: _list_groups,
-    19: _create_topics,
-    20: _delete_topics,
-    21: _split_topics(Op.DELETE, "topics", "name"),
-    22: _init_producer_id,
-    23: _cluster_or(Op.CLUSTER_ACTION, _split_topics(Op.DESCRIBE, "topics", "topic")),
-    24: _txn(),
-    25: _txn(extra_group=True),
-    26: _txn(),
-    28: _txn_offset_commit,
-    27: _cluster_or(Op.ALTER, _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)),
-    29: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
-    30: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
-    31: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
-    32: _configs(Op.DESCRIBE_CONFIGS),
-    33: _configs(Op.ALTER_CONFIGS),
-    35: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
-    37: _split_topics(Op.ALTER, "topics", "name"),
-    42: _group_list("groups_names", Op.DELETE),
-    43: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
-    45: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
-    46: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
-    44: _configs(Op.ALTER_CONFIGS),
-    47: _group_then_topics(Op.DELETE, Op.READ),
-    48: _whole(Op.DESCRIBE_CONFIGS, Res.CLUSTER, CLUSTER_DENIED),
-    49: _whole(Op.ALTER_CONFIGS, Res.CLUSTER, CLUSTER_DENIED),
-    50: _whole(Op.DESCRIBE, Res.CLUSTER, CLUSTER_DENIED),
-    51: _whole(Op.ALTER, Res.CLUSTER, CLUSTER_DENIED),
-    61: _split_topics(Op.READ, "topics", "name"),
-    65: _describe_transactions,
-    66: _list_transactions,
-    68: _consumer_group_heartbeat,
-    69: _group_list("group_ids", Op.DESCRIBE),
+# the APIs whose checks are more than one ACL on one resource, by name (Kafka's KafkaApis)
+CUSTOM_RULES = {
+    "Produce": _split_topics(Op.WRITE, "topic_data", "name", extra=_produce_txn),
+    "Fetch": _fetch,
+    "Metadata": _metadata,
+    "OffsetCommit": _group_then_topics(Op.READ, Op.READ),
+    "OffsetFetch": _offset_fetch,
+    "FindCoordinator": share_keys_or(_find_coordinator),
+    "DescribeGroups": _group_list("groups", Op.DESCRIBE),
+    "ListGroups": _list_groups,
+    "CreateTopics": _create_topics,
+    "DeleteTopics": _delete_topics,
+    "InitProducerId": _init_producer_id,
+    "OffsetForLeaderEpoch": _cluster_or(Op.CLUSTER_ACTION, _split_topics(Op.DESCRIBE, "topics", "topic")),
+    "AddPartitionsToTxn": _txn(),
+    "AddOffsetsToTxn": _txn(extra_group=True),
+    "EndTxn": _txn(),
+    "TxnOffsetCommit": _txn_offset_commit,
+    "WriteTxnMarkers": _cluster_or(Op.ALTER, _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)),
+    "DescribeConfigs": _configs(Op.DESCRIBE_CONFIGS),
+    "AlterConfigs": _configs(Op.ALTER_CONFIGS),
+    "IncrementalAlterConfigs": _configs(Op.ALTER_CONFIGS),
+    "DeleteGroups": _group_list("groups_names", Op.DELETE),
+    "OffsetDelete": _group_then_topics(Op.DELETE, Op.READ),
+    "DescribeTransactions": _describe_transactions,
+    "ListTransactions": _list_transactions,
+    "ConsumerGroupHeartbeat": _consumer_group_heartbeat,
+    "ConsumerGroupDescribe": _group_list("group_ids", Op.DESCRIBE),
+    **SHARE_RULES, **STREAMS_RULES, **CLUSTER_RULES,  # the share, streams and cluster APIs' own modules
 }
 
-# the share-group, streams-group and cluster self-description APIs have their own modules; they build on the rules above
-from pylog.broker.security.cluster_rules import CLUSTER_RULES, share_keys_or  # noqa: E402
-from pylog.broker.security.share_rules import SHARE_RULES, STREAMS_RULES  # noqa: E402
 
-_RULES.update({**SHARE_RULES, **CLUSTER_RULES, **STREAMS_RULES, 10: share_keys_or(_find_coordinator)})
+def rule_from_facts(acl: Acl):
+    """The rule of an API that needs one ACL (its request facts): on the cluster, on the group or
+    transactional id a field names, or on each topic it names (the refused ones answer
+    TOPIC_AUTHORIZATION_FAILED)."""
+    op, rtype = Op[acl.operation], Res[acl.resource]
+    if rtype == Res.CLUSTER:
+        return _whole(op, rtype, CLUSTER_DENIED)
+    if rtype == Res.TOPIC:
+        return _split_topics(op, acl.topics_field, acl.name_field)
+    code = GROUP_DENIED if rtype == Res.GROUP else TXN_DENIED
+    return _whole(op, rtype, code, lambda body: body.get(acl.name_field) or "")
+
+
+def rules_of(schemas: dict) -> dict:
+    """Each API's rule by key: its own (CUSTOM_RULES), or the one its request facts declare."""
+    rules = {}
+    for key, api in schemas.items():
+        acl = api.facts.acl
+        if api.name in CUSTOM_RULES:
+            rules[key] = CUSTOM_RULES[api.name]
+        elif acl is not None:
+            if acl.resource == "TOPIC" and acl.topics_field is None:
+                shape = api.facts.partitions
+                acl = Acl(acl.operation, acl.resource, shape.req_name, shape.req_topics)
+            rules[key] = rule_from_facts(acl)
+    return rules
+
+
+# requests every connection may send (authentication runs before them)
+OPEN_APIS = frozenset(key for key, api in SCHEMAS.items() if api.facts.open)
+_RULES = rules_of(SCHEMAS)

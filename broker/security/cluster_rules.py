@@ -1,15 +1,15 @@
-"""Authorization of the cluster self-description APIs, as Kafka's KafkaApis checks them.
+"""Authorization of the cluster self-description APIs Kafka's KafkaApis checks in the handler.
 
-DescribeQuorum: DESCRIBE on the cluster. UpdateFeatures: ALTER on the cluster.
-ListConfigResources: DESCRIBE_CONFIGS on the cluster. DescribeTopicPartitions checks
-DESCRIBE on each topic itself (unauthorized topics are left out of a listing of every
-topic, answered TOPIC_AUTHORIZATION_FAILED when named). The share-group state APIs
-(a share-partition leader asking the share coordinator) need CLUSTER_ACTION, the rule
+DescribeQuorum (DESCRIBE on the cluster), UpdateFeatures (ALTER) and ListConfigResources
+(DESCRIBE_CONFIGS) need one ACL each: their request facts declare it (core/protocol/apis/cluster.py).
+DescribeTopicPartitions checks DESCRIBE on each topic itself (unauthorized topics are left out
+of a listing of every topic, answered TOPIC_AUTHORIZATION_FAILED when named). The share-group
+state APIs (a share-partition leader asking the share coordinator) need CLUSTER_ACTION, the rule
 of every API without one, and so does FindCoordinator for a share-partition key.
 """
 from __future__ import annotations
 
-from pylog.broker.security import authorizer as A
+from pylog.broker.security import denials
 from pylog.core.security.acl import CLUSTER_NAME, AclOperation as Op, ResourceType as Res
 
 
@@ -17,7 +17,7 @@ def _cluster(op: Op):
     def rule(az, ctx, api, body):
         if az.allowed(ctx, op, Res.CLUSTER, CLUSTER_NAME):
             return None
-        return az.refuse(api, ctx, body, A.CLUSTER_DENIED)
+        return az.refuse(api, ctx, body, denials.CLUSTER_DENIED)
     return rule
 
 
@@ -35,9 +35,4 @@ def _in_handler(az, ctx, api, body):
     return None
 
 
-CLUSTER_RULES = {
-    55: _cluster(Op.DESCRIBE),
-    57: _cluster(Op.ALTER),
-    74: _cluster(Op.DESCRIBE_CONFIGS),
-    75: _in_handler,
-}
+CLUSTER_RULES = {"DescribeTopicPartitions": _in_handler}

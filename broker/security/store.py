@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from pylog.core.security import scram
 from pylog.core.security.acl import AclBinding, binding_from_wire, binding_to_wire
-from pylog.broker.node.json_state import JsonStateFile
+from pylog.broker.common.json_state import JsonStateFile
 
 FILE_NAME = "security.json"
 FORMAT_VERSION = 1

@@ -29,7 +29,7 @@ import time
 
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.store import iter_keyed_records
-from pylog.broker.node.scheduler import Ticker
+from pylog.broker.common.scheduler import Ticker
 from pylog.broker.txn.state import MAX_EPOCH, NO_EPOCH, NO_PRODUCER_ID, TOPIC, TxnMetadata
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import txn_log as tl
@@ -275,8 +275,7 @@ class TransactionCoordinator:
 
     def offsets_partition(self, group_id: str) -> int:
         """The `__consumer_offsets` partition of a group (AddOffsetsToTxn adds it to the transaction)."""
-        self.broker.group_coordinator.ensure_topic()
-        return ot.partition_for(group_id, self.broker.group_coordinator.store.num_partitions)
+        return self.broker.group_coordinator.offsets_partition(group_id)
 
     def check_offsets_commit(self, tid: str, pid: int, epoch: int, group_id: str) -> int:
         """TxnOffsetCommit: the producer is current and the group's partition is in its transaction."""

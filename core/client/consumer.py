@@ -4,7 +4,7 @@
 thread and holds assignment, positions and offset reset; its fetching half is
 `fetcher.Fetcher`, and the record parsing is `fetch_records`. Without a group
 (`group.id` unset or no coordinator attached) `subscribe()` assigns every
-partition of the topics. Group membership (`group.attach_group`) attaches a
+partition of the topics. Group membership (`membership.attach_group`) attaches a
 `GroupHooks` object: it is driven from poll(), updates the assignment and
 answers committed-offset lookups and commits.
 """
@@ -37,7 +37,7 @@ class Consumer(Closeable):
 
     A synchronous facade over `ConsumerEngine` on a background loop thread:
     `assign()`/`subscribe()` choose partitions (with `group.id` and
-    `group.attach_group` the group decides), `seek*()` and `auto.offset.reset`
+    `membership.attach_group` the group decides), `seek*()` and `auto.offset.reset`
     set positions, `poll()` returns up to `max.poll.records` records per call
     while the next fetches are already in flight.
     """

@@ -476,14 +476,3 @@ class GroupMembership(GroupOffsets, GroupHooks):
         if self.coordinator is not None:
             await self.coordinator.close()
             self.coordinator = None
-
-
-def attach_group(consumer, *, on_assign=None, on_revoke=None, on_lost=None) -> GroupMembership:
-    """Make `consumer` a member of its `group.id` (call before subscribe()); `group.protocol`
-    chooses the classic protocol or KIP-848's (group_consumer.ConsumerGroupMember)."""
-    cls = GroupMembership
-    if (consumer.config.get("group.protocol") or "classic").lower() == "consumer":
-        from pylog.core.client.group_consumer import ConsumerGroupMember as cls
-    m = cls(consumer, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-    consumer.engine.group = m
-    return m

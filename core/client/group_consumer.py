@@ -1,7 +1,7 @@
 """Consumer-group membership with the KIP-848 protocol (`group.protocol=consumer`).
 
     consumer = Consumer({"bootstrap.servers": ..., "group.id": "g", "group.protocol": "consumer"})
-    attach_group(consumer, on_assign=..., on_revoke=...)   # group.attach_group picks this class
+    attach_group(consumer, on_assign=..., on_revoke=...)   # membership.attach_group picks this class
     consumer.subscribe(["orders", "^audit-.*"])
 
 The broker computes the assignment; the member only heartbeats

@@ -19,7 +19,7 @@ import threading
 import uuid
 
 from pylog.core.protocol import types as T
-from pylog.core.protocol.schema import MISSING, Field, default_of
+from pylog.core.protocol.fields import MISSING, Field, default_of
 from pylog.core.protocol.types import Array, Prim, Struct
 
 __all__ = ["compile_decoder", "compile_encoder", "compile_struct", "generated_source"]

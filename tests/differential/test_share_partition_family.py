@@ -29,6 +29,7 @@ def _check(results: dict) -> None:
     broken = {n: by["pylog"][-1] for n, by in results.items() if by["pylog"] and by["pylog"][-1][0] == "error"}
     assert not broken, f"sequences that did not run to their end on either broker: {broken}"
     assert all(by["pylog"][-2][0] == "drain" for by in results.values())
+    assert all(by["pylog"] for by in results.values())
 
 
 def test_generated_sequences(brokers):
@@ -106,3 +107,46 @@ def _b(first: int, last: int, t: int = 1) -> dict:
 
 def test_scripted_sequences(brokers):
     _check(sf.run_all(brokers, _scripted(), "scr"))
+
+
+def _restart_part1() -> list:
+    """Share-partitions left in various states, then both brokers restart."""
+    S = sf.Seq
+    return [
+        S("rs-held", [10], {}, first={"max_records": 5, "batch_size": 5}, steps=[]),
+        S("rs-acked", [5, 5], {}, steps=[("ack", 0, [(0, 3, "accept"), (4, 6, "release")], False)]),
+        S("rs-mixed", [8], {}, steps=[("ack", 0, [(0, 7, ["accept", "reject", "release", "gap", "accept",
+                                                         "release", "accept", "accept"])], False)]),
+        S("rs-limit", [6], {"share_delivery_count_limit": 2},
+          steps=[("ack", 0, [(0, 5, "release")], False), ("fetch", 0, FETCH, None),
+                 ("ack", 0, [(0, 2, "release")], False), ("produce", [2])]),
+        S("rs-closed", [4, 4], {}, steps=[("close", 0, [(0, 1, "accept")])]),
+        S("rs-record-limit", [10], {}, first={"max_records": 3, "mode": 1},
+          steps=[("ack", 0, [(0, 2, "accept")], False)]),
+        S("rs-throttled", [10], {"share_delivery_count_limit": 4},
+          steps=[step for _ in range(3) for step in (("ack", 0, [(0, 9, "release")], False),
+                                                      ("fetch", 0, FETCH, None))]),
+        S("rs-none", [3], {}, steps=[("ack", 0, [(0, 2, "accept")], False), ("produce", [4])]),
+    ]
+
+
+def _restart_part2(first: list) -> list:
+    """The same share-partitions after the restart: a new member fetches until records come (Kafka
+    loads the state first), fetches again, then the final state (DescribeShareGroupOffsets only
+    after the drain's writes: README)."""
+    out = []
+    for s in first:
+        nxt = sf.Seq(s.name, s.sizes, s.configs, steps=[("fetch", 0, {"max_records": 2}, None)])
+        nxt.topic, nxt.group = s.topic, s.group
+        out.append(nxt)
+    return out
+
+
+def test_sequences_across_a_broker_restart(brokers, share_pylog, share_kafka):
+    seqs = _restart_part1()
+    before = sf.run_all(brokers, seqs, "rs", part=1)
+    share_pylog.stop_clean()
+    share_kafka.restart()
+    share_pylog.restart()
+    after = sf.run_all(brokers, _restart_part2(seqs), "rs", part=2)
+    _check({n: {b: before[n][b] + after[n][b] for b in brokers} for n in before})

@@ -83,7 +83,7 @@ def main():
             confluent_commit(c)
     else:
         from pylog.core.client import Consumer
-        from pylog.core.client.group import attach_group
+        from pylog.core.client.membership import attach_group
 
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                       "session.timeout.ms": str(session), "heartbeat.interval.ms": "500",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from pylog.broker.node.json_state import JsonStateFile
+from pylog.broker.common.json_state import JsonStateFile
 from pylog.core.config import BROKER_CONFIGS, ConfigError
 
 RESOURCE_GROUP = 32

@@ -80,14 +80,13 @@ class ShareCoordinator:
             sp.state_epoch, sp.snapshot_epoch = st["state_epoch"], st["snapshot_epoch"]
             sp.persisted = (sp.start, sp.state_epoch, expand(sp.state_batches()))
             sp.updates_since_snapshot = len(st["updates"])
+            sp.reload_pending = True  # its acquired batches: the stored (coalesced) state batches
             self.parts[(gid, tid, p)] = sp
             self.groups.setdefault(gid, ShareGroup(gid))
-        store = self.broker.group_coordinator.store
-        for gid, g in self.records.replay(store.share_records).items():
+        for gid, g in self.records.replay(self.broker.group_coordinator.take_share_records()).items():
             topology = self._topology(g)
             g.topology = topology if metadata_hash(topology) == g.metadata_hash else ()
             self.groups[gid] = g
-        store.share_records = []
 
     def start(self, loop) -> None:
         self.loop = loop
@@ -174,7 +173,7 @@ class ShareCoordinator:
             return heartbeat_error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         if req["rack_id"] == "":
             return heartbeat_error(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        other = self.broker.group_coordinator.groups.get(gid)
+        other = self.broker.group_coordinator.group(gid)
         if other is not None and (other.members or other.offsets or getattr(other, "consumer", None)):
             return heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group.")
         g = self.groups.get(gid)

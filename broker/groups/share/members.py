@@ -56,7 +56,7 @@ class ShareGroupRecords:
         the group stays as it is in memory)."""
         if not records:
             return
-        code = self.broker.group_coordinator.store.append(gid, records)
+        code = self.broker.group_coordinator.append_records(gid, records)
         if code:
             log.warning("share group %s: membership records not written (error %d)", gid, code)
 

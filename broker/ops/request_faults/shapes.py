@@ -4,72 +4,26 @@ the partitions it names.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
-from pylog.core.protocol import API_KEYS
+from pylog.core.protocol import API_KEYS, SCHEMAS
+from pylog.core.protocol.facts import Partitions
 
 K = API_KEYS
-PRODUCE, FETCH, LIST_OFFSETS, METADATA = K["Produce"], K["Fetch"], K["ListOffsets"], K["Metadata"]
-OFFSET_COMMIT, TXN_OFFSET_COMMIT, OFFSET_FOR_LEADER_EPOCH = K["OffsetCommit"], K["TxnOffsetCommit"], \
-    K["OffsetForLeaderEpoch"]
-FIND_COORDINATOR = K["FindCoordinator"]
+METADATA, FIND_COORDINATOR = K["Metadata"], K["FindCoordinator"]
+
+# a partitioned request and its answer (the request facts declared with each schema)
+PartitionShape = Partitions
 
 
-@dataclass(frozen=True)
-class PartitionShape:
-    """A partitioned request and its answer: list/name/partition keys on each side, an error entry."""
-
-    req_topics: str
-    req_name: str
-    req_parts: str
-    req_index: str
-    resp_topics: str
-    resp_name: str
-    resp_parts: str
-    resp_index: str
-    entry: Callable[[int, int], dict]  # (partition, error code) -> the answer's partition entry
-    empty: Callable[[], dict]  # an answer with no topics
+def shapes_of(schemas: dict) -> dict[int, PartitionShape]:
+    """The partitioned APIs (their topics at the top of the request) by key."""
+    return {k: api.facts.partitions for k, api in schemas.items()
+            if api.facts.partitions is not None and api.facts.partitions.within is None}
 
 
-SHAPES: dict[int, PartitionShape] = {
-    PRODUCE: PartitionShape(
-        "topic_data", "name", "partition_data", "index", "responses", "name", "partition_responses", "index",
-        lambda i, c: {"index": i, "error_code": c, "base_offset": -1, "log_append_time_ms": -1,
-                      "log_start_offset": -1, "record_errors": [], "error_message": None},
-        lambda: {"responses": [], "throttle_time_ms": 0}),
-    FETCH: PartitionShape(
-        "topics", "topic", "partitions", "partition", "responses", "topic", "partitions", "partition_index",
-        lambda i, c: {"partition_index": i, "error_code": c, "high_watermark": -1, "last_stable_offset": -1,
-                      "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
-                      "records": b""},
-        lambda: {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}),
-    LIST_OFFSETS: PartitionShape(
-        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
-        lambda i, c: {"partition_index": i, "error_code": c, "old_style_offsets": [], "timestamp": -1,
-                      "offset": -1, "leader_epoch": -1},
-        lambda: {"throttle_time_ms": 0, "topics": []}),
-    OFFSET_FOR_LEADER_EPOCH: PartitionShape(
-        "topics", "topic", "partitions", "partition", "topics", "topic", "partitions", "partition",
-        lambda i, c: {"error_code": c, "partition": i, "leader_epoch": -1, "end_offset": -1},
-        lambda: {"throttle_time_ms": 0, "topics": []}),
-    OFFSET_COMMIT: PartitionShape(
-        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
-        lambda i, c: {"partition_index": i, "error_code": c},
-        lambda: {"throttle_time_ms": 0, "topics": []}),
-    TXN_OFFSET_COMMIT: PartitionShape(
-        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
-        lambda i, c: {"partition_index": i, "error_code": c},
-        lambda: {"throttle_time_ms": 0, "topics": []}),
-}
-
+SHAPES = shapes_of(SCHEMAS)
 # the APIs an offline partition or an unavailable coordinator answers for
-OFFLINE_APIS = (METADATA, PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH)
-COORDINATOR_APIS = tuple(K[n] for n in (
-    "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
-    "OffsetDelete", "DescribeGroups", "DeleteGroups", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
-    "StreamsGroupHeartbeat", "StreamsGroupDescribe", "StreamsGroupTopologyDescriptionUpdate",
-    "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit") if n in K)
+OFFLINE_APIS = tuple(k for k, api in SCHEMAS.items() if api.facts.partition_data)
+COORDINATOR_APIS = tuple(k for k, api in SCHEMAS.items() if api.facts.coordinator)
 
 
 def _field_names(fields) -> set:
@@ -89,8 +43,6 @@ def _field_names(fields) -> set:
 def carries(api_key: int) -> set:
     """What an API's requests can name: a subset of {"topic", "group", "transactional_id"}
     (a rule filtering on anything else is never listed for it)."""
-    from pylog.core.protocol import SCHEMAS
-
     schema = SCHEMAS.get(api_key)
     names = _field_names(schema.request) if schema is not None else set()
     out = set()

@@ -3,6 +3,7 @@
 What a one-node cluster is asked about itself: its metadata quorum, its finalized feature
 levels, the config resources it keeps, and its topics' partitions page by page.
 """
+from pylog.core.protocol.facts import Acl, Facts
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, Struct, UINT16, UUID
 
@@ -116,5 +117,10 @@ DESCRIBE_TOPIC_PARTITIONS = Api(75, "DescribeTopicPartitions", "0", "0+",
         F("next_cursor", Struct(*_CURSOR), **_NULL),
     ],
 )
+
+# ---- request facts (facts.py): the ACL each needs
+DESCRIBE_QUORUM.facts = Facts(acl=Acl("DESCRIBE", "CLUSTER"))
+UPDATE_FEATURES.facts = Facts(acl=Acl("ALTER", "CLUSTER"))
+LIST_CONFIG_RESOURCES.facts = Facts(acl=Acl("DESCRIBE_CONFIGS", "CLUSTER"))
 
 APIS = [DESCRIBE_QUORUM, UPDATE_FEATURES, LIST_CONFIG_RESOURCES, DESCRIBE_TOPIC_PARTITIONS]

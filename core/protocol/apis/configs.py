@@ -1,4 +1,5 @@
 """DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, DescribeLogDirs."""
+from pylog.core.protocol.facts import Acl, Facts
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING
 
@@ -114,3 +115,7 @@ DESCRIBE_LOG_DIRS = Api(35, "DescribeLogDirs", "1-5", "2+",
 )
 
 APIS = [DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_LOG_DIRS]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+DESCRIBE_LOG_DIRS.facts = Facts(acl=Acl("DESCRIBE", "CLUSTER"))

@@ -4,6 +4,7 @@ Versions as Apache Kafka 4.3 serves them: Heartbeat v1 adds SubscribedTopicRegex
 and has the member generate its own member id (KIP-1082); Describe v1 adds the
 member type (KIP-1099).
 """
+from pylog.core.protocol.facts import Facts
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, STRING, UUID, Struct
 
@@ -84,3 +85,7 @@ CONSUMER_GROUP_DESCRIBE = Api(69, "ConsumerGroupDescribe", "0-1", "0+",
 )
 
 APIS = [CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+CONSUMER_GROUP_HEARTBEAT.facts = CONSUMER_GROUP_DESCRIBE.facts = Facts(coordinator=True)

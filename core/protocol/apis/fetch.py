@@ -1,5 +1,6 @@
 """Fetch, ListOffsets, OffsetForLeaderEpoch."""
 from pylog.core.protocol.apis.produce import NODE_ENDPOINT
+from pylog.core.protocol.facts import Acl, Facts, Partitions
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, ZERO_UUID, Struct
 
@@ -133,3 +134,21 @@ OFFSET_FOR_LEADER_EPOCH = Api(23, "OffsetForLeaderEpoch", "2-4", "4+",
 )
 
 APIS = [FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+FETCH.facts = Facts(partitions=Partitions(
+    "topics", "topic", "partitions", "partition", "responses", "topic", "partitions", "partition_index",
+    lambda i, c: {"partition_index": i, "error_code": c, "high_watermark": -1, "last_stable_offset": -1,
+                  "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
+                  "records": b""},
+    lambda: {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}), partition_data=True)
+LIST_OFFSETS.facts = Facts(partitions=Partitions(
+    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
+    lambda i, c: {"partition_index": i, "error_code": c, "old_style_offsets": [], "timestamp": -1,
+                  "offset": -1, "leader_epoch": -1},
+    lambda: {"throttle_time_ms": 0, "topics": []}), acl=Acl("DESCRIBE", "TOPIC"), partition_data=True)
+OFFSET_FOR_LEADER_EPOCH.facts = Facts(partitions=Partitions(
+    "topics", "topic", "partitions", "partition", "topics", "topic", "partitions", "partition",
+    lambda i, c: {"error_code": c, "partition": i, "leader_epoch": -1, "end_offset": -1},
+    lambda: {"throttle_time_ms": 0, "topics": []}), partition_data=True)

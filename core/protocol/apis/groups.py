@@ -1,4 +1,5 @@
 """Consumer-group APIs: coordinator lookup, membership, offsets, admin."""
+from pylog.core.protocol.facts import Acl, Facts, Partitions
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, BYTES, INT8, INT16, INT32, INT64, STRING, UUID, ZERO_UUID
 
@@ -275,3 +276,23 @@ OFFSET_DELETE = Api(47, "OffsetDelete", "0", "none",
 
 APIS = [FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS,
         LIST_GROUPS, DELETE_GROUPS, OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+FIND_COORDINATOR.facts = Facts(group_fields=("key", "coordinator_keys"), transactional_fields=("key", "coordinator_keys"),
+                               coordinator=True)
+JOIN_GROUP.facts = HEARTBEAT.facts = LEAVE_GROUP.facts = SYNC_GROUP.facts = Facts(
+    acl=Acl("READ", "GROUP", name_field="group_id"), group_fields=("group_id",), coordinator=True)
+DESCRIBE_GROUPS.facts = Facts(group_fields=("groups",), coordinator=True)
+DELETE_GROUPS.facts = Facts(group_fields=("groups_names",), coordinator=True)
+OFFSET_DELETE.facts = Facts(group_fields=("group_id",), coordinator=True)
+OFFSET_COMMIT.facts = Facts(partitions=Partitions(
+    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
+    lambda i, c: {"partition_index": i, "error_code": c},
+    lambda: {"throttle_time_ms": 0, "topics": []}, ids_from=10), group_fields=("group_id",), coordinator=True)
+OFFSET_FETCH.facts = Facts(partitions=Partitions(
+    "topics", "name", "partition_indexes", "partition_index", "topics", "name", "partitions", "partition_index",
+    lambda i, c: {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                  "error_code": c},
+    lambda: {"throttle_time_ms": 0, "groups": []}, ids_from=10, within="groups"),
+    group_fields=("group_id", "groups"), coordinator=True)

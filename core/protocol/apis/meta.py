@@ -1,4 +1,5 @@
 """ApiVersions, Metadata, DescribeCluster, SaslHandshake."""
+from pylog.core.protocol.facts import Facts
 from pylog.core.protocol.schema import API_VERSIONS_KEY, Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UUID
 
@@ -108,3 +109,8 @@ SASL_HANDSHAKE = Api(17, "SaslHandshake", "0-1", "none",
 )
 
 APIS = [API_VERSIONS, METADATA, DESCRIBE_CLUSTER, SASL_HANDSHAKE]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+API_VERSIONS.facts = SASL_HANDSHAKE.facts = DESCRIBE_CLUSTER.facts = Facts(open=True)
+METADATA.facts = Facts(partition_data=True)

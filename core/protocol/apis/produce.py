@@ -1,4 +1,5 @@
 """Produce and InitProducerId."""
+from pylog.core.protocol.facts import Acl, Facts, Partitions
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import INT16, INT32, INT64, RECORDS, STRING, UUID, ZERO_UUID, Struct
 
@@ -66,3 +67,15 @@ INIT_PRODUCER_ID = Api(22, "InitProducerId", "0-5", "2+",
 )
 
 APIS = [PRODUCE, INIT_PRODUCER_ID]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+PRODUCE.facts = Facts(
+    acl=Acl("WRITE", "TOPIC"),  # and WRITE on the transactional id of transactional records
+    partitions=Partitions(
+        "topic_data", "name", "partition_data", "index", "responses", "name", "partition_responses", "index",
+        lambda i, c: {"index": i, "error_code": c, "base_offset": -1, "log_append_time_ms": -1,
+                      "log_start_offset": -1, "record_errors": [], "error_message": None},
+        lambda: {"responses": [], "throttle_time_ms": 0}, ids_from=13),
+    transactional_fields=("transactional_id",), partition_data=True)
+INIT_PRODUCER_ID.facts = Facts(transactional_fields=("transactional_id",), coordinator=True)

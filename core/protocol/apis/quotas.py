@@ -1,4 +1,5 @@
 """Client quotas: DescribeClientQuotas and AlterClientQuotas (KIP-546, Kafka's message specs)."""
+from pylog.core.protocol.facts import Acl, Facts
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import BOOL, FLOAT64, INT8, INT16, INT32, STRING
 
@@ -56,3 +57,8 @@ ALTER_CLIENT_QUOTAS = Api(49, "AlterClientQuotas", "0-1", "1+",
 )
 
 APIS = [DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+DESCRIBE_CLIENT_QUOTAS.facts = Facts(acl=Acl("DESCRIBE_CONFIGS", "CLUSTER"))
+ALTER_CLIENT_QUOTAS.facts = Facts(acl=Acl("ALTER_CONFIGS", "CLUSTER"))

@@ -1,5 +1,6 @@
 """ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments: the partition
 placement APIs (kafka-leader-election.sh, kafka-reassign-partitions.sh)."""
+from pylog.core.protocol.facts import Acl, Facts
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, STRING
 
@@ -79,3 +80,8 @@ LIST_PARTITION_REASSIGNMENTS = Api(46, "ListPartitionReassignments", "0", "0+",
 )
 
 APIS = [ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+ELECT_LEADERS.facts = ALTER_PARTITION_REASSIGNMENTS.facts = Facts(acl=Acl("ALTER", "CLUSTER"))
+LIST_PARTITION_REASSIGNMENTS.facts = Facts(acl=Acl("DESCRIBE", "CLUSTER"))

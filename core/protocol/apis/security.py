@@ -3,6 +3,7 @@
 CreateAcls/DescribeAcls/DeleteAcls start at v1: v0 predates pattern types and
 no current client sends it.
 """
+from pylog.core.protocol.facts import Acl, Facts
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import BYTES, INT8, INT16, INT32, INT64, STRING
 
@@ -135,3 +136,9 @@ ALTER_USER_SCRAM_CREDENTIALS = Api(51, "AlterUserScramCredentials", "0", "0+",
 
 APIS = [SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, DESCRIBE_USER_SCRAM_CREDENTIALS,
         ALTER_USER_SCRAM_CREDENTIALS]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+SASL_AUTHENTICATE.facts = Facts(open=True)
+DESCRIBE_ACLS.facts = DESCRIBE_USER_SCRAM_CREDENTIALS.facts = Facts(acl=Acl("DESCRIBE", "CLUSTER"))
+CREATE_ACLS.facts = DELETE_ACLS.facts = ALTER_USER_SCRAM_CREDENTIALS.facts = Facts(acl=Acl("ALTER", "CLUSTER"))

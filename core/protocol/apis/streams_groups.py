@@ -5,6 +5,7 @@ Heartbeat v1 and Describe v1 come with KIP-1331 (the topology description a memb
 uploads with TopologyDescriptionUpdate, asked for by TopologyDescriptionRequired); the
 heartbeat's acceptable recovery lag is an int32 at v0 and an int64 from v1.
 """
+from pylog.core.protocol.facts import Facts
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UINT16, Struct
 
@@ -175,6 +176,10 @@ STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = Api(93, "StreamsGroupTopologyDescrip
         F("error_message", STRING, nullable="0+", default=None),
     ],
 )
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+STREAMS_GROUP_HEARTBEAT.facts = STREAMS_GROUP_DESCRIBE.facts = STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE.facts = \
+    Facts(coordinator=True)
 
 APIS = [STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE, STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE]
 __all__ = ["APIS", "STREAMS_GROUP_HEARTBEAT", "STREAMS_GROUP_DESCRIBE", "STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE"]

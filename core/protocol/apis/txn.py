@@ -2,6 +2,7 @@
 TxnOffsetCommit) and the admin's (DescribeProducers, DescribeTransactions,
 ListTransactions), at the versions a transaction.version 2 broker serves, and
 WriteTxnMarkers, which kafka-transactions.sh's abort sends to a partition leader."""
+from pylog.core.protocol.facts import Acl, Facts, Partitions
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UUID, ZERO_UUID
 
@@ -203,3 +204,17 @@ WRITE_TXN_MARKERS = Api(27, "WriteTxnMarkers", "1-2", "1+",
 
 APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT, DESCRIBE_PRODUCERS,
         DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, WRITE_TXN_MARKERS]
+
+
+# ---- request facts (facts.py): what the broker reads of these requests besides the values
+ADD_PARTITIONS_TO_TXN.facts = Facts(transactional_fields=("v3_and_below_transactional_id", "transactions"),
+                                    coordinator=True)
+ADD_OFFSETS_TO_TXN.facts = Facts(transactional_fields=("transactional_id",), group_fields=("group_id",),
+                                 coordinator=True)
+END_TXN.facts = Facts(transactional_fields=("transactional_id",), coordinator=True)
+TXN_OFFSET_COMMIT.facts = Facts(partitions=Partitions(
+    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
+    lambda i, c: {"partition_index": i, "error_code": c},
+    lambda: {"throttle_time_ms": 0, "topics": []}, ids_from=6),
+    transactional_fields=("transactional_id",), group_fields=("group_id",), coordinator=True)
+DESCRIBE_PRODUCERS.facts = Facts(acl=Acl("READ", "TOPIC", topics_field="topics", name_field="name"))

@@ -1,0 +1,128 @@
+"""`python -m bench hops`: the path of one Produce request from its frame to the segment write.
+
+Counted in process on a broker opened on a temporary log dir (as `bench dispatch` does): the
+request goes through `Broker.dispatch`; a profile hook records each pylog function called by the
+functions on the way (dispatch, the handler, the log's append and write), and the reads of the
+batch header the broker makes before storage validates the batch (`unpack_from` called from
+broker code). The socket side adds the same two steps in every tree (net/connection.py reads the
+frame, net/server.py hands it to dispatch).
+
+Options: --compare-with DIR (the same from the source tree DIR, a folder holding pylog/, in a
+child process), --version V (Produce version, repeatable; default 9 and 13: v13 names the topic
+by id).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+CHAIN = ("dispatch", "produce", "append_as_leader", "_write")
+
+
+class _Conn:
+    peer = "127.0.0.1:1"
+    closed = False
+    sasl = None
+    listener = None
+    principal = "User:ANONYMOUS"
+    host = "127.0.0.1"
+
+    def __init__(self):
+        self.tasks = set()
+
+    def reserve(self):
+        return object()
+
+    def fill(self, slot, parts):
+        pass
+
+
+async def _measure(version: int) -> dict:
+    try:
+        from pylog.broker.node.broker import Broker
+        from pylog.broker.node.settings import build_settings
+    except ModuleNotFoundError:  # the broker before its folders
+        from pylog.broker.broker import Broker
+        from pylog.broker.settings import build_settings
+    from pylog.core.protocol import encode_request
+    from pylog.core.records.batch import build_batch
+
+    b = Broker(build_settings({}, {}, (tempfile.mkdtemp(prefix="pylog-bench-hops-"),), "127.0.0.1:0"))
+    b.open_storage()
+    b.loop = asyncio.get_running_loop()
+    b._start_services()
+    b.settings.advertised_port = 9092
+    b.logs.create_topic("t", 1, None)
+    topic = {"name": "t", "partition_data": [{"index": 0, "records": build_batch(
+        [(int(time.time() * 1000), None, b"v" * 100)] * 10)}]}
+    if version >= 13:
+        topic = dict(topic, name="", topic_id=b.logs.topics["t"].topic_id)
+    frame = encode_request(0, version, 1, "c", {"transactional_id": None, "acks": 1, "timeout_ms": 1000,
+                                                "topic_data": [topic]})
+    body = bytearray(bytes(frame[4:]))
+    steps, reads, done = [], [0], []
+
+    def hook(frame, event, arg):
+        if done:
+            return
+        caller = frame.f_back
+        if event == "call" and caller is not None and caller.f_code.co_name in CHAIN:
+            code = frame.f_code
+            steps.append(f"{caller.f_code.co_name} -> {os.path.basename(code.co_filename)}:{code.co_name}")
+            if code.co_name == "append" and code.co_filename.endswith("segment.py"):
+                done.append(True)
+        elif event == "c_call" and getattr(arg, "__name__", "") == "unpack_from" \
+                and "broker" in frame.f_code.co_filename:
+            reads[0] += 1
+
+    sys.setprofile(hook)
+    try:
+        b.dispatch(_Conn(), body)
+    finally:
+        sys.setprofile(None)
+        for c in getattr(b, "coordinators", None) or ():
+            c.stop()
+        b.logs.shutdown()
+    return {"steps": steps, "header_reads": reads[0]}
+
+
+def child(version: int) -> None:
+    import logging
+
+    logging.getLogger("pylog").setLevel(logging.WARNING)
+    print(json.dumps(asyncio.run(_measure(version))))
+
+
+def _run(source: str | None, version: int) -> dict:
+    env = dict(os.environ)
+    if source:
+        env["PYTHONPATH"] = source
+    bench_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                        "from bench.hops import child; child(int(sys.argv[2]))", bench_dir, str(version)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        raise RuntimeError(f"hops failed ({source or 'this tree'}): {r.stderr[-800:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench hops")
+    ap.add_argument("--compare-with", metavar="DIR")
+    ap.add_argument("--version", type=int, action="append")
+    a = ap.parse_args(argv)
+    trees = {"this tree": None, **({"compare": a.compare_with} if a.compare_with else {})}
+    for v in a.version or [9, 13]:
+        for name, src in trees.items():
+            r = _run(src, v)
+            print(f"Produce v{v}, {name}: {len(r['steps']) + 2} steps socket -> disk (2 in net/ + "
+                  f"{len(r['steps'])} from dispatch), {r['header_reads']} reads of a batch header before storage")
+            for s in r["steps"]:
+                print("    " + s)
+    return 0
