@@ -30,6 +30,7 @@ from pylog.broker.groups.classic import (
 from pylog.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
 from pylog.broker.groups.migration import Migration
 from pylog.broker.groups.streams.coordinator import StreamsGroupCoordinator
+from pylog.broker.groups.share.configs import LATER_CONFIGS
 from pylog.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.store import GroupStore, now_ms
@@ -106,7 +107,6 @@ class GroupCoordinator:
         share = self.broker.share_coordinator
         if share is not None:
             return share.configs.value(group_id, name)
-        from pylog.broker.groups.share.configs import LATER_CONFIGS  # noqa: PLC0415 - no share coordinator
         return self.broker.config[LATER_CONFIGS[name][0]]
 
     def ensure_topic(self) -> None:

@@ -26,6 +26,7 @@ from pylog.broker.groups.streams.answers import (
 from pylog.broker.groups.streams.group import (
     LEAVE_EPOCH, LEAVE_STATIC_EPOCH, M_UNREVOKED, ROLES, StreamsGroup, StreamsMember, reconcile, tasks_from_wire,
 )
+from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.errors import ErrorCode
 
 log = logging.getLogger("pylog.broker.groups")
@@ -272,8 +273,8 @@ class StreamsGroupCoordinator:
             status.append({"status_code": tp.MISSING_INTERNAL_TOPICS, "status_detail": detail})
         if gid in self._shutdown:
             status.append({"status_code": tp.SHUTDOWN_APPLICATION,
-                           "status_detail": f"A KafkaStreams instance encountered a fatal error and requested "
-                                            f"a shutdown for the entire application."})
+                           "status_detail": "A KafkaStreams instance encountered a fatal error and requested "
+                                            "a shutdown for the entire application."})
         if delayed:
             status.append({"status_code": tp.ASSIGNMENT_DELAYED,
                            "status_detail": "Assignment delayed due to the configured initial rebalance delay."})
@@ -295,7 +296,6 @@ class StreamsGroupCoordinator:
             if name in logs.topics:
                 continue
             try:
-                from pylog.core.config import TOPIC_CONFIGS  # noqa: PLC0415 - config module is light
                 TOPIC_CONFIGS.parse(configs)
                 logs.create_topic(name, n, configs or None)
                 sg.creation_errors.pop(name, None)

@@ -89,12 +89,3 @@ def metadata_hash(topology: dict | None, topics: dict) -> int:
         return 0
     return int.from_bytes(hashlib.sha256("|".join(parts).encode()).digest()[:8], "big", signed=True)
 
-
-def source_partitions(topology: dict, partitions: dict) -> dict:
-    """{subtopology: [(topic, partition count)]} of the topics whose partitions a task reads
-    (for the interactive-query endpoint map)."""
-    out = {}
-    for s in topology["subtopologies"]:
-        names = list(s["source_topics"]) + [t["name"] for t in s["repartition_source_topics"]]
-        out[s["subtopology_id"]] = names
-    return out
