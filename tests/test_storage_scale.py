@@ -27,14 +27,16 @@ def descriptors(b: BrokerProcess) -> int:
 
 
 def create(bootstrap: str, topic: str, n: int, timeout: float = 600):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # librdkafka waits socket.timeout.ms (60 s) for an answer: thousands of partitions may take longer
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": min(int(timeout * 1000), 300_000)})
     fut = admin.create_topics([NewTopic(topic, num_partitions=n, replication_factor=1)],
                               operation_timeout=timeout, request_timeout=timeout)[topic]
     return fut.result(timeout)
 
 
 def write_round(bootstrap: str, n: int, round_no: int) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all",
+    # idempotent: a retry after a slow answer must not write a record twice
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all", "enable.idempotence": True,
                   "queue.buffering.max.messages": 200_000, "message.timeout.ms": 300_000})
     errors = []
     for part in range(n):

@@ -109,7 +109,8 @@ class Broker:
         self.fetch_waiters = FetchWaiters()
         # fault rules: an empty table (one dict lookup per request) until a rule is added
         cfg = self.config
-        self.faults = FaultEngine(self, enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
+        self.faults = FaultEngine(self.handlers, self.stats,
+                                  enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
         self._ids: dict[uuid.UUID, str] = {}
         self._stop_event: asyncio.Event | None = None
         self._stopping = False

@@ -25,7 +25,6 @@ from urllib.parse import urlsplit
 from pylog.broker.ops.metrics import collect, log_dir_states
 from pylog.core.errors import UsageError
 from pylog.broker.api.context import NodeView
-from pylog.web import middleware
 
 
 log = logging.getLogger("pylog.broker")
@@ -113,12 +112,12 @@ class MetricsListener:
         """Bind and serve; returns the bound port."""
         from prometheus_client import CollectorRegistry
 
-        from pylog.web import Limits, WebServer
+        from pylog.web import Limits, WebServer, middleware
 
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_Collector(self.broker))
         self._server = WebServer(self.routes(), self.host, self.port, limits=Limits(max_body=_MAX_BODY),
-                                 middlewares=[_plain_errors], name="pylog-metrics")
+                                 middlewares=[middleware(_plain_errors)], name="pylog-metrics")
         self.port = await self._server.start()
         return self.port
 
@@ -161,8 +160,7 @@ class MetricsListener:
         return Response(status=status, body=out, headers={"Content-Type": ctype})
 
 
-@middleware
-async def _plain_errors(request, handler):
+async def _plain_errors(request, handler):  # an aiohttp middleware (marked where the server is made)
     """The router's 404 and 405 as short text; a bug in a collector fails its request, not the broker."""
     from pylog.web import HTTPException, text_response
 

@@ -36,8 +36,11 @@ class FaultEngine:
     """The broker's rules. `enabled` (faults.enable) opens the admin HTTP endpoints; the Python
     API works on any broker in the same process."""
 
-    def __init__(self, broker=None, enabled: bool = False):
-        self.broker = broker
+    def __init__(self, served=None, stats=None, enabled: bool = False):
+        # the API keys the broker serves (a rule names only those; all declared APIs without a
+        # broker) and the broker's counters, where fired rules are counted
+        self.served = served
+        self.stats = stats
         self.enabled = enabled
         self.table: dict[int, tuple[FaultRule, ...]] = {}
         self._rules: list[FaultRule] = []
@@ -116,7 +119,7 @@ class FaultEngine:
         return len(self._rules)
 
     def _rebuild(self) -> None:
-        served = sorted(self.broker.handlers) if self.broker is not None else sorted(API_NAMES)
+        served = sorted(self.served) if self.served is not None else sorted(API_NAMES)
         table: dict[int, list] = {}
         for r in self._rules:
             if r.exhausted:
@@ -178,7 +181,7 @@ class FaultEngine:
 
     def _fired(self, rule: FaultRule, ctx, what: str) -> None:
         api = API_NAMES.get(ctx.api_key, str(ctx.api_key))
-        stats = getattr(self.broker, "stats", None)
+        stats = self.stats
         if stats is not None:
             key = (rule.id, rule.kind, api)
             stats.faults_injected[key] = stats.faults_injected.get(key, 0) + 1
