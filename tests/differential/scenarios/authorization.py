@@ -151,6 +151,17 @@ REQUESTS = [
         {"topic_id": NO_TOPIC, "partitions": [{"partition": 0}]}]}),
     ("read-share-group-state-summary", "ReadShareGroupStateSummary", 1, {"group_id": "sg-{u}", "topics": [
         {"topic_id": NO_TOPIC, "partitions": [{"partition": 0, "leader_epoch": 0}]}]}),
+    # delegation tokens (off on both: no delegation.token.secret.key): who is refused before that
+    ("create-delegation-token", "CreateDelegationToken", 3, {
+        "owner_principal_type": None, "owner_principal_name": None, "renewers": [], "max_lifetime_ms": -1}),
+    ("create-delegation-token-for-alice", "CreateDelegationToken", 3, {
+        "owner_principal_type": "User", "owner_principal_name": "alice", "renewers": [], "max_lifetime_ms": -1}),
+    ("create-delegation-token-group-renewer", "CreateDelegationToken", 3, {
+        "owner_principal_type": None, "owner_principal_name": None,
+        "renewers": [{"principal_type": "Group", "principal_name": "g"}], "max_lifetime_ms": -1}),
+    ("renew-delegation-token", "RenewDelegationToken", 2, {"hmac": b"nope", "renew_period_ms": 1000}),
+    ("expire-delegation-token", "ExpireDelegationToken", 2, {"hmac": b"nope", "expiry_time_period_ms": -1}),
+    ("describe-delegation-token", "DescribeDelegationToken", 3, {"owners": None}),
     ("write-txn-markers", "WriteTxnMarkers", 1, {"markers": [
         {"producer_id": 4242, "producer_epoch": 0, "transaction_result": False, "coordinator_epoch": 0,
          "topics": [{"name": "nx-{u}", "partition_indexes": [0]}]}]}),
