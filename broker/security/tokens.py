@@ -1,6 +1,6 @@
 """Delegation tokens (KIP-48): the durable token store and Kafka's rules for each token API.
 
-A token is an id (a random UUID's text), its owner, the principal that asked for it,
+A token is an id (a random Uuid's text, as Kafka's), its owner, the principal that asked for it,
 the principals that may renew it, and three times: issued, expiry (renewed forward) and
 max (the hard end). Its password is the HMAC-SHA512 of the id under
 `delegation.token.secret.key`; a client authenticates with SCRAM as the token id and the
@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from pylog.broker.common.json_state import JsonStateFile
 from pylog.core.errors import ErrorCode
+from pylog.core.records.kafka_types import uuid_text
 from pylog.core.security import scram
 
 FILE_NAME = "delegation-tokens.json"
@@ -120,7 +121,7 @@ class TokenStore(JsonStateFile):
         max_ms = _sum(now, life)
         if any(split_principal(r)[0] != USER_TYPE for r in renewers):
             raise TokenError(ErrorCode.INVALID_PRINCIPAL_TYPE)
-        token_id = str(uuid.uuid4())
+        token_id = _random_id()
         token = Token(token_id, owner, requester, tuple(renewers), now, min(max_ms, _sum(now, self.renew_ms)),
                       max_ms, self.make_hmac(token_id))
         with self._lock:
@@ -196,6 +197,15 @@ class TokenStore(JsonStateFile):
     def owner_name(self, token_id: str) -> str | None:
         token = self.tokens.get(token_id)
         return None if token is None else split_principal(token.owner)[1]
+
+
+def _random_id() -> str:
+    """A token id as Kafka makes one: a random Uuid in its text form (URL-safe base64, not
+    starting with '-')."""
+    while True:
+        text = uuid_text(uuid.uuid4())
+        if not text.startswith("-"):
+            return text
 
 
 def _now() -> int:
