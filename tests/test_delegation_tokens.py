@@ -4,7 +4,8 @@ give the same answers, with token ids, HMACs and clock times normalised.
 
 Create (own token, lifetimes, renewers, another owner without CREATE_TOKENS, a Group renewer),
 Renew and Expire (owner, renewer, a stranger, an unknown HMAC, an expired token), Describe (what
-each principal may see, the owners filter), SCRAM authentication with a token (tokenauth=true:
+each principal may see, the owners filter, and with ACLs: CREATE_TOKENS and DESCRIBE_TOKENS on a
+USER, DESCRIBE on one DELEGATION_TOKEN), SCRAM authentication with a token (tokenauth=true:
 the connection is the owner's, and may not create, renew, expire or describe tokens), the
 PLAINTEXT listener's refusal, and pylog's tokens surviving a restart. Kafka's
 `kafka-delegation-tokens.sh` (DelegationTokenCommand) creates, describes, renews and expires a
@@ -229,8 +230,36 @@ def _scenario(port: int, plain_port: int):
     r = call(alice, 39, 2, {"hmac": c["hmac"], "renew_period_ms": 1000})
     yield at("renew past its expiry", r)
     yield at("expire past its expiry", change(carol, 40, 2, {"hmac": c["hmac"], "expiry_time_period_ms": 1000}))
-    for s in (alice, bob, carol, admin):
+    # ACLs: carol may create tokens for bob, describe alice's tokens, and describe one token by id
+    d = create(alice)
+    grant(admin, [(7, "User:bob", 13), (7, "User:alice", 14), (6, d["token_id"], 8)], "User:carol")
+    yield at("create for bob with CREATE_TOKENS on User:bob", create(carol, owner="bob"))
+    yield at("create for alice without CREATE_TOKENS on her", create(carol, owner="alice"))
+    yield at("describe with DESCRIBE_TOKENS on User:alice", call(carol, 41, 3, {"owners": None}))
+    yield at("describe owners [alice] as carol", call(carol, 41, 2, {"owners": _renewers("User:alice")}))
+    grant(admin, [(6, d["token_id"], 8)], "User:erin")
+    erin = login(port, "erin", USERS["erin"])
+    yield at("describe with DESCRIBE on one DELEGATION_TOKEN", call(erin, 41, 3, {"owners": None}))
+    for s in (alice, bob, carol, admin, erin):
         s.close()
+
+
+def grant(admin, acls: list[tuple[int, str, int]], principal: str) -> None:
+    """CreateAcls (resource type, name, operation) ALLOW for `principal`, then wait until DescribeAcls
+    lists them (Kafka's authorizer learns them from its metadata log a moment later)."""
+    creations = [{"resource_type": rt, "resource_name": name, "resource_pattern_type": 3, "principal": principal,
+                  "host": "*", "operation": op, "permission_type": 3} for rt, name, op in acls]
+    r = call(admin, 30, 3, {"creations": creations})
+    assert all(x["error_code"] == 0 for x in r["results"]), r
+    deadline = time.monotonic() + 30
+    while True:
+        d = call(admin, 29, 3, {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+                                "principal_filter": principal, "host_filter": None, "operation": 1,
+                                "permission_type": 1})
+        if sum(len(x["acls"]) for x in d["resources"]) >= len(acls):
+            return
+        assert time.monotonic() < deadline, d
+        time.sleep(0.05)
 
 
 def test_token_apis_answer_as_kafka(kafka_tokens, pylog_tokens):

@@ -41,7 +41,12 @@ class Token:
     hmac: bytes
 
     def owner_or_renewer(self, principal: str) -> bool:
+        """May renew or expire it."""
         return principal == self.owner or principal in self.renewers
+
+    def involves(self, principal: str) -> bool:
+        """Its owner, requester or a renewer (Describe shows it to them, and its owners filter matches them)."""
+        return principal == self.requester or self.owner_or_renewer(principal)
 
     def expired(self, now_ms: int) -> bool:
         return self.max_ms < now_ms or self.expiry_ms < now_ms
