@@ -87,8 +87,10 @@ def _connect(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=30)
 
 
-def login(port: int, user: str, password: str, mech=scram.SCRAM_SHA_512, token: bool = False) -> socket.socket:
-    """A connection authenticated with SCRAM (with `token`, as a delegation token: tokenauth=true)."""
+def login(port: int, user: str, password: str, mech=scram.SCRAM_SHA_512, token: bool = False,
+          lifetimes: list | None = None) -> socket.socket:
+    """A connection authenticated with SCRAM (with `token`, as a delegation token: tokenauth=true);
+    the session lifetime the broker answered is appended to `lifetimes`."""
     s = _connect(port)
     assert call(s, 17, 1, {"mechanism": mech.name})["error_code"] == 0
     c = scram.ScramClient(mech, user, password, extensions={"tokenauth": "true"} if token else None)
@@ -97,6 +99,8 @@ def login(port: int, user: str, password: str, mech=scram.SCRAM_SHA_512, token: 
     final = call(s, 36, 2, {"auth_bytes": c.final(first["auth_bytes"])})
     assert final["error_code"] == 0, final
     c.verify(final["auth_bytes"])
+    if lifetimes is not None:
+        lifetimes.append(final["session_lifetime_ms"])
     return s
 
 
@@ -206,10 +210,13 @@ def _scenario(port: int, plain_port: int):
     yield at("describe v1 as carol", call(carol, 41, 1, {"owners": None}))
     # a connection authenticated with alice's token is alice's, and may not touch tokens
     for mech in (scram.SCRAM_SHA_256, scram.SCRAM_SHA_512):
-        t = login(port, a["token_id"], base64.b64encode(a["hmac"]).decode(), mech, token=True)
+        lifetimes = []
+        t = login(port, a["token_id"], base64.b64encode(a["hmac"]).decode(), mech, token=True, lifetimes=lifetimes)
         md = call(t, 3, 12, {"topics": None, "allow_auto_topic_creation": False,
                              "include_topic_authorized_operations": False})
-        yield at(f"metadata with a token ({mech.name})", {"error_code": 0, "brokers": len(md["brokers"])})
+        # the session lasts until the token's expiry (a day after its last renewal)
+        yield at(f"metadata with a token ({mech.name})", {"error_code": 0, "brokers": len(md["brokers"]),
+                                                           "session_ends": _relative(lifetimes[0])})
         yield at("create with a token", create(t))
         yield at("renew with a token", change(t, 39, 2, {"hmac": a["hmac"], "renew_period_ms": 1000}))
         yield at("expire with a token", change(t, 40, 2, {"hmac": a["hmac"], "expiry_time_period_ms": 1000}))
@@ -277,6 +284,7 @@ def test_token_apis_answer_as_kafka(kafka_tokens, pylog_tokens):
     named = dict((n, a) for n, a, _ in ours)
     assert named["create own token, bob renews"]["error_code"] == 0
     assert len(named["describe all as admin"]["tokens"]) >= 4
+    assert named["metadata with a token (SCRAM-SHA-256)"]["session_ends"] == "now+day"
 
 
 def test_tokens_survive_a_restart(pylog_tokens):

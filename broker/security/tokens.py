@@ -199,6 +199,10 @@ class TokenStore(JsonStateFile):
             self._credentials[key] = cred
         return cred
 
+    def expiry_ms(self, token_id: str) -> int | None:
+        token = self.tokens.get(token_id)
+        return None if token is None else token.expiry_ms
+
     def owner_name(self, token_id: str) -> str | None:
         token = self.tokens.get(token_id)
         return None if token is None else split_principal(token.owner)[1]
