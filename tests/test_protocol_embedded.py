@@ -123,3 +123,24 @@ def test_tombstones_and_bad_keys():
         ir.decode_key(b"\x00")
     with pytest.raises(ir.MalformedDataError):
         ir.decode_value("offset_commit", b"\x00\x03\x00")
+
+
+def test_decode_record_reads_every_coordinator_record_family():
+    """Kafka 4.4's coordinator writes share (10-15) and streams (17, 19-23) group records to
+    `__consumer_offsets` beside the consumer (3-8, 16) and classic ones: all decode; 9 and 18
+    (types Kafka no longer writes) stay unknown."""
+    from pylog.core.protocol import share_group_records as shr
+    from pylog.core.protocol import streams_group_records as stg
+
+    key = shr.encode_key(shr.MEMBER_METADATA, {"group_id": "g", "member_id": "m"})
+    value = shr.encode_value(shr.MEMBER_METADATA, {"rack_id": None, "client_id": "c", "client_host": "/127.0.0.1",
+                                                   "subscribed_topic_names": ["t"]})
+    rec = ir.decode_record(key, value)
+    assert (rec["kind"], rec["key_version"], rec["key"]["member_id"]) == ("share_group", 10, "m")
+    assert rec["value_version"] == 0 and rec["value"]["subscribed_topic_names"] == ["t"]
+    skey = stg.encode_key(stg.GROUP_METADATA, {"group_id": "s"})
+    assert ir.decode_record(skey, None) == {"kind": "streams_group", "key_version": 17, "key": {"group_id": "s"},
+                                            "value_version": None, "value": None}
+    for unknown in (9, 18):
+        with pytest.raises(ir.MalformedDataError):
+            ir.decode_record(unknown.to_bytes(2, "big") + b"\x00\x01g", None)

@@ -5,9 +5,14 @@ topic, partition); version 2 is GroupMetadataKey (group). A null value is a
 tombstone (offset deleted / group removed).
 Values: int16 version + struct: OffsetCommitValue v0-4, GroupMetadataValue
 v0-4 (v4+ flexible in both).
+The group coordinator's other record types (consumer groups 3-8 and 16, share groups 10-15,
+streams groups 17 and 19-23) have their own modules; `decode_record` reads them all.
 """
 from __future__ import annotations
 
+from pylog.core.protocol import consumer_group_records as _consumer
+from pylog.core.protocol import share_group_records as _share
+from pylog.core.protocol import streams_group_records as _streams
 from pylog.core.protocol.embedded import Embedded, MalformedDataError
 from pylog.core.protocol.schema import Field as F
 from pylog.core.protocol.types import BYTES, INT32, INT64, STRING, UUID
@@ -100,9 +105,21 @@ def decode_value(kind: str, data) -> tuple[int, dict] | None:
     return schema.decode(data)
 
 
+# the coordinator record families beside the classic ones, by the kind decode_record names them
+_FAMILIES = (("consumer_group", _consumer), ("share_group", _share), ("streams_group", _streams))
+
+
 def decode_record(key, value) -> dict:
     """A whole record as one dict: {"kind", "key_version", "key", "value_version", "value"}
-    (value and value_version None for tombstones). Handy for dump tools."""
+    (value and value_version None for tombstones). Every record type Kafka 4.4's group
+    coordinator writes decodes: for the consumer, share and streams group types, "kind" is
+    the family and "key_version" the record type. Handy for dump tools."""
+    rtype = int.from_bytes(bytes(key[:2]), "big", signed=True) if key is not None and len(key) >= 2 else None
+    for family, codec in _FAMILIES:
+        if rtype in codec.RECORD_TYPES:
+            _, k, v = codec.decode(key, value)
+            version = None if v is None else int.from_bytes(bytes(value[:2]), "big", signed=True)
+            return {"kind": family, "key_version": rtype, "key": k, "value_version": version, "value": v}
     kind, kv, k = decode_key(key)
     decoded = decode_value(kind, value)
     return {
