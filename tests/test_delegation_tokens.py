@@ -4,26 +4,31 @@ give the same answers, with token ids, HMACs and clock times normalised.
 
 Create (own token, lifetimes, renewers, another owner without CREATE_TOKENS, a Group renewer),
 Renew and Expire (owner, renewer, a stranger, an unknown HMAC, an expired token), Describe (what
-each principal may see, the owners filter), SCRAM authentication with a token (tokenauth=true:
+each principal may see, the owners filter, and with ACLs: CREATE_TOKENS and DESCRIBE_TOKENS on a
+USER, DESCRIBE on one DELEGATION_TOKEN), SCRAM authentication with a token (tokenauth=true:
 the connection is the owner's, and may not create, renew, expire or describe tokens), the
-PLAINTEXT listener's refusal, and pylog's tokens surviving a restart.
+PLAINTEXT listener's refusal, and pylog's tokens surviving a restart. Kafka's
+`kafka-delegation-tokens.sh` (DelegationTokenCommand) creates, describes, renews and expires a
+token against both with the same output.
 """
 from __future__ import annotations
 
 import base64
+import re
 import socket
 import time
 
 import pytest
 
 from support.broker_fixtures import BrokerProcess, call
-from support.kafka_peer import KafkaNode, free_port
+from support.kafka_peer import KafkaNode, free_port, shell  # noqa: F401 - fixture
 from support.security_fixtures import listener_line
 from pylog.core.security import scram
 
 pytestmark = pytest.mark.timeout(600)
 
-USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
+         "dave": "dave-secret", "erin": "erin-secret"}  # dave and erin: kafka-delegation-tokens.sh's
 SECRET = "token-secret-key"
 SUPER = "super.users=User:admin;User:ANONYMOUS"
 DAY, WEEK = 86_400_000, 604_800_000
@@ -82,8 +87,10 @@ def _connect(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=30)
 
 
-def login(port: int, user: str, password: str, mech=scram.SCRAM_SHA_512, token: bool = False) -> socket.socket:
-    """A connection authenticated with SCRAM (with `token`, as a delegation token: tokenauth=true)."""
+def login(port: int, user: str, password: str, mech=scram.SCRAM_SHA_512, token: bool = False,
+          lifetimes: list | None = None) -> socket.socket:
+    """A connection authenticated with SCRAM (with `token`, as a delegation token: tokenauth=true);
+    the session lifetime the broker answered is appended to `lifetimes`."""
     s = _connect(port)
     assert call(s, 17, 1, {"mechanism": mech.name})["error_code"] == 0
     c = scram.ScramClient(mech, user, password, extensions={"tokenauth": "true"} if token else None)
@@ -92,6 +99,8 @@ def login(port: int, user: str, password: str, mech=scram.SCRAM_SHA_512, token: 
     final = call(s, 36, 2, {"auth_bytes": c.final(first["auth_bytes"])})
     assert final["error_code"] == 0, final
     c.verify(final["auth_bytes"])
+    if lifetimes is not None:
+        lifetimes.append(final["session_lifetime_ms"])
     return s
 
 
@@ -201,10 +210,13 @@ def _scenario(port: int, plain_port: int):
     yield at("describe v1 as carol", call(carol, 41, 1, {"owners": None}))
     # a connection authenticated with alice's token is alice's, and may not touch tokens
     for mech in (scram.SCRAM_SHA_256, scram.SCRAM_SHA_512):
-        t = login(port, a["token_id"], base64.b64encode(a["hmac"]).decode(), mech, token=True)
+        lifetimes = []
+        t = login(port, a["token_id"], base64.b64encode(a["hmac"]).decode(), mech, token=True, lifetimes=lifetimes)
         md = call(t, 3, 12, {"topics": None, "allow_auto_topic_creation": False,
                              "include_topic_authorized_operations": False})
-        yield at(f"metadata with a token ({mech.name})", {"error_code": 0, "brokers": len(md["brokers"])})
+        # the session lasts until the token's expiry (a day after its last renewal)
+        yield at(f"metadata with a token ({mech.name})", {"error_code": 0, "brokers": len(md["brokers"]),
+                                                           "session_ends": _relative(lifetimes[0])})
         yield at("create with a token", create(t))
         yield at("renew with a token", change(t, 39, 2, {"hmac": a["hmac"], "renew_period_ms": 1000}))
         yield at("expire with a token", change(t, 40, 2, {"hmac": a["hmac"], "expiry_time_period_ms": 1000}))
@@ -218,16 +230,43 @@ def _scenario(port: int, plain_port: int):
     yield at("expire now", change(alice, 40, 2, {"hmac": a["hmac"], "expiry_time_period_ms": -1}))
     yield at("renew an expired-now token", change(bob, 39, 2, {"hmac": a["hmac"], "renew_period_ms": 1000}))
     # a token whose expiry passed: EXPIRED on renew and on a later expiry
-    yield at("expire in 1 ms", change(carol, 40, 2, {"hmac": c["hmac"], "expiry_time_period_ms": 1}))
-    deadline = time.monotonic() + 30
-    while True:
-        r = change(alice, 39, 2, {"hmac": c["hmac"], "renew_period_ms": 1000})
-        if r["error_code"] != 0 or time.monotonic() > deadline:
-            break
+    gone = change(carol, 40, 2, {"hmac": c["hmac"], "expiry_time_period_ms": 1})
+    yield at("expire in 1 ms", gone)
+    while time.time() * 1000 <= gone["expiry_timestamp_ms"] + 1:  # the broker's clock passes the expiry
+        time.sleep(0.005)
+    r = call(alice, 39, 2, {"hmac": c["hmac"], "renew_period_ms": 1000})
     yield at("renew past its expiry", r)
     yield at("expire past its expiry", change(carol, 40, 2, {"hmac": c["hmac"], "expiry_time_period_ms": 1000}))
-    for s in (alice, bob, carol, admin):
+    # ACLs: carol may create tokens for bob, describe alice's tokens, and describe one token by id
+    d = create(alice)
+    grant(admin, [(7, "User:bob", 13), (7, "User:alice", 14), (6, d["token_id"], 8)], "User:carol")
+    yield at("create for bob with CREATE_TOKENS on User:bob", create(carol, owner="bob"))
+    yield at("create for alice without CREATE_TOKENS on her", create(carol, owner="alice"))
+    yield at("describe with DESCRIBE_TOKENS on User:alice", call(carol, 41, 3, {"owners": None}))
+    yield at("describe owners [alice] as carol", call(carol, 41, 2, {"owners": _renewers("User:alice")}))
+    grant(admin, [(6, d["token_id"], 8)], "User:erin")
+    erin = login(port, "erin", USERS["erin"])
+    yield at("describe with DESCRIBE on one DELEGATION_TOKEN", call(erin, 41, 3, {"owners": None}))
+    for s in (alice, bob, carol, admin, erin):
         s.close()
+
+
+def grant(admin, acls: list[tuple[int, str, int]], principal: str) -> None:
+    """CreateAcls (resource type, name, operation) ALLOW for `principal`, then wait until DescribeAcls
+    lists them (Kafka's authorizer learns them from its metadata log a moment later)."""
+    creations = [{"resource_type": rt, "resource_name": name, "resource_pattern_type": 3, "principal": principal,
+                  "host": "*", "operation": op, "permission_type": 3} for rt, name, op in acls]
+    r = call(admin, 30, 3, {"creations": creations})
+    assert all(x["error_code"] == 0 for x in r["results"]), r
+    deadline = time.monotonic() + 30
+    while True:
+        d = call(admin, 29, 3, {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+                                "principal_filter": principal, "host_filter": None, "operation": 1,
+                                "permission_type": 1})
+        if sum(len(x["acls"]) for x in d["resources"]) >= len(acls):
+            return
+        assert time.monotonic() < deadline, d
+        time.sleep(0.05)
 
 
 def test_token_apis_answer_as_kafka(kafka_tokens, pylog_tokens):
@@ -245,6 +284,7 @@ def test_token_apis_answer_as_kafka(kafka_tokens, pylog_tokens):
     named = dict((n, a) for n, a, _ in ours)
     assert named["create own token, bob renews"]["error_code"] == 0
     assert len(named["describe all as admin"]["tokens"]) >= 4
+    assert named["metadata with a token (SCRAM-SHA-256)"]["session_ends"] == "now+day"
 
 
 def test_tokens_survive_a_restart(pylog_tokens):
@@ -265,3 +305,68 @@ def test_tokens_survive_a_restart(pylog_tokens):
     r = call(s, 39, 2, {"hmac": made["hmac"], "renew_period_ms": 1000})
     assert r["error_code"] == 0
     s.close()
+
+
+# ---- kafka-delegation-tokens.sh against both --------------------------------------------
+
+TOOL = "org.apache.kafka.tools.DelegationTokenCommand"
+_UUID = re.compile(r"(?<![A-Za-z0-9_+/-])[A-Za-z0-9_-]{22}(?![A-Za-z0-9_+/=-])")  # Kafka's Uuid text
+_HMAC = re.compile(r"[A-Za-z0-9+/]{86}==")
+_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+
+
+def _tool_config(tmp_path, user: str):
+    path = tmp_path / f"{user}.properties"
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                    f'username="{user}" password="{USERS[user]}";\n')
+    return path
+
+
+def _wait_listed(port: int, user: str, count: int) -> None:
+    """Until `user` sees `count` tokens (Kafka's brokers learn a change a moment after answering)."""
+    s = login(port, user, USERS[user])
+    deadline = time.monotonic() + 30
+    while len(call(s, 41, 3, {"owners": None})["tokens"]) != count:
+        assert time.monotonic() < deadline, f"{user} never saw {count} tokens"
+        time.sleep(0.05)
+    s.close()
+
+
+def _tool_session(shell, port: int, tmp_path) -> list[tuple[str, int, str]]:
+    dave, erin = _tool_config(tmp_path, "dave"), _tool_config(tmp_path, "erin")
+    base = ("--bootstrap-server", f"127.0.0.1:{port}")
+    out = []
+
+    def run(label, config, *args):
+        r = shell.run(TOOL, *base, "--command-config", config, *args)
+        out.append((label, r.returncode, r.stdout))
+        return r.stdout
+
+    created = run("create", dave, "--create", "--max-life-time-period", "-1", "--renewer-principal", "User:erin")
+    hmac = _HMAC.search(created).group(0)
+    _wait_listed(port, "dave", 1)
+    run("describe as the owner", dave, "--describe")
+    run("describe as the renewer for the owner", erin, "--describe", "--owner-principal", "User:dave")
+    run("renew as the renewer", erin, "--renew", "--hmac", hmac, "--renew-time-period", "-1")
+    run("expire as the owner", dave, "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
+    _wait_listed(port, "dave", 0)
+    run("describe after expiry", dave, "--describe")
+    run("renew an expired token", erin, "--renew", "--hmac", hmac, "--renew-time-period", "-1")
+    return out
+
+
+def _tool_norm(text: str) -> str:
+    return _DATE.sub("<date>", _HMAC.sub("<hmac>", _UUID.sub("<token id>", text)))
+
+
+def test_kafka_delegation_tokens_tool_against_both(kafka_tokens, pylog_tokens, shell, tmp_path):
+    theirs = _tool_session(shell, kafka_tokens.sasl_port, tmp_path)
+    ours = _tool_session(shell, pylog_tokens.sasl_port, tmp_path)
+    for (label, kcode, kout), (_, pcode, pout) in zip(theirs, ours):
+        assert (label, pcode, _tool_norm(pout)) == (label, kcode, _tool_norm(kout))
+    assert theirs[0][1] == 0 and "Created delegation token with tokenId" in theirs[0][2]
+    # without --owner-principal the tool asks for an empty owner list: no tokens, on both
+    assert "Total number of tokens : 0" in ours[1][2]
+    assert "Total number of tokens : 1" in ours[2][2] and "User:dave" in ours[2][2]
+    assert "Completed renew operation" in ours[3][2] and "Completed expire operation" in ours[4][2]

@@ -5,7 +5,7 @@ refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) on a PLAINTEXT listener, on one-w
 (an anonymous SSL client) and on a connection authenticated with a token; a token for
 another owner needs CREATE_TOKENS on that USER; renewers must be users. The token rules
 themselves (owner or renewer only, expiry, lifetimes) are the store's
-(pylog.broker.security.tokens). Describe lists what the principal owns or renews, or may
+(pylog.broker.security.tokens). Describe lists what the principal owns, asked for or renews, or may
 DESCRIBE as a DELEGATION_TOKEN, or DESCRIBE_TOKENS on the owner USER.
 """
 from __future__ import annotations
@@ -122,9 +122,9 @@ def describe_delegation_token(broker, ctx, body: dict) -> dict:
     me = ctx.conn.principal
     out = []
     for t in ([] if wanted == [] else broker.tokens.listed()):
-        if wanted is not None and not any(t.owner_or_renewer(w) for w in wanted):
+        if wanted is not None and not any(t.involves(w) for w in wanted):
             continue
-        if not (t.owner_or_renewer(me) or _allowed(broker, ctx, Op.DESCRIBE, Res.DELEGATION_TOKEN, t.token_id)
+        if not (t.involves(me) or _allowed(broker, ctx, Op.DESCRIBE, Res.DELEGATION_TOKEN, t.token_id)
                 or _allowed(broker, ctx, Op.DESCRIBE_TOKENS, Res.USER, t.owner)):
             continue
         otype, oname = split_principal(t.owner)

@@ -181,11 +181,23 @@ class SaslSession:
         return reply
 
     def start_session(self) -> int:
-        """At the end of an authentication: the session's lifetime in ms (0: it never expires)."""
+        """At the end of an authentication: the session's lifetime in ms (0: it never expires).
+        A delegation token's session ends at the token's expiry at the latest, as Kafka's."""
         value = self.listener.spec.get(self.listener.config, "connections.max.reauth.ms", self.mechanism)
         lifetime = max(int(value or 0), 0)
-        self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime else None
+        expiry = self._token_expiry_ms()
+        if expiry is not None:
+            left = max(expiry - int(time.time() * 1000), 0)
+            lifetime = min(left, lifetime) if lifetime else left
+        ends = lifetime or expiry is not None
+        self.expires_at = time.monotonic() + lifetime / 1000.0 if ends else None
         return lifetime
+
+    def _token_expiry_ms(self) -> int | None:
+        tokens = self.listener.tokens
+        if not self.token_authenticated or tokens is None:
+            return None
+        return tokens.expiry_ms(self._server.username)
 
     def gate(self, api_key: int) -> str | None:
         """Why a request must close the connection (None: serve it). A SaslHandshake on an

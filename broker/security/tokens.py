@@ -1,6 +1,6 @@
 """Delegation tokens (KIP-48): the durable token store and Kafka's rules for each token API.
 
-A token is an id (a random UUID's text), its owner, the principal that asked for it,
+A token is an id (a random Uuid's text, as Kafka's), its owner, the principal that asked for it,
 the principals that may renew it, and three times: issued, expiry (renewed forward) and
 max (the hard end). Its password is the HMAC-SHA512 of the id under
 `delegation.token.secret.key`; a client authenticates with SCRAM as the token id and the
@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from pylog.broker.common.json_state import JsonStateFile
 from pylog.core.errors import ErrorCode
+from pylog.core.records.kafka_types import uuid_text
 from pylog.core.security import scram
 
 FILE_NAME = "delegation-tokens.json"
@@ -40,7 +41,12 @@ class Token:
     hmac: bytes
 
     def owner_or_renewer(self, principal: str) -> bool:
+        """May renew or expire it."""
         return principal == self.owner or principal in self.renewers
+
+    def involves(self, principal: str) -> bool:
+        """Its owner, requester or a renewer (Describe shows it to them, and its owners filter matches them)."""
+        return principal == self.requester or self.owner_or_renewer(principal)
 
     def expired(self, now_ms: int) -> bool:
         return self.max_ms < now_ms or self.expiry_ms < now_ms
@@ -120,7 +126,7 @@ class TokenStore(JsonStateFile):
         max_ms = _sum(now, life)
         if any(split_principal(r)[0] != USER_TYPE for r in renewers):
             raise TokenError(ErrorCode.INVALID_PRINCIPAL_TYPE)
-        token_id = str(uuid.uuid4())
+        token_id = _random_id()
         token = Token(token_id, owner, requester, tuple(renewers), now, min(max_ms, _sum(now, self.renew_ms)),
                       max_ms, self.make_hmac(token_id))
         with self._lock:
@@ -193,9 +199,22 @@ class TokenStore(JsonStateFile):
             self._credentials[key] = cred
         return cred
 
+    def expiry_ms(self, token_id: str) -> int | None:
+        token = self.tokens.get(token_id)
+        return None if token is None else token.expiry_ms
+
     def owner_name(self, token_id: str) -> str | None:
         token = self.tokens.get(token_id)
         return None if token is None else split_principal(token.owner)[1]
+
+
+def _random_id() -> str:
+    """A token id as Kafka makes one: a random Uuid in its text form (URL-safe base64, not
+    starting with '-')."""
+    while True:
+        text = uuid_text(uuid.uuid4())
+        if not text.startswith("-"):
+            return text
 
 
 def _now() -> int:
