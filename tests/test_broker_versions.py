@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from support.broker_fixtures import build_batch, call, connect, is_closed, recv_frame
+from support.waiting import wait_until
 from pylog.core.protocol import API_NAMES, SCHEMAS, decode_response, encode_request
 
 ZERO = uuid.UUID(int=0)
@@ -21,12 +22,14 @@ GROUP_KEYS = {8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47}
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    """This module's broker: no group.initial.rebalance.delay.ms, so the join done for
-    each group API version completes at once."""
+    """This module's broker: no group.initial.rebalance.delay.ms (nor its streams-group
+    twin), so the join done for each group API version completes at once. PLAINTEXT and no
+    delegation.token.secret.key, as most of this suite's brokers."""
     from support.broker_fixtures import BrokerProcess
 
     b = BrokerProcess(tmp_path_factory.mktemp("versions") / "data",
-                      "--set", "group.initial.rebalance.delay.ms=0").start()
+                      "--set", "group.initial.rebalance.delay.ms=0",
+                      "--set", "group.streams.initial.rebalance.delay.ms=0").start()
     yield b
     b.stop_clean()
 
@@ -233,6 +236,62 @@ def check_version(sock, advertised, api_key, version):
     elif api_key == 46:
         r = call(sock, 46, version, {"timeout_ms": 5000, "topics": None})
         assert r["error_code"] == 0 and r["topics"] == []
+    elif api_key in (38, 39, 40, 41):
+        # a PLAINTEXT listener: Kafka refuses token requests before it looks at the secret key
+        body = {38: {"owner_principal_type": None, "owner_principal_name": None, "renewers": [],
+                     "max_lifetime_ms": -1},
+                39: {"hmac": b"not-a-token", "renew_period_ms": -1},
+                40: {"hmac": b"not-a-token", "expiry_time_period_ms": -1},
+                41: {"owners": None}}[api_key]
+        r = call(sock, api_key, version, body)
+        assert r["error_code"] == 64, r  # DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+        if api_key == 38:
+            assert (r["principal_name"], r["token_id"], r["hmac"], r["expiry_timestamp_ms"]) == \
+                ("ANONYMOUS", "", b"", -1), r
+        elif api_key == 41:
+            assert r["tokens"] == []
+        else:
+            assert r["expiry_timestamp_ms"] == -1
+    elif api_key == 55:
+        r = call(sock, 55, version, {"topics": [{"topic_name": "__cluster_metadata",
+                                                 "partitions": [{"partition_index": 0}]}]})
+        assert r["error_code"] == 0, r
+        p = r["topics"][0]["partitions"][0]
+        assert (p["error_code"], p["leader_id"]) == (0, 1) and p["leader_epoch"] >= 1
+        assert [v["replica_id"] for v in p["current_voters"]] == [1] and p["observers"] == []
+        if version >= 2:
+            assert [n["node_id"] for n in r["nodes"]] == [1]
+    elif api_key == 57:  # validated only: transaction.version stays where it is
+        r = call(sock, 57, version, {"timeout_ms": 5000, "validate_only": True, "feature_updates": [
+            {"feature": "transaction.version", "max_version_level": 2, "allow_downgrade": False, "upgrade_type": 1}]})
+        assert r["error_code"] == 0, r
+        # v2 answers no per-feature results (KIP-1022)
+        assert [(x["feature"], x["error_code"]) for x in r["results"]] == \
+            ([] if version >= 2 else [("transaction.version", 0)])
+        r = call(sock, 57, version, {"timeout_ms": 5000, "validate_only": True, "feature_updates": [
+            {"feature": "no.such.version", "max_version_level": 1, "allow_downgrade": False, "upgrade_type": 1}]})
+        assert (r["error_code"], r["results"]) == (95, []), r  # INVALID_UPDATE_VERSION: an unknown feature
+    elif api_key == 74:
+        if version == 0:  # v0 is KIP-714's ListClientMetricsResources: none configured
+            r = call(sock, 74, 0, {})
+            assert r["error_code"] == 0 and r["config_resources"] == []
+        else:
+            r = call(sock, 74, version, {"resource_types": [2]})
+            assert r["error_code"] == 0
+            assert {"resource_name": TOPIC, "resource_type": 2} in r["config_resources"]
+            assert {c["resource_type"] for c in r["config_resources"]} == {2}
+    elif api_key == 75:
+        r = call(sock, 75, version, {"topics": [{"name": TOPIC}, {"name": name}], "response_partition_limit": 2000,
+                                     "cursor": None})
+        t, missing = r["topics"]  # sorted by name
+        assert (missing["name"], missing["error_code"]) == (name, 3)
+        assert (t["name"], t["error_code"], t["topic_id"]) == (TOPIC, 0, tid)
+        assert [(p["partition_index"], p["leader_id"], p["isr_nodes"]) for p in t["partitions"]] == [(0, 1, [1])]
+        assert r["next_cursor"] is None
+    elif api_key in (88, 89, 93):
+        check_streams_version(sock, api_key, version, f"vst-{api_key}-{version}")
+    elif api_key in SHARE_STATE_KEYS:
+        check_share_state_version(sock, api_key, version, f"vss-{api_key}-{version}", tid)
     elif api_key in TXN_KEYS:
         check_txn_version(sock, api_key, version, f"vx-{api_key}-{version}")
     elif api_key in SHARE_KEYS:
@@ -595,6 +654,14 @@ def _share_join(sock, group, tid):
     return mid, r["member_epoch"]
 
 
+def _produce_one(sock, value):
+    r = call(sock, 0, 9, {"acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": TOPIC, "partition_data": [{"index": 0, "records": build_batch([(b"k", value.encode(), [])])}]}]})
+    p = r["responses"][0]["partition_responses"][0]
+    assert p["error_code"] == 0, r
+    return p["base_offset"]
+
+
 def _share_leave(sock, group, mid):
     r = call(sock, 76, 1, {"group_id": group, "member_id": mid, "member_epoch": -1})
     assert r["error_code"] == 0 and r["member_epoch"] == -1
@@ -638,12 +705,22 @@ def check_share_version(sock, api_key, version, group, tid):
         mid, _ = _share_join(sock, group, tid)
         ack = {"group_id": group, "member_id": mid, "share_session_epoch": 0, "topics": []}
         assert call(sock, 79, version, ack)["error_code"] == 123
+        # the session opens at the end of the log (share.auto.offset.reset=latest): one record to acquire
         assert _share_fetch(sock, 1, group, mid, 0, tid)["error_code"] == 0
-        r = call(sock, 79, version, {**ack, "share_session_epoch": 1, "topics": [{"topic_id": tid, "partitions": [
-            {"partition_index": 0, "acknowledgement_batches": [
-                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}]})
-        assert r["error_code"] == 0
-        assert r["responses"][0]["partitions"][0]["error_code"] == 121  # INVALID_RECORD_STATE: nothing acquired
+        offset = _produce_one(sock, f"s{version}")
+        acquired = wait_until(lambda: _share_fetch(sock, 1, group, mid, 1, tid)["responses"], 30,
+                              "the new record acquired")[0]["partitions"][0]["acquired_records"]
+        assert [(a["first_offset"], a["last_offset"]) for a in acquired] == [(offset, offset)], acquired
+
+        def accept(epoch, first, last):
+            r = call(sock, 79, version, {**ack, "share_session_epoch": epoch, "topics": [
+                {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                    {"first_offset": first, "last_offset": last, "acknowledge_types": [1]}]}]}]})
+            assert r["error_code"] == 0, r
+            return r["responses"][0]["partitions"][0]["error_code"]
+        assert accept(2, offset, offset + 1) == 42  # INVALID_REQUEST: past the acquired records
+        assert accept(3, offset, offset) == 0  # ACCEPT
+        assert accept(4, offset, offset) == 0  # now below the start offset: skipped, NONE
         assert call(sock, 79, version, {**ack, "share_session_epoch": -1})["error_code"] == 0
         _share_leave(sock, group, mid)
     elif api_key == 90:
@@ -653,7 +730,8 @@ def check_share_version(sock, api_key, version, group, tid):
         g, none = r["groups"]
         p = g["topics"][0]["partitions"][0]
         assert (g["error_code"], g["topics"][0]["topic_name"], p["partition_index"]) == (0, TOPIC, 0)
-        assert p["start_offset"] >= 0
+        # no acknowledgement, release or lock timeout written yet: -1, as Kafka 4.4
+        assert (p["error_code"], p["start_offset"]) == (0, -1), p
         assert none["error_code"] == 69
         _share_leave(sock, group, mid)
     elif api_key == 91:
@@ -669,3 +747,92 @@ def check_share_version(sock, api_key, version, group, tid):
         assert r["error_code"] == 0 and r["responses"][0]["error_code"] == 0
         r = call(sock, 90, 1, {"groups": [{"group_id": group, "topics": None}]})
         assert r["groups"][0]["topics"] == []
+
+
+# ---- share-group state APIs: the share coordinator's answers, initialize to delete --
+
+SHARE_STATE_KEYS = {83, 84, 85, 86, 87}
+
+
+def check_share_state_version(sock, api_key, version, group, tid):
+    """Initialize, write, read, summarise, delete one share-partition's state: `api_key` at
+    `version`, the others at v0."""
+    def ask(key, part):
+        r = call(sock, key, version if key == api_key else 0,
+                 {"group_id": group, "topics": [{"topic_id": tid, "partitions": [part]}]})
+        (t,) = r["results"]
+        (p,) = t["partitions"]
+        assert t["topic_id"] == tid and p["partition"] == 0, r
+        return p
+
+    read = {"partition": 0, "leader_epoch": 1}
+    if api_key in (84, 85):  # before initialize: INVALID_REQUEST, as Kafka's coordinator
+        p = ask(84, read) if api_key == 84 else ask(85, {
+            "partition": 0, "state_epoch": 0, "leader_epoch": 1, "start_offset": 0,
+            "delivery_complete_count": -1, "state_batches": []})
+        assert p["error_code"] == 42 and "uninitialized share partition" in p["error_message"], p
+    if api_key == 87:
+        p = ask(87, read)
+        assert (p["error_code"], p["start_offset"]) == (0, -1), p
+    assert ask(83, {"partition": 0, "state_epoch": 0, "start_offset": 5})["error_code"] == 0
+    batch = {"first_offset": 6, "last_offset": 7, "delivery_state": 0, "delivery_count": 1}
+    p = ask(85, {"partition": 0, "state_epoch": 0, "leader_epoch": 1, "start_offset": 6,
+                 "delivery_complete_count": 1, "state_batches": [batch]})
+    assert p["error_code"] == 0, p
+    p = ask(84, read)
+    assert (p["error_code"], p["state_epoch"], p["start_offset"], p["state_batches"]) == (0, 0, 6, [batch]), p
+    p = ask(87, read)
+    assert (p["error_code"], p["state_epoch"], p["leader_epoch"], p["start_offset"]) == (0, 0, 1, 6), p
+    assert ask(86, {"partition": 0})["error_code"] == 0
+    assert ask(84, read)["error_code"] == 42  # deleted: uninitialized again
+
+
+# ---- streams groups (KIP-1071): join, describe, leave ----------------
+
+def _streams_heartbeat(sock, version, group, **fields):
+    body = {"group_id": group, "member_id": "m-1", "member_epoch": 0, "endpoint_information_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000,
+            "topology": {"epoch": 0, "subtopologies": [{
+                "subtopology_id": "0", "source_topics": [TOPIC], "source_topic_regex": [], "state_changelog_topics": [],
+                "repartition_sink_topics": [], "repartition_source_topics": [], "copartition_groups": []}]},
+            "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": "p-1", "user_endpoint": None,
+            "client_tags": None, "task_offsets": None, "task_end_offsets": None, "shutdown_application": False}
+    return call(sock, 88, version, {**body, **fields})
+
+
+def check_streams_version(sock, api_key, version, group):
+    r = _streams_heartbeat(sock, version if api_key == 88 else 1, group)
+    assert r["error_code"] == 0 and r["member_id"] == "m-1" and r["member_epoch"] >= 1, r
+    epoch = r["member_epoch"]
+    if api_key == 88:  # one member: the join's answer carries the whole assignment
+        assert r["status"] == [] and r["active_tasks"] == [{"subtopology_id": "0", "partitions": [0]}], r
+        assert r["standby_tasks"] == [] and r["warmup_tasks"] == []
+        steady = dict(member_epoch=epoch, topology=None, active_tasks=None, standby_tasks=None, warmup_tasks=None,
+                      process_id=None)
+        hb = _streams_heartbeat(sock, version, group, **steady)
+        assert (hb["error_code"], hb["member_epoch"], hb["active_tasks"]) == (0, epoch, None), hb  # unchanged
+        stale = _streams_heartbeat(sock, version, group, member_epoch=epoch + 9, topology=None, active_tasks=None,
+                                   standby_tasks=None, warmup_tasks=None, process_id=None)
+        assert stale["error_code"] == 110, stale  # FENCED_MEMBER_EPOCH
+    elif api_key == 89:
+        r = call(sock, 89, version, {"group_ids": [group, group + "-none"], "include_authorized_operations": False,
+                                     "include_topology_description": False})
+        g, none = r["groups"]
+        assert (g["error_code"], g["group_id"], [m["member_id"] for m in g["members"]]) == (0, group, ["m-1"]), r
+        assert g["topology"]["subtopologies"][0]["source_topics"] == [TOPIC]
+        assert (none["error_code"], none["group_epoch"]) == (69, -1)  # GROUP_ID_NOT_FOUND
+    elif api_key == 93:
+        desc = {"subtopologies": [], "global_stores": []}
+        r = call(sock, 93, version, {"group_id": group, "member_id": "m-2", "topology_epoch": 0,
+                                     "topology_description": desc})
+        assert r["error_code"] == 25, r  # UNKNOWN_MEMBER_ID
+        r = call(sock, 93, version, {"group_id": group, "member_id": "m-1", "topology_epoch": 0,
+                                     "topology_description": desc})
+        assert r["error_code"] == 0, r
+        r = call(sock, 93, version, {"group_id": group + "-none", "member_id": "m-1", "topology_epoch": 0,
+                                     "topology_description": desc})
+        assert r["error_code"] == 69, r
+    r = _streams_heartbeat(sock, version if api_key == 88 else 1, group, member_epoch=-1, topology=None,
+                           active_tasks=None, standby_tasks=None, warmup_tasks=None, process_id=None)
+    assert r["error_code"] == 0 and r["member_epoch"] == -1, r
+
