@@ -4,7 +4,34 @@ from __future__ import annotations
 
 import datetime as _dt
 
+import click
+
 from pylog.core.errors import UsageError
+
+# where `reset-offsets` moves a group: the options every group kind's command takes, in help order
+_TARGETS = (
+    click.option("--to-earliest", "how", flag_value="earliest", help="To each partition's log start offset."),
+    click.option("--to-latest", "how", flag_value="latest", help="To each partition's log end offset."),
+    click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="N",
+                 help="To offset N (clamped to the partition's start..end)."),
+    click.option("--to-datetime", default=None, metavar="T",
+                 help="To the first offset at or after T (YYYY-MM-DDTHH:mm:SS.sss or epoch ms)."),
+)
+
+
+def reset_target_options(f):
+    """--to-earliest, --to-latest, --to-offset N, --to-datetime T (as `how`, `to_offset`, `to_datetime`)."""
+    for option in reversed(_TARGETS):
+        f = option(f)
+    return f
+
+
+def reset_mode(how, to_offset, to_datetime) -> str:
+    """earliest, latest, offset or datetime: exactly one of the target options, else a usage error."""
+    modes = [m for m in (how, to_offset is not None and "offset", to_datetime is not None and "datetime") if m]
+    if len(modes) != 1:
+        raise UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
+    return modes[0]
 
 
 def parse_datetime(text: str) -> int:

@@ -7,10 +7,10 @@ from pylog.commands.client_common import client_props
 from pylog.commands.completion import group_names
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.group_output import add_delete_command, add_list_command, print_table
-from pylog.commands.offset_reset import named_partitions, new_offsets
+from pylog.commands.offset_reset import named_partitions, new_offsets, reset_mode, reset_target_options
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
-from pylog.core.errors import ErrorCode, PylogError, UsageError, error_name
+from pylog.core.errors import ErrorCode, PylogError, error_name
 
 
 class ShareGroupActiveError(PylogError):
@@ -132,12 +132,7 @@ def _require_empty(admin, gid):
 @bootstrap_option
 @click.option("--topic", "-t", "topic_specs", multiple=True, required=True, metavar="TOPIC[:P,P...]",
               help="Reset this topic (optionally only these partitions); repeatable.")
-@click.option("--to-earliest", "how", flag_value="earliest", help="To each partition's log start offset.")
-@click.option("--to-latest", "how", flag_value="latest", help="To each partition's log end offset.")
-@click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="N",
-              help="To offset N (clamped to the partition's start..end).")
-@click.option("--to-datetime", default=None, metavar="T",
-              help="To the first offset at or after T (YYYY-MM-DDTHH:mm:SS.sss or epoch ms).")
+@reset_target_options
 @click.option("--dry-run/--execute", "dry_run", default=True, show_default=True,
               help="Only show the new start offsets, or set them.")
 @properties_options
@@ -148,10 +143,7 @@ def reset_offsets(group_id, bootstrap, topic_specs, how, to_offset, to_datetime,
     Exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime.
     Without --execute nothing is changed: the plan is printed.
     """
-    modes = [m for m in (how, to_offset is not None and "offset", to_datetime is not None and "datetime") if m]
-    if len(modes) != 1:
-        raise UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
-    mode = modes[0]
+    mode = reset_mode(how, to_offset, to_datetime)
     with _admin(bootstrap, properties) as admin:
         _require_empty(admin, group_id)
         new = new_offsets(admin, named_partitions(admin, topic_specs), mode, to_offset, to_datetime)
