@@ -80,8 +80,7 @@ def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table,
       pylog spark-export users --from-dir /data --compacted --value-format json -o /lake/users
       pylog spark-export events -b kafka1:9092 --value-format registry --schema-registry http://sr:8081 -o /lake/ev
     """
-    from pylog.spark.export import (ExportOptions, light_driver_jvm, parse_time_or_offset, print_export,
-                                             run_export)
+    from pylog.spark.export import ExportOptions, light_driver_jvm, parse_time_or_offset, run_export
     from pylog.spark.session import open_session, preflight
 
     if bool(from_dir) == bool(bootstrap):
@@ -122,8 +121,30 @@ def spark_export(topics, from_dir, bootstrap, fmt, output, catalog_props, table,
     doc.update(run_info(run))
     doc["total_seconds"] = round(time.monotonic() - t0, 3)
     if as_json:
-        from pylog.spark.progress import print_json
+        from pylog.commands.spark_progress import print_json
 
         print_json(doc)
     else:
         print_export(doc)
+
+
+def print_export(doc: dict) -> None:
+    from pylog.commands.spark_progress import grid, human_bytes, kv_table, print_tables
+
+    rate = doc["records"] / doc["job_seconds"] if doc["job_seconds"] else 0.0
+    rows = [("format", doc["format"]), ("table", doc["output"]), ("source", doc["from_dir"] or f"cluster {doc['bootstrap_servers']}"),
+            ("topics", ", ".join(doc["topics"])), ("isolation", doc["isolation"]),
+            ("records", f"{doc['records']:,}"), ("files", f"{doc['files']:,} ({human_bytes(doc['bytes'])})"),
+            ("commit", f"version {doc['table_version']}" if doc["committed"] else "nothing new: table unchanged"),
+            ("job time", f"{doc['job_seconds']:.2f} s ({rate:,.0f} records/s)"),
+            ("spark start-up", f"{doc['spark_startup_seconds']:.2f} s" +
+             (" (session reused)" if doc["session_reused"] else "")),
+            ("master", doc["master"]), ("spark log", doc["spark_log"])]
+    if doc["partition_by"]:
+        rows.insert(5, ("partitioned by", ", ".join(doc["partition_by"])))
+    if doc["compacted"]:
+        rows.insert(5, ("compacted", "latest value per key, tombstones removed"))
+    cols = ["partition", "from", "until", "offsets", "log end", "stable end", "read tasks"]
+    body = [[f"{p['topic']}-{p['partition']}", p["start"], p["end"], f"{p['offsets']:,}", p["log_end_offset"],
+             p["last_stable_offset"], p["read_tasks"]] for p in doc["partitions"]]
+    print_tables(kv_table("spark-export", rows), grid("per partition", cols, body))

@@ -58,7 +58,7 @@ def spark_options(f=None, *, when: str | None = None):
 
 def progress_factory(run, enabled):
     """The progress display a Spark command's job reports to (none when not `enabled`)."""
-    from pylog.spark.progress import JobProgress, stage
+    from pylog.commands.spark_progress import JobProgress, stage
 
     if run.connect:  # no status tracker through Spark Connect: a spinner per job
         def make_spinner(label, records=None, bytes_=None):
@@ -255,7 +255,7 @@ def spark_ingest(inputs, topic, fmt, key_column, value_column, headers_columns, 
     doc["total_seconds"] = round(time.monotonic() - t0, 3)
     doc["job_seconds"] = round(doc["job_seconds"], 3)
     if as_json:
-        from pylog.spark.progress import print_json
+        from pylog.commands.spark_progress import print_json
 
         print_json(doc)
     else:
@@ -281,7 +281,7 @@ def _value_encoding(opts, fmt, schema_file, subject, url, auth):
 
 
 def _print_ingest(doc: dict) -> None:
-    from pylog.spark.progress import grid, human_bytes, kv_table, print_tables
+    from pylog.commands.spark_progress import grid, human_bytes, kv_table, print_tables
 
     rate = doc["records"] / doc["job_seconds"] if doc["job_seconds"] else 0.0
     rows = [("mode", doc["mode"]), ("topic", doc["topic"]),
@@ -389,7 +389,7 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
         write_html(doc, html_path)
         doc["html"] = html_path
     if as_json:
-        from pylog.spark.progress import print_json
+        from pylog.commands.spark_progress import print_json
 
         print_json(doc)
     else:
@@ -397,7 +397,7 @@ def spark_compaction(path, topics, top_keys, html_path, if_dirty, sets, now_ms, 
 
 
 def _print_compaction(doc: dict) -> None:
-    from pylog.spark.progress import grid, human_bytes, kv_table, print_tables
+    from pylog.commands.spark_progress import grid, human_bytes, kv_table, print_tables
 
     t = doc["totals"]
     rows = [("path", doc["path"]), ("partitions", len(doc["partitions"])), ("segments", t["segments"]),

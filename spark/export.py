@@ -313,28 +313,6 @@ def run_export(spark, opts: ExportOptions, progress_factory=None, say=None) -> d
             "timeline": timeline and {**timeline, "commit_seconds": round(time.monotonic() - t_commit, 3)}}
 
 
-def print_export(doc: dict) -> None:
-    from pylog.spark.progress import grid, human_bytes, kv_table, print_tables
-
-    rate = doc["records"] / doc["job_seconds"] if doc["job_seconds"] else 0.0
-    rows = [("format", doc["format"]), ("table", doc["output"]), ("source", doc["from_dir"] or f"cluster {doc['bootstrap_servers']}"),
-            ("topics", ", ".join(doc["topics"])), ("isolation", doc["isolation"]),
-            ("records", f"{doc['records']:,}"), ("files", f"{doc['files']:,} ({human_bytes(doc['bytes'])})"),
-            ("commit", f"version {doc['table_version']}" if doc["committed"] else "nothing new: table unchanged"),
-            ("job time", f"{doc['job_seconds']:.2f} s ({rate:,.0f} records/s)"),
-            ("spark start-up", f"{doc['spark_startup_seconds']:.2f} s" +
-             (" (session reused)" if doc["session_reused"] else "")),
-            ("master", doc["master"]), ("spark log", doc["spark_log"])]
-    if doc["partition_by"]:
-        rows.insert(5, ("partitioned by", ", ".join(doc["partition_by"])))
-    if doc["compacted"]:
-        rows.insert(5, ("compacted", "latest value per key, tombstones removed"))
-    cols = ["partition", "from", "until", "offsets", "log end", "stable end", "read tasks"]
-    body = [[f"{p['topic']}-{p['partition']}", p["start"], p["end"], f"{p['offsets']:,}", p["log_end_offset"],
-             p["last_stable_offset"], p["read_tasks"]] for p in doc["partitions"]]
-    print_tables(kv_table("spark-export", rows), grid("per partition", cols, body))
-
-
 def parse_time_or_offset(text: str | None, what: str) -> tuple[int | None, int | None]:
     """(offset, epoch ms) from --from/--until: a number is an offset; an ISO-8601 time or
     @EPOCH_MS is a time."""

@@ -27,18 +27,6 @@ pytestmark = pytest.mark.source  # the checkout's text only (tests/support/tiers
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the cycles and upward imports that remain, each named: the list only shrinks
-ALLOWED_CYCLES: list[list[str]] = [
-    # the share-partition state machine loads its acquisition rules inside a method (they read
-    # its state names): the states belong in a module both import. 1 left
-    ["pylog.broker.groups.share.acquisition", "pylog.broker.groups.share.partition"],
-]
-ALLOWED_UPWARD: set[tuple[str, str]] = {
-    # Spark's progress lines print through the commands' rich consoles: 1 left
-    ("pylog.spark.progress", "pylog.commands.console"),
-}
-
-
 def product_layers(root: Path = ROOT) -> list[tuple[str, ...]]:
     named = ("cli", "commands", "storage", "core")
     subsystems = tuple(f"pylog.{p}" for p in product_parts(root) if p not in named)
@@ -65,27 +53,14 @@ BROKER_LAYERS: list[tuple[str, ...]] = [
 
 
 def test_no_import_cycle():
-    found = [c for c in cycles(graph(ROOT)) if c not in ALLOWED_CYCLES]
+    found = cycles(graph(ROOT))
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
-
-
-def test_the_allowed_cycles_still_exist():
-    """The allow-list only shrinks: a cycle broken is taken off it."""
-    present = cycles(graph(ROOT))
-    assert [c for c in ALLOWED_CYCLES if c not in present] == []
 
 
 def test_no_upward_import():
     edges = graph(ROOT)
-    found = [e for layers in (product_layers(), BROKER_LAYERS) for e in upward(edges, layers)
-             if (e.source, e.target) not in ALLOWED_UPWARD]
+    found = [e for layers in (product_layers(), BROKER_LAYERS) for e in upward(edges, layers)]
     assert not found, "imports up the layers:\n" + "\n".join(map(str, found))
-
-
-def test_the_allowed_upward_imports_still_exist():
-    present = {(e.source, e.target) for e in graph(ROOT)}
-    assert sorted(ALLOWED_UPWARD - present) == []
-    assert len(ALLOWED_UPWARD) <= 1 and len(ALLOWED_CYCLES) <= 1  # shrinks only
 
 
 def test_every_broker_module_has_a_layer():

@@ -5,7 +5,7 @@ share-partition's start offset and lag, through DescribeShareGroupOffsets).
 Read on the broker's event loop, like /metrics: no lock, no half-made update."""
 from __future__ import annotations
 
-from pylog.broker.groups.share.partition import ACQUIRED, COUNT, DEADLINE, MEMBER, STATE, STATE_NAMES
+from pylog.broker.groups.share.states import ACQUIRED, COUNT, DEADLINE, MEMBER, STATE, STATE_NAMES
 
 MAX_RECORDS = 5000  # per share-partition: the page shows the first in-flight records
 

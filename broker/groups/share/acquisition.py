@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from pylog.broker.groups.share.partition import ACQUIRED, ARCHIVED, AVAILABLE, COUNT, DEADLINE, MEMBER, STATE
+from pylog.broker.groups.share.states import ACQUIRED, ARCHIVED, AVAILABLE, COUNT, DEADLINE, MEMBER, STATE
 
 
 class Acquisition:

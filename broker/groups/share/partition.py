@@ -22,19 +22,17 @@ import bisect
 import os
 import struct
 
-AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
+from pylog.broker.groups.share.acquisition import Acquisition
+from pylog.broker.groups.share.states import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, COUNT, DEADLINE, MEMBER, STATE
+
 REJECTED = "Offset rejected by client."  # the __dlq.errors.message of a dead letter
 EXCEEDED = "Offset delivery count exceeded the threshold."
-STATE_NAMES = {AVAILABLE: "Available", ACQUIRED: "Acquired", ACKNOWLEDGED: "Acknowledged", ARCHIVED: "Archived"}
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 _DONE = (ACKNOWLEDGED, ARCHIVED)
 # the v2 batch header fields acquisition needs: base offset, length, ..., attributes, last offset delta
 _HDR = struct.Struct(">qi")
 _ATTR_POS, _DELTA_POS, _HEADER_LEN = 21, 23, 61
 _CONTROL, _TRANSACTIONAL, _PID_POS = 0x20, 0x10, 43
-
-# in-flight entry fields (a list each: [state, delivery count, member id, lock deadline ms])
-STATE, COUNT, MEMBER, DEADLINE = 0, 1, 2, 3
 
 
 class AckError(Exception):
@@ -147,8 +145,6 @@ class SharePartition:
         are acquired in smaller groups (see acquisition.py). `hold`: offsets this request's own
         acknowledgements just released, not acquirable before their change is written; `held_start`:
         the start offset before them (the in-flight count of the cap counts from there till then)."""
-        from pylog.broker.groups.share.acquisition import Acquisition
-
         self.skip_to(plog.log_start_offset)
         if self.reload_pending:
             self.reload_pending = False
