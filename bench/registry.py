@@ -1,5 +1,7 @@
 """`python -m bench registry`: pylog's schema registry and schema-aware produce, in one run.
 
+- the reference: GET / (the listener's cheapest answer) per second from the same clients, so every
+  row's ratio says how close it comes to what the HTTP stack itself allows in the same run;
 - registrations, id lookups and subject-version lookups per second from --clients keep-alive
   HTTP/1.1 connections (bench/registry_load.py, in --procs processes of their own) against the
   registry of an EmbeddedBroker;
@@ -51,21 +53,24 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
     args = ap.parse_args(argv)
 
-    rows = []
+    rows = []  # (what, per second, the per-second figure it is compared with)
     with EmbeddedBroker(schema_registry=True) as kafka:
         url = kafka.schema_registry_url
         RegistryClient(url).request("PUT", "/config", {"compatibility": "NONE"})
+        ref = _load(url, "root", args.lookups, args.clients, args.procs)
+        rows.append((f"reference: GET / (the listener's cheapest answer, {args.clients} keep-alive clients)", ref, ref))
         reg = _load(url, "register", args.registrations, args.clients, args.procs)
-        rows.append((f"registrations (new schemas, POST /subjects/S/versions, {args.clients} keep-alive clients)", reg))
+        rows.append((f"registrations (new schemas, POST /subjects/S/versions, {args.clients} keep-alive clients)",
+                     reg, ref))
         rows.append((f"id lookups (GET /schemas/ids/ID, {args.clients} keep-alive clients)",
-                     _load(url, "ids", args.lookups, args.clients, args.procs)))
+                     _load(url, "ids", args.lookups, args.clients, args.procs), ref))
         rows.append((f"subject-version lookups (GET /subjects/S/versions/V, {args.clients} keep-alive clients)",
-                     _load(url, "versions", args.lookups, args.clients, args.procs)))
+                     _load(url, "versions", args.lookups, args.clients, args.procs), ref))
         for kind, what in (("ck-ids", "get_schema(id)"), ("ck-versions", "get_version(subject, version)"),
                            ("ck-register", "register_schema (new schemas)")):
             rows.append((f"confluent-kafka SchemaRegistryClient.{what}, caches cleared per call, "
                          f"{args.clients} threads", _load(url, kind, args.ck_calls, args.clients, args.procs,
-                                                          offset=10 ** 6)))
+                                                          offset=10 ** 6), ref))
         if args.records:
             rows += _produce(kafka, url, args.records)
 
@@ -73,8 +78,8 @@ def main(argv: list[str]) -> int:
              f"Command: `python -m bench registry {' '.join(argv)}`".rstrip() + f" — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores, Python {sys.version.split()[0]}; 1-minute load average "
              f"{os.getloadavg()[0]:.1f}.", "",
-             "| what | per second |", "|---|---:|"]
-    lines += [f"| {w} | {v:,.0f} |" for w, v in rows]
+             "| what | per second | ratio |", "|---|---:|---:|"]
+    lines += [f"| {w} | {v:,.0f} | {v / r:.2f} |" for w, v, r in rows]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.record:
@@ -119,7 +124,7 @@ def _produce(kafka, url, records) -> list:
             took = time.perf_counter() - t0
             if r.returncode != 0:
                 raise SystemExit(r.stderr)
-        rows.append(("confluent-kafka AvroSerializer + Producer (in process), records/s", ck))
+        rows.append(("confluent-kafka AvroSerializer + Producer (in process), records/s", ck, ck))
         rows.append(("`pylog produce --value-format avro` (subprocess, start-up included), records/s",
-                     records / took))
+                     records / took, ck))
     return rows

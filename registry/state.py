@@ -29,11 +29,13 @@ class RegistryState:
         self.max_id = 0
         self.applied = -1  # offset of the last record applied
         self.rejected: dict[int, SchemaVersion] = {}  # offset -> losing SCHEMA record
+        self.changes = 0  # records applied: answers computed at one count stay right until it moves
 
     # ---------------------------------------------------------------- applying
     def apply(self, offset: int, raw_key, raw_value) -> None:
         key = parse_key(raw_key)
         self.applied = max(self.applied, offset)
+        self.changes += 1
         if key is None:
             return
         kt = key.get("keytype")
