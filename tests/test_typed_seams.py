@@ -123,15 +123,8 @@ def test_handlers_read_declared_request_fields_directly():
 GROUP_INSIDES = ("store", "groups", "classic", "consumer", "migration", "txn_offsets")
 GROUP_COORDINATOR_PARTS = {"broker/groups/coordinator.py", "broker/groups/classic.py", "broker/groups/migration.py",
                            "broker/groups/store.py", "broker/groups/state.py"}
-# the components still built with the Broker itself (a narrow interface each is the goal): the
-# list only shrinks
-HOLD_THE_BROKER = {
-    "broker/groups/coordinator.py", "broker/groups/store.py", "broker/groups/share/coordinator.py",
-    "broker/groups/share/store.py", "broker/groups/consumer/coordinator.py", "broker/groups/streams/coordinator.py", "broker/groups/share/dead_letters.py",
-    "broker/groups/share/members.py", "broker/ops/admin_http.py", "broker/ops/dynamic_config.py",
-    "broker/ops/log_dirs.py", "broker/ops/request_faults/shapes.py",
-    "broker/txn/coordinator.py",
-}
+# the node-wide views the Broker hands itself to, typed by NodeView as the handlers are
+NODE_VIEWS = {"MetricsListener"}
 
 
 def _gc_names(tree) -> set:
@@ -186,17 +179,25 @@ def broker_holders() -> set[str]:
 
 def test_no_handler_or_component_holds_the_broker():
     """Handlers get the node as a NodeView (api/context.py), never the Broker class; components
-    are given what they use. The ones still built with the Broker are listed, and the list only
-    shrinks."""
+    are given what they use (a PartitionLogs, the group facade, callables), not the Broker."""
     for h in HANDLERS:
         first = next(iter(inspect.signature(h.handle).parameters.values()))
         assert first.annotation in (inspect.Parameter.empty, "NodeView"), (h.schema.name, first.annotation)
-    holders = broker_holders()
-    assert holders - HOLD_THE_BROKER == set(), "new components holding the Broker"
-    assert HOLD_THE_BROKER - holders == set(), "no longer holding it: take them off HOLD_THE_BROKER"
-    assert len(HOLD_THE_BROKER) <= 13
-    # the authorizer is given the topic lookups and the config it reads (Authorizer.attach)
-    assert "broker/security/authorizer.py" not in holders
+    assert broker_holders() == set()
+    assert built_with_the_broker() == NODE_VIEWS
+
+
+def built_with_the_broker(source: str | None = None) -> set[str]:
+    """The classes the Broker builds with itself as an argument (`X(self, ...)`)."""
+    tree = parse(source if source is not None else Path(broker_module.__file__).read_text())
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id[:1].isupper() and any(ast.unparse(a) == "self" for a in n.args)}
+
+
+def test_the_broker_holder_checks_catch_what_they_name():
+    src = ("class Broker:\n    def serve(self):\n        self.a = GroupCoordinator(self)\n"
+           "        self.b = LogDirMonitor(self.partitions, lambda: self.stopping)\n        make_service(self)\n")
+    assert built_with_the_broker(src) == {"GroupCoordinator"}
 
 
 # ---------------------------------------------------------------- raw error numbers
