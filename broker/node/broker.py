@@ -171,7 +171,7 @@ class Broker:
             port = self._listen()
             # the rest of the handler table (and the coordinators' modules) loads in a thread
             # while the loop answers what FIRST serves
-            self.handlers.update((h.key, h) for h in await self.loop.run_in_executor(None, the_rest))
+            self.handlers.update((h.key, h) for h in await self._gate.load(self.loop, the_rest))
             self._start_services()
             self._gate.open(self.dispatch)
             await self._start_metrics()
