@@ -40,6 +40,7 @@ from pylog.broker.security.tokens import TokenStore
 from pylog.broker.node.features import FinalizedFeatures
 from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.net.sasl import raw_token
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.net.server import Connection, Server
 from pylog.broker.node.jobs import periodic_jobs
 from pylog.broker.node.settings import BrokerSettings
@@ -86,6 +87,7 @@ class Broker:
         self.recovery: RecoveryReport | None = None
         # components, in start order; each is None until its step of the lifecycle builds it
         self.logs: LogManager | None = None
+        self.partitions: PartitionLogs | None = None  # what the coordinators use of the logs
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
@@ -117,7 +119,6 @@ class Broker:
         cfg = self.config
         self.faults = FaultEngine(frozenset(SERVED), self.stats,
                                   enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
-        self._ids: dict[uuid.UUID, str] = {}
         self._stop_event: asyncio.Event | None = None
         self._stopping = False
 
@@ -126,10 +127,12 @@ class Broker:
         """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
 
         # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
-        self.dynamic_configs = DynamicBrokerConfigs(self)
+        self.dynamic_configs = DynamicBrokerConfigs(self.settings.log_dirs[0], self.config,
+                                                    self._refresh_topic_configs)
         self.dynamic_configs.load()
         self.logs = LogManager(list(self.settings.log_dirs), self.config)
         self.recovery = self.logs.startup(start_cleaner=False)
+        self.partitions = PartitionLogs(self.logs, self.config, self.fetch_waiters.wake)
         metas = list(self.logs.meta.values())
         self.cluster_id = metas[0].cluster_id if metas else ""
         self.producer_ids = ProducerIdManager(self.settings.log_dirs[0])
@@ -138,6 +141,10 @@ class Broker:
         self.settings.transaction_version = self.features.level("transaction.version")
         self.open_security()
         return self.recovery
+
+    def _refresh_topic_configs(self) -> None:
+        if self.logs is not None:  # at start-up the logs open with the dynamic values
+            self.logs.refresh_topic_defaults()
 
     def open_security(self) -> None:
         """The credential and ACL store, bootstrap credentials (--add-scram), the authorizer."""
@@ -164,7 +171,7 @@ class Broker:
             port = self._listen()
             # the rest of the handler table (and the coordinators' modules) loads in a thread
             # while the loop answers what FIRST serves
-            self.handlers.update((h.key, h) for h in await self.loop.run_in_executor(None, the_rest))
+            self.handlers.update((h.key, h) for h in await self._gate.load(self.loop, the_rest))
             self._start_services()
             self._gate.open(self.dispatch)
             await self._start_metrics()
@@ -183,15 +190,19 @@ class Broker:
         from pylog.broker.ops.log_dirs import CHECK_EVERY_S, LogDirMonitor
         from pylog.broker.txn.coordinator import TransactionCoordinator
 
-        self.group_coordinator = GroupCoordinator(self)
+        parts, groups = self.partitions, GroupCoordinator(self.partitions)
+        self.group_coordinator = groups
         # after the group coordinator: completing a prepared transaction at load applies its offsets
-        self.txn_coordinator = TransactionCoordinator(self)
-        self.share_coordinator = ShareCoordinator(self)  # share groups (KIP-932)
+        self.txn_coordinator = TransactionCoordinator(parts, self.producer_ids, groups,
+                                                      lambda: self.settings.transaction_version)
+        self.share_coordinator = ShareCoordinator(parts, groups, self.settings.log_dirs[0],
+                                                  lambda: self.stopping)  # share groups (KIP-932)
+        groups.attach_share(self.share_coordinator)
         self.coordinators = [self.group_coordinator, self.txn_coordinator, self.share_coordinator]
         for c in self.coordinators:
             c.load()
             c.start(self.loop)
-        self.dir_health = LogDirMonitor(self)
+        self.dir_health = LogDirMonitor(parts, self.stats.storage_errors, lambda: self.stopping, self.halt)
         self.dir_health.start(self.loop)
         self.logs.start_cleaner()
         self.scheduler = Scheduler()
@@ -277,6 +288,11 @@ class Broker:
             if self._stop_event is not None:
                 self._stop_event.set()
 
+    def halt(self, reason: str) -> None:
+        """Stop uncleanly (no log dir left): no flush, checkpoints or clean-shutdown marker."""
+        self.fatal_error = reason
+        self.request_stop()
+
     @property
     def stopping(self) -> bool:
         """True once a shutdown was requested: long polls answer, timers stop rescheduling."""
@@ -323,13 +339,7 @@ class Broker:
     async def wait_for_append(self, keys, timeout: float) -> None:
         """Return at the next append to any (topic, partition) in `keys`, or after `timeout` s
         (a parked fetch's wait)."""
-        fut = self.fetch_waiters.add(self.loop, keys)
-        try:
-            await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            self.fetch_waiters.remove(fut, keys)
+        await self.fetch_waiters.wait(self.loop, keys, timeout)
 
     def wake(self, topic: str, partition: int) -> None:
         """New data in a partition: parked fetches on it read again."""
@@ -341,21 +351,10 @@ class Broker:
 
     # ---- topics and partitions --------------------------------------------
     def topic_by_id(self, topic_id: uuid.UUID):
-        """Topic ids arrive in every Fetch v13+: a cached map, checked on use and rebuilt on a miss."""
-        topics = self.logs.topics
-        name = self._ids.get(topic_id)
-        if name is not None:
-            info = topics.get(name)
-            if info is not None and info.topic_id == topic_id:
-                return info
-        self._ids = {info.topic_id: n for n, info in topics.items()}
-        name = self._ids.get(topic_id)
-        return topics.get(name) if name is not None else None
+        """Topic ids arrive in every Fetch v13+ (PartitionLogs keeps the map)."""
+        return self.partitions.topic_by_id(topic_id)
 
-    def leader_epoch(self, log_) -> int:
-        """Single node: the leader epoch never changes once the partition has data."""
-        e = getattr(log_, "latest_epoch", None)
-        return e if e is not None and e > 0 else 0
+    leader_epoch = staticmethod(PartitionLogs.leader_epoch)
 
     def api_version_ranges(self) -> list[dict]:
         """ApiVersions' api_keys: every served API at its schema's versions."""
