@@ -2,12 +2,13 @@
 
     python -m bench cli [--records N] [--value-size B] [--partitions 1,6] [--rounds R]
                         [--broker pylog|HOST:PORT] [--only produce|consume] [--no-kafka-batch]
+                        [--consume-format FORMAT]
 
 Writes three input files of N lines (`KEY:VALUE` text, values only, JSON lines
 with the same keys and values), then for each partition count: kcat and pylog
 produce each file to topics of their own (kcat has no JSON input: its anchor for
 JSON is the same records as `KEY:VALUE` text), and both consume the topic kcat
-filled, with a format string (`%k %s\\n`) and as JSON (kcat -J, pylog --json).
+filled, with a format string (`%k %s\\n`, or --consume-format's, e.g. `%k:%s\\n`) and as JSON (kcat -J, pylog --json).
 pylog produce from a file batches like kcat by default (librdkafka's batch.size,
 1,000,000 bytes); it also runs with Kafka's 16,384 (--no-kafka-batch skips that). Each command runs as a user runs it (a fresh process, default settings, output
 read and counted); the wall time of the whole process is kept, best of --rounds.
@@ -89,6 +90,8 @@ def main(argv):
     ap.add_argument("--only", choices=["produce", "consume"], default=None)
     ap.add_argument("--no-kafka-batch", dest="kafka_batch", action="store_false",
                     help="skip the pylog produce runs with Kafka's batch size (--batch-size 16384)")
+    ap.add_argument("--consume-format", default="%k %s\\n",
+                    help="the -f format both tools consume with (backslash escapes as both read them)")
     a = ap.parse_args(argv)
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
@@ -143,12 +146,12 @@ def main(argv):
                 src = f"src-{parts}-{stamp}"
                 create_topic(bs, src, parts)
                 timed(kcat_produce(paths["keyed"], True)(src))
-                fmt = "%k %s\\n"
-                k = best(lambda _: [kcat, "-C", "-b", bs, "-t", src, "-o", "beginning", "-e", "-q", "-f", "%k %s\n"],
+                fmt = a.consume_format
+                k = best(lambda _: [kcat, "-C", "-b", bs, "-t", src, "-o", "beginning", "-e", "-q", "-f", fmt],
                          expect_lines=n)
                 p = best(lambda _: [*PYLOG, "consume", src, "-b", bs, "--from-beginning", "-e", "-f", fmt],
                          expect_lines=n)
-                rows.append(("consume `-f '%k %s\\n'`", parts, k, p))
+                rows.append((f"consume `-f '{fmt}'`", parts, k, p))
                 k = best(lambda _: [kcat, "-C", "-b", bs, "-t", src, "-o", "beginning", "-e", "-q", "-J"],
                          expect_lines=n)
                 p = best(lambda _: [*PYLOG, "consume", src, "-b", bs, "--from-beginning", "-e", "--json"],

@@ -1,6 +1,14 @@
-"""`python -m bench startup`: what a one-record `pylog produce` costs from exec to exit, per tree.
+"""`python -m bench startup`: what a one-record `pylog produce` costs from exec to exit, per tree;
+with --first-answer, how soon a fresh `pylog broker start` answers its first request.
 
     python -m bench startup [--runs N] [--rev REV ...] [--broker HOST:PORT]
+    python -m bench startup --first-answer [--runs N] [--rev REV ...]
+
+--first-answer: each run spawns `python -m pylog.cli broker start` (its defaults) on a fresh log dir
+and a free port, and from the spawn connects to the port every 0.5 ms until it accepts, sends
+ApiVersions (v3) and waits for the answer: spawn to answer (wall), and the broker's CPU (user +
+system, /proc) when it answered; then the broker is stopped (SIGTERM). Also measured the same way:
+`python -c pass` (the interpreter's floor with this install's site-packages and .pth files).
 
 Each run is a fresh `python -m pylog.cli produce TOPIC -b HOST:PORT` of one line, as a user runs
 it; its CPU (user + system, from wait4) and wall time are kept, min and median of --runs. Without
@@ -19,7 +27,10 @@ import glob
 import io
 import os
 import shutil
+import signal
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tarfile
@@ -88,13 +99,92 @@ def imported(env: dict, topic: str, bs: str) -> int:
     return sum(1 for line in r.stderr.decode().splitlines() if line.startswith("import time:")) - 1
 
 
+def _api_versions() -> bytes:
+    body = struct.pack(">hhih", 18, 3, 1, 5) + b"bench" + b"\x00" + b"\x06pylog\x021\x00"  # v3: flexible
+    return struct.pack(">i", len(body)) + body
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_answer(env: dict, workdir: str) -> tuple[float, float]:
+    """(wall seconds from spawn to the first ApiVersions answer, the broker's CPU seconds then)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = tempfile.mkdtemp(dir=workdir)
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", f"127.0.0.1:{port}",
+                          "--log-dir", os.path.join(data, "data")], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    try:
+        while True:
+            if p.poll() is not None:
+                raise RuntimeError(f"broker start exited {p.returncode}")
+            try:
+                c = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except OSError:
+                time.sleep(0.0005)
+        with c:
+            c.sendall(_api_versions())
+            got = c.recv(10)  # size, correlation id, error code: the rest follows in the same write
+            wall = time.perf_counter() - t0
+            cpu = _cpu_s(p.pid)
+        if len(got) < 10 or struct.unpack_from(">ih", got, 4) != (1, 0):
+            raise RuntimeError(f"ApiVersions was not answered (got {got!r})")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(60)
+        shutil.rmtree(data, ignore_errors=True)
+    return wall, cpu
+
+
+def interpreter_floor(env: dict) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+    return time.perf_counter() - t0
+
+
+def main_first_answer(a, workdir: str) -> int:
+    trees = {rev: make_tree(rev, workdir) for rev in a.rev} or {"this install": None}
+    envs = {name: dict(os.environ, **({"PYTHONPATH": path} if path else {})) for name, path in trees.items()}
+    got = {name: [] for name in trees}
+    floor = []
+    for i in range(a.runs):
+        for name in (list(trees) if i % 2 == 0 else list(trees)[::-1]):
+            got[name].append(first_answer(envs[name], workdir))
+        floor.append(interpreter_floor(envs[next(iter(trees))]))
+    print(f"`pylog broker start` (python -m pylog.cli, fresh log dir): spawn to the first ApiVersions answer, "
+          f"{a.runs} runs each, interleaved; load average {os.getloadavg()[0]:.1f}\n")
+    print("| tree | wall min s | wall median s | broker CPU at answer, min s | median s |")
+    print("|---|---:|---:|---:|---:|")
+    for name, runs in got.items():
+        wall = [w for w, _ in runs]
+        cpu = [c for _, c in runs]
+        print(f"| {name} | {min(wall):.3f} | {statistics.median(wall):.3f} | {min(cpu):.2f} | "
+              f"{statistics.median(cpu):.2f} |")
+    print(f"| `python -c pass` (floor) | {min(floor):.3f} | {statistics.median(floor):.3f} | | |")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench startup")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rev", action="append", default=[], help="a git revision to measure (repeatable)")
     ap.add_argument("--broker", default="pylog", help="pylog, or HOST:PORT of a running broker")
+    ap.add_argument("--first-answer", action="store_true",
+                    help="time a fresh `pylog broker start` from spawn to its first ApiVersions answer")
     a = ap.parse_args(argv)
     workdir = tempfile.mkdtemp(prefix="bench-startup-")
+    if a.first_answer:
+        try:
+            return main_first_answer(a, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     proc = None
     try:
         trees = {rev: make_tree(rev, workdir) for rev in a.rev} or {"this install": None}

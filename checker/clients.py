@@ -115,6 +115,20 @@ class Worker(threading.Thread):
         if n:
             self.idle_since = time.monotonic()
 
+    def subscribe(self, consumer, topic: str, group: str) -> None:
+        """Subscribe `consumer` to `topic`; every assignment, revocation and loss of its group's
+        partitions goes into the history as a "rebalance" event."""
+        from pylog.core.client.membership import attach_group
+
+        def rebalanced(assigned: bool):
+            def note(partitions):
+                keys = [key_of(tp.topic, tp.partition) for tp in partitions]
+                self.history.event(self.process, "rebalance", {"group": group, "assigned": keys if assigned else [],
+                                                               "revoked": [] if assigned else keys})
+            return note
+        attach_group(consumer, on_assign=rebalanced(True), on_revoke=rebalanced(False), on_lost=rebalanced(False))
+        consumer.subscribe([topic])
+
 
 def send_values(history, process, producer, topic, partition, values, txn=False):
     """Send `values` to one partition and wait: the send micro-operations with their offsets, and

@@ -28,20 +28,10 @@ class Member(Worker):
 
     def open(self):
         from pylog.core.client import Consumer
-        from pylog.core.client.membership import attach_group
         protocol = "consumer" if self.n % 2 == 0 else "classic"
         self.consumer = Consumer(props(CONSUMER, self.run_.bootstrap, self.run_.client_props,
                                        **{"group.id": self.group, "group.protocol": protocol}))
-        attach_group(self.consumer, on_assign=self.rebalanced(True), on_revoke=self.rebalanced(False),
-                     on_lost=self.rebalanced(False))
-        self.consumer.subscribe([self.topic])
-
-    def rebalanced(self, assigned):
-        def note(partitions):
-            keys = [key_of(tp.topic, tp.partition) for tp in partitions]
-            self.history.event(self.process, "rebalance", {"group": self.group, "assigned": keys if assigned else [],
-                                                           "revoked": [] if assigned else keys})
-        return note
+        self.subscribe(self.consumer, self.topic, self.group)
 
     def step(self):
         self.history.invoke(self.process, "poll", [["poll"]])

@@ -138,23 +138,13 @@ class Transformer(Worker):
 
     def open(self):
         from pylog.core.client import Consumer, Producer
-        from pylog.core.client.membership import attach_group
         tid = f"{self.run_.prefix}-{self.role}-{self.n}"
         self.producer = Producer(props(PRODUCER, self.run_.bootstrap, self.run_.client_props,
                                        **{"transactional.id": tid, "transaction.timeout.ms": 20000}))
         self.producer.init_transactions(15)
         self.consumer = Consumer(props(CONSUMER, self.run_.bootstrap, self.run_.client_props,
                                        **{"group.id": self.group}))
-        attach_group(self.consumer, on_assign=self.rebalanced(True), on_revoke=self.rebalanced(False),
-                     on_lost=self.rebalanced(False))
-        self.consumer.subscribe([self.source])
-
-    def rebalanced(self, assigned):
-        def note(partitions):
-            keys = [key_of(tp.topic, tp.partition) for tp in partitions]
-            self.history.event(self.process, "rebalance", {"group": self.group, "assigned": keys if assigned else [],
-                                                           "revoked": [] if assigned else keys})
-        return note
+        self.subscribe(self.consumer, self.source, self.group)
 
     def step(self):
         for key, pairs in polled(self.consumer.poll(300)).items():

@@ -16,7 +16,21 @@ from pylog.broker.node.settings import DEFAULT_LISTENER, DEFAULT_LOG_DIR, build_
 LEVELS = ("debug", "info", "warning", "error")
 
 
-@click.group()
+class _BrokerGroup(click.Group):
+    """`pylog broker`: `faults` (an HTTP client of the admin listener) loads only when named."""
+
+    def list_commands(self, ctx):
+        return sorted([*super().list_commands(ctx), "faults"])
+
+    def get_command(self, ctx, name):
+        if name == "faults":
+            from pylog.commands.broker_faults import faults
+
+            return faults
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_BrokerGroup)
 def broker():
     """Run an embedded Kafka-compatible broker on pylog's storage engine.
 
@@ -210,6 +224,8 @@ def _parse_add_scram(values) -> list:
 
 def _parse_features(values) -> dict:
     """--feature NAME=LEVEL values: {feature: level} to finalize at start (transaction.version)."""
+    if not values:
+        return {}
     from pylog.broker.txn.epoch_bump import SUPPORTED_LEVELS
     from pylog.core.errors import UsageError
 
@@ -286,8 +302,3 @@ def status(url, config_file, timeout, as_json):
     from pylog.commands.broker_status import show_status
 
     show_status(url, config_file, timeout, as_json)
-
-
-from pylog.commands.broker_faults import faults  # noqa: E402 - `pylog broker faults`
-
-broker.add_command(faults)

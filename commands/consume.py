@@ -266,24 +266,22 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
         if (exit_at_end or stop_ts is not None) and group is None:
             end_offsets = consumer.end_offsets(consumer.assignment())
         stopped: set = set()  # partitions past the e@TS end time
+        # a plain format to a pipe: whole fetched batches, rendered with no record object made
+        whole = renderer.renders_batches and group is None and stop_ts is None and not keep and max_messages is None
         while True:
-            recs = consumer.poll(200)
+            if whole:
+                polled = consumer.poll_fetched(200)
+                chunk, got = renderer.render_fetched(polled)
+                count += got
+            else:
+                polled = consumer.poll(200)
+                if polled:
+                    chunk, count = _render_polled(consumer, polled, render, empty, stop_ts, stopped, keep,
+                                                  max_messages, count)
             now = time.monotonic()
-            if recs:
+            if polled:
                 last_record = now
-                chunks = []
-                for tp, rs in recs.items():
-                    if stop_ts is not None:
-                        rs = _before(rs, stop_ts, tp, stopped, consumer)
-                    if keep:
-                        rs = keep.apply(rs)
-                    if max_messages is not None and count + len(rs) > max_messages:
-                        rs = rs[:max_messages - count]
-                    chunks.append(render(tp.topic, tp.partition, rs))
-                    count += len(rs)
-                    if max_messages is not None and count >= max_messages:
-                        break
-                write(empty.join(chunks))
+                write(chunk)
                 flush()
                 if max_messages is not None and count >= max_messages:
                     break
@@ -296,6 +294,24 @@ def consume(topic, bootstrap, from_beginning, offsets, partitions, max_messages,
     finally:
         consumer.close()
     err.print(f"consumed {plural(count, 'record')} from {topic}", style="dim")
+
+
+def _render_polled(consumer, recs, render, empty, stop_ts, stopped, keep, max_messages, count):
+    """One poll's records as one chunk of output, with the e@TS end, the filters and -c applied:
+    (the chunk, the count of records written so far)."""
+    chunks = []
+    for tp, rs in recs.items():
+        if stop_ts is not None:
+            rs = _before(rs, stop_ts, tp, stopped, consumer)
+        if keep:
+            rs = keep.apply(rs)
+        if max_messages is not None and count + len(rs) > max_messages:
+            rs = rs[:max_messages - count]
+        chunks.append(render(tp.topic, tp.partition, rs))
+        count += len(rs)
+        if max_messages is not None and count >= max_messages:
+            break
+    return empty.join(chunks), count
 
 
 def _renderer(fmt, formatter, kdec, vdec, as_json, kcat_envelope) -> Renderer:

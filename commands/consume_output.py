@@ -18,6 +18,10 @@ import json
 from itertools import chain, repeat
 
 from pylog.core import fastpath
+from pylog.core.client.fetch_records import decode_batch
+from pylog.core.records.errors import RecordFormatError
+from pylog.core.records.header import CODEC_MASK, CODEC_NONE, HEADER_SIZE, TIMESTAMP_TYPE_MASK
+from pylog.core.records.record_decode import decode_records_py
 
 _encode_str = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes for a str
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\\\": "\\", "%%": "%"}
@@ -77,6 +81,25 @@ def render_format_py(pieces, records):
 _render_format = fastpath.choose("render_format", render_format_py)
 
 
+def render_records_py(pieces, data, base_offset, base_timestamp, log_append_time, from_offset):
+    """(bytes, records rendered, records walked) for one batch's records section (decompressed) in a
+    format cut into render_format's pieces, the records below `from_offset` left out; None when a
+    record has headers or decode_records refuses the data (the caller decodes the batch then, which
+    raises its error). The reference of the compiled render_records, which makes no record object."""
+    render_format_py(pieces, ())  # the pieces are checked first, as the compiled twin does
+    try:
+        recs = decode_records_py(data, base_offset, base_timestamp, log_append_time)
+    except RecordFormatError:
+        return None
+    if any(r.headers for r in recs):
+        return None
+    kept = [r for r in recs if r.offset >= from_offset]
+    return render_format_py(pieces, kept), len(kept), len(recs)
+
+
+_render_records = fastpath.choose("render_records", render_records_py)
+
+
 class Renderer:
     """Renders {TopicPartition: [Record]} for a format string or as JSON lines."""
 
@@ -96,7 +119,13 @@ class Renderer:
         native = self.columns and piped and not as_json and len(pieces) <= _NATIVE_MAX_PIECES
         # compiled only: pure Python renders by columns (render()), faster there than the twin
         self._native = _render_format if native and _render_format is not render_format_py else None
+        self._native_records = _render_records if self._native is not None else None
         self._codes: dict = {}  # (topic, partition) -> render_format's pieces
+
+    @property
+    def renders_batches(self) -> bool:
+        """True when render_fetched() makes piped output from whole batches (compiled only)."""
+        return self._native_records is not None and self.binary
 
     def native_pieces(self, topic, partition) -> list:
         """The format for render_format: token codes, and literal text (%t and %p included) as bytes."""
@@ -113,13 +142,46 @@ class Renderer:
                 out.append(data)
         return out
 
+    def _pieces_for(self, topic, partition) -> list:
+        codes = self._codes.get((topic, partition))
+        if codes is None:
+            codes = self._codes[(topic, partition)] = self.native_pieces(topic, partition)
+        return codes
+
+    def render_fetched(self, fetched) -> tuple[bytes, int]:
+        """Consumer.poll_fetched()'s whole fetches as render_bytes() writes their records, and how
+        many: each v2 batch straight from its bytes, any other (or one with headers, or one that
+        does not decode) through its decoded records."""
+        out, n = [], 0
+        for tp, records, parts, position in fetched:
+            if records:
+                out.append(self.render_bytes(tp.topic, tp.partition, records))
+                n += len(records)
+            for part in parts:
+                got = self._render_batch(tp.topic, tp.partition, part[0], position)
+                if got is None:
+                    recs = decode_batch(tp, part, position)
+                    got = self.render_bytes(tp.topic, tp.partition, recs), len(recs)
+                out.append(got[0])
+                n += got[1]
+        return b"".join(out), n
+
+    def _render_batch(self, topic, partition, batch, from_offset):
+        if batch.magic != 2:
+            return None
+        h = batch.header
+        try:  # uncompressed: the records as they are in the fetched bytes, not a copy
+            data = batch.raw[HEADER_SIZE:] if h.attributes & CODEC_MASK == CODEC_NONE else batch.records_data()
+        except RecordFormatError:
+            return None  # decoded again by the caller, which raises it as the consumer does
+        got = self._native_records(self._pieces_for(topic, partition), data, h.base_offset, h.base_timestamp,
+                                   h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None, from_offset)
+        return None if got is None or got[2] != h.record_count else got[:2]
+
     def render_bytes(self, topic, partition, records) -> bytes:
         """render()'s text as the bytes piped stdout gets: UTF-8, invalid bytes unchanged."""
         if self._native is not None and records:
-            codes = self._codes.get((topic, partition))
-            if codes is None:
-                codes = self._codes[(topic, partition)] = self.native_pieces(topic, partition)
-            out = self._native(codes, records)
+            out = self._native(self._pieces_for(topic, partition), records)
             if out is not None:  # None: a record with headers for %h
                 return out
         return self.render(topic, partition, records).encode("utf-8", "surrogateescape")

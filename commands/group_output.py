@@ -7,7 +7,7 @@ import click
 from pylog.commands.completion import group_names
 from pylog.commands.console import emit_json, err, out
 from pylog.commands.options import bootstrap_option, json_option, properties_options
-from pylog.core.errors import ErrorCode, error_name
+from pylog.core.errors import ErrorCode, PylogError, error_name
 
 
 def print_table(headers, rows) -> None:
@@ -79,3 +79,29 @@ def add_delete_command(cli: click.Group, admin_for, kind: str, help: str, reason
         report_deleted(res, as_json, kind, reasons)
 
     return delete
+
+
+def require_empty(describe, gid: str, kind: str, error: type[PylogError]) -> None:
+    """Refuse, with `error`, a change of GROUP's offsets while it has members (`describe(gid)`
+    gives them; a group that does not exist is empty)."""
+    try:
+        d = describe(gid)
+    except PylogError as e:
+        if getattr(e, "code", None) == ErrorCode.GROUP_ID_NOT_FOUND:
+            return
+        raise
+    if d.members:
+        raise error(f"{kind} '{gid}' has {len(d.members)} active members: its offsets can only be changed "
+                    "while it is empty")
+
+
+def report_reset(group_id: str, new: dict, dry_run: bool, as_json: bool, done: str) -> None:
+    """The offsets `reset-offsets` set, or would set: a table, or JSON; `done` says what --execute does."""
+    rows = [{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": n} for tp, n in new.items()]
+    if as_json:
+        emit_json({"group": group_id, "executed": not dry_run, "offsets": rows})
+        return
+    print_table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
+                [(r["group"], r["topic"], r["partition"], r["new_offset"]) for r in rows])
+    if dry_run:
+        err.print(f"dry run: nothing changed (use --execute to {done})", style="yellow")

@@ -6,7 +6,8 @@ import click
 from pylog.commands.client_common import client_props
 from pylog.commands.completion import group_names
 from pylog.commands.console import emit_json, err, out
-from pylog.commands.group_output import add_delete_command, add_list_command, print_table
+from pylog.commands.group_output import add_delete_command, add_list_command, print_table, report_reset, \
+    require_empty
 from pylog.commands.offset_reset import named_partitions, new_offsets, reset_mode, reset_target_options
 from pylog.commands.options import bootstrap_option, json_option, properties_options
 from pylog.core.config import CONSUMER_CONFIGS
@@ -115,18 +116,6 @@ def _print_described(r, show_members, show_state):
                      for o in r["offsets"]])
 
 
-def _require_empty(admin, gid):
-    try:
-        d = admin.describe_share_group(gid)
-    except PylogError as e:
-        if getattr(e, "code", None) == ErrorCode.GROUP_ID_NOT_FOUND:
-            return
-        raise
-    if d.members:
-        raise ShareGroupActiveError(f"share group '{gid}' has {len(d.members)} active members: its offsets can "
-                                    "only be changed while it is empty")
-
-
 @share_groups.command("reset-offsets")
 @click.argument("group_id", metavar="GROUP", shell_complete=group_names)
 @bootstrap_option
@@ -145,18 +134,11 @@ def reset_offsets(group_id, bootstrap, topic_specs, how, to_offset, to_datetime,
     """
     mode = reset_mode(how, to_offset, to_datetime)
     with _admin(bootstrap, properties) as admin:
-        _require_empty(admin, group_id)
+        require_empty(admin.describe_share_group, group_id, "share group", ShareGroupActiveError)
         new = new_offsets(admin, named_partitions(admin, topic_specs), mode, to_offset, to_datetime)
         if not dry_run:
             admin.alter_share_offsets(group_id, new)
-    rows = [{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": n} for tp, n in new.items()]
-    if as_json:
-        emit_json({"group": group_id, "executed": not dry_run, "offsets": rows})
-        return
-    print_table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
-                [(r["group"], r["topic"], r["partition"], r["new_offset"]) for r in rows])
-    if dry_run:
-        err.print("dry run: nothing changed (use --execute to set these start offsets)", style="yellow")
+    report_reset(group_id, new, dry_run, as_json, "set these start offsets")
 
 
 @share_groups.command("delete-offsets")

@@ -1859,6 +1859,125 @@ done:
     return result;
 }
 
+/* render_records(pieces, data, base_offset, base_timestamp, log_append_time, from_offset)
+ *   -> (bytes, records rendered, records walked), or None.
+ * render_format's bytes for the records of one batch's records section (decompressed), straight
+ * from `data` with no record object made, the records with an offset below from_offset left out.
+ * None when it cannot say what decode_records says: a record with headers, or a record
+ * decode_records would refuse (the caller then decodes the batch, which raises its error). The
+ * reference is consume_output.render_records_py. */
+static PyObject *
+sp_render_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "render_records(pieces, data, base_offset, base_timestamp, log_append_time, from_offset)");
+        return NULL;
+    }
+    long long base_offset, base_ts, lat = 0, from;
+    int has_lat = args[4] != Py_None;
+    if (as_long_long(args[2], &base_offset) < 0 || as_long_long(args[3], &base_ts) < 0
+        || (has_lat && as_long_long(args[4], &lat) < 0) || as_long_long(args[5], &from) < 0)
+        return NULL;
+    PyObject *pieces = PySequence_Fast(args[0], "pieces must be a sequence");
+    if (pieces == NULL)
+        return NULL;
+    Py_ssize_t np = PySequence_Fast_GET_SIZE(pieces);
+    int codes[64];
+    const char *lit[64];
+    Py_ssize_t litlen[64];
+    PyObject *result = NULL;
+    outbuf o = {NULL, 0, 0};
+    bytes_view v = {0};
+    int have_view = 0;
+    if (np > 64) {
+        PyErr_SetString(PyExc_ValueError, "render_records: more than 64 pieces");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < np; j++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(pieces, j);
+        if (PyBytes_Check(p)) {
+            codes[j] = -1;
+            lit[j] = PyBytes_AS_STRING(p);
+            litlen[j] = PyBytes_GET_SIZE(p);
+        } else {
+            long c = PyLong_AsLong(p);
+            if (c == -1 && PyErr_Occurred())
+                goto done;
+            if (c < 0 || c > 6) {
+                PyErr_Format(PyExc_ValueError, "render_records: unknown token %ld", c);
+                goto done;
+            }
+            codes[j] = (int)c;
+        }
+    }
+    if (get_view(args[1], &v) < 0)
+        goto done;
+    have_view = 1;
+    const unsigned char *d = v.d;
+    Py_ssize_t end = v.n, pos = 0, walked = 0, rendered = 0;
+    if (ob_reserve(&o, end + 64) < 0) /* about the output of a key and value format: one allocation */
+        goto done;
+    while (pos < end) {
+        int64_t n, tsd, od, kl, vl, hc;
+        Py_ssize_t errpos, rec_end, kpos, vpos;
+        if (read_varint(d, end, &pos, &n, &errpos) != V_OK || n <= 0 || n > end - pos)
+            goto cannot;
+        rec_end = pos + (Py_ssize_t)n;
+        pos += 1; /* attributes */
+        if (read_varlong(d, end, &pos, &tsd, &errpos) != V_OK || read_varint(d, end, &pos, &od, &errpos) != V_OK
+            || read_varint(d, end, &pos, &kl, &errpos) != V_OK || kl < -1 || kl > end - pos)
+            goto cannot;
+        kpos = pos;
+        if (kl > 0)
+            pos += (Py_ssize_t)kl;
+        if (read_varint(d, end, &pos, &vl, &errpos) != V_OK || vl < -1 || vl > end - pos)
+            goto cannot;
+        vpos = pos;
+        if (vl > 0)
+            pos += (Py_ssize_t)vl;
+        if (read_varint(d, end, &pos, &hc, &errpos) != V_OK || hc != 0 || pos != rec_end)
+            goto cannot; /* headers, or a record decode_records refuses */
+        long long off, ts;
+        if (__builtin_add_overflow(base_offset, (long long)od, &off)
+            || (!has_lat && __builtin_add_overflow(base_ts, (long long)tsd, &ts)))
+            goto cannot;
+        if (has_lat)
+            ts = lat;
+        walked++;
+        if (off < from)
+            continue;
+        rendered++;
+        for (Py_ssize_t j = 0; j < np; j++) {
+            char tmp[24];
+            int rc = 0;
+            switch (codes[j]) {
+            case -1: rc = ob_put(&o, lit[j], litlen[j]); break;
+            case 0: rc = vl > 0 ? ob_put(&o, d + vpos, (Py_ssize_t)vl) : 0; break;
+            case 1: rc = kl > 0 ? ob_put(&o, d + kpos, (Py_ssize_t)kl) : 0; break;
+            case 2: rc = ob_put(&o, tmp, snprintf(tmp, sizeof tmp, "%lld", off)); break;
+            case 3: rc = ob_put(&o, tmp, snprintf(tmp, sizeof tmp, "%lld", ts)); break;
+            case 4: rc = ob_put(&o, tmp, snprintf(tmp, sizeof tmp, "%lld", (long long)kl)); break;
+            case 5: rc = ob_put(&o, tmp, snprintf(tmp, sizeof tmp, "%lld", (long long)vl)); break;
+            default: break; /* %h: no headers here */
+            }
+            if (rc < 0)
+                goto done;
+        }
+    }
+    result = Py_BuildValue("(y#nn)", o.p ? (const char *)o.p : "", o.len, rendered, walked);
+    goto done;
+cannot:
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(o.p);
+    if (have_view)
+        release_view(&v);
+    Py_DECREF(pieces);
+    return result;
+}
+
 /* ------------------------------------------------------------------ the segment's index entries of an append */
 
 /* The fields index_batches reads of one (position, BatchHeader): 0, or -1 (not such a pair: the caller
@@ -2017,6 +2136,8 @@ static PyMethodDef methods[] = {
      "produce_input.split_key_value"},
     {"render_format", (PyCFunction)(void (*)(void))sp_render_format, METH_FASTCALL,
      "consume_output.Renderer.render, as piped bytes"},
+    {"render_records", (PyCFunction)(void (*)(void))sp_render_records, METH_FASTCALL,
+     "consume_output.render_records_py"},
     {NULL, NULL, 0, NULL},
 };
 

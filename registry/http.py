@@ -14,6 +14,7 @@ import logging
 from urllib.parse import urlsplit
 
 from aiohttp import web
+from multidict import MultiDict, MultiDictProxy
 
 from pylog.core.errors import UsageError
 from pylog.registry import errors as E
@@ -60,17 +61,60 @@ async def _json_body(request: web.Request):
         raise E.RestError(400, 400, f"Unrecognized JSON: {e}") from None
 
 
-def _handler(registry, fn, blocking: bool):
+class AnswerCache:
+    """GET answers read from memory, kept as ready bytes per raw path (query included) while the
+    store's state has applied no record since: any record applied (a registration, a delete, a
+    config) makes every kept answer stale at once."""
+
+    MAX = 10000
+
+    def __init__(self, state):
+        self.state = state
+        self.stamp = -1
+        self.answers: dict[str, tuple[int, bytes]] = {}
+
+    def get(self, key: str):
+        if self.stamp != self.state.changes:
+            return None
+        return self.answers.get(key)
+
+    def put(self, key: str, stamp: int, answer: tuple[int, bytes]) -> None:
+        """Keep an answer computed when the state's change count was `stamp`."""
+        if stamp != self.stamp:
+            self.answers.clear()
+            self.stamp = stamp
+        if len(self.answers) >= self.MAX:
+            self.answers.clear()
+        self.answers[key] = answer
+
+
+_NO_QUERY = MultiDictProxy(MultiDict())
+
+
+def _handler(registry, fn, blocking: bool, cache: AnswerCache | None = None):
     async def handle(request: web.Request) -> web.Response:
-        body = await _json_body(request)
-        m = dict(request.match_info)
-        q = request.query  # .get() as a dict; .getall() for repeated keys
+        key = request.raw_path
+        if cache is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                return _encoded(*hit)
+            stamp = registry.state.changes
+        body = await _json_body(request) if request.body_exists else None
+        m = request.match_info
+        q = request.query if "?" in key else _NO_QUERY  # .get() as a dict; .getall() for repeated keys
         if blocking:
             status, obj = await run_blocking(fn, registry, m, q, body)
         else:
             status, obj = fn(registry, m, q, body)
-        return answer(status, obj)
+        encoded = json.dumps(obj).encode() if obj is not None else b""
+        if cache is not None and status == 200:
+            cache.put(key, stamp, (status, encoded))
+        return _encoded(status, encoded)
     return handle
+
+
+def _encoded(status: int, body: bytes) -> web.Response:
+    return web.Response(status=status, body=body, content_type=CONTENT_TYPE)
 
 
 def _middlewares(users: dict | None):
@@ -100,7 +144,10 @@ def registry_routes(registry) -> Routes:
     routes = Routes()
     from pylog.registry import dek
 
-    for method, path, fn, blocking in ROUTES + (dek.ROUTES if registry.dek is not None else []):
+    cache = AnswerCache(registry.state)  # answers from `_schemas` alone (not the DEK registry's)
+    for method, path, fn, blocking in ROUTES:
+        routes.add(method, path, _handler(registry, fn, blocking, cache if method == "GET" and not blocking else None))
+    for method, path, fn, blocking in dek.ROUTES if registry.dek is not None else []:
         routes.add(method, path, _handler(registry, fn, blocking))
     return routes
 

@@ -32,9 +32,11 @@ class Registry:
         self.subject_locks: dict[str, threading.Lock] = {}
         self.reserved_id = 0  # the highest id this registry handed to a registration in flight
         self.forced_read_only = read_only
-        self._parsed: dict = {}
+        self._parsed: dict = {}  # (type, text, references) -> parsed, for schemas in requests
+        self._parsed_versions: dict = {}  # (subject, version) -> (the SchemaVersion, its parsed schema)
         self._indexed: dict = {}  # id -> the SchemaVersion its canonical form was indexed from
-        self._by_canonical: dict = {}  # (type, canonical, references) -> id
+        self._by_canonical: dict = {}  # (type, canonical, references, contract) -> id
+        self._ids_seen = 0  # how many of the state's id_changes are in _by_canonical
 
     # ---------------------------------------------------------------- parsing
     def resolve_refs(self, refs, seen=None) -> list[tuple[str, str, str]]:
@@ -71,7 +73,14 @@ class Registry:
         return p
 
     def parsed_version(self, sv: SchemaVersion):
-        return self.parsed(sv.schema_type, sv.schema, sv.references)
+        """A stored version's parsed schema, kept as long as that version is the one stored."""
+        key = (sv.subject, sv.version)
+        kept = self._parsed_versions.get(key)
+        if kept is not None and kept[0] is sv:
+            return kept[1]
+        p = self.parsed(sv.schema_type, sv.schema, sv.references)
+        self._parsed_versions[key] = (sv, p)
+        return p
 
     # ---------------------------------------------------------------- reading
     def _version_or_none(self, subject: str, version, deleted: bool = False) -> SchemaVersion | None:
@@ -158,12 +167,14 @@ class Registry:
 
     def _find(self, subject, schema_type, p, refs, deleted=False, contract=None):
         def same(v):
-            if contract is not None and (v.metadata, v.rule_set) != contract:
-                return False
             try:
-                return self.parsed_version(v).canonical == p.canonical and _refs_eq(v.references, refs)
+                if self.parsed_version(v).canonical != p.canonical:
+                    return False
             except E.RestError:
                 return False
+            if contract is not None and (v.metadata, v.rule_set) != contract:
+                return False
+            return _refs_eq(v.references, refs)
         return self.state.find_in_subject(subject, schema_type, same, deleted)
 
     def register(self, subject: str, body, normalize: bool = False) -> int:
@@ -189,8 +200,11 @@ class Registry:
         existing = self._find(subject, schema_type, p, refs, contract=contract)
         if existing is not None:
             return existing.id
-        olds = [self.parsed_version(v) for v in self.compatibility_group(subject, contract[0])]
-        problems = check(self.compatibility(subject), p, olds)
+        level = self.compatibility(subject)
+        olds = [] if level == "NONE" else self.compatibility_group(subject, contract[0])
+        if not level.endswith("_TRANSITIVE"):
+            olds = olds[-1:]  # the level checks the latest alone
+        problems = check(level, p, [self.parsed_version(v) for v in olds])
         if problems:
             raise E.RestError(409, E.INCOMPATIBLE_SCHEMA,
                               f"Schema being registered is incompatible with an earlier schema for subject "
@@ -229,8 +243,12 @@ class Registry:
 
     def _id_for_locked(self, schema_type, p, refs, contract) -> int:
         """The id of this schema when any subject has it (ids are per schema), else the next one."""
-        for sid, holder in list(self.state.by_id.items()):
-            if self._indexed.get(sid) is holder:
+        changes = self.state.id_changes
+        while self._ids_seen < len(changes):
+            sid = changes[self._ids_seen]
+            self._ids_seen += 1
+            holder = self.state.by_id.get(sid)
+            if holder is None or self._indexed.get(sid) is holder:
                 continue
             self._indexed[sid] = holder
             try:

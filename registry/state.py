@@ -29,11 +29,14 @@ class RegistryState:
         self.max_id = 0
         self.applied = -1  # offset of the last record applied
         self.rejected: dict[int, SchemaVersion] = {}  # offset -> losing SCHEMA record
+        self.changes = 0  # records applied: answers computed at one count stay right until it moves
+        self.id_changes: list[int] = []  # every id whose holder in by_id was set, changed or removed, in order
 
     # ---------------------------------------------------------------- applying
     def apply(self, offset: int, raw_key, raw_value) -> None:
         key = parse_key(raw_key)
         self.applied = max(self.applied, offset)
+        self.changes += 1
         if key is None:
             return
         kt = key.get("keytype")
@@ -94,6 +97,7 @@ class RegistryState:
         if holder is None:
             self.by_id[sv.id] = sv
             self.by_guid[sv.guid] = sv.id
+            self.id_changes.append(sv.id)
         self.max_id = max(self.max_id, sv.id)
 
     def _forget_id(self, schema_id: int) -> None:
@@ -101,7 +105,9 @@ class RegistryState:
             for v in versions.values():
                 if v.id == schema_id:
                     self.by_id[schema_id] = v
+                    self.id_changes.append(schema_id)
                     return
+        self.id_changes.append(schema_id)
         gone = self.by_id.pop(schema_id, None)
         if gone is not None:
             self.by_guid.pop(gone.guid, None)

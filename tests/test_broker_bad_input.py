@@ -150,3 +150,44 @@ def test_fetches_do_not_leak_file_descriptors(broker):
         c.sendall(b"".join(encode_request(1, 12, j, "t", body) for j in range(5)))
         c.close()
     assert wait_for(lambda: fds() <= before + 1)
+
+
+def test_requests_sent_as_the_broker_starts_are_answered_in_order(tmp_path):
+    """The listener is up before the coordinators' handlers are loaded: a client that connects at
+    once gets ApiVersions (the whole table) and Metadata answered, and a request for a coordinator
+    (with every one after it) waits for them, in order."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from pylog.core.protocol import decode_response
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "pylog.cli", "broker", "start", "--listen", f"127.0.0.1:{port}",
+                             "--log-dir", str(tmp_path / "data")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "the broker did not listen"
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except OSError:
+                time.sleep(0.001)
+        asked = [(18, 3, {}), (3, 12, {"topics": None}), (16, 4, {"states_filter": []}), (18, 3, {}),
+                 (3, 12, {"topics": None})]
+        s.sendall(b"".join(encode_request(k, v, i, "t", body) for i, (k, v, body) in enumerate(asked)))
+        answers = [decode_response(k, v, recv_frame(s)) for k, v, _ in asked]
+        s.close()
+        assert [corr for corr, _ in answers] == list(range(len(asked)))
+        first, _, groups, again, _ = (body for _, body in answers)
+        assert first["error_code"] == 0 and first == again
+        assert {a["api_key"] for a in first["api_keys"]} >= {0, 1, 3, 10, 11, 16, 18, 22, 68, 76}
+        assert groups["error_code"] == 0 and groups["groups"] == []
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0  # a graceful stop

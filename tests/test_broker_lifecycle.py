@@ -75,7 +75,7 @@ def test_a_failed_start_still_closes_storage(tmp_path):
             asyncio.run(b.serve(lambda port: pytest.fail("the broker should not listen")))
     finally:
         taken.close()
-    assert b.group_coordinator._ticker.cancelled()
+    assert b.group_coordinator is None  # the listener comes first: nothing after it started
     assert (tmp_path / "data" / CLEAN_SHUTDOWN_FILE).exists()
     # the log dir lock is released: another log manager can open the dir
     again = LogManager([str(tmp_path / "data")], b.config)

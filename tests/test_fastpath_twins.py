@@ -1,5 +1,6 @@
 """Every compiled function has a pure-Python twin of the same signature that answers the same:
-`render_format` (consume_output.render_format_py), `json_key_values` and `json_block_key_values`
+`render_format` (consume_output.render_format_py), `render_records` (consume_output.render_records_py:
+a batch's records section rendered with no record object), `json_key_values` and `json_block_key_values`
 (produce_input.json_key_values_py, json_block_key_values_py), `index_batches`
 (segment_indexes.index_batches, in tests/test_fastpath_segment_index.py) and `frame_text`
 (produce_input.frame_text_py, in tests/test_fastpath_lines.py). The twins are checked against the
@@ -17,8 +18,9 @@ from hypothesis import strategies as st
 from support.native import native
 from pylog.commands import produce_input
 from pylog.commands.consume import compile_format, format_pieces, json_line
-from pylog.commands.consume_output import Renderer, render_format_py
-from pylog.core.records.record_decode import Record
+from pylog.commands.consume_output import Renderer, render_format_py, render_records_py
+from pylog.core.records.record_decode import Record, decode_records_py
+from pylog.core.records.record_encode import encode_record
 
 TOKENS = ["%s", "%k", "%o", "%T", "%K", "%S", "%h", "\\n", "\\t", "%%", "%p", "%t"]
 literal = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6)
@@ -61,6 +63,41 @@ def test_render_format_twin_refuses_alike(pieces, records):
     assert isinstance(got, type) and issubclass(got, Exception)
     if native is not None:
         assert outcome(native.render_format, pieces, records) is got
+
+
+@settings(max_examples=400, deadline=None)
+@given(fmt, st.lists(st.tuples(st.integers(0, 50), st.integers(-2**40, 2**40), data, data,
+                               st.one_of(st.just(()), st.lists(header, min_size=1, max_size=1).map(tuple))),
+                     max_size=8),
+       st.integers(0, 2**40), st.integers(-2**40, 2**40), st.one_of(st.none(), st.integers(0, 2**40)),
+       st.integers(0, 60), st.one_of(st.none(), st.integers(0, 200)), st.integers(0, 255))
+def test_render_records_twin_writes_the_reference_bytes(fmt_text, recs, base, base_ts, lat, start, cut, flip):
+    """The records section, whole or damaged (cut short, a byte changed): the twin answers what decoding
+    then render_format answer, or None where decoding refuses or a record has headers."""
+    r = Renderer(format_pieces(fmt_text), "string", "string", False,
+                 compile_format(fmt_text, "string", "string", "surrogateescape", None),
+                 json_line("string", "string"), errors="surrogateescape")
+    pieces = r.native_pieces("t", 0)
+    data = b"".join(encode_record(od, tsd, k, v, [(hk.encode("utf-8"), hv) for hk, hv in h])
+                    for od, tsd, k, v, h in recs)
+    if cut is not None and data:
+        data = bytearray(data[:cut % (len(data) + 1)])
+        if data:
+            data[cut % len(data)] ^= flip
+        data = bytes(data)
+    got = render_records_py(pieces, data, base, base_ts, lat, base + start)
+    try:
+        decoded = decode_records_py(data, base, base_ts, lat)
+    except Exception:  # noqa: BLE001 - refused data: the twin declines
+        decoded = None
+    if decoded is None or any(x.headers for x in decoded):
+        assert got is None
+    else:
+        kept = [x for x in decoded if x.offset >= base + start]
+        assert got == (render_format_py(pieces, kept), len(kept), len(decoded))
+    if native is not None:
+        assert native.render_records(pieces, data, base, base_ts, lat, base + start) == got
+        assert native.render_records(pieces, memoryview(data), base, base_ts, lat, base + start) == got
 
 
 plain = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e).filter(lambda c: c not in '"\\'), max_size=10)

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from support.import_graph import cycles, graph, modules, rank, upward
 from support.product import product_parts
+
+pytestmark = pytest.mark.source  # the checkout's text only (tests/support/tiers.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 

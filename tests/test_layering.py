@@ -19,8 +19,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from support.product import PRODUCT
 from support.source_ast import parse_file
+
+pytestmark = pytest.mark.source  # the checkout's text only (tests/support/tiers.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMEDTUPLE_API = {"_replace", "_make", "_fields", "_asdict"}

@@ -346,3 +346,36 @@ def test_contexts_lists_the_contexts_subject_names_use(url):
     assert contexts[0] == "." and ctx in contexts
     assert ok(rest(f"{url}/subjects/:{ctx}:orders-value/versions/1"))["id"] == sid
     assert ok(rest(f"{url}/contexts?limit=1")) == ["."]
+
+
+def test_answers_read_again_follow_every_write(url):
+    """GET answers are kept as ready bytes between writes: the same GET asked again, on one keep-alive
+    connection, answers what the last write made it, and an error answer is never kept."""
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+
+    def get(path):
+        conn.request("GET", path, headers={"Accept": CT})
+        r = conn.getresponse()
+        return r.status, json.loads(r.read())
+
+    s = _s()
+    assert get(f"/subjects/{s}/versions")[0] == 404
+    sid = ok(rest(f"{url}/subjects/{s}/versions", "POST", {"schema": A1}))["id"]
+    for _ in range(3):
+        assert get(f"/subjects/{s}/versions") == (200, [1])
+        assert get(f"/schemas/ids/{sid}")[0] == 200
+    ok(rest(f"{url}/subjects/{s}/versions", "POST", {"schema": A2}))
+    assert get(f"/subjects/{s}/versions") == (200, [1, 2])
+    assert get(f"/subjects/{s}/versions/latest")[1]["version"] == 2
+    ok(rest(f"{url}/config/{s}", "PUT", {"compatibility": "FULL"}))
+    assert get(f"/config/{s}") == (200, {"compatibilityLevel": "FULL"})
+    ok(rest(f"{url}/subjects/{s}", "DELETE"))
+    assert get(f"/subjects/{s}/versions")[0] == 404
+    assert get(f"/subjects/{s}/versions?deleted=true") == (200, [1, 2])
+    ok(rest(f"{url}/subjects/{s}?permanent=true", "DELETE"))
+    assert get(f"/subjects/{s}/versions?deleted=true")[0] == 404
+    conn.request("HEAD", f"/subjects/{s}/versions?deleted=true")
+    r = conn.getresponse()
+    assert r.status == 404 and r.read() == b""
+    conn.close()

@@ -114,3 +114,42 @@ def test_the_command_process_freezes_the_collector_an_embedding_one_does_not(bro
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert int(r.stderr.rsplit("frozen ", 1)[1]) > 1000
+
+
+# `pylog broker start` answers what clients ask first as soon as its listener is up: the
+# coordinators, the handler families behind them and the HTTP stacks load after (or never)
+_AT_LISTEN = """
+import sys
+from pylog.broker.node import broker as node
+
+listen = node.Broker._listen
+
+def at_listen(self):
+    port = listen(self)
+    print("loaded: " + " ".join(sorted(sys.modules)), flush=True)
+    self.request_stop()
+    return port
+
+node.Broker._listen = at_listen
+from pylog.cli.main import main
+main(["broker", "start", "--listen", "127.0.0.1:0", "--log-dir", sys.argv[1]])
+"""
+NOT_BEFORE_LISTENING = (
+    "pylog.broker.groups", "pylog.broker.txn.coordinator", "pylog.broker.api.produce", "pylog.broker.api.fetch",
+    "pylog.broker.api.admin", "pylog.broker.api.txn", "pylog.broker.api.share", "pylog.broker.security.authorizer",
+    "pylog.storage.cleaner", "pylog.commands.broker_faults", "pylog.registry", "pylog.console", "urllib.request",
+    "http.client", "aiohttp", "prometheus_client", "rich",
+)
+PYLOG_MODULES_AT_LISTEN_MAX = 135  # 126 when this was written
+
+
+def test_broker_start_listens_before_loading_the_rest(tmp_path):
+    r = subprocess.run([sys.executable, "-c", _AT_LISTEN, str(tmp_path / "data")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "pylog broker listening on 127.0.0.1:" in r.stdout
+    loaded = set(next(line for line in r.stdout.splitlines() if line.startswith("loaded: ")).split()[1:])
+    early = sorted(n for n in loaded for u in NOT_BEFORE_LISTENING if n == u or n.startswith(u + "."))
+    assert not early, f"loaded before the listener was up: {early}"
+    ours = sorted(n for n in loaded if n.startswith("pylog."))
+    assert len(ours) <= PYLOG_MODULES_AT_LISTEN_MAX, ours

@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.source_ast import parse_file
+
+pytestmark = pytest.mark.source  # the checkout's text only (tests/support/tiers.py)
 
 TESTS = Path(__file__).resolve().parent
 
@@ -29,6 +33,22 @@ def test_no_test_module_imports_another():
                 names = [a.name for a in node.names]
             bad += [f"{path.relative_to(TESTS)}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
     assert not bad, "shared test code belongs in tests/support/:\n" + "\n".join(bad)
+
+
+def test_source_tests_import_no_pylog():
+    """A module marked `source` checks the checkout's text: pylog imported in it would be the
+    installed package, which the install tier's runs (that leave such modules out) must test."""
+    bad = []
+    for path, tree in _modules():
+        marked = any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
+                     and "mark.source" in ast.unparse(n.value) for n in tree.body)
+        if not marked:
+            continue
+        for node in ast.walk(tree):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            bad += [f"{path.relative_to(TESTS)}: {n}" for n in names if n.split(".")[0] == "pylog"]
+    assert not bad, "a `source` test imports pylog:\n" + "\n".join(bad)
 
 
 def test_pylog_subprocesses_go_through_support_cli():

@@ -5,6 +5,12 @@ between requests and enforces the header limits before a handler runs; this
 module adds declared routes, one set of limits for every listener, TLS from
 Kafka's `ssl.*` names, a graceful stop, and a thread of its own for callers
 that have no event loop.
+
+Requests go through aiohttp's low-level server (web.Server) and its router
+(web.UrlDispatcher), without a web.Application: the application's per-request
+work (sub-application bookkeeping, its own middleware, signals) cost about a
+quarter of a small answer's CPU, and no listener here uses it. Each route's
+handler is chained inside the middlewares once, when the routes are declared.
 """
 from __future__ import annotations
 
@@ -62,18 +68,86 @@ class Routes:
     def delete(self, path: str):
         return self.route("DELETE", path)
 
-    def apply(self, app: web.Application) -> None:
-        for method, path, handler in self.entries:
+    def dispatcher(self, limits: "Limits", middlewares=()) -> "Dispatcher":
+        return Dispatcher(self, limits, middlewares)
+
+
+class WebRequest(web.BaseRequest):
+    """aiohttp's request with the route's `match_info` (the path's placeholders, a dict)."""
+
+    __slots__ = ("match_info",)
+    ATTRS = web.BaseRequest.ATTRS | frozenset(["match_info"])
+
+
+class Dispatcher:
+    """Routes each request of aiohttp's low-level server: aiohttp's router (UrlDispatcher) resolves the
+    declared route, then the route's handler runs inside the middlewares, chained once per route.
+    An unknown path or method runs the router's 404/405 inside the same middlewares."""
+
+    def __init__(self, routes: Routes, limits: "Limits", middlewares=()):
+        self.router = web.UrlDispatcher()
+        self.limits = limits
+        self.middlewares = tuple(middlewares)
+        self.chains: dict = {}
+        self.resolved: dict = {}  # (method, raw path) -> (the placeholders' values, the declared route)
+        for method, path, handler in routes.entries:
             if method == "GET":
-                app.router.add_get(path, handler, allow_head=True)
+                self.router.add_get(path, handler, allow_head=True)
             else:
-                app.router.add_route(method, path, handler)
+                self.router.add_route(method, path, handler)
+        for route in self.router.routes():
+            self.chains[route] = self.chain(route.handler)
+
+    def chain(self, handler):
+        """handler inside the middlewares, outermost first, between the two body-limit checks."""
+        close_refused, refuse_large = _limit_middlewares(self.limits)
+        h = functools.partial(refuse_large, handler=handler)
+        for mw in reversed(self.middlewares):
+            h = functools.partial(mw, handler=h)
+        return functools.partial(close_refused, handler=h)
+
+    def request_factory(self, loop):
+        max_body = self.limits.max_body
+
+        def make(message, payload, protocol, writer, task) -> WebRequest:
+            return WebRequest(message, payload, protocol, writer, task, loop, client_max_size=max_body)
+        return make
+
+    MAX_RESOLVED = 4096
+
+    async def resolve(self, request: WebRequest):
+        """The router's match for this method and path. A declared route found once is kept by the
+        raw path (the router's answer depends on nothing else), and each request gets a match of its
+        own built from the kept one; the router's 404s and 405s are never kept."""
+        path = request.raw_path.partition("?")[0]
+        key = (request.method, path)
+        kept = self.resolved.get(key)
+        if kept is not None:
+            return web.UrlMappingMatchInfo(kept[0], kept[1])
+        match = await self.router.resolve(request)
+        if match.route in self.chains:
+            if len(self.resolved) >= self.MAX_RESOLVED:
+                self.resolved.clear()
+            self.resolved[key] = (dict(match), match.route)
+        return match
+
+    async def __call__(self, request: WebRequest):
+        match = await self.resolve(request)
+        request.match_info = match
+        if request.headers.get("Expect"):
+            resp = await match.expect_handler(request)
+            await request.writer.drain()
+            if resp is not None:
+                return resp
+        run = self.chains.get(match.route)
+        if run is None:  # the router's 404 or 405
+            run = self.chain(match.handler)
+        return await run(request)
 
 
 def _limit_middlewares(limits: Limits):
     """The outermost middleware closes the connection after a refused body (it was never read);
     the innermost refuses a declared Content-Length over the limit before any handler reads it."""
-    @web.middleware
     async def close_refused(request, handler):
         try:
             resp = await handler(request)
@@ -83,10 +157,10 @@ def _limit_middlewares(limits: Limits):
             resp.force_close()
         return resp
 
-    @web.middleware
     async def refuse_large(request, handler):
-        if request.content_length is not None and request.content_length > limits.max_body:
-            raise web.HTTPRequestEntityTooLarge(max_size=limits.max_body, actual_size=request.content_length)
+        n = request.content_length
+        if n is not None and n > limits.max_body:
+            raise web.HTTPRequestEntityTooLarge(max_size=limits.max_body, actual_size=n)
         return await handler(request)
 
     return close_refused, refuse_large
@@ -122,8 +196,7 @@ class WebServer:
         self.limits = limits
         self.middlewares = tuple(middlewares)
         self.name = name
-        self.app: web.Application | None = None
-        self.runner: web.AppRunner | None = None
+        self.runner: web.ServerRunner | None = None
 
     @property
     def scheme(self) -> str:
@@ -134,19 +207,13 @@ class WebServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
 
-    def make_app(self) -> web.Application:
-        outer, inner = _limit_middlewares(self.limits)
-        app = web.Application(client_max_size=self.limits.max_body, middlewares=(outer, *self.middlewares, inner),
-                              logger=log, handler_args={})
-        self.routes.apply(app)
-        return app
-
     async def start(self) -> int:
-        self.app = self.make_app()
         lim = self.limits
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=lim.shutdown_s,
-                               keepalive_timeout=lim.keepalive_s, max_headers=lim.max_headers,
-                               max_line_size=lim.max_line, max_field_size=lim.max_line)
+        dispatch = self.routes.dispatcher(lim, self.middlewares)
+        server = web.Server(dispatch, request_factory=dispatch.request_factory(asyncio.get_running_loop()),
+                            access_log=None, logger=log, keepalive_timeout=lim.keepalive_s,
+                            max_headers=lim.max_headers, max_line_size=lim.max_line, max_field_size=lim.max_line)
+        runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=lim.shutdown_s)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True,
                            backlog=256)

@@ -11,21 +11,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import uuid
-from typing import Any, Awaitable, Callable, Protocol, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Union
 
-from pylog.broker.groups.coordinator import GroupCoordinator
-from pylog.broker.groups.share.coordinator import ShareCoordinator
 from pylog.broker.net.connection import Connection
-from pylog.broker.node.producer_ids import ProducerIdManager
-from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
-from pylog.broker.ops.quotas import QuotaManager
-from pylog.broker.security.authorizer import Authorizer
-from pylog.broker.security.store import SecurityStore
-from pylog.broker.txn.coordinator import TransactionCoordinator
 from pylog.core.config import ConfigError
 from pylog.core.errors import ErrorCode, KafkaError
-from pylog.core.protocol.facts import Partitions
-from pylog.storage import LogManager
+
+if TYPE_CHECKING:  # NodeView's component types: the coordinators load after the listener is up
+    from pylog.broker.groups.coordinator import GroupCoordinator
+    from pylog.broker.groups.share.coordinator import ShareCoordinator
+    from pylog.broker.node.producer_ids import ProducerIdManager
+    from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
+    from pylog.broker.ops.quotas import QuotaManager
+    from pylog.broker.security.authorizer import Authorizer
+    from pylog.broker.security.store import SecurityStore
+    from pylog.broker.txn.coordinator import TransactionCoordinator
+    from pylog.core.protocol.facts import Partitions
+    from pylog.storage import LogManager
 
 # Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE)
 AUTHORIZED_OPS_OMITTED = -(2**31)

@@ -25,6 +25,16 @@ class FetchWaiters:
         self._all.add(fut)
         return fut
 
+    async def wait(self, loop: asyncio.AbstractEventLoop, keys, timeout: float) -> None:
+        """Return at the next append to any (topic, partition) in `keys`, or after `timeout` s."""
+        fut = self.add(loop, keys)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self.remove(fut, keys)
+
     def remove(self, fut: asyncio.Future, keys) -> None:
         """Forget `fut` (woken or timed out)."""
         for k in keys:

@@ -5,6 +5,13 @@ declared once in pylog.core.protocol.apis) with the module-level function that
 answers it and the function that builds its whole-request error answer, both
 named after the API in its family's module. The
 broker advertises exactly these APIs at exactly the schema's versions.
+
+The table comes in two parts: FIRST, what clients ask before anything else
+(ApiVersions, Metadata, DescribeCluster, SASL), whose modules are light and are
+served from the moment the listener is up; and the rest (`the_rest()`), whose
+families bring the coordinators with them and load while the first requests are
+answered. `SERVED` declares every API of both with its advertised range, so
+ApiVersions answers in full before the rest is loaded.
 """
 from __future__ import annotations
 
@@ -12,25 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from pylog.broker.api import (
-    admin as apis_admin,
-    cluster as apis_cluster,
-    configs as apis_configs,
-    consumer_groups as apis_consumer_groups,
-    fetch as apis_fetch,
-    groups as apis_groups,
-    meta as apis_meta,
-    produce as apis_produce,
-    quotas as apis_quotas,
-    reassign as apis_reassign,
-    security as apis_security,
-    share as apis_share,
-    share_admin as apis_share_admin,
-    share_state as apis_share_state,
-    streams_groups as apis_streams_groups,
-    tokens as apis_tokens,
-    txn as apis_txn,
-)
+from pylog.broker.api import meta as apis_meta
 from pylog.broker.net import sasl
 from pylog.broker.api.context import ErrorBuilder, Response, partition_error_answer
 from pylog.core.errors import ErrorCode
@@ -90,54 +79,99 @@ def _gated(handle, error: ErrorBuilder, feature: str):
     return gated
 
 
-HANDLERS: tuple[Handler, ...] = (
-    # what clients ask first
+# what clients ask first (and authentication, before anything else on SASL listeners)
+FIRST: tuple[Handler, ...] = (
     *served(apis_meta, meta.API_VERSIONS, meta.METADATA, meta.DESCRIBE_CLUSTER),
-    # authentication (before anything else on SASL listeners)
     *served(sasl, meta.SASL_HANDSHAKE, security.SASL_AUTHENTICATE),
-    # producing
-    *served(apis_produce, produce.PRODUCE, advertised_min_version=0),
-    *served(apis_produce, produce.INIT_PRODUCER_ID),
-    # fetching and offsets
-    *served(apis_fetch, fetch.FETCH, fetch.LIST_OFFSETS, fetch.OFFSET_FOR_LEADER_EPOCH),
-    # topic administration
-    *served(apis_admin, topics.CREATE_TOPICS, topics.DELETE_TOPICS, topics.CREATE_PARTITIONS, topics.DELETE_RECORDS,
-            configs.DESCRIBE_LOG_DIRS),
-    # partition placement (one node: nothing to elect or move)
-    *served(apis_reassign, reassign.ELECT_LEADERS, reassign.ALTER_PARTITION_REASSIGNMENTS,
-            reassign.LIST_PARTITION_REASSIGNMENTS),
-    # configs
-    *served(apis_configs, configs.DESCRIBE_CONFIGS, configs.ALTER_CONFIGS, configs.INCREMENTAL_ALTER_CONFIGS),
-    # consumer groups (the group coordinator)
-    *served(apis_groups, groups.FIND_COORDINATOR, groups.JOIN_GROUP, groups.SYNC_GROUP, groups.HEARTBEAT,
-            groups.LEAVE_GROUP, groups.OFFSET_COMMIT, groups.OFFSET_FETCH, groups.OFFSET_DELETE, groups.LIST_GROUPS,
-            groups.DESCRIBE_GROUPS, groups.DELETE_GROUPS),
-    # KIP-848 consumer groups
-    *served(apis_consumer_groups, consumer_groups.CONSUMER_GROUP_HEARTBEAT, consumer_groups.CONSUMER_GROUP_DESCRIBE),
-    # streams groups (KIP-1071)
-    *served(apis_streams_groups, streams_groups.STREAMS_GROUP_HEARTBEAT, streams_groups.STREAMS_GROUP_DESCRIBE,
-            streams_groups.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE),
-    # share groups (KIP-932)
-    *served(apis_share, share_groups.SHARE_GROUP_HEARTBEAT, share_groups.SHARE_GROUP_DESCRIBE,
-            share_groups.SHARE_FETCH, share_groups.SHARE_ACKNOWLEDGE, feature="share.version"),
-    *served(apis_share_admin, share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, share_groups.ALTER_SHARE_GROUP_OFFSETS,
-            share_groups.DELETE_SHARE_GROUP_OFFSETS, feature="share.version"),
-    # the share coordinator's state APIs (what a share-partition leader asks it)
-    *served(apis_share_state, share_state.INITIALIZE_SHARE_GROUP_STATE, share_state.READ_SHARE_GROUP_STATE,
-            share_state.WRITE_SHARE_GROUP_STATE, share_state.DELETE_SHARE_GROUP_STATE,
-            share_state.READ_SHARE_GROUP_STATE_SUMMARY),
-    # transactions (the transaction coordinator)
-    *served(apis_txn, txn.ADD_PARTITIONS_TO_TXN, txn.ADD_OFFSETS_TO_TXN, txn.END_TXN, txn.WRITE_TXN_MARKERS,
-            txn.TXN_OFFSET_COMMIT, txn.DESCRIBE_PRODUCERS, txn.DESCRIBE_TRANSACTIONS, txn.LIST_TRANSACTIONS),
-    # ACLs and SCRAM credentials
-    *served(apis_security, security.DESCRIBE_ACLS, security.CREATE_ACLS, security.DELETE_ACLS,
-            security.DESCRIBE_USER_SCRAM_CREDENTIALS, security.ALTER_USER_SCRAM_CREDENTIALS),
-    # delegation tokens
-    *served(apis_tokens, tokens.CREATE_DELEGATION_TOKEN, tokens.RENEW_DELEGATION_TOKEN,
-            tokens.EXPIRE_DELEGATION_TOKEN, tokens.DESCRIBE_DELEGATION_TOKEN),
-    # client quotas
-    *served(apis_quotas, quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS),
-    # the cluster describing itself: its quorum, config resources and topics page by page
-    *served(apis_cluster, cluster.DESCRIBE_QUORUM, cluster.UPDATE_FEATURES, cluster.LIST_CONFIG_RESOURCES,
-            cluster.DESCRIBE_TOPIC_PARTITIONS),
 )
+
+# the rest, by family: (family, schemas, served() options)
+_FAMILIES: tuple[tuple[str, tuple[Api, ...], dict], ...] = (
+    # producing
+    ("produce", (produce.PRODUCE,), {"advertised_min_version": 0}),
+    ("produce", (produce.INIT_PRODUCER_ID,), {}),
+    # fetching and offsets
+    ("fetch", (fetch.FETCH, fetch.LIST_OFFSETS, fetch.OFFSET_FOR_LEADER_EPOCH), {}),
+    # topic administration
+    ("admin", (topics.CREATE_TOPICS, topics.DELETE_TOPICS, topics.CREATE_PARTITIONS, topics.DELETE_RECORDS,
+               configs.DESCRIBE_LOG_DIRS), {}),
+    # partition placement (one node: nothing to elect or move)
+    ("reassign", (reassign.ELECT_LEADERS, reassign.ALTER_PARTITION_REASSIGNMENTS,
+                  reassign.LIST_PARTITION_REASSIGNMENTS), {}),
+    # configs
+    ("configs", (configs.DESCRIBE_CONFIGS, configs.ALTER_CONFIGS, configs.INCREMENTAL_ALTER_CONFIGS), {}),
+    # consumer groups (the group coordinator)
+    ("groups", (groups.FIND_COORDINATOR, groups.JOIN_GROUP, groups.SYNC_GROUP, groups.HEARTBEAT,
+                groups.LEAVE_GROUP, groups.OFFSET_COMMIT, groups.OFFSET_FETCH, groups.OFFSET_DELETE,
+                groups.LIST_GROUPS, groups.DESCRIBE_GROUPS, groups.DELETE_GROUPS), {}),
+    # KIP-848 consumer groups
+    ("consumer_groups", (consumer_groups.CONSUMER_GROUP_HEARTBEAT, consumer_groups.CONSUMER_GROUP_DESCRIBE), {}),
+    # streams groups (KIP-1071)
+    ("streams_groups", (streams_groups.STREAMS_GROUP_HEARTBEAT, streams_groups.STREAMS_GROUP_DESCRIBE,
+                        streams_groups.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE), {}),
+    # share groups (KIP-932)
+    ("share", (share_groups.SHARE_GROUP_HEARTBEAT, share_groups.SHARE_GROUP_DESCRIBE, share_groups.SHARE_FETCH,
+               share_groups.SHARE_ACKNOWLEDGE), {"feature": "share.version"}),
+    ("share_admin", (share_groups.DESCRIBE_SHARE_GROUP_OFFSETS, share_groups.ALTER_SHARE_GROUP_OFFSETS,
+                     share_groups.DELETE_SHARE_GROUP_OFFSETS), {"feature": "share.version"}),
+    # the share coordinator's state APIs (what a share-partition leader asks it)
+    ("share_state", (share_state.INITIALIZE_SHARE_GROUP_STATE, share_state.READ_SHARE_GROUP_STATE,
+                     share_state.WRITE_SHARE_GROUP_STATE, share_state.DELETE_SHARE_GROUP_STATE,
+                     share_state.READ_SHARE_GROUP_STATE_SUMMARY), {}),
+    # transactions (the transaction coordinator)
+    ("txn", (txn.ADD_PARTITIONS_TO_TXN, txn.ADD_OFFSETS_TO_TXN, txn.END_TXN, txn.WRITE_TXN_MARKERS,
+             txn.TXN_OFFSET_COMMIT, txn.DESCRIBE_PRODUCERS, txn.DESCRIBE_TRANSACTIONS, txn.LIST_TRANSACTIONS), {}),
+    # ACLs and SCRAM credentials
+    ("security", (security.DESCRIBE_ACLS, security.CREATE_ACLS, security.DELETE_ACLS,
+                  security.DESCRIBE_USER_SCRAM_CREDENTIALS, security.ALTER_USER_SCRAM_CREDENTIALS), {}),
+    # delegation tokens
+    ("tokens", (tokens.CREATE_DELEGATION_TOKEN, tokens.RENEW_DELEGATION_TOKEN, tokens.EXPIRE_DELEGATION_TOKEN,
+                tokens.DESCRIBE_DELEGATION_TOKEN), {}),
+    # client quotas
+    ("quotas", (quotas.DESCRIBE_CLIENT_QUOTAS, quotas.ALTER_CLIENT_QUOTAS), {}),
+    # the cluster describing itself: its quorum, config resources and topics page by page
+    ("cluster", (cluster.DESCRIBE_QUORUM, cluster.UPDATE_FEATURES, cluster.LIST_CONFIG_RESOURCES,
+                 cluster.DESCRIBE_TOPIC_PARTITIONS), {}),
+)
+
+# every served API key -> the min version ApiVersions lists
+SERVED: dict[int, int] = {
+    **{h.key: h.advertised_min for h in FIRST},
+    **{s.key: options.get("advertised_min_version", s.min_version) for _, schemas, options in _FAMILIES
+       for s in schemas},
+}
+
+
+def _family_modules() -> dict:
+    """The handler modules of the rest of the table (they import the coordinators)."""
+    from pylog.broker.api import (
+        admin, cluster as apis_cluster, configs as apis_configs, consumer_groups as apis_consumer_groups,
+        fetch as apis_fetch, groups as apis_groups, produce as apis_produce, quotas as apis_quotas,
+        reassign as apis_reassign, security as apis_security, share as apis_share, share_admin,
+        share_state as apis_share_state, streams_groups as apis_streams_groups, tokens as apis_tokens,
+        txn as apis_txn,
+    )
+
+    return {"produce": apis_produce, "fetch": apis_fetch, "admin": admin, "reassign": apis_reassign,
+            "configs": apis_configs, "groups": apis_groups, "consumer_groups": apis_consumer_groups,
+            "streams_groups": apis_streams_groups, "share": apis_share, "share_admin": share_admin,
+            "share_state": apis_share_state, "txn": apis_txn, "security": apis_security, "tokens": apis_tokens,
+            "quotas": apis_quotas, "cluster": apis_cluster}
+
+
+_rest: list[tuple[Handler, ...]] = []
+
+
+def the_rest() -> tuple[Handler, ...]:
+    """The handlers after FIRST (their modules imported on the first call; any thread)."""
+    if not _rest:
+        modules = _family_modules()
+        _rest.append(tuple(h for family, schemas, options in _FAMILIES
+                           for h in served(modules[family], *schemas, **options)))
+    return _rest[0]
+
+
+def __getattr__(name: str):
+    if name == "HANDLERS":  # the whole table, FIRST then the rest
+        return FIRST + the_rest()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

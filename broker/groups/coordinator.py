@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.groups.classic import (
     Answer,
     ClassicGroups,
@@ -30,7 +31,9 @@ from pylog.broker.groups.classic import (
 from pylog.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
 from pylog.broker.groups.migration import Migration
 from pylog.broker.groups.streams.coordinator import StreamsGroupCoordinator
-from pylog.broker.groups.share.configs import LATER_CONFIGS
+from pylog.broker.groups.share.configs import LATER_CONFIGS, GroupConfigs
+from pylog.broker.groups.share.group import ShareGroup
+from pylog.broker.groups.share.coordinator import ShareCoordinator
 from pylog.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.broker.groups import offsets_topic as ot
 from pylog.broker.groups.store import GroupStore, now_ms
@@ -50,11 +53,11 @@ class GroupCoordinator:
     starts the session/rebalance ticker and offset expiration, stop() cancels them.
     """
 
-    def __init__(self, broker):
-        self.broker = broker
-        cfg = broker.config
+    def __init__(self, partitions: PartitionLogs):
+        self.partitions = partitions
+        cfg = partitions.config
         self.groups: dict[str, Group] = {}
-        self.store = GroupStore(broker)
+        self.store = GroupStore(partitions)
         self.min_session = cfg["group.min.session.timeout.ms"]
         self.max_session = cfg["group.max.session.timeout.ms"]
         self.retention_ms = cfg["offsets.retention.minutes"] * 60000
@@ -64,12 +67,13 @@ class GroupCoordinator:
         self._ticker: Ticker | None = None
         self._retention_timer: Ticker | None = None
         self.classic = ClassicGroups(self.groups, self.store, cfg)
-        self.consumer = ConsumerGroupCoordinator(broker, self.groups, self.store)  # KIP-848
+        self.consumer = ConsumerGroupCoordinator(partitions, self.groups, self.store)  # KIP-848
         self.migration = Migration(self.classic, self.consumer, self.store, cfg["group.consumer.migration.policy"])
         self.consumer.migration = self.migration  # a heartbeat upgrades, a fence downgrades
-        self.streams = StreamsGroupCoordinator(broker, self.groups, self.store, self.group_config)  # KIP-1071
+        self.streams = StreamsGroupCoordinator(partitions, self.groups, self.store, self.group_config)  # KIP-1071
         # offsets of open transactions (TxnOffsetCommit): producer id -> group -> {(topic, p): OffsetEntry}
         self.txn_offsets: dict[int, dict[str, dict]] = {}
+        self.share: ShareCoordinator | None = None  # share groups, once attach_share() is called
 
     # ================================================================ lifecycle
     def load(self) -> None:
@@ -104,10 +108,14 @@ class GroupCoordinator:
 
     def group_config(self, group_id: str, name: str):
         """A group's effective group config (`streams.*`, ...): its override, else the broker's default."""
-        share = self.broker.share_coordinator
-        if share is not None:
-            return share.configs.value(group_id, name)
-        return self.broker.config[LATER_CONFIGS[name][0]]
+        if self.share is not None:
+            return self.share.configs.value(group_id, name)
+        return self.partitions.config[LATER_CONFIGS[name][0]]
+
+    def attach_share(self, share: ShareCoordinator) -> None:
+        """The share coordinator (built after this one and the transaction coordinator): its group
+        configs are every group's, and its share groups are reached through this facade."""
+        self.share = share
 
     def ensure_topic(self) -> None:
         """FindCoordinator creates `__consumer_offsets` on first use (raises KafkaError)."""
@@ -137,6 +145,26 @@ class GroupCoordinator:
     def any_txn_offsets(self) -> bool:
         """Some open transaction holds offsets of some group (TxnOffsetCommit, not yet ended)."""
         return bool(self.txn_offsets)
+
+    # share groups behind the same facade: the group-wide requests (ListGroups, DeleteGroups,
+    # FindCoordinator for a share-partition, group configs) reach them through these
+    def share_groups(self) -> list[ShareGroup]:
+        """Every share group (none before the share coordinator is attached)."""
+        return self.share.all_groups() if self.share is not None else []
+
+    def delete_any_group(self, group_id: str) -> int:
+        """DeleteGroups: a share group through the share coordinator, any other here."""
+        if self.share is not None and self.share.group(group_id) is not None:
+            return self.share.delete_group(group_id)
+        return self.delete_group(group_id)
+
+    def group_config_store(self) -> GroupConfigs | None:
+        """The groups' dynamic configs (DescribeConfigs, IncrementalAlterConfigs of a GROUP)."""
+        return self.share.configs if self.share is not None else None
+
+    def ensure_share_state_topic(self) -> None:
+        """FindCoordinator for a share-partition creates `__share_group_state` (raises KafkaError)."""
+        self.share.store.ensure_topic()
 
     def take_share_records(self) -> list:
         """The share-group records the load met in `__consumer_offsets` (handed over once)."""

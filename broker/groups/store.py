@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.groups.consumer import store as cgs
 from pylog.broker.groups.streams import store as sgs
 from pylog.broker.groups import offsets_topic as ot
@@ -79,9 +80,9 @@ def now_ms() -> int:
 class GroupStore:
     """Reads and writes the coordinator's records; owns nothing but the topic's partition count."""
 
-    def __init__(self, broker):
-        self.broker = broker
-        self.config = broker.config
+    def __init__(self, partitions: PartitionLogs):
+        self.partitions = partitions
+        self.config = partitions.config
         self.num_partitions = self.config["offsets.topic.num.partitions"]
         self.loaded_records = 0
         self.share_records: list = []  # share-group records met at load, for the share coordinator
@@ -91,7 +92,7 @@ class GroupStore:
         """Replay `__consumer_offsets` into `groups` (before the broker listens). Offsets committed in
         a transaction apply at its COMMIT marker; those of transactions still open at the end go to
         `txn_offsets` ({producer id: [(key, value)]})."""
-        logs = self.broker.logs
+        logs = self.partitions.logs
         info = logs.topics.get(ot.TOPIC) if logs is not None else None
         if info is None:
             return
@@ -184,7 +185,7 @@ class GroupStore:
     # ---- writes --------------------------------------------------------------
     def ensure_topic(self) -> None:
         """Create `__consumer_offsets` (compacted) on first use, as Kafka does."""
-        logs = self.broker.logs
+        logs = self.partitions.logs
         if ot.TOPIC in logs.topics:
             return
         logs.create_topic(ot.TOPIC, self.num_partitions, {
@@ -200,7 +201,7 @@ class GroupStore:
         try:
             self.ensure_topic()
             p = ot.partition_for(group_id, self.num_partitions)
-            plog = self.broker.logs.get_log(ot.TOPIC, p)
+            plog = self.partitions.logs.get_log(ot.TOPIC, p)
             if plog is None:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
             now = now_ms()
@@ -211,10 +212,10 @@ class GroupStore:
             for k, v in records:
                 b.append(now, k, v)
             if producer is None:
-                plog.append_as_leader(bytearray(b.build()), self.broker.leader_epoch(plog), now_ms=now)
+                plog.append_as_leader(bytearray(b.build()), self.partitions.leader_epoch(plog), now_ms=now)
             else:
-                plog.append_internal(bytearray(b.build()), self.broker.leader_epoch(plog), now_ms=now)
-            self.broker.wake(ot.TOPIC, p)
+                plog.append_internal(bytearray(b.build()), self.partitions.leader_epoch(plog), now_ms=now)
+            self.partitions.wake(ot.TOPIC, p)
             return ErrorCode.NONE
         except (MessageTooLargeError, RecordListTooLargeError):
             return ErrorCode.INVALID_COMMIT_OFFSET_SIZE

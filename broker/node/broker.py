@@ -4,13 +4,15 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   1. log manager: lock the log dirs, load and recover every partition
   2. producer-id allocator: its block file in the first log dir; the security
      store (SCRAM credentials, ACLs) and the authorizer
-  3. coordinators (groups, then transactions): replay their internal topics, complete
-     prepared transactions, start their timers
-  4. log cleaner threads
-  5. periodic storage jobs (retention, checkpoints, flushes, producer expiration)
-  6. listeners, one server each: from here on clients can connect
-  7. the metrics listener (metrics.listener): /metrics, /health, /ready
-  8. the schema registry (schema.registry.listeners), a client of step 6's listener
+  3. listeners, one server each: from here on clients can connect, and what they
+     ask first (the handler table's FIRST: ApiVersions, Metadata, SASL) is answered
+  4. the rest of the handler table, loaded off the event loop; requests for it (and
+     any after one on the same connection) wait until step 5 is done, in order
+  5. coordinators (groups, then transactions): replay their internal topics, complete
+     prepared transactions, start their timers; log cleaner threads; periodic storage
+     jobs (retention, checkpoints, flushes, producer expiration)
+  6. the metrics listener (metrics.listener): /metrics, /health, /ready
+  7. the schema registry (schema.registry.listeners), a client of step 3's listener
 Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
 coordinators' timers, stop accepting, answer what is in flight (long polls at
 once), wait for a running job, stop the cleaner, then flush the logs and write
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from time import perf_counter
 from typing import TYPE_CHECKING
@@ -28,40 +29,44 @@ from typing import TYPE_CHECKING
 from pylog.broker.api.quotas import throttle
 from pylog.broker.api.context import RequestContext, code_of
 from pylog.broker.api.fetch_waiters import FetchWaiters
-from pylog.broker.groups.coordinator import GroupCoordinator
-from pylog.broker.groups.share.coordinator import ShareCoordinator
-from pylog.broker.api.handlers import HANDLERS, Handler
-from pylog.broker.ops.admin_http import MetricsListener
+from pylog.broker.api.handlers import FIRST, SERVED, Handler, the_rest
 from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
-from pylog.broker.ops.log_dirs import LogDirMonitor
 from pylog.broker.api import topic_ids
 from pylog.broker.ops.metrics import BrokerStats
 from pylog.broker.ops.quotas import QuotaManager, QuotaStore
 from pylog.broker.ops.request_faults import FaultEngine
-from pylog.broker.security.authorizer import Authorizer, make_authorizer
 from pylog.broker.security.store import SecurityStore
 from pylog.broker.security.tokens import TokenStore
 from pylog.broker.node.features import FinalizedFeatures
 from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.net.sasl import raw_token
-from pylog.broker.common.scheduler import Scheduler
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.net.server import Connection, Server
+from pylog.broker.node.jobs import periodic_jobs
 from pylog.broker.node.settings import BrokerSettings
-from pylog.broker.txn.coordinator import TransactionCoordinator
+from pylog.broker.node.start_gate import StartGate
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol.apis.meta import API_VERSIONS
 from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.storage import LogManager, RecoveryReport
 
-if TYPE_CHECKING:  # the registry, the console (and their HTTP stack) load only when their listeners are set
+if TYPE_CHECKING:
+    # the components built after the listener is up (the coordinators come with the rest of
+    # the handler table), and the registry, the console and the metrics listener (and their
+    # HTTP stack), loaded only when their listeners are set
+    from pylog.broker.common.scheduler import Scheduler
+    from pylog.broker.groups.coordinator import GroupCoordinator
+    from pylog.broker.groups.share.coordinator import ShareCoordinator
+    from pylog.broker.ops.admin_http import MetricsListener
+    from pylog.broker.ops.log_dirs import LogDirMonitor
+    from pylog.broker.security.authorizer import Authorizer
+    from pylog.broker.txn.coordinator import TransactionCoordinator
     from pylog.console.service import ConsoleService
     from pylog.registry.service import SchemaRegistryService
 
 log = logging.getLogger("pylog.broker")
 
-DELETE_FILES_EVERY_MS = 10000  # Kafka's file.delete.delay.ms check: deleted segments go this often
-FLUSH_CHECK_MAX_MS = 1000
 _NEVER = 1 << 15  # past every version: an API that never names topics by id only
 
 
@@ -82,6 +87,7 @@ class Broker:
         self.recovery: RecoveryReport | None = None
         # components, in start order; each is None until its step of the lifecycle builds it
         self.logs: LogManager | None = None
+        self.partitions: PartitionLogs | None = None  # what the coordinators use of the logs
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
@@ -103,15 +109,16 @@ class Broker:
         self.features: FinalizedFeatures | None = None  # transaction.version, share.version (KIP-584)
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
         # requests
-        self.handlers: dict[int, Handler] = {h.key: h for h in HANDLERS}
-        self._api_keys = [{"api_key": k, "min_version": h.advertised_min, "max_version": h.schema.max_version}
-                          for k, h in sorted(self.handlers.items())]
+        # the handler table's FIRST part until serve() has loaded the rest; ApiVersions lists it all
+        self.handlers: dict[int, Handler] = {h.key: h for h in FIRST}
+        self._api_keys = [{"api_key": k, "min_version": low, "max_version": protocol.SCHEMAS[k].max_version}
+                          for k, low in sorted(SERVED.items())]
+        self._gate = StartGate(frozenset(self.handlers))  # requests for the rest wait until it is loaded
         self.fetch_waiters = FetchWaiters()
         # fault rules: an empty table (one dict lookup per request) until a rule is added
         cfg = self.config
-        self.faults = FaultEngine(self.handlers, self.stats,
+        self.faults = FaultEngine(frozenset(SERVED), self.stats,
                                   enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
-        self._ids: dict[uuid.UUID, str] = {}
         self._stop_event: asyncio.Event | None = None
         self._stopping = False
 
@@ -120,10 +127,12 @@ class Broker:
         """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
 
         # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
-        self.dynamic_configs = DynamicBrokerConfigs(self)
+        self.dynamic_configs = DynamicBrokerConfigs(self.settings.log_dirs[0], self.config,
+                                                    self._refresh_topic_configs)
         self.dynamic_configs.load()
         self.logs = LogManager(list(self.settings.log_dirs), self.config)
         self.recovery = self.logs.startup(start_cleaner=False)
+        self.partitions = PartitionLogs(self.logs, self.config, self.fetch_waiters.wake)
         metas = list(self.logs.meta.values())
         self.cluster_id = metas[0].cluster_id if metas else ""
         self.producer_ids = ProducerIdManager(self.settings.log_dirs[0])
@@ -133,13 +142,20 @@ class Broker:
         self.open_security()
         return self.recovery
 
+    def _refresh_topic_configs(self) -> None:
+        if self.logs is not None:  # at start-up the logs open with the dynamic values
+            self.logs.refresh_topic_defaults()
+
     def open_security(self) -> None:
         """The credential and ACL store, bootstrap credentials (--add-scram), the authorizer."""
         self.security = SecurityStore(self.settings.log_dirs[0])
         self.tokens = TokenStore(self.settings.log_dirs[0], self.config)
         if self.settings.add_scram:
             self.security.change_credentials({(u, m): c for u, m, c in self.settings.add_scram}, [])
-        self.authorizer = make_authorizer(self.config, self.security)
+        if (self.config.get("authorizer.class.name") or "").strip():  # its rules load only when one is named
+            from pylog.broker.security.authorizer import make_authorizer
+
+            self.authorizer = make_authorizer(self.config, self.security)
         self.quotas = QuotaManager(QuotaStore(self.settings.log_dirs[0]), self.config)
         if self.authorizer is not None:
             self.authorizer.attach(self.topic_by_id, lambda: self.logs.topics, self.config)
@@ -152,8 +168,12 @@ class Broker:
             self._stop_event.set()
         try:
             self._start_faults()
-            self._start_services()
             port = self._listen()
+            # the rest of the handler table (and the coordinators' modules) loads in a thread
+            # while the loop answers what FIRST serves
+            self.handlers.update((h.key, h) for h in await self._gate.load(self.loop, the_rest))
+            self._start_services()
+            self._gate.open(self.dispatch)
             await self._start_metrics()
             await self._start_schema_registry()
             await self._start_console()
@@ -164,19 +184,30 @@ class Broker:
             await self._stop()
 
     def _start_services(self) -> None:
-        self.group_coordinator = GroupCoordinator(self)
+        from pylog.broker.common.scheduler import Scheduler
+        from pylog.broker.groups.coordinator import GroupCoordinator
+        from pylog.broker.groups.share.coordinator import ShareCoordinator
+        from pylog.broker.ops.log_dirs import CHECK_EVERY_S, LogDirMonitor
+        from pylog.broker.txn.coordinator import TransactionCoordinator
+
+        parts, groups = self.partitions, GroupCoordinator(self.partitions)
+        self.group_coordinator = groups
         # after the group coordinator: completing a prepared transaction at load applies its offsets
-        self.txn_coordinator = TransactionCoordinator(self)
-        self.share_coordinator = ShareCoordinator(self)  # share groups (KIP-932)
+        self.txn_coordinator = TransactionCoordinator(parts, self.producer_ids, groups,
+                                                      lambda: self.settings.transaction_version)
+        self.share_coordinator = ShareCoordinator(parts, groups, self.settings.log_dirs[0],
+                                                  lambda: self.stopping)  # share groups (KIP-932)
+        groups.attach_share(self.share_coordinator)
         self.coordinators = [self.group_coordinator, self.txn_coordinator, self.share_coordinator]
         for c in self.coordinators:
             c.load()
             c.start(self.loop)
-        self.dir_health = LogDirMonitor(self)
+        self.dir_health = LogDirMonitor(parts, self.stats.storage_errors, lambda: self.stopping, self.halt)
         self.dir_health.start(self.loop)
         self.logs.start_cleaner()
         self.scheduler = Scheduler()
-        self.scheduler.start(self.loop, self._periodic_jobs())
+        jobs = periodic_jobs(self.config, self.logs, (CHECK_EVERY_S, self.dir_health.periodic_check))
+        self.scheduler.start(self.loop, jobs)
 
     def _start_faults(self) -> None:
         if not self.faults.enabled:
@@ -219,6 +250,8 @@ class Broker:
     async def _start_metrics(self) -> None:
         url = self.config.get("metrics.listener")
         if url:
+            from pylog.broker.ops.admin_http import MetricsListener
+
             self.metrics = MetricsListener(self, url)
             await self.metrics.start()
 
@@ -247,32 +280,6 @@ class Broker:
             return spec.advertised_host, spec.advertised_port
         return self.settings.advertised_host, self.settings.advertised_port
 
-    def _periodic_jobs(self) -> list:
-        cfg = self.config
-        logs = self.logs
-        # flush_dirty honours each topic's flush.ms; a topic may get one later
-        # through AlterConfigs, so check at least every second
-        flush_every = min(cfg["log.flush.scheduler.interval.ms"], FLUSH_CHECK_MAX_MS)
-        jobs = [
-            ("retention", cfg["log.retention.check.interval.ms"], logs.run_retention),
-            ("checkpoints", cfg["log.flush.offset.checkpoint.interval.ms"] or 60000, logs.write_checkpoints),
-            ("delete-files", DELETE_FILES_EVERY_MS, logs.delete_expired_files),
-            ("producer-expiration", cfg["producer.id.expiration.check.interval.ms"], self._expire_producers),
-            ("flush", flush_every, logs.flush_dirty),
-        ]
-        if self.dir_health is not None:
-            from pylog.broker.ops.log_dirs import CHECK_EVERY_S
-
-            jobs.append(("log-dir-check", CHECK_EVERY_S * 1000, self.dir_health.periodic_check))
-        return [(name, every_ms / 1000.0, fn) for name, every_ms, fn in jobs]
-
-    def _expire_producers(self) -> None:
-        # Kafka's broker forgets producers idle for producer.id.expiration.ms; their next
-        # write is then accepted at any sequence (KIP-360)
-        now = int(time.time() * 1000)
-        for lg in self.logs.all_logs():
-            lg.producer_state.remove_expired(now)
-
     # ---- shutdown ----------------------------------------------------------
     def request_stop(self) -> None:
         """Begin a graceful shutdown (signal handlers call this)."""
@@ -280,6 +287,11 @@ class Broker:
             self._stopping = True
             if self._stop_event is not None:
                 self._stop_event.set()
+
+    def halt(self, reason: str) -> None:
+        """Stop uncleanly (no log dir left): no flush, checkpoints or clean-shutdown marker."""
+        self.fatal_error = reason
+        self.request_stop()
 
     @property
     def stopping(self) -> bool:
@@ -327,13 +339,7 @@ class Broker:
     async def wait_for_append(self, keys, timeout: float) -> None:
         """Return at the next append to any (topic, partition) in `keys`, or after `timeout` s
         (a parked fetch's wait)."""
-        fut = self.fetch_waiters.add(self.loop, keys)
-        try:
-            await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            self.fetch_waiters.remove(fut, keys)
+        await self.fetch_waiters.wait(self.loop, keys, timeout)
 
     def wake(self, topic: str, partition: int) -> None:
         """New data in a partition: parked fetches on it read again."""
@@ -345,21 +351,10 @@ class Broker:
 
     # ---- topics and partitions --------------------------------------------
     def topic_by_id(self, topic_id: uuid.UUID):
-        """Topic ids arrive in every Fetch v13+: a cached map, checked on use and rebuilt on a miss."""
-        topics = self.logs.topics
-        name = self._ids.get(topic_id)
-        if name is not None:
-            info = topics.get(name)
-            if info is not None and info.topic_id == topic_id:
-                return info
-        self._ids = {info.topic_id: n for n, info in topics.items()}
-        name = self._ids.get(topic_id)
-        return topics.get(name) if name is not None else None
+        """Topic ids arrive in every Fetch v13+ (PartitionLogs keeps the map)."""
+        return self.partitions.topic_by_id(topic_id)
 
-    def leader_epoch(self, log_) -> int:
-        """Single node: the leader epoch never changes once the partition has data."""
-        e = getattr(log_, "latest_epoch", None)
-        return e if e is not None and e > 0 else 0
+    leader_epoch = staticmethod(PartitionLogs.leader_epoch)
 
     def api_version_ranges(self) -> list[dict]:
         """ApiVersions' api_keys: every served API at its schema's versions."""
@@ -373,6 +368,8 @@ class Broker:
         sasl = conn.sasl
         if sasl is not None and sasl.raw:  # a raw token after a v0 SaslHandshake
             return raw_token(conn, frame)
+        if self._gate.hold(conn, frame):  # the rest of the handler table is still loading
+            return
         try:
             req = protocol.decode_request(frame, strict=False)
         except UnsupportedVersionError as e:

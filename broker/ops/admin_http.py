@@ -79,19 +79,19 @@ def status_snapshot(broker: NodeView) -> dict:
 
 
 class _Collector:
-    def __init__(self, broker: NodeView):
-        self.broker = broker
+    def __init__(self, node: NodeView):
+        self.node = node
 
     def collect(self):
-        return collect(self.broker)
+        return collect(self.node)
 
 
 class MetricsListener:
     """The HTTP listener (pylog.web) on the broker's loop; start() binds (the port in `port` when 0
     was asked), stop() stops accepting and lets requests in flight finish."""
 
-    def __init__(self, broker: NodeView, url: str):
-        self.broker = broker
+    def __init__(self, node: NodeView, url: str):
+        self.node = node
         self.host, self.port = parse_metrics_listener(url)
         self._server = None
         self._registry = None
@@ -115,7 +115,7 @@ class MetricsListener:
         from pylog.web import Limits, WebServer, middleware
 
         self._registry = CollectorRegistry(auto_describe=False)
-        self._registry.register(_Collector(self.broker))
+        self._registry.register(_Collector(self.node))
         self._server = WebServer(self.routes(), self.host, self.port, limits=Limits(max_body=_MAX_BODY),
                                  middlewares=[middleware(_plain_errors)], name="pylog-metrics")
         self.port = await self._server.start()
@@ -137,7 +137,7 @@ class MetricsListener:
     async def _health(self, request):
         from pylog.web import Response
 
-        snap = status_snapshot(self.broker)
+        snap = status_snapshot(self.node)
         ok = snap["live"] if request.path == "/health" else snap["ready"]
         return Response(status=200 if ok else 503, body=(json.dumps(snap) + "\n").encode(),
                         content_type="application/json")
@@ -148,7 +148,7 @@ class MetricsListener:
         from pylog.web import json_response
 
         group = request.match_info["group"]
-        return json_response({"group_id": group, "share_partitions": share_partitions(self.broker, group)})
+        return json_response({"group_id": group, "share_partitions": share_partitions(self.node, group)})
 
     async def _faults(self, request):
         """/faults: the fault rules (request_faults.http), 403 unless faults.enable=true."""
@@ -156,7 +156,7 @@ class MetricsListener:
         from pylog.web import Response
 
         body = await request.read() if request.body_exists else b""
-        status, ctype, out = answer(self.broker.faults, request.method, request.path, body)
+        status, ctype, out = answer(self.node.faults, request.method, request.path, body)
         return Response(status=status, body=out, headers={"Content-Type": ctype})
 
 

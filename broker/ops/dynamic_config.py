@@ -11,7 +11,7 @@ changes, which need a restart here.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Callable
 
 from pylog.broker.common.json_state import JsonStateFile
 from pylog.core.config import BROKER_CONFIGS, Config, ConfigError
@@ -57,25 +57,20 @@ class DynamicConfigError(Exception):
         self.invalid_config = invalid_config
 
 
-class ConfiguredNode(Protocol):
-    """What the dynamic configs read of the node: its settings, its live config, its logs."""
-
-    settings: Any  # node.settings.BrokerSettings
-    config: Config
-    logs: Any  # the LogManager, None until it is open
-
-
 class DynamicBrokerConfigs(JsonStateFile):
     """The dynamic values of one broker (`per_broker`) and of the cluster default (`default`)."""
 
     FILE_NAME = "broker-configs.json"
     WHAT = "dynamic broker configs"
 
-    def __init__(self, broker: ConfiguredNode):
-        super().__init__(broker.settings.log_dirs[0])
-        self.broker = broker
-        self.static: Config = broker.config.with_overrides({})  # server.properties and --set
-        self.static.overridden = set(broker.config.overridden)
+    def __init__(self, log_dir: str, config: Config, refresh_topics: Callable[[], None]):
+        """`config`: the node's live config, which apply() updates in place; `refresh_topics()`
+        re-resolves the open logs' topic configs (nothing while the logs are not open)."""
+        super().__init__(log_dir)
+        self.config = config
+        self._refresh_topics = refresh_topics
+        self.static: Config = config.with_overrides({})  # server.properties and --set
+        self.static.overridden = set(config.overridden)
         self.default: dict[str, str] = {}
         self.per_broker: dict[str, str] = {}
 
@@ -132,12 +127,11 @@ class DynamicBrokerConfigs(JsonStateFile):
         """Put the effective values in the broker's config (the object every part reads) and
         re-resolve the topic configs whose defaults they set."""
         cfg = self._effective(self.default, self.per_broker)
-        live = self.broker.config
+        live = self.config
         live.clear()
         live.update(cfg)
         live.overridden = set(cfg.overridden)
-        if self.broker.logs is not None:  # at start-up the logs open with these values
-            self.broker.logs.refresh_topic_defaults()
+        self._refresh_topics()  # at start-up the logs open with these values
 
 
 def check_dynamic(name: str) -> None:

@@ -19,10 +19,10 @@ import errno
 import logging
 import os
 from pathlib import Path
+from typing import Callable
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.storage import faults
-from pylog.broker.api.context import NodeView
-
 
 log = logging.getLogger("pylog.broker")
 
@@ -43,8 +43,13 @@ class LogDirMonitor:
     """Tracks full and offline log dirs for one broker; everything runs on the event loop
     (reports from other threads arrive through call_soon_threadsafe)."""
 
-    def __init__(self, broker: NodeView):
-        self.broker = broker
+    def __init__(self, partitions: PartitionLogs, storage_errors: dict[str, int], stopping: Callable[[], bool],
+                 halt: Callable[[str], None]):
+        """`storage_errors`: the node's count of failed appends per log dir; `halt(reason)` stops
+        the node uncleanly once no log dir is left."""
+        self.partitions = partitions
+        self.storage_errors = storage_errors
+        self._stopping, self._halt = stopping, halt
         self.full: set[Path] = set()
         self._ids: dict[Path, tuple[int, int]] = {}
         self._loop = None
@@ -52,7 +57,7 @@ class LogDirMonitor:
     def start(self, loop) -> None:
         """Remember each log dir's identity and listen for fsync failures."""
         self._loop = loop
-        for d in self.broker.logs.log_dirs:
+        for d in self.partitions.logs.log_dirs:
             try:
                 st = os.stat(d)
                 self._ids[d] = (st.st_dev, st.st_ino)
@@ -69,7 +74,7 @@ class LogDirMonitor:
     def append_failed(self, plog, exc: OSError) -> None:
         """An append to `plog` raised `exc` (storage already cut the segment back)."""
         d = plog.dir.parent
-        stats = self.broker.stats.storage_errors
+        stats = self.storage_errors
         stats[str(d)] = stats.get(str(d), 0) + 1
         if exc.errno in _FULL and "cutting back" not in str(exc):
             if d not in self.full:
@@ -96,7 +101,7 @@ class LogDirMonitor:
 
     def _io_failed_on_loop(self, path: str, exc: OSError) -> None:
         p = Path(path)
-        for d in list(self.broker.logs.log_dirs):
+        for d in list(self.partitions.logs.log_dirs):
             if p == d or d in p.parents:
                 self.take_offline(d, f"writing or syncing {path} failed: {exc.strerror or exc}")
                 return
@@ -104,7 +109,7 @@ class LogDirMonitor:
     def check(self) -> list[tuple[Path, str]]:
         """(dir, reason) for each online log dir that vanished or turned read-only (any thread)."""
         bad = []
-        for d in list(self.broker.logs.log_dirs):
+        for d in list(self.partitions.logs.log_dirs):
             try:
                 st = os.stat(d)
             except OSError as e:
@@ -124,16 +129,16 @@ class LogDirMonitor:
     # ---- offline -----------------------------------------------------------
     def take_offline(self, d: Path, reason: str) -> None:
         """Stop using log dir `d`; stop the broker when it was the last one."""
-        b = self.broker
-        first = d not in b.logs.offline_dirs
-        gone = b.logs.take_dir_offline(d, reason)
-        if first and d in b.logs.offline_dirs:
+        logs = self.partitions.logs
+        first = d not in logs.offline_dirs
+        gone = logs.take_dir_offline(d, reason)
+        if first and d in logs.offline_dirs:
             self.full.discard(d)
             log.error("log dir %s is offline: %s; its %d partitions answer KAFKA_STORAGE_ERROR", d, reason,
                       len(gone))
             for topic, part in gone:
-                b.wake(topic, part)  # parked fetches answer now
-        if not b.logs.log_dirs and not b.stopping:
-            b.fatal_error = f"every log dir is offline (last: {d}: {reason})"
-            log.error("shutting down the broker: %s", b.fatal_error)
-            b.request_stop()
+                self.partitions.wake(topic, part)  # parked fetches answer now
+        if not logs.log_dirs and not self._stopping():
+            fatal = f"every log dir is offline (last: {d}: {reason})"
+            log.error("shutting down the broker: %s", fatal)
+            self._halt(fatal)

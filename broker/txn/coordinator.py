@@ -26,10 +26,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Callable
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.groups import offsets_topic as ot
+from pylog.broker.groups.coordinator import GroupCoordinator
 from pylog.broker.groups.store import iter_keyed_records
 from pylog.broker.common.scheduler import Ticker
+from pylog.broker.node.producer_ids import ProducerIdManager
 from pylog.broker.txn.state import MAX_EPOCH, NO_EPOCH, NO_PRODUCER_ID, TOPIC, TxnMetadata
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import txn_log as tl
@@ -57,9 +61,13 @@ class TransactionCoordinator:
     `__transaction_state` and completes prepared transactions, start(loop) starts the
     timeout/expiration ticker, stop() cancels it."""
 
-    def __init__(self, broker):
-        self.broker = broker
-        cfg = broker.config
+    def __init__(self, partitions: PartitionLogs, producer_ids: ProducerIdManager, groups: GroupCoordinator,
+                 transaction_version: Callable[[], int]):
+        self.partitions = partitions
+        self.producer_ids = producer_ids
+        self.group_coordinator = groups  # its `__consumer_offsets` partitions and transactional offsets
+        self._transaction_version = transaction_version  # the finalized transaction.version
+        cfg = partitions.config
         self.txns: dict[str, TxnMetadata] = {}
         self.by_producer: dict[int, TxnMetadata] = {}  # current producer id -> its transactional id's state
         self.num_partitions = cfg["transaction.state.log.num.partitions"]
@@ -73,7 +81,7 @@ class TransactionCoordinator:
     # ================================================================ lifecycle
     def load(self) -> None:
         """Replay `__transaction_state`; finish transactions a crash left in PrepareCommit/PrepareAbort."""
-        logs = self.broker.logs
+        logs = self.partitions.logs
         info = logs.topics.get(TOPIC)
         if info is None:
             return
@@ -120,10 +128,10 @@ class TransactionCoordinator:
 
     def ensure_topic(self) -> None:
         """Create `__transaction_state` (compacted) on first use, as Kafka does (raises KafkaError)."""
-        logs = self.broker.logs
+        logs = self.partitions.logs
         if TOPIC in logs.topics:
             return
-        cfg = self.broker.config
+        cfg = self.partitions.config
         logs.create_topic(TOPIC, self.num_partitions, {
             "cleanup.policy": "compact",
             "segment.bytes": str(cfg["transaction.state.log.segment.bytes"]),
@@ -137,12 +145,12 @@ class TransactionCoordinator:
         try:
             self.ensure_topic()
             p = self.partition_for(m.transactional_id)
-            plog = self.broker.logs.get_log(TOPIC, p)
+            plog = self.partitions.logs.get_log(TOPIC, p)
             if plog is None:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
             b = BatchBuilder()
             b.append(now_ms(), m.key(), None if tombstone else m.to_value())
-            plog.append_as_leader(bytearray(b.build()), self.broker.leader_epoch(plog))
+            plog.append_as_leader(bytearray(b.build()), self.partitions.leader_epoch(plog))
             return ErrorCode.NONE
         except Exception as e:  # noqa: BLE001 - storage failure: the client retries
             log.error("cannot write to %s: %s", TOPIC, e)
@@ -176,7 +184,7 @@ class TransactionCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
         m = self.txns.get(tid)
         if m is None:
-            m = TxnMetadata(tid, self.broker.producer_ids.next_id(), NO_EPOCH, timeout_ms)
+            m = TxnMetadata(tid, self.producer_ids.next_id(), NO_EPOCH, timeout_ms)
             m.update_ms = now_ms()
             code = self._bump(m, timeout_ms, new=True)
             if code == ErrorCode.NONE:
@@ -228,7 +236,7 @@ class TransactionCoordinator:
     def _rotate(self, m: TxnMetadata, timeout_ms: int, record_last: bool) -> int:
         """The epoch is exhausted: a new producer id at epoch 0 (Kafka's prepareProducerIdRotation)."""
         old_pid, old_epoch = m.producer_id, m.producer_epoch
-        pid = self.broker.producer_ids.next_id()
+        pid = self.producer_ids.next_id()
         code = self.set_state(m, producer_id=pid, producer_epoch=0, previous_producer_id=old_pid, timeout_ms=timeout_ms,
                          state=TxnState.EMPTY, partitions=set(), start_ms=-1)
         if code == ErrorCode.NONE:
@@ -275,7 +283,7 @@ class TransactionCoordinator:
 
     def offsets_partition(self, group_id: str) -> int:
         """The `__consumer_offsets` partition of a group (AddOffsetsToTxn adds it to the transaction)."""
-        return self.broker.group_coordinator.offsets_partition(group_id)
+        return self.group_coordinator.offsets_partition(group_id)
 
     def check_offsets_commit(self, tid: str, pid: int, epoch: int, group_id: str) -> int:
         """TxnOffsetCommit: the producer is current and the group's partition is in its transaction."""
@@ -318,7 +326,7 @@ class TransactionCoordinator:
             # that held it recovers with KIP-360 (its retry gets the fenced epoch; a fresh init
             # forgets it, _bump); at level 1 the fence keeps no last epoch and it stays fenced
             if code == ErrorCode.NONE:
-                m.last_producer_epoch = last if self.broker.settings.transaction_version >= 2 else NO_EPOCH
+                m.last_producer_epoch = last if self._transaction_version() >= 2 else NO_EPOCH
         elif client_version is not None:  # the client's EndTxn
             code = self.set_state(m, state=TxnState.PREPARE_ABORT, client_txn_version=client_version)
         else:
@@ -328,8 +336,8 @@ class TransactionCoordinator:
     def complete(self, m: TxnMetadata, commit: bool) -> int:
         """Markers on every partition of the transaction, then the Complete state."""
         marker = COMMIT if commit else ABORT
-        logs = self.broker.logs
-        groups = self.broker.group_coordinator
+        logs = self.partitions.logs
+        groups = self.group_coordinator
         now = now_ms()
         for topic, p in sorted(m.partitions):
             plog = logs.get_log(topic, p)
@@ -337,13 +345,13 @@ class TransactionCoordinator:
                 continue  # the topic was deleted: nothing to mark
             batch = build_end_txn_batch(marker, m.producer_id, m.producer_epoch, COORDINATOR_EPOCH, timestamp=now)
             try:
-                plog.append_internal(bytearray(batch), self.broker.leader_epoch(plog), now_ms=now)
+                plog.append_internal(bytearray(batch), self.partitions.leader_epoch(plog), now_ms=now)
             except Exception as e:  # noqa: BLE001 - the state stays Prepare*: completed on the next try
                 log.error("cannot write the %s marker to %s-%d: %s", "COMMIT" if commit else "ABORT", topic, p, e)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
             if topic == ot.TOPIC and groups is not None:
                 groups.complete_txn(m.producer_id, p, commit)
-            self.broker.wake(topic, p)
+            self.partitions.wake(topic, p)
         return self.set_state(m, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                          partitions=set())
 

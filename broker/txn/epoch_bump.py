@@ -80,7 +80,7 @@ def _bump_and_end(tc: TransactionCoordinator, m: TxnMetadata, commit: bool) -> i
     next_pid = NO_PRODUCER_ID
     if old_epoch + 1 >= MAX_EPOCH:
         # the markers close the old id at its last epoch; the next transaction gets a new id
-        next_pid = tc.broker.producer_ids.next_id()
+        next_pid = tc.producer_ids.next_id()
     start = m.start_ms if m.state == TxnState.ONGOING else -1
     code = tc.set_state(m, producer_epoch=old_epoch + 1, state=_PREPARE[commit], next_producer_id=next_pid,
                    client_txn_version=CLIENT_V2, start_ms=start)

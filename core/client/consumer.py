@@ -195,6 +195,19 @@ class Consumer(Closeable):
                 return recs
         return self._run(eng.poll(timeout_ms / 1000.0))
 
+    def poll_fetched(self, timeout_ms: int = 0) -> list:
+        """poll() for a consumer without a group whose caller renders batches itself: every fetch
+        buffered, whole and undecoded, as [(tp, records, batches, position)] (Fetcher.drain_fetched)."""
+        if self._closed:
+            raise UsageError("consumer is closed")
+        eng = self.engine
+        if eng.can_drain_directly():
+            got = eng.drain_fetched()
+            if got:
+                self._loop.call_soon(eng.send_fetches_soon)  # room for the next fetches
+                return got
+        return self._run(eng.poll(timeout_ms / 1000.0, fetched=True))
+
     def group_metadata(self):
         """The group id, generation and member id to pass to a transactional producer's
         send_offsets_to_transaction (Kafka's ConsumerGroupMetadata, KIP-447)."""

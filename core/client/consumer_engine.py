@@ -288,8 +288,9 @@ class ConsumerEngine(Fetcher):
 
         self._md_task = asyncio.get_running_loop().create_task(refresh())
 
-    async def poll(self, timeout_s: float) -> dict:
-        """Buffered or newly fetched records, waiting up to `timeout` seconds for some."""
+    async def poll(self, timeout_s: float, fetched: bool = False) -> dict | list:
+        """Buffered or newly fetched records (with `fetched`, drain_fetched()'s whole fetches),
+        waiting up to `timeout` seconds for some."""
         if self._event is None:
             self._event = asyncio.Event()
         deadline = time.monotonic() + timeout_s
@@ -308,7 +309,7 @@ class ConsumerEngine(Fetcher):
             except Exception as e:
                 log.debug("position update failed: %s", e)
                 self._refresh_soon()
-            records = self.drain(self.max_poll_records)
+            records = self.drain_fetched() if fetched else self.drain(self.max_poll_records)
             self._send_fetches()
             if records:
                 return records

@@ -267,6 +267,31 @@ class Fetcher:
         with self.lock:
             return self._drain_locked(max_records)
 
+    def drain_fetched(self) -> list:
+        """Every buffered fetch whole, its batches not decoded: [(tp, records, parts, position)] with
+        the records a drain() left of a batch, the batches still to decode (scan_records' parts, for
+        decode_batch with `position`); positions advance past them all. For a caller that makes its
+        output from the batches themselves (the consume command's format rendering)."""
+        out = []
+        with self.lock:
+            while self._buffer:
+                c = self._buffer.popleft()
+                pos = self.positions.get(c.tp)
+                if pos is None:
+                    self._drop_buffered(c.tp)
+                    continue
+                left = self._buffered.get(c.tp, 1) - 1
+                if left:
+                    self._buffered[c.tp] = left
+                else:
+                    self._buffered.pop(c.tp, None)
+                    self._next_fetch.pop(c.tp, None)
+                out.append((c.tp, c.records[c.index:], c.parts[c.part:], c.position))
+                pos[0] = c.next_offset
+                if c.epoch >= 0:
+                    pos[1] = c.epoch
+        return out
+
     def can_drain_directly(self) -> bool:
         return (bool(self._buffer) and self.group is None and self._error is None and not self.reset_pending
                 and not self.need_committed and not self.need_validation)

@@ -8,6 +8,9 @@ side by side from the start and the short ones fill in at the end.
 
 Regenerate the record from a full run's JUnit XML:
     pytest --junitxml=/tmp/run.xml && python tests/support/schedule.py /tmp/run.xml
+or from a timeline (below) of any run that began with the full suite, `.ci/run` included (each
+test's first span counts; the runs after it repeat tests):
+    PYLOG_TEST_TIMELINE=/tmp/tl.txt .ci/run; python tests/support/schedule.py --record /tmp/tl.txt
 What each worker did when (its idle tail): PYLOG_TEST_TIMELINE=/tmp/tl.txt pytest, then
     python tests/support/schedule.py --timeline /tmp/tl.txt
 """
@@ -110,14 +113,32 @@ def print_timeline(path: Path) -> None:
               f"{len(v)} tests; last: " + ", ".join(f"{n.split('::')[-1][:50]} ({e - s:.1f} s)" for s, e, n in v[-3:]))
 
 
+def seconds_from_timeline(path: Path) -> dict[str, float]:
+    """Each group's seconds in a timeline: the first span of each test (later runs repeat tests)."""
+    first: dict[str, float] = {}
+    for line in path.read_text().splitlines():
+        _, start, end, nodeid = line.split(" ", 3)
+        first.setdefault(nodeid, float(end) - float(start))
+    seconds: dict[str, float] = defaultdict(float)
+    for nodeid, spent in first.items():
+        m = _GROUP_SUFFIX.search(nodeid)
+        if m:
+            seconds[m.group(1)] += spent
+    return {g: round(s, 1) for g, s in sorted(seconds.items(), key=lambda kv: -kv[1])}
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--timeline":
         print_timeline(Path(argv[1]))
         return 0
-    if len(argv) != 1:
-        print("usage: python tests/support/schedule.py RUN.xml  (a JUnit XML report of a full run)", file=sys.stderr)
+    if len(argv) == 2 and argv[0] == "--record":
+        groups = seconds_from_timeline(Path(argv[1]))
+    elif len(argv) == 1:
+        groups = seconds_by_group(Path(argv[0]))
+    else:
+        print("usage: python tests/support/schedule.py RUN.xml | --record TIMELINE | --timeline TIMELINE",
+              file=sys.stderr)
         return 2
-    groups = seconds_by_group(Path(argv[0]))
     RECORD.write_text(json.dumps(groups, indent=1) + "\n")
     print(f"{len(groups)} groups, {sum(groups.values()):.0f} s in all -> {RECORD}")
     return 0

@@ -9,6 +9,8 @@ test module uses:
   broker_process  a `pylog broker start` subprocess (or another broker process: Tansu)
   browser         headless Chromium and chromedriver (Debian's chromium, chromium-driver)
   slow            long-running (set by hand)
+  source          checks the checkout's source text, not the installed package (set by hand;
+                  the install tier's runs leave it out)
 Every other test is `fast`: pure Python, in-process, no tool beyond the pip packages.
 
 Under pytest-xdist (`--dist loadgroup`, set in pyproject) each module's tests run on one worker,
@@ -66,6 +68,9 @@ DECLARED = {
     "broker_process": "starts broker processes",
     "browser": "drives headless Chromium (apt: chromium, chromium-driver)",
     "slow": "long-running test (still run in CI)",
+    # set by hand, beside the tier marks: such a test says the same of every install, so the
+    # install tier's runs against installed packages leave it out (.ci/install-tier)
+    "source": "checks the checkout's source text, not the installed package",
 }
 
 

@@ -23,6 +23,7 @@ import time
 import uuid
 from typing import Protocol
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.groups.consumer import store as cgs
 from pylog.broker.groups.consumer.group import (
     LEAVE_EPOCH,
@@ -61,11 +62,11 @@ class ConsumerGroupCoordinator:
     """The KIP-848 half of the group coordinator (see the module text); `groups` and `store`
     are the coordinator's, shared with classic groups."""
 
-    def __init__(self, broker, groups: dict[str, Group], store):
-        self.broker = broker
+    def __init__(self, partitions: PartitionLogs, groups: dict[str, Group], store):
+        self.partitions = partitions
         self.groups = groups
         self.store = store
-        cfg = broker.config
+        cfg = partitions.config
         self.session_ms = cfg["group.consumer.session.timeout.ms"]
         self.heartbeat_ms = cfg["group.consumer.heartbeat.interval.ms"]
         # Kafka also takes its assignor classes' names ("...assignor.UniformAssignor")
@@ -80,7 +81,7 @@ class ConsumerGroupCoordinator:
 
     # ================================================================ helpers
     def _topics(self) -> dict:
-        logs = self.broker.logs
+        logs = self.partitions.logs
         return logs.topics if logs is not None else {}
 
     def topic_ids(self, partitions) -> set:
@@ -109,7 +110,7 @@ class ConsumerGroupCoordinator:
 
     def topic_name(self, topic_id) -> str:
         """The topic's name ("" for a topic id this broker does not know)."""
-        info = self.broker.topic_by_id(topic_id)
+        info = self.partitions.topic_by_id(topic_id)
         return info.name if info is not None else ""
 
     def write(self, group_id: str, records: list) -> int:

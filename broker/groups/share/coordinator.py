@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Callable, Protocol
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.groups.share.assignor import AssignorError
 from pylog.broker.groups.share.configs import GroupConfigs, parse_duration_ms
 from pylog.broker.groups.share.dead_letters import DeadLetters
@@ -47,29 +49,42 @@ def heartbeat_error(code: int, msg: str | None = None) -> dict:
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
 
+class GroupFacade(Protocol):
+    """What share groups use of the group coordinator: the group ids classic and consumer groups
+    hold, and `__consumer_offsets`, where share groups' membership records live too."""
+
+    def group(self, group_id: str): ...
+
+    def append_records(self, group_id: str, records: list) -> int: ...
+
+    def take_share_records(self) -> list: ...
+
+
 class ShareCoordinator:
     """Every share group of this broker and the state of its share-partitions."""
 
-    def __init__(self, broker):
-        self.broker = broker
+    def __init__(self, partitions: PartitionLogs, groups: GroupFacade, log_dir: str, stopping: Callable[[], bool]):
+        self.partitions = partitions
+        self.group_coordinator = groups  # classic and consumer groups: the id space and `__consumer_offsets`
+        self._stopping = stopping
         self.groups: dict[str, ShareGroup] = {}
         self.parts: dict[tuple, SharePartition] = {}  # (group, topic id, partition)
         self.sessions: dict[tuple, ShareSession] = {}  # (group, member)
-        self.configs = GroupConfigs(broker.settings.log_dirs[0], broker.config)
-        self.store = ShareStateStore(broker)
+        self.configs = GroupConfigs(log_dir, partitions.config)
+        self.store = ShareStateStore(partitions)
         self.dead_letters = DeadLetters(self)
         self.records = ShareGroupRecords(self)
         self.loop = None
         self._ticker = None
         self.persist_failures = 0
-        self._next_prune = time.monotonic() + broker.config["share.coordinator.state.topic.prune.interval.ms"] / 1000
+        self._next_prune = time.monotonic() + partitions.config["share.coordinator.state.topic.prune.interval.ms"] / 1000
         self.stats = {"acks": {}, "acquired": 0}  # for /metrics (ops/share_metrics.py)
 
     # ---- lifecycle -------------------------------------------------------------
     def load(self) -> None:
         """Replay `__share_group_state` into share-partitions (before the broker listens)."""
         for (gid, tid, p), st in self.store.load().items():
-            info = self.broker.topic_by_id(tid)
+            info = self.partitions.topic_by_id(tid)
             if info is None:
                 continue
             sp = SharePartition(gid, info.name, tid, p, st["start"], st["created"])
@@ -83,7 +98,7 @@ class ShareCoordinator:
             sp.reload_pending = True  # its acquired batches: the stored (coalesced) state batches
             self.parts[(gid, tid, p)] = sp
             self.groups.setdefault(gid, ShareGroup(gid))
-        for gid, g in self.records.replay(self.broker.group_coordinator.take_share_records()).items():
+        for gid, g in self.records.replay(self.group_coordinator.take_share_records()).items():
             topology = self._topology(g)
             g.topology = topology if metadata_hash(topology) == g.metadata_hash else ()
             self.groups[gid] = g
@@ -121,14 +136,36 @@ class ShareCoordinator:
         sp = self.parts.get(key)
         if sp is not None or not create:
             return sp
-        info = self.broker.topic_by_id(topic_id)
-        plog = self.broker.logs.get_log(info.name, p) if info is not None else None
+        info = self.partitions.topic_by_id(topic_id)
+        plog = self.partitions.logs.get_log(info.name, p) if info is not None else None
         if plog is None:
             return None
         sp = SharePartition(gid, info.name, topic_id, p, self._initial_offset(gid, plog), now_ms())
         self.parts[key] = sp
         self.persist([sp])
         return sp
+
+    def initialize_partition(self, gid: str, topic_id, p: int, start: int) -> SharePartition:
+        """InitializeShareGroupState: the share-partition at `start`, nothing in flight (the caller
+        persists it)."""
+        sp = self.parts.get((gid, topic_id, p))
+        if sp is None:
+            name = self.partitions.topic_by_id(topic_id).name
+            sp = self.parts[(gid, topic_id, p)] = SharePartition(gid, name, topic_id, p, start, now_ms())
+        else:
+            sp.reset(start)
+        return sp
+
+    def forget(self, gid: str, pairs) -> list:
+        """Drop the state of a group's (topic id, partition)s: a tombstone each for those it had."""
+        gone = [(tid, p) for tid, p in pairs if self.parts.pop((gid, tid, p), None) is not None]
+        if gone:
+            self.store.delete(gid, gone)
+        return gone
+
+    def all_partitions(self) -> list[tuple[tuple, SharePartition]]:
+        """[((group, topic id, partition), share-partition)] of every group (a copy)."""
+        return list(self.parts.items())
 
     def _initial_offset(self, gid: str, plog) -> int:
         reset = self.configs.value(gid, "share.auto.offset.reset")
@@ -162,7 +199,7 @@ class ShareCoordinator:
 
     def wake(self, sp: SharePartition) -> None:
         """Records of `sp` became available: parked share fetches read again."""
-        self.broker.wake(sp.topic, sp.partition)
+        self.partitions.wake(sp.topic, sp.partition)
 
     # ---- ShareGroupHeartbeat -------------------------------------------------------------
     def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
@@ -173,7 +210,7 @@ class ShareCoordinator:
             return heartbeat_error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         if req["rack_id"] == "":
             return heartbeat_error(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        other = self.broker.group_coordinator.group(gid)
+        other = self.group_coordinator.group(gid)
         if other is not None and (other.members or other.offsets or getattr(other, "consumer", None)):
             return heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group.")
         g = self.groups.get(gid)
@@ -199,10 +236,10 @@ class ShareCoordinator:
                 return heartbeat_error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
             if not req["subscribed_topic_names"]:
                 return heartbeat_error(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
-            if len(g.members) >= self.broker.config["group.share.max.size"]:
+            if len(g.members) >= self.partitions.config["group.share.max.size"]:
                 return heartbeat_error(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                        f"The share group has reached its maximum capacity of "
-                                       f"{self.broker.config['group.share.max.size']} members.")
+                                       f"{self.partitions.config['group.share.max.size']} members.")
             m = g.members[mid] = ShareMember(mid, client_id, client_host, req["rack_id"],
                                              sorted(set(req["subscribed_topic_names"])))
             changed = True
@@ -245,7 +282,7 @@ class ShareCoordinator:
         return heartbeat_error(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _topology(self, g: ShareGroup) -> tuple:
-        topics = self.broker.logs.topics
+        topics = self.partitions.logs.topics
         return tuple((n, topics[n].topic_id, topics[n].num_partitions) for n in g.subscribed_topics() if n in topics)
 
     def _advance(self, g: ShareGroup, changed: bool) -> None:
@@ -328,7 +365,7 @@ class ShareCoordinator:
         """(session, error code) for a request at `epoch`; moves the session to its next epoch."""
         key = (gid, mid)
         if epoch == 0:
-            if key not in self.sessions and len(self.sessions) >= self.broker.config["group.share.max.share.sessions"]:
+            if key not in self.sessions and len(self.sessions) >= self.partitions.config["group.share.max.share.sessions"]:
                 return None, ErrorCode.SHARE_SESSION_LIMIT_REACHED
             s = self.sessions[key] = ShareSession(conn)
             if conn is not None:
@@ -349,9 +386,12 @@ class ShareCoordinator:
         s.epoch = 1 if s.epoch >= INT_MAX else s.epoch + 1
         return s, ErrorCode.NONE
 
+    def current_session(self, gid: str, mid: str) -> ShareSession | None:
+        return self.sessions.get((gid, mid))
+
     def _connection_closed(self, opened: dict) -> None:
         # as Kafka does: a consumer whose connection is gone gives its records back at once
-        if self.broker.stopping:
+        if self._stopping():
             return
         for (gid, mid), s in opened.items():
             if self.sessions.get((gid, mid)) is s:
@@ -370,7 +410,7 @@ class ShareCoordinator:
             self.tick()
         except Exception:  # noqa: BLE001 - a bug here must not stop the timers
             log.exception("share coordinator tick failed")
-        if self.loop is not None and not self.broker.stopping:
+        if self.loop is not None and not self._stopping():
             self._ticker = self.loop.call_later(TICK_S, self._tick)
 
     def tick(self) -> None:
@@ -393,10 +433,20 @@ class ShareCoordinator:
             for sp in expired:
                 self.wake(sp)
         if now >= self._next_prune:
-            self._next_prune = now + self.broker.config["share.coordinator.state.topic.prune.interval.ms"] / 1000
+            self._next_prune = now + self.partitions.config["share.coordinator.state.topic.prune.interval.ms"] / 1000
             self.store.prune()
 
     # ---- describe / list / delete ---------------------------------------------------------
+    def group(self, gid: str) -> ShareGroup | None:
+        return self.groups.get(gid)
+
+    def ensure_group(self, gid: str) -> ShareGroup:
+        """The share group, new and empty if there was none (AlterShareGroupOffsets)."""
+        return self.groups.setdefault(gid, ShareGroup(gid))
+
+    def all_groups(self) -> list[ShareGroup]:
+        return list(self.groups.values())
+
     def describe(self, gid: str) -> dict:
         """A ShareGroupDescribe group entry."""
         g = self.groups.get(gid)
@@ -404,7 +454,7 @@ class ShareCoordinator:
             return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"Group {gid} not found.",
                     "group_id": gid, "group_state": "Dead", "group_epoch": 0, "assignment_epoch": 0,
                     "assignor_name": "", "members": []}
-        names = {info.topic_id: n for n, info in self.broker.logs.topics.items()}
+        names = {info.topic_id: n for n, info in self.partitions.logs.topics.items()}
         members = [{
             "member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.epoch, "client_id": m.client_id,
             "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed),
@@ -423,12 +473,9 @@ class ShareCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if g.members:
             return ErrorCode.NON_EMPTY_GROUP
-        keys = [k for k in self.parts if k[0] == gid]
+        keys = [(tid, p) for g_, tid, p in self.parts if g_ == gid]
         self.records.write(gid, self.records.group_gone(g))
-        if keys:
-            self.store.delete(gid, [(tid, p) for _, tid, p in keys])
-        for k in keys:
-            del self.parts[k]
+        self.forget(gid, keys)
         del self.groups[gid]
         self.configs.set(gid, {}) if gid in self.configs.overrides else None
         return ErrorCode.NONE

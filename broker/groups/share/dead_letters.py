@@ -34,7 +34,7 @@ class DeadLetters:
 
     def __init__(self, coordinator):
         self.sc = coordinator
-        self.broker = coordinator.broker
+        self.partitions = coordinator.partitions
         self.written = 0
         self.failed = 0
 
@@ -56,7 +56,7 @@ class DeadLetters:
     def topic(self, gid: str) -> str:
         """The group's dead-letter topic, created when allowed; raises DeadLetterError."""
         name = self.sc.configs.value(gid, "errors.deadletterqueue.topic.name")
-        cfg = self.broker.config
+        cfg = self.partitions.config
         prefix = cfg["errors.deadletterqueue.topic.name.prefix"]
         if name.startswith("__"):
             raise DeadLetterError(f"Configured DLQ topic name in share group: {gid} cannot start with __, "
@@ -64,7 +64,7 @@ class DeadLetters:
         if prefix and not name.startswith(prefix):
             raise DeadLetterError(f"Configured DLQ topic name does not comply with the DLQ topic prefix in share "
                                   f"group: {gid}, topic: {name}, prefix: {prefix}.")
-        logs = self.broker.logs
+        logs = self.partitions.logs
         info = logs.topics.get(name)
         if info is None:
             if not cfg["errors.deadletterqueue.auto.create.topics.enable"]:
@@ -80,9 +80,9 @@ class DeadLetters:
 
     def _write(self, sp, dead: list) -> None:
         name = self.topic(sp.group_id)
-        n = self.broker.logs.topics[name].num_partitions
+        n = self.partitions.logs.topics[name].num_partitions
         p = sp.partition % n
-        plog = self.broker.logs.get_log(name, p)
+        plog = self.partitions.logs.get_log(name, p)
         if plog is None:
             raise DeadLetterError(f"DLQ topic partition leader node for share group {sp.group_id} with DLQ topic "
                                   f"{name} and partition {p} could not be found.")
@@ -96,13 +96,13 @@ class DeadLetters:
                 ("__dlq.errors.topic", sp.topic.encode()), ("__dlq.errors.partition", str(sp.partition).encode()),
                 ("__dlq.errors.offset", str(off).encode()), ("__dlq.errors.group", sp.group_id.encode()),
                 ("__dlq.errors.delivery.count", str(count).encode()), ("__dlq.errors.message", why.encode())))
-        plog.append_as_leader(bytearray(b.build()), self.broker.leader_epoch(plog), now_ms=now)
+        plog.append_as_leader(bytearray(b.build()), self.partitions.leader_epoch(plog), now_ms=now)
         self.written += len(dead)
-        self.broker.wake(name, p)
+        self.partitions.wake(name, p)
 
     def _originals(self, sp, offsets: list) -> dict:
         """{offset: (key, value)} of the records at `offsets` still in the source log."""
-        plog = self.broker.logs.get_log(sp.topic, sp.partition)
+        plog = self.partitions.logs.get_log(sp.topic, sp.partition)
         out: dict = {}
         if plog is None:
             return out

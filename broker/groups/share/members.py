@@ -49,14 +49,15 @@ class ShareGroupRecords:
 
     def __init__(self, coordinator):
         self.sc = coordinator
-        self.broker = coordinator.broker
+        self.partitions = coordinator.partitions
+        self.group_coordinator = coordinator.group_coordinator
 
     def write(self, gid: str, records: list) -> None:
         """Append [(key, value)] to the group's `__consumer_offsets` partition (logged on failure:
         the group stays as it is in memory)."""
         if not records:
             return
-        code = self.broker.group_coordinator.append_records(gid, records)
+        code = self.group_coordinator.append_records(gid, records)
         if code:
             log.warning("share group %s: membership records not written (error %d)", gid, code)
 
@@ -86,7 +87,7 @@ class ShareGroupRecords:
             "assigned_partitions": _tps(m.assignment)}))
 
     def initialized(self, g: ShareGroup) -> tuple:
-        names = {info.topic_id: n for n, info in self.broker.logs.topics.items()}
+        names = {info.topic_id: n for n, info in self.partitions.logs.topics.items()}
         by_topic: dict = {}
         for gid, tid, p in self.sc.parts:
             if gid == g.group_id and tid in names:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.groups.offsets_topic import java_string_hash
 from pylog.broker.groups.share.partition import coalesce
 from pylog.broker.groups.store import iter_keyed_records, now_ms
@@ -47,10 +48,10 @@ def partition_for(group_id: str, topic_id, partition: int, n: int) -> int:
 class ShareStateStore:
     """Reads and writes share-partition state records."""
 
-    def __init__(self, broker):
-        self.broker = broker
-        self.num_partitions = broker.config["share.coordinator.state.topic.num.partitions"]
-        self.per_snapshot = broker.config["share.coordinator.snapshot.update.records.per.snapshot"]
+    def __init__(self, partitions: PartitionLogs):
+        self.partitions = partitions
+        self.num_partitions = partitions.config["share.coordinator.state.topic.num.partitions"]
+        self.per_snapshot = partitions.config["share.coordinator.snapshot.update.records.per.snapshot"]
         self.loaded_records = 0
         self.written = 0
         self.snapshots = self.updates = 0
@@ -59,20 +60,20 @@ class ShareStateStore:
         self.redundant: dict[int, int] = {}  # {state partition: offset before which no record is needed}
 
     def ensure_topic(self) -> None:
-        logs = self.broker.logs
+        logs = self.partitions.logs
         if TOPIC in logs.topics:
             return
         logs.create_topic(TOPIC, self.num_partitions, {
             "cleanup.policy": "delete",
             "compression.type": "producer",
-            "segment.bytes": str(self.broker.config["share.coordinator.state.topic.segment.bytes"]),
+            "segment.bytes": str(self.partitions.config["share.coordinator.state.topic.segment.bytes"]),
             "retention.ms": "-1",
         })
         log.info("created %s with %d partitions", TOPIC, self.num_partitions)
 
     def load(self) -> dict:
         """{(group, topic id, partition): {"start", "state_epoch", "batches": [...], "created"}} replayed."""
-        logs = self.broker.logs
+        logs = self.partitions.logs
         info = logs.topics.get(TOPIC) if logs is not None else None
         out: dict = {}
         if info is None:
@@ -163,7 +164,7 @@ class ShareStateStore:
         write-state-record-prune job); returns the number of partitions whose log start moved."""
         moved = 0
         for p, offset in list(self.redundant.items()):
-            plog = self.broker.logs.get_log(TOPIC, p)
+            plog = self.partitions.logs.get_log(TOPIC, p)
             if plog is None or offset <= plog.log_start_offset or offset > plog.high_watermark:
                 continue
             plog.delete_records(offset)
@@ -184,13 +185,13 @@ class ShareStateStore:
                 self._track(p, (group_id, tid, part), first + i, gone=True)
 
     def _append(self, p: int, records: list, now: int) -> int:
-        plog = self.broker.logs.get_log(TOPIC, p)
+        plog = self.partitions.logs.get_log(TOPIC, p)
         if plog is None:
             raise OSError(f"{TOPIC}-{p} is offline")
         b = BatchBuilder()
         for k, v in records:
             b.append(now, k, v)
-        info = plog.append_as_leader(bytearray(b.build()), self.broker.leader_epoch(plog), now_ms=now)
+        info = plog.append_as_leader(bytearray(b.build()), self.partitions.leader_epoch(plog), now_ms=now)
         self.written += len(records)
         return info.first_offset
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 
+from pylog.broker.common.partition_logs import PartitionLogs
 from pylog.broker.groups.state import Group
 from pylog.broker.groups.streams import assignor, store as ss
 from pylog.broker.groups.streams import topology as tp
@@ -36,19 +37,19 @@ class StreamsGroupCoordinator:
     """The streams half of the group coordinator; `groups` and `store` are the coordinator's.
     `group_config(group_id, name)` gives a group's effective `streams.*` config."""
 
-    def __init__(self, broker, groups: dict[str, Group], store, group_config):
-        self.broker = broker
+    def __init__(self, partitions: PartitionLogs, groups: dict[str, Group], store, group_config):
+        self.partitions = partitions
         self.groups = groups
         self.store = store
         self.config = group_config
-        cfg = broker.config
+        cfg = partitions.config
         self.max_size = cfg["group.streams.max.size"]
         self.enabled = "streams" in cfg["group.coordinator.rebalance.protocols"]
         self._shutdown: set = set()  # groups a member asked to shut down
 
     # ================================================================ helpers
     def _topics(self) -> dict:
-        logs = self.broker.logs
+        logs = self.partitions.logs
         return logs.topics if logs is not None else {}
 
     def write(self, group_id: str, records: list) -> int:
@@ -291,7 +292,7 @@ class StreamsGroupCoordinator:
 
     def _create_missing(self, sg: StreamsGroup) -> None:
         """Create the topology's missing internal topics (errors shown in the next heartbeats)."""
-        logs = self.broker.logs
+        logs = self.partitions.logs
         for name, (n, configs, _rf) in sorted(sg.missing_topics.items()):
             if name in logs.topics:
                 continue

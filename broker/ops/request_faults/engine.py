@@ -143,7 +143,7 @@ class FaultEngine:
     def run(self, rules, broker, handler, ctx, body):
         """The request's answer with the first matching live rule applied (a dict, an awaitable
         or None, as a handler returns)."""
-        view = RequestView(broker, ctx, body)
+        view = RequestView(broker.topic_by_id if broker is not None else None, ctx, body)
         post = []
         for rule in rules:
             hit = _match(rule, view)

@@ -58,19 +58,20 @@ def carries(api_key: int) -> set:
 class RequestView:
     """What a rule can match on in one request, extracted on first use."""
 
-    __slots__ = ("api_key", "version", "client_id", "principal", "body", "broker", "_parts", "_groups",
+    __slots__ = ("api_key", "version", "client_id", "principal", "body", "topic_by_id", "_parts", "_groups",
                  "_txns", "_topics")
 
-    def __init__(self, broker, ctx, body: dict):
+    def __init__(self, topic_by_id, ctx, body: dict):
+        """`topic_by_id`: the node's topic-id lookup (None where ids are not resolved)."""
         self.api_key, self.version, self.client_id = ctx.api_key, ctx.api_version, ctx.client_id
         self.principal = getattr(ctx.conn, "principal", None)
-        self.body, self.broker = body, broker
+        self.body, self.topic_by_id = body, topic_by_id
         self._parts = self._groups = self._txns = self._topics = None
 
     def topic_name(self, t: dict, name_key: str) -> str | None:
         name = t.get(name_key)
-        if not name and t.get("topic_id") is not None and self.broker is not None:
-            info = self.broker.topic_by_id(t["topic_id"])
+        if not name and t.get("topic_id") is not None and self.topic_by_id is not None:
+            info = self.topic_by_id(t["topic_id"])
             name = info.name if info is not None else None
         return name
 
