@@ -199,8 +199,9 @@ def write_charts(out: Path, results: dict) -> list[Path]:
                 path = out / f"{curve}-{''.join(ch if ch.isalnum() else '-' for ch in m).strip('-')}.svg"
                 path.write_text(svg)
                 files.append(path)
+    # every chart in the dir: a run of some curves redraws those and keeps the others' last charts
     (out / "index.html").write_text("<html><body><h1>bench scale: pylog and Apache Kafka</h1>\n" + "\n".join(
-        f'<img src="{p.name}">' for p in files) + "\n</body></html>\n")
+        f'<img src="{p.name}">' for p in sorted(out.glob("*.svg"))) + "\n</body></html>\n")
     return files
 
 
