@@ -418,6 +418,37 @@ def test_stray_files(tmp_path):
 # ---- LogManager ----
 
 
+def test_created_partition_files_and_a_leftover_folder(tmp_path):
+    """A new partition's folder holds what Kafka's does once created (an empty .log, the active
+    segment's indexes preallocated to segment.index.bytes, partition.metadata with the topic id); a
+    folder already there (made after start-up by another hand) is loaded, not started empty over its records."""
+    from pylog.storage.partition_metadata import read_partition_metadata
+
+    d = tmp_path / "data"
+    lm = LogManager([str(d)], broker(log_segment_bytes=4000, log_index_size_max_bytes=4096), clock=Clock())
+    lm.startup()
+    leftover = Log(d / "t-1", cfg())
+    for _ in range(3):
+        leftover.append_as_leader(batch(2), 0)
+    leftover.close()
+    info = lm.create_topic("t", 2)
+    p0 = d / "t-0"
+    assert sorted(os.listdir(p0)) == ["00000000000000000000.index", "00000000000000000000.log",
+                                     "00000000000000000000.timeindex", "partition.metadata"]
+    assert os.path.getsize(p0 / "00000000000000000000.log") == 0
+    assert os.path.getsize(p0 / "00000000000000000000.index") == 4096
+    assert os.path.getsize(p0 / "00000000000000000000.timeindex") == 4092  # whole 12-byte entries
+    assert read_partition_metadata(p0) == read_partition_metadata(d / "t-1") == info.topic_id
+    assert lm.get_log("t", 0).log_end_offset == 0 and lm.get_log("t", 1).log_end_offset == 6
+    lm.get_log("t", 0).append_as_leader(batch(1), 0)
+    lm.shutdown()
+    lm = LogManager([str(d)], broker(log_segment_bytes=4000), clock=Clock())
+    rep = lm.startup()
+    assert rep.partitions_loaded == 2 and rep.partitions_recovered == 0
+    assert [lm.get_log("t", p).log_end_offset for p in (0, 1)] == [1, 6]
+    lm.shutdown()
+
+
 def test_log_manager_topics_and_restart(tmp_path):
     dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
     lm = LogManager(dirs, broker(log_segment_bytes=4000), clock=Clock())
