@@ -6,7 +6,8 @@
                           [--only pylog|kafka] [--out DIR] [--record]
 
 For each partition count, on a fresh broker of each kind (defaults, loopback, replication 1):
-  * create time of one topic with that many partitions (CreateTopics answered), and the time from
+  * create time of one topic with that many partitions (CreateTopics answered; past 5,000 partitions,
+    topics of 5,000 at most, one request each: Kafka refuses more in one request), and the time from
     the request until every partition took one record (Kafka makes its logs after it answers),
   * resident memory and open descriptors once created (/proc/PID/status, /proc/PID/fd),
   * produce and consume throughput of --records 100 B records spread over all the partitions
@@ -84,32 +85,64 @@ def one_record_each(bootstrap: str, topic: str, partitions: int) -> None:
         raise RuntimeError(f"{topic}: not every partition took its record")
 
 
+# Kafka's controller refuses one operation of more than 10,000 records (POLICY_VIOLATION, "excessively
+# large batch operation": a topic record plus one per partition): past this many partitions the point
+# is made of topics of at most this many partitions each, created one request each, on both brokers
+MAX_PARTITIONS_PER_TOPIC = 5000
+
+
+def topic_shape(n: int) -> dict[str, int]:
+    """{topic: partitions} holding n partitions in all, none over MAX_PARTITIONS_PER_TOPIC."""
+    k = -(-n // MAX_PARTITIONS_PER_TOPIC)
+    if k == 1:
+        return {"scale": n}
+    return {f"scale-{i}": n // k + (1 if i < n % k else 0) for i in range(k)}
+
+
 def partitions_point(make, work: Path, n: int, records: int) -> dict:
     b = make(work)
+    try:
+        return _partitions_point(b, work, n, records)
+    except BaseException:
+        try:
+            b.kill9()  # a failed point leaves no broker behind
+        except Exception:  # noqa: BLE001 - not started, or gone already
+            pass
+        raise
+
+
+def _partitions_point(b, work: Path, n: int, records: int) -> dict:
     row = {"start empty (s)": b.start()}
-    topic = "scale"
+    shape = topic_shape(n)
     t0 = time.perf_counter()
-    row["create (s)"] = timed_create(b.bootstrap, topic, n)
-    wait_leaders(b.bootstrap, topic, n)
+    row["create (s)"] = sum(timed_create(b.bootstrap, topic, parts) for topic, parts in shape.items())
+    for topic, parts in shape.items():
+        wait_leaders(b.bootstrap, topic, parts)
     # Kafka answers CreateTopics once its controller committed the topic and makes the logs after;
     # pylog answers once every partition's files exist: this one counts both until each takes a record
-    one_record_each(b.bootstrap, topic, n)
+    for topic, parts in shape.items():
+        one_record_each(b.bootstrap, topic, parts)
     row["create to writable (s)"] = time.perf_counter() - t0
     row["RSS created (MB)"] = rss_mb(b.pid)
     row["descriptors"] = descriptors(b.pid)
-    records = max(records - records % 10000, 10000)
-    took = ck_produce(b.bootstrap, topic, records, 100, "1", partitions=n)
-    row["produce (rec/s)"] = records / took
-    row["consume (rec/s)"] = records / ck_consume(b.bootstrap, topic, records, partitions=n)
+    per_topic = max((records // len(shape)) // 10000 * 10000, 10000)
+    total = per_topic * len(shape)
+    took = sum(ck_produce(b.bootstrap, topic, per_topic, 100, "1", partitions=parts) for topic, parts in shape.items())
+    row["produce (rec/s)"] = total / took
+    took = sum(ck_consume(b.bootstrap, topic, per_topic, partitions=parts) for topic, parts in shape.items())
+    row["consume (rec/s)"] = total / took
     row["RSS written (MB)"] = rss_mb(b.pid)
     b.stop()
     row["clean start (s)"] = b.start()
-    wait_leaders(b.bootstrap, topic, n)
+    for topic, parts in shape.items():
+        wait_leaders(b.bootstrap, topic, parts)
     row["descriptors after clean start"] = descriptors(b.pid)
-    ck_produce(b.bootstrap, topic, 10000, 100, "1", partitions=n)
+    for topic, parts in shape.items():
+        ck_produce(b.bootstrap, topic, 10000, 100, "1", partitions=parts)
     b.kill9()
     row["unclean start (s)"] = b.start()
-    wait_leaders(b.bootstrap, topic, n)
+    for topic, parts in shape.items():
+        wait_leaders(b.bootstrap, topic, parts)
     row["descriptors after unclean start"] = descriptors(b.pid)
     b.stop()
     shutil.rmtree(work, ignore_errors=True)
