@@ -161,6 +161,58 @@ def test_the_group_insides_check_catches_what_it_names(tmp_path):
         "gc.groups", "self.broker.group_coordinator.store"]
 
 
+# the share coordinator's insides: its group, share-partition and session tables, its stores
+SHARE_INSIDES = ("groups", "parts", "sessions", "store", "records", "dead_letters", "configs")
+
+
+def _share_names(tree) -> set:
+    """Local names bound to the share coordinator: `sc = broker.share_coordinator`, `sc, gid = ...,
+    ...`, `getattr(broker, "share_coordinator", None)`; a parameter of the same name counts too."""
+    def is_share(v) -> bool:
+        return ast.unparse(v).endswith("share_coordinator") or (
+            isinstance(v, ast.Call) and any(isinstance(a, ast.Constant) and a.value == "share_coordinator"
+                                            for a in v.args))
+
+    out = set()
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple):
+                out |= {a.id for a, v in zip(t.elts, n.value.elts) if isinstance(a, ast.Name) and is_share(v)}
+            elif isinstance(t, ast.Name) and is_share(n.value):
+                out.add(t.id)
+    return out
+
+
+def share_insides(path: Path, root: Path = ROOT) -> list[str]:
+    """Where a module reads the share coordinator's tables or stores."""
+    tree = parse(path.read_text())
+    names = _share_names(tree)
+    return [f"{path.relative_to(root).as_posix()}:{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr in SHARE_INSIDES and (
+                (isinstance(n.value, ast.Attribute) and n.value.attr == "share_coordinator")
+                or (isinstance(n.value, ast.Name) and n.value.id in names))]
+
+
+def test_nothing_outside_share_groups_touches_the_share_coordinators_tables():
+    """Handlers and the node's views use its methods (group(), partition(), all_partitions(),
+    forget(), ...); the group-wide requests go through the group coordinator's facade."""
+    found = [u for p in sorted((ROOT / "broker").rglob("*.py"))
+             if not p.relative_to(ROOT).as_posix().startswith("broker/groups/share/") for u in share_insides(p)]
+    assert not found, "the share coordinator's insides used from outside (use its methods):\n" + "\n".join(found)
+
+
+def test_the_share_insides_check_catches_what_it_names(tmp_path):
+    p = tmp_path / "probe.py"
+    p.write_text("def f(broker, body):\n    sc, gid = broker.share_coordinator, body['g']\n    a = sc.parts.get(gid)\n"
+                 "    share = getattr(broker, 'share_coordinator', None)\n    b = share.groups\n"
+                 "    return broker.share_coordinator.store, sc.group(gid), a, b\n"
+                 "def g(sc):\n    return sc.sessions\n")
+    assert sorted(u.split(": ", 1)[1] for u in share_insides(p, tmp_path)) == [
+        "broker.share_coordinator.store", "sc.parts", "sc.sessions", "share.groups"]
+
+
 def broker_holders() -> set[str]:
     """The modules (but the Broker's own) whose objects keep the Broker: `self.broker = ...`."""
     out = set()

@@ -107,7 +107,7 @@ def list_config_resources(broker: NodeView, ctx: RequestContext, body: dict) -> 
     node = str(broker.node_id)
     names = {
         CLIENT_METRICS: [],  # no client metrics subscriptions are kept
-        GROUP: sorted(broker.share_coordinator.configs.overrides),
+        GROUP: sorted(broker.group_coordinator.group_config_store().overrides),
         BROKER_LOGGER: [node],
         BROKER: [node],
         TOPIC: sorted(broker.logs.topics),

@@ -200,8 +200,8 @@ def describe_configs(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
                 res["error_message"] = f"unknown broker {rname!r}; this is broker {broker.node_id}"
                 continue
             res["configs"] = _broker_configs(broker, keys, synonyms_on, docs, cluster_default=rname == "")
-        elif rtype == GROUP and broker.share_coordinator is not None:
-            res["configs"] = group_configs.describe_entries(broker.share_coordinator.configs, rname, keys)
+        elif rtype == GROUP and (store := broker.group_coordinator.group_config_store()) is not None:
+            res["configs"] = group_configs.describe_entries(store, rname, keys)
         elif rtype == BROKER_LOGGER:
             level = logging.getLevelName(logging.getLogger("pylog").getEffectiveLevel())
             res["configs"] = [{"name": "pylog", "value": level, "read_only": True, "is_default": False,
@@ -322,9 +322,8 @@ def incremental_alter_configs(broker: NodeView, ctx: RequestContext, body: dict)
     out = []
     defaults = topic_defaults_from_broker(broker.config)
     for r in body["resources"]:
-        if r["resource_type"] == GROUP and broker.share_coordinator is not None:
-            code, msg = group_configs.incremental_alter(broker.share_coordinator.configs, r["resource_name"],
-                                                        r["configs"], body["validate_only"])
+        if r["resource_type"] == GROUP and (store := broker.group_coordinator.group_config_store()) is not None:
+            code, msg = group_configs.incremental_alter(store, r["resource_name"], r["configs"], body["validate_only"])
             out.append(_alter_result(r, code, msg))
             continue
         if r["resource_type"] == BROKER:

@@ -43,7 +43,7 @@ def _coordinator_for(broker: NodeView, key_type: int, key: str, conn=None, versi
         if version < 6 or not _share_key_ok(key):
             return _no_coordinator(key, ErrorCode.INVALID_REQUEST, "")
         try:
-            broker.share_coordinator.store.ensure_topic()
+            broker.group_coordinator.ensure_share_state_topic()
         except KafkaError as e:
             return _no_coordinator(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e))
         host, port = broker.advertised_for(conn)
@@ -312,10 +312,9 @@ def list_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
         if types and gtype not in types:
             continue
         out.append({"group_id": g.group_id, "protocol_type": ptype, "group_state": state, "group_type": gtype})
-    share = broker.share_coordinator
-    if share is not None and (not types or "share" in types):  # share groups: protocol type "share"
+    if not types or "share" in types:  # share groups: protocol type "share"
         out += [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
-                for g in share.groups.values() if not states or g.state.lower() in states]
+                for g in broker.group_coordinator.share_groups() if not states or g.state.lower() in states]
         out.sort(key=lambda x: x["group_id"])
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": out}
 
@@ -364,10 +363,9 @@ def describe_groups_error(body, version, code, msg):
 
 def delete_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Delete empty groups with their offsets."""
-    gc, share = broker.group_coordinator, broker.share_coordinator
+    gc = broker.group_coordinator
     return {"throttle_time_ms": 0, "results": [
-        {"group_id": gid, "error_code": share.delete_group(gid) if share is not None and gid in share.groups
-         else gc.delete_group(gid)} for gid in body["groups_names"]]}
+        {"group_id": gid, "error_code": gc.delete_any_group(gid)} for gid in body["groups_names"]]}
 
 
 def delete_groups_error(body, version, code, msg):

@@ -255,7 +255,7 @@ async def _long_poll(broker: NodeView, gid: str, mid: str, session, body: dict, 
     deadline = broker.loop.time() + body["max_wait_ms"] / 1000.0
     while True:
         left = deadline - broker.loop.time()
-        if left <= 0 or broker.stopping or broker.share_coordinator.sessions.get((gid, mid)) is not session:
+        if left <= 0 or broker.stopping or broker.share_coordinator.current_session(gid, mid) is not session:
             break
         keys = []
         for tid, idx in session.parts:

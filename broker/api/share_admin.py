@@ -21,7 +21,7 @@ def _partition_offsets(broker: NodeView, gid: str, info, idx: int) -> dict:
     if plog is None:
         entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return entry
-    sp = sc.parts.get((gid, info.topic_id, idx))
+    sp = sc.partition(gid, info.topic_id, idx, create=False)
     if sp is not None:
         start, lag = sp.described(plog.high_watermark)
         entry.update(start_offset=start, leader_epoch=0, lag=lag)
@@ -37,14 +37,14 @@ def describe_share_group_offsets(broker: NodeView, ctx: RequestContext, body: di
         gid = g["group_id"]
         res = {"group_id": gid, "topics": [], "error_code": 0, "error_message": None}
         out.append(res)
-        if gid not in sc.groups:
+        if sc.group(gid) is None:
             res["error_code"], res["error_message"] = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found."
             continue
         wanted = g["topics"]
         if wanted is None:  # every share-partition with state
             names = {info.topic_id: n for n, info in topics.items()}
             by_topic: dict = {}
-            for (gg, tid, p) in sorted(sc.parts, key=lambda k: (str(k[1]), k[2])):
+            for (gg, tid, p) in sorted((k for k, _ in sc.all_partitions()), key=lambda k: (str(k[1]), k[2])):
                 if gg == gid and tid in names:
                     by_topic.setdefault(names[tid], []).append(p)
             wanted = [{"topic_name": n, "partitions": ps} for n, ps in sorted(by_topic.items())]
@@ -62,7 +62,7 @@ def describe_share_group_offsets_error(body, version, code, msg):
 
 
 def _group_empty(broker: NodeView, gid: str):
-    g = broker.share_coordinator.groups.get(gid)
+    g = broker.share_coordinator.group(gid)
     if g is not None and g.members:
         return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
     return ErrorCode.NONE, None
@@ -75,9 +75,7 @@ def alter_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict)
     code, msg = _group_empty(broker, gid)
     if code:
         return alter_share_group_offsets_error(body, ctx.api_version, code, msg)
-    from pylog.broker.groups.share.group import ShareGroup  # noqa: PLC0415
-
-    sc.groups.setdefault(gid, ShareGroup(gid))
+    sc.ensure_group(gid)
     changed = []
     out = []
     for t in body["topics"]:
@@ -110,7 +108,7 @@ def delete_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict
     """Forget an empty share group's state for whole topics."""
     sc = broker.share_coordinator
     gid = body["group_id"]
-    if gid not in sc.groups:
+    if sc.group(gid) is None:
         return delete_share_group_offsets_error(body, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                                                 f"Group {gid} not found.")
     code, msg = _group_empty(broker, gid)
@@ -124,11 +122,7 @@ def delete_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict
         if info is None:
             e["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
-            keys = [k for k in sc.parts if k[0] == gid and k[1] == info.topic_id]
-            if keys:
-                sc.store.delete(gid, [(tid, p) for _, tid, p in keys])
-            for k in keys:
-                del sc.parts[k]
+            sc.forget(gid, [(tid, p) for (g, tid, p), _ in sc.all_partitions() if g == gid and tid == info.topic_id])
         out.append(e)
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": out}
 

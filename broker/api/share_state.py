@@ -19,8 +19,6 @@ from __future__ import annotations
 import weakref
 
 from pylog.broker.api.context import NONE, NodeView, RequestContext
-from pylog.broker.groups.share.partition import SharePartition
-from pylog.broker.groups.store import now_ms
 from pylog.core.errors import ERROR_DESCRIPTIONS, ErrorCode
 
 INVALID = ErrorCode.INVALID_REQUEST
@@ -69,16 +67,11 @@ def initialize_share_group_state(broker: NodeView, ctx: RequestContext, body: di
             why = _error(INVALID, NEGATIVE_STATE_EPOCH)
         elif not _partition_exists(broker, tid, p):
             why = _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        elif (sp := sc.parts.get((gid, tid, p))) is not None and sp.state_epoch > epoch:
+        elif (sp := sc.partition(gid, tid, p, create=False)) is not None and sp.state_epoch > epoch:
             why = _error(ErrorCode.FENCED_STATE_EPOCH)
         if why is not None:
             return _entry(p, *why)
-        sp = sc.parts.get((gid, tid, p))
-        if sp is None:
-            sp = sc.parts[(gid, tid, p)] = SharePartition(gid, broker.topic_by_id(tid).name, tid, p,
-                                                         part["start_offset"], now_ms())
-        else:
-            sp.reset(part["start_offset"])
+        sp = sc.initialize_partition(gid, tid, p, part["start_offset"])
         sp.state_epoch = epoch
         _written(broker)[(gid, tid, p)] = [None, 0]  # no leader epoch recorded until a write
         changed.append(sp)
@@ -101,7 +94,7 @@ def _read_refusal(sc, gid: str, tid, part: dict, what: str):
         return _error(INVALID, NEGATIVE_PARTITION)
     if part["leader_epoch"] < 0:
         return _error(INVALID, NEGATIVE_LEADER_EPOCH)
-    if (gid, tid, p) not in sc.parts:
+    if sc.partition(gid, tid, p, create=False) is None:
         return _error(INVALID, f"{what} operation on uninitialized share partition not allowed.")
     return None
 
@@ -115,7 +108,7 @@ def read_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) ->
         if why is not None:
             return _entry(part["partition"], *why, state_epoch=0, start_offset=0, state_batches=[])
         key = (gid, tid, part["partition"])
-        sp = sc.parts[key]
+        sp = sc.partition(gid, tid, part["partition"], create=False)
         recorded = _written(broker).get(key)
         if recorded is not None and recorded[0] is not None:
             recorded[0] = part["leader_epoch"]  # the reading leader's epoch from now on (Kafka 4.4)
@@ -143,11 +136,11 @@ def write_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -
         key = (gid, tid, p)
         if why is None and ((written.get(key) or [None])[0] or 0) > part["leader_epoch"]:
             why = _error(ErrorCode.FENCED_LEADER_EPOCH)
-        if why is None and sc.parts[key].state_epoch > part["state_epoch"]:
+        sp = sc.partition(gid, tid, p, create=False)
+        if why is None and sp.state_epoch > part["state_epoch"]:
             why = _error(ErrorCode.FENCED_STATE_EPOCH)
         if why is not None:
             return _entry(p, *why)
-        sp = sc.parts[key]
         sp.load_batches(part["start_offset"], part["state_batches"], sc.delivery_limit(gid), replace=False)
         written[key] = [part["leader_epoch"], part["delivery_complete_count"]]
         changed.append(sp)
@@ -166,7 +159,7 @@ def write_share_group_state_error(body, version, code, msg):
 
 def delete_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     """Forget each share-partition's state (a tombstone in `__share_group_state`)."""
-    sc, gid, gone = broker.share_coordinator, body["group_id"], []
+    sc, gid, asked = broker.share_coordinator, body["group_id"], []
 
     def answer(tid, part):
         p = part["partition"]
@@ -174,14 +167,12 @@ def delete_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) 
             return _entry(p, *_error(INVALID, NEGATIVE_PARTITION))
         if not _partition_exists(broker, tid, p):
             return _entry(p, *_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-        if sc.parts.pop((gid, tid, p), None) is not None:
-            gone.append((tid, p))
+        asked.append((tid, p))
         _written(broker).pop((gid, tid, p), None)
         return _entry(p)
 
     out = _each(body, answer)
-    if gone:
-        sc.store.delete(gid, gone)
+    sc.forget(gid, asked)
     return out
 
 
@@ -204,7 +195,7 @@ def read_share_group_state_summary(broker: NodeView, ctx: RequestContext, body: 
         if not _partition_exists(broker, tid, p):
             return _entry(p, *_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), state_epoch=0, leader_epoch=0,
                           start_offset=0, delivery_complete_count=-1)
-        sp = sc.parts.get((gid, tid, p))
+        sp = sc.partition(gid, tid, p, create=False)
         if sp is None:
             return _entry(p, state_epoch=0, leader_epoch=0, start_offset=-1, delivery_complete_count=-1)
         leader_epoch, complete = written.get((gid, tid, p), (0, sp.delivery_complete_count()))

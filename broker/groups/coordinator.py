@@ -31,7 +31,8 @@ from pylog.broker.groups.classic import (
 from pylog.broker.groups.consumer.coordinator import ConsumerGroupCoordinator
 from pylog.broker.groups.migration import Migration
 from pylog.broker.groups.streams.coordinator import StreamsGroupCoordinator
-from pylog.broker.groups.share.configs import LATER_CONFIGS
+from pylog.broker.groups.share.configs import LATER_CONFIGS, GroupConfigs
+from pylog.broker.groups.share.group import ShareGroup
 from pylog.broker.groups.share.coordinator import ShareCoordinator
 from pylog.broker.groups.state import COMPLETING, DEAD, EMPTY, Group, OffsetEntry
 from pylog.broker.groups import offsets_topic as ot
@@ -144,6 +145,26 @@ class GroupCoordinator:
     def any_txn_offsets(self) -> bool:
         """Some open transaction holds offsets of some group (TxnOffsetCommit, not yet ended)."""
         return bool(self.txn_offsets)
+
+    # share groups behind the same facade: the group-wide requests (ListGroups, DeleteGroups,
+    # FindCoordinator for a share-partition, group configs) reach them through these
+    def share_groups(self) -> list[ShareGroup]:
+        """Every share group (none before the share coordinator is attached)."""
+        return self.share.all_groups() if self.share is not None else []
+
+    def delete_any_group(self, group_id: str) -> int:
+        """DeleteGroups: a share group through the share coordinator, any other here."""
+        if self.share is not None and self.share.group(group_id) is not None:
+            return self.share.delete_group(group_id)
+        return self.delete_group(group_id)
+
+    def group_config_store(self) -> GroupConfigs | None:
+        """The groups' dynamic configs (DescribeConfigs, IncrementalAlterConfigs of a GROUP)."""
+        return self.share.configs if self.share is not None else None
+
+    def ensure_share_state_topic(self) -> None:
+        """FindCoordinator for a share-partition creates `__share_group_state` (raises KafkaError)."""
+        self.share.store.ensure_topic()
 
     def take_share_records(self) -> list:
         """The share-group records the load met in `__consumer_offsets` (handed over once)."""

@@ -20,14 +20,14 @@ def share_families(broker, gauge, counter):
     yield counter("kafka_server_sharegroupmetrics_recordsacquired", "Records acquired by share consumers (deliveries).",
                   [], [((), sc.stats["acquired"])])
     by_state: dict[str, int] = {}
-    for g in list(sc.groups.values()):
+    for g in sc.all_groups():
         by_state[g.state] = by_state.get(g.state, 0) + 1
     yield gauge("kafka_coordinator_group_groupmetadatamanager_sharegroupcount",
                 "Share groups known to the coordinator, per state.", ["state"], by_state.items())
     yield gauge("kafka_sharegroup_members", "Members of the share group.", ["sharegroup"],
-                [(gid, len(g.members)) for gid, g in list(sc.groups.items())])
+                [(g.group_id, len(g.members)) for g in sc.all_groups()])
     in_flight, acquired, lag = [], [], []
-    for (gid, _tid, p), sp in list(sc.parts.items()):
+    for (gid, _tid, p), sp in sc.all_partitions():
         key = (gid, sp.topic, str(p))
         in_flight.append((key, sp.in_flight))
         acquired.append((key, sp.acquired))

@@ -16,7 +16,7 @@ def share_partitions(broker, group: str) -> list[dict]:
     if sc is None:
         return []
     out = []
-    for (gid, _tid, p), sp in sorted(list(sc.parts.items()), key=lambda kv: (kv[1].topic, kv[0][2])):
+    for (gid, _tid, p), sp in sorted(sc.all_partitions(), key=lambda kv: (kv[1].topic, kv[0][2])):
         if gid != group:
             continue
         recs = []

@@ -145,6 +145,28 @@ class ShareCoordinator:
         self.persist([sp])
         return sp
 
+    def initialize_partition(self, gid: str, topic_id, p: int, start: int) -> SharePartition:
+        """InitializeShareGroupState: the share-partition at `start`, nothing in flight (the caller
+        persists it)."""
+        sp = self.parts.get((gid, topic_id, p))
+        if sp is None:
+            name = self.partitions.topic_by_id(topic_id).name
+            sp = self.parts[(gid, topic_id, p)] = SharePartition(gid, name, topic_id, p, start, now_ms())
+        else:
+            sp.reset(start)
+        return sp
+
+    def forget(self, gid: str, pairs) -> list:
+        """Drop the state of a group's (topic id, partition)s: a tombstone each for those it had."""
+        gone = [(tid, p) for tid, p in pairs if self.parts.pop((gid, tid, p), None) is not None]
+        if gone:
+            self.store.delete(gid, gone)
+        return gone
+
+    def all_partitions(self) -> list[tuple[tuple, SharePartition]]:
+        """[((group, topic id, partition), share-partition)] of every group (a copy)."""
+        return list(self.parts.items())
+
     def _initial_offset(self, gid: str, plog) -> int:
         reset = self.configs.value(gid, "share.auto.offset.reset")
         if reset == "earliest":
@@ -364,6 +386,9 @@ class ShareCoordinator:
         s.epoch = 1 if s.epoch >= INT_MAX else s.epoch + 1
         return s, ErrorCode.NONE
 
+    def current_session(self, gid: str, mid: str) -> ShareSession | None:
+        return self.sessions.get((gid, mid))
+
     def _connection_closed(self, opened: dict) -> None:
         # as Kafka does: a consumer whose connection is gone gives its records back at once
         if self._stopping():
@@ -412,6 +437,16 @@ class ShareCoordinator:
             self.store.prune()
 
     # ---- describe / list / delete ---------------------------------------------------------
+    def group(self, gid: str) -> ShareGroup | None:
+        return self.groups.get(gid)
+
+    def ensure_group(self, gid: str) -> ShareGroup:
+        """The share group, new and empty if there was none (AlterShareGroupOffsets)."""
+        return self.groups.setdefault(gid, ShareGroup(gid))
+
+    def all_groups(self) -> list[ShareGroup]:
+        return list(self.groups.values())
+
     def describe(self, gid: str) -> dict:
         """A ShareGroupDescribe group entry."""
         g = self.groups.get(gid)
@@ -438,12 +473,9 @@ class ShareCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if g.members:
             return ErrorCode.NON_EMPTY_GROUP
-        keys = [k for k in self.parts if k[0] == gid]
+        keys = [(tid, p) for g_, tid, p in self.parts if g_ == gid]
         self.records.write(gid, self.records.group_gone(g))
-        if keys:
-            self.store.delete(gid, [(tid, p) for _, tid, p in keys])
-        for k in keys:
-            del self.parts[k]
+        self.forget(gid, keys)
         del self.groups[gid]
         self.configs.set(gid, {}) if gid in self.configs.overrides else None
         return ErrorCode.NONE
