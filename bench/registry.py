@@ -2,6 +2,7 @@
 
 - the reference: GET / (the listener's cheapest answer) per second from the same clients, so every
   row's ratio says how close it comes to what the HTTP stack itself allows in the same run;
+  each keep-alive row is the best of --repeats runs;
 - registrations, id lookups and subject-version lookups per second from --clients keep-alive
   HTTP/1.1 connections (bench/registry_load.py, in --procs processes of their own) against the
   registry of an EmbeddedBroker;
@@ -39,6 +40,12 @@ def _load(url: str, kind: str, n: int, clients: int, procs: int, offset: int = 0
     return per * procs / max(o["seconds"] for o in outs)
 
 
+def _best(url: str, kind: str, n: int, args) -> float:
+    """The best of --repeats runs of _load: the shared machine's other jobs only ever slow a run down.
+    Each run registers schemas of its own (offsets 100,000 apart)."""
+    return max(_load(url, kind, n, args.clients, args.procs, offset=r * 100_000) for r in range(args.repeats))
+
+
 def main(argv: list[str]) -> int:
     from pylog.core.client.schema_registry import RegistryClient
     from pylog.testing import EmbeddedBroker
@@ -46,8 +53,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench registry")
     ap.add_argument("--clients", type=int, default=8, help="keep-alive connections in all")
     ap.add_argument("--procs", type=int, default=2, help="client processes the connections are spread over")
-    ap.add_argument("--registrations", type=int, default=2000)
-    ap.add_argument("--lookups", type=int, default=100000)
+    ap.add_argument("--registrations", type=int, default=2000, help="registrations per run")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each keep-alive row; the best one counts")
+    ap.add_argument("--lookups", type=int, default=100000, help="requests per run of each lookup row")
     ap.add_argument("--ck-calls", type=int, default=4000, help="calls through confluent-kafka's client per kind")
     ap.add_argument("--records", type=int, default=0, help="also time schema-aware produce with this many records")
     ap.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
@@ -57,15 +65,16 @@ def main(argv: list[str]) -> int:
     with EmbeddedBroker(schema_registry=True) as kafka:
         url = kafka.schema_registry_url
         RegistryClient(url).request("PUT", "/config", {"compatibility": "NONE"})
-        ref = _load(url, "root", args.lookups, args.clients, args.procs)
+        _load(url, "root", min(args.lookups, 5000), args.clients, args.procs)  # warm-up, not counted
+        ref = _best(url, "root", args.lookups, args)
         rows.append((f"reference: GET / (the listener's cheapest answer, {args.clients} keep-alive clients)", ref, ref))
-        reg = _load(url, "register", args.registrations, args.clients, args.procs)
+        reg = _best(url, "register", args.registrations, args)
         rows.append((f"registrations (new schemas, POST /subjects/S/versions, {args.clients} keep-alive clients)",
                      reg, ref))
         rows.append((f"id lookups (GET /schemas/ids/ID, {args.clients} keep-alive clients)",
-                     _load(url, "ids", args.lookups, args.clients, args.procs), ref))
+                     _best(url, "ids", args.lookups, args), ref))
         rows.append((f"subject-version lookups (GET /subjects/S/versions/V, {args.clients} keep-alive clients)",
-                     _load(url, "versions", args.lookups, args.clients, args.procs), ref))
+                     _best(url, "versions", args.lookups, args), ref))
         for kind, what in (("ck-ids", "get_schema(id)"), ("ck-versions", "get_version(subject, version)"),
                            ("ck-register", "register_schema (new schemas)")):
             rows.append((f"confluent-kafka SchemaRegistryClient.{what}, caches cleared per call, "
@@ -77,7 +86,8 @@ def main(argv: list[str]) -> int:
     lines = ["## schema registry", "",
              f"Command: `python -m bench registry {' '.join(argv)}`".rstrip() + f" — {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores, Python {sys.version.split()[0]}; 1-minute load average "
-             f"{os.getloadavg()[0]:.1f}.", "",
+             f"{os.getloadavg()[0]:.1f}. Keep-alive rows: the best of {args.repeats} runs; ratio: against the "
+             f"reference row (the produce rows: against confluent-kafka's).", "",
              "| what | per second | ratio |", "|---|---:|---:|"]
     lines += [f"| {w} | {v:,.0f} | {v / r:.2f} |" for w, v, r in rows]
     text = "\n".join(lines) + "\n"
