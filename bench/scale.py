@@ -1,6 +1,8 @@
 """`python -m bench scale`: pylog and Apache Kafka 4.x side by side as the work grows, one run.
 
-    python -m bench scale [--partitions 10,100,1000] [--connections 10,100,1000] [--records N]
+    python -m bench scale [--curves partitions,connections,groups,share] [--partitions 10,100,1000]
+                          [--connections 10,100,1000] [--groups 1,10,100] [--share-consumers 1,10,100]
+                          [--records N] [--group-records N] [--share-records N]
                           [--only pylog|kafka] [--out DIR] [--record]
 
 For each partition count, on a fresh broker of each kind (defaults, loopback, replication 1):
@@ -12,9 +14,12 @@ For each partition count, on a fresh broker of each kind (defaults, loopback, re
     (more records, kill -9, start again), descriptors after each.
 For each connection count: that many connections opened to a started broker, each sending one
 ApiVersions request (time until every one is answered), then resident memory and descriptors.
+For each consumer-group count and share-consumer count: see bench/_scale_groups.py (join, consume
+and commit of that many groups; throughput and delivery of that many share consumers in one group).
 
 The default run is bounded (minutes); the big points are flags: `--partitions 10,100,1000,10000
---connections 10,100,1000,5000`. Each metric is drawn as an SVG chart (both brokers on one chart)
+--connections 10,100,1000,5000 --groups 1,10,100,1000 --share-consumers 1,10,100`; --curves picks
+the curves to run. Each metric is drawn as an SVG chart (both brokers on one chart)
 in --out (default bench/scale-charts/), and the table is printed; --record appends it to
 bench/RESULTS.md.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import socket
 import struct
 import sys
@@ -30,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._scale_groups import groups_point, share_point
 from bench.broker import ck_consume, ck_produce
 from bench.kafka import KAFKA_VERSION, Kafka, Pylog, create_topic, rss_mb
 
@@ -130,6 +137,9 @@ def _recv(s: socket.socket, n: int) -> bytes:
 # ---- charts -----------------------------------------------------------------------------------
 
 COLOURS = {"pylog": "#1f77b4", "kafka": "#d62728"}
+CURVES = {"partitions": "partitions", "connections": "connections", "groups": "consumer groups",
+          "share": "share consumers"}
+NOT_CHARTED = {"records per group"}  # a setting of the point, in the table only
 
 
 def svg_chart(title: str, xlabel: str, series: dict[str, list[tuple[float, float]]]) -> str:
@@ -178,9 +188,9 @@ def write_charts(out: Path, results: dict) -> list[Path]:
     """One SVG per (curve, metric) plus index.html showing them all."""
     out.mkdir(parents=True, exist_ok=True)
     files = []
-    for curve, xlabel in (("partitions", "partitions"), ("connections", "connections")):
+    for curve, xlabel in CURVES.items():
         by_broker = results.get(curve, {})
-        metrics = sorted({m for rows in by_broker.values() for row in rows.values() for m in row})
+        metrics = sorted({m for rows in by_broker.values() for row in rows.values() for m in row} - NOT_CHARTED)
         for m in metrics:
             series = {name: [(x, row.get(m, float("nan"))) for x, row in sorted(rows.items())]
                       for name, rows in by_broker.items()}
@@ -196,8 +206,8 @@ def write_charts(out: Path, results: dict) -> list[Path]:
 
 def table(results: dict) -> str:
     lines = []
-    for curve in ("partitions", "connections"):
-        by_broker = results.get(curve, {})
+    for curve in CURVES:
+        by_broker = {name: rows for name, rows in results.get(curve, {}).items() if rows}
         if not by_broker:
             continue
         metrics = [m for m in dict.fromkeys(m for rows in by_broker.values() for row in rows.values() for m in row)]
@@ -221,51 +231,92 @@ def _fmt(v) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
+def _points(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _show(curve: str, n: int, name: str, row: dict) -> None:
+    print(f"{curve} {n} {name}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in row.items()), flush=True)
+
+
+def _on_one_broker(results: dict, curve: str, kinds: dict, work: Path, counts: list[int], point,
+                   overrides: dict | None = None, warm=None) -> None:
+    """The points of a curve measured on one started broker of each kind (after `warm(b)`, unmeasured:
+    the first group or share group also creates the broker's internal topic)."""
+    for name, make in kinds.items():
+        if not counts:
+            break
+        b = make(work / f"{name}-{curve}", overrides)
+        b.start()
+        try:
+            if warm is not None:
+                warm(b)
+            for n in counts:
+                results[curve][name][n] = row = point(b, n)
+                _show(curve, n, name, row)
+        finally:
+            b.stop()
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench scale")
+    ap.add_argument("--curves", default=",".join(CURVES), help="the curves to run, of " + ",".join(CURVES))
     ap.add_argument("--partitions", default="10,100,1000")
     ap.add_argument("--connections", default="10,100,1000")
+    ap.add_argument("--groups", default="1,10,100", help="consumer-group counts")
+    ap.add_argument("--share-consumers", default="1,10,100", help="share-consumer counts (one share group)")
     ap.add_argument("--records", type=int, default=200_000, help="100 B records produced and consumed per point")
+    ap.add_argument("--group-records", type=int, default=200_000,
+                    help="records read by all groups together per point (each group reads the topic)")
+    ap.add_argument("--share-records", type=int, default=50_000, help="records of the share curve's topic")
     ap.add_argument("--only", choices=("pylog", "kafka"))
     ap.add_argument("--out", default=str(ROOT / "bench" / "scale-charts"))
     ap.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
     args = ap.parse_args(argv)
+    curves = [c for c in args.curves.split(",") if c]
+    unknown = set(curves) - set(CURVES)
+    if unknown:
+        ap.error(f"unknown curve {', '.join(sorted(unknown))}; curves: {', '.join(CURVES)}")
     kinds = {"pylog": Pylog, "kafka": Kafka}
     if args.only:
         kinds = {args.only: kinds[args.only]}
-    results: dict = {"partitions": {k: {} for k in kinds}, "connections": {k: {} for k in kinds}}
+    results: dict = {c: {k: {} for k in kinds} for c in CURVES}
+    # a SIGTERM (timeout, kill) unwinds like an error: the brokers started are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    load = [os.getloadavg()[0]]
     try:
-        for n in [int(x) for x in args.partitions.split(",") if x]:
-            for name, make in kinds.items():
-                row = partitions_point(make, work / f"{name}-{n}", n, args.records)
-                results["partitions"][name][n] = row
-                print(f"partitions {n} {name}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in row.items()), flush=True)
-        counts = [int(x) for x in args.connections.split(",") if x]
-        for name, make in kinds.items():
-            if not counts:
-                break
-            b = make(work / f"{name}-conn")
-            b.start()
-            try:
-                for n in counts:
-                    row = connections_point(b, n)
-                    results["connections"][name][n] = row
-                    print(f"connections {n} {name}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in row.items()), flush=True)
-            finally:
-                b.stop()
+        if "partitions" in curves:
+            for n in _points(args.partitions):
+                for name, make in kinds.items():
+                    results["partitions"][name][n] = row = partitions_point(make, work / f"{name}-{n}", n, args.records)
+                    _show("partitions", n, name, row)
+        if "connections" in curves:
+            _on_one_broker(results, "connections", kinds, work, _points(args.connections), connections_point)
+        if "groups" in curves:
+            # no initial rebalance delay on either broker: the join time is the brokers' work
+            _on_one_broker(results, "groups", kinds, work, _points(args.groups),
+                           lambda b, n: groups_point(b, n, args.group_records),
+                           {"group.initial.rebalance.delay.ms": 0}, warm=lambda b: groups_point(b, 1, 1000))
+        if "share" in curves:
+            _on_one_broker(results, "share", kinds, work, _points(args.share_consumers),
+                           lambda b, n: share_point(b, n, args.share_records), warm=lambda b: share_point(b, 1, 1000))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    load.append(os.getloadavg()[0])
     files = write_charts(Path(args.out), results)
     text = table(results)
     print(text)
-    print(f"charts: {len(files)} SVG files and index.html in {args.out}")
+    print(f"charts: {len(files)} SVG files and index.html in {args.out}; load average {load[0]:.1f} at the "
+          f"start, {load[1]:.1f} at the end (2 cores)")
     if args.record:
         cmd = "python -m bench scale " + " ".join(argv)
         with open(ROOT / "bench" / "RESULTS.md", "a") as f:
             f.write(f"\n## Scale: pylog and Apache Kafka {KAFKA_VERSION} as the work grows\n\n"
-                    f"`{cmd.strip()}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, 2 shared cores; "
-                    f"charts in bench/scale-charts/).\n\n{text}\n")
+                    f"`{cmd.strip()}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, 2 cores shared "
+                    f"with other work, load average {load[0]:.1f} at the start and {load[1]:.1f} at the end: "
+                    f"both brokers ran under the same load in this one run, the figures are noisy; charts in "
+                    f"bench/scale-charts/).\n\n{text}\n")
     return 0
 
 

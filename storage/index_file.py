@@ -123,7 +123,10 @@ class IndexFile:
 
     def resize(self, new_size: int) -> None:
         """Grow to (or shrink to) `new_size` bytes, never below the entries held."""
-        self._resize(max(new_size, self.entries * self.entry_size))
+        new_size = max(new_size, self.entries * self.entry_size)
+        if self.mapping is not None and new_size - new_size % self.entry_size == self.file_length:
+            return  # mapped at that length already (a new index is created preallocated)
+        self._resize(new_size)
 
     def trim_to_valid_size(self) -> None:
         """Cut the preallocated tail: the file then holds exactly its entries."""

@@ -90,9 +90,11 @@ class Log(LogLoader, LogRetention):
         clock: Callable[[], float] = time.time,
         background: Callable[[Callable[[], None]], None] | None = None,
         fsync: bool = True,
+        new: bool = False,
     ):
         self.dir = Path(dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        if not new:
+            self.dir.mkdir(parents=True, exist_ok=True)
         if topic is None or partition is None:
             t, _, p = self.dir.name.rpartition("-")
             topic, partition = t, int(p)
@@ -118,8 +120,11 @@ class Log(LogLoader, LogRetention):
         self.last_flush_ms = self._now_ms()
         self.recovered = False
         self.closed = False
-        self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms, fsync=fsync)
-        self._load(had_clean_shutdown)
+        self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms, fsync=fsync, empty=new)
+        if new:
+            self._load_new()  # a partition created just now: its dir was made empty, nothing to load
+        else:
+            self._load(had_clean_shutdown)
 
     # ---- helpers ----
     @property

@@ -103,6 +103,20 @@ class LogLoader:
         self.recovery_point = leo
         self.high_watermark = leo
 
+    def _load_new(self) -> None:
+        """A partition created just now in an empty dir: one empty active segment with its preallocated
+        indexes (as Kafka's loader leaves a new log), an empty leader-epoch cache and producer state."""
+        self.epoch_cache = LeaderEpochFileCache(self.dir / LEADER_EPOCH_CHECKPOINT, [], fsync=self._fsync)
+        self._txn_index_rebuild = set()
+        seg = self._new_segment(self.log_start_offset)
+        self.segments.append(seg)
+        self._bases.append(seg.base_offset)
+        seg.resize_indexes(self.config["segment.index.bytes"])
+        leo = self.log_end_offset
+        self.producer_state.map_end_offset = self.producer_state.last_snap_offset = self.log_start_offset
+        self.producer_state.update_map_end_offset(leo)
+        self.recovery_point = self.high_watermark = leo
+
     def _recovery_note(self, msg: str) -> None:
         """What recovery cut: kept with the warnings, logged at INFO (the log manager logs one summary)."""
         self.warnings.append(msg)

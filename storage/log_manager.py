@@ -349,11 +349,15 @@ class LogManager:
     def _create_log(self, info: TopicInfo, part: int) -> Log:
         d = self._pick_dir()
         pdir = d / partition_dir_name(info.name, part)
-        pdir.mkdir(parents=True, exist_ok=True)
-        write_partition_metadata(pdir, info.topic_id, fsync=False)  # made durable by the log's first flush
+        try:
+            pdir.mkdir()
+            new = True  # an empty dir: the log starts with nothing to load
+        except FileExistsError:
+            new = False
+        write_partition_metadata(pdir, info.topic_id, fsync=False, new_dir=new)  # made durable by the log's first flush
         lg = Log(pdir, info.config, topic=info.name, partition=part, topic_id=info.topic_id,
                  producer_id_expiration_ms=self.broker_config.get("producer.id.expiration.ms", 86400000),
-                 clock=self._clock, background=self._background)
+                 clock=self._clock, background=self._background, new=new)
         self.logs[(info.name, part)] = lg
         return lg
 

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 from pylog.core.errors import DataError
+from pylog.storage import faults
 from pylog.storage.checkpoint import atomic_write
 from pylog.storage.meta_properties import uuid_from_base64, uuid_to_base64
 
@@ -21,10 +22,22 @@ def format_partition_metadata(topic_id: uuid.UUID) -> str:
     return f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}\n"
 
 
-def write_partition_metadata(partition_dir: str | os.PathLike, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
+def write_partition_metadata(partition_dir: str | os.PathLike, topic_id: uuid.UUID, *, fsync: bool = True,
+                             new_dir: bool = False) -> None:
     """Write partition.metadata (atomically) with the topic id; without fsync for a new partition (a lost or
-    torn file is written again from the topic registry when the log is next opened)."""
-    atomic_write(Path(partition_dir) / PARTITION_METADATA, format_partition_metadata(topic_id), fsync=fsync)
+    torn file is written again from the topic registry when the log is next opened). In a dir made just
+    now (`new_dir`, no fsync) there is no file to replace: it is written in place."""
+    path = Path(partition_dir) / PARTITION_METADATA
+    if not (new_dir and not fsync):
+        atomic_write(path, format_partition_metadata(topic_id), fsync=fsync)
+        return
+    data = memoryview(format_partition_metadata(topic_id).encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        while data:
+            data = data[faults.write(fd, data, str(path)):]
+    finally:
+        os.close(fd)
 
 
 def read_partition_metadata(partition_dir: str | os.PathLike) -> uuid.UUID:

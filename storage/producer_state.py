@@ -173,7 +173,8 @@ class ProducerStateEntry:
 class ProducerStateManager:
     """Producer entries for one partition plus its snapshot files."""
 
-    def __init__(self, partition_dir: str | os.PathLike, producer_id_expiration_ms: int = 86400000, *, fsync: bool = True):
+    def __init__(self, partition_dir: str | os.PathLike, producer_id_expiration_ms: int = 86400000, *, fsync: bool = True,
+                 empty: bool = False):
         self.dir = Path(partition_dir)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._fsync = fsync
@@ -185,7 +186,8 @@ class ProducerStateManager:
         self.map_end_offset = 0
         self.last_snap_offset = 0
         self._snapshots: dict[int, Path] = {}
-        self._scan_snapshots()
+        if not empty:  # a partition dir made just now holds no snapshot
+            self._scan_snapshots()
 
     # ---- snapshot files ----
     def _scan_snapshots(self) -> None:
