@@ -231,11 +231,12 @@ def broker_holders() -> set[str]:
 
 
 def test_no_handler_or_component_holds_the_broker():
-    """Handlers get the node as a NodeView (api/context.py), never the Broker class; components
-    are given what they use (a PartitionLogs, the group facade, callables), not the Broker."""
+    """Handlers get the node typed by their family's view (api/views.py), never the Broker class;
+    components are given what they use (a PartitionLogs, the group facade, callables), not the
+    Broker."""
     for h in HANDLERS:
         first = next(iter(inspect.signature(h.handle).parameters.values()))
-        assert first.annotation in (inspect.Parameter.empty, "NodeView", *VIEW_NAMES), (h.schema.name, first.annotation)
+        assert first.annotation in (inspect.Parameter.empty, *VIEW_NAMES), (h.schema.name, first.annotation)
     assert broker_holders() == set()
     assert built_with_the_broker() == NODE_VIEWS
 

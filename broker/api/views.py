@@ -18,8 +18,13 @@ from pylog.broker.net.connection import Connection
 if TYPE_CHECKING:  # the coordinators load after the listener is up
     from pylog.broker.groups.coordinator import GroupCoordinator
     from pylog.broker.groups.share.coordinator import ShareCoordinator
+    from pylog.broker.node.features import FinalizedFeatures
     from pylog.broker.node.producer_ids import ProducerIdManager
+    from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
+    from pylog.broker.ops.quotas import QuotaManager
     from pylog.broker.security.authorizer import Authorizer
+    from pylog.broker.security.store import SecurityStore
+    from pylog.broker.security.tokens import TokenStore
     from pylog.broker.txn.coordinator import TransactionCoordinator
     from pylog.storage import LogManager
 
@@ -85,10 +90,56 @@ class ShareView(Protocol):
     def wait_for_append(self, *args, **kwargs) -> Any: ...
 
 
+class MetadataView(Protocol):
+    """Metadata, ApiVersions, DescribeCluster and the cluster-wide lists: what the node publishes."""
+
+    node_id: int
+    cluster_id: str
+    config: Any
+    settings: Any  # node.settings.BrokerSettings
+    logs: LogManager
+    features: FinalizedFeatures
+    authorizer: Authorizer | None
+    group_coordinator: GroupCoordinator  # the GROUP config resources
+
+    def advertised_for(self, conn: Connection) -> tuple[str, int]: ...
+    def api_version_ranges(self) -> list[dict]: ...
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
+    def leader_epoch(self, log_) -> int: ...
+
+
+class AdminView(Protocol):
+    """Topics, partitions, configs and reassignments."""
+
+    node_id: int
+    cluster_id: str
+    config: Any
+    settings: Any
+    logs: LogManager
+    dynamic_configs: DynamicBrokerConfigs | None
+    authorizer: Authorizer | None
+    group_coordinator: GroupCoordinator  # the GROUP config resources
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
+    def wake_topic(self, topic: str) -> None: ...
+
+
+class SecurityView(Protocol):
+    """ACLs, SCRAM credentials, delegation tokens and client quotas."""
+
+    authorizer: Authorizer | None
+    security: SecurityStore | None
+    tokens: TokenStore | None
+    quotas: QuotaManager | None
+
+
 # handler module -> the view its functions are typed by
 FAMILY_VIEWS = {
     "produce": ProduceView, "fetch": PartitionLogView,
     "groups": GroupView, "consumer_groups": GroupView, "streams_groups": GroupView,
     "txn": TxnView,
     "share": ShareView, "share_admin": ShareView, "share_state": ShareView,
+    "meta": MetadataView, "cluster": MetadataView,
+    "admin": AdminView, "configs": AdminView, "reassign": AdminView,
+    "security": SecurityView, "tokens": SecurityView, "quotas": SecurityView,
 }
