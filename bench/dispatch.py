@@ -80,7 +80,16 @@ async def _measure(repeats: int, faults: str | None = None) -> dict:
     if hasattr(b, "register_apis"):  # the broker before the handler table
         b.register_apis()
     else:
+        try:  # the handler table in two parts: the rest loads while the first requests are answered
+            from pylog.broker.api.handlers import the_rest
+        except ImportError:
+            the_rest = None
+        if the_rest is not None:
+            b.handlers.update((h.key, h) for h in the_rest())
         b._start_services()
+        gate = getattr(b, "_gate", None)
+        if gate is not None:  # what serve() does once every handler is in place
+            gate.open(b.dispatch)
     b.settings.advertised_port = 9092
     if faults:
         from pylog.broker.ops.request_faults import load_rules_file

@@ -37,6 +37,9 @@ class Registry:
         self._indexed: dict = {}  # id -> the SchemaVersion its canonical form was indexed from
         self._by_canonical: dict = {}  # (type, canonical, references, contract) -> id
         self._ids_seen = 0  # how many of the state's id_changes are in _by_canonical
+        self._index_lock = threading.Lock()
+        self._by_subject: dict = {}  # subject -> (type, canonical) -> [SchemaVersion] (see _same_schema)
+        self._versions_seen = 0  # how many of the state's new_versions are in _by_subject
 
     # ---------------------------------------------------------------- parsing
     def resolve_refs(self, refs, seen=None) -> list[tuple[str, str, str]]:
@@ -166,16 +169,31 @@ class Registry:
         return match
 
     def _find(self, subject, schema_type, p, refs, deleted=False, contract=None):
-        def same(v):
-            try:
-                if self.parsed_version(v).canonical != p.canonical:
-                    return False
-            except E.RestError:
-                return False
+        """The lowest version of `subject` with this schema (and these references and contract)."""
+        found = None
+        for v in self._same_schema(subject, schema_type, p.canonical):
+            if self.state.subjects.get(subject, {}).get(v.version) is not v or (v.deleted and not deleted):
+                continue  # deleted since, permanently or softly
             if contract is not None and (v.metadata, v.rule_set) != contract:
-                return False
-            return _refs_eq(v.references, refs)
-        return self.state.find_in_subject(subject, schema_type, same, deleted)
+                continue
+            if _refs_eq(v.references, refs) and (found is None or v.version < found.version):
+                found = v
+        return found
+
+    def _same_schema(self, subject: str, schema_type: str, canonical: str) -> list[SchemaVersion]:
+        """Every version ever stored under `subject` whose schema has this canonical form, from an
+        index that takes in the versions the state stored since it was last asked."""
+        with self._index_lock:
+            stored = self.state.new_versions
+            while self._versions_seen < len(stored):
+                v = stored[self._versions_seen]
+                self._versions_seen += 1
+                try:
+                    canon = self.parsed_version(v).canonical
+                except E.RestError:
+                    continue  # a version that no longer parses matches nothing
+                self._by_subject.setdefault(v.subject, {}).setdefault((v.schema_type, canon), []).append(v)
+            return list(self._by_subject.get(subject, {}).get((schema_type, canonical), ()))
 
     def register(self, subject: str, body, normalize: bool = False) -> int:
         schema_type, text, refs = self.body_schema(body)

@@ -31,6 +31,7 @@ class RegistryState:
         self.rejected: dict[int, SchemaVersion] = {}  # offset -> losing SCHEMA record
         self.changes = 0  # records applied: answers computed at one count stay right until it moves
         self.id_changes: list[int] = []  # every id whose holder in by_id was set, changed or removed, in order
+        self.new_versions: list[SchemaVersion] = []  # every version stored, in order (for indexes)
 
     # ---------------------------------------------------------------- applying
     def apply(self, offset: int, raw_key, raw_value) -> None:
@@ -94,6 +95,7 @@ class RegistryState:
             current.deleted = sv.deleted
         else:
             self.subjects.setdefault(subject, {})[sv.version] = sv
+            self.new_versions.append(sv)
         if holder is None:
             self.by_id[sv.id] = sv
             self.by_guid[sv.guid] = sv.id
@@ -127,13 +129,6 @@ class RegistryState:
     def next_version(self, subject: str) -> int:
         vs = self.subjects.get(subject)
         return max(vs) + 1 if vs else 1
-
-    def find_in_subject(self, subject: str, schema_type: str, canonical_match, deleted: bool = False):
-        """The first version of `subject` whose schema `canonical_match(version)` accepts."""
-        for v in self.versions(subject, deleted):
-            if v.schema_type == schema_type and canonical_match(v):
-                return v
-        return None
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of the live schemas whose references name subject/version."""

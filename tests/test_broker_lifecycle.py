@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 
 import pytest
 
@@ -53,7 +54,9 @@ def test_serve_starts_and_stops_every_component(tmp_path):
                     cleaning=b.logs.cleaner is not None and b.logs.cleaner.running)
         b.request_stop()
 
+    interval = sys.getswitchinterval()
     asyncio.run(b.serve(ready))
+    assert sys.getswitchinterval() == interval  # shortened only while the rest of the table loads
     assert seen["port"] > 0
     assert seen["coordinators"] and seen["ticking"] and seen["cleaning"]
     gc = b.group_coordinator

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pylog.broker.api.context import RequestContext
 from pylog.broker.api.handlers import HANDLERS
+from pylog.broker.api.views import FAMILY_VIEWS
 from pylog.broker.net.server import Connection
 from pylog.broker.node import broker as broker_module
 from pylog.testing import EmbeddedBroker
@@ -230,13 +231,60 @@ def broker_holders() -> set[str]:
 
 
 def test_no_handler_or_component_holds_the_broker():
-    """Handlers get the node as a NodeView (api/context.py), never the Broker class; components
-    are given what they use (a PartitionLogs, the group facade, callables), not the Broker."""
+    """Handlers get the node typed by their family's view (api/views.py), never the Broker class;
+    components are given what they use (a PartitionLogs, the group facade, callables), not the
+    Broker."""
     for h in HANDLERS:
         first = next(iter(inspect.signature(h.handle).parameters.values()))
-        assert first.annotation in (inspect.Parameter.empty, "NodeView"), (h.schema.name, first.annotation)
+        assert first.annotation in (inspect.Parameter.empty, *VIEW_NAMES), (h.schema.name, first.annotation)
     assert broker_holders() == set()
     assert built_with_the_broker() == NODE_VIEWS
+
+
+VIEW_NAMES = {v.__name__ for v in FAMILY_VIEWS.values()}
+
+
+def _members(view) -> set[str]:
+    out = set()
+    for cls in view.__mro__:
+        if cls is object or cls.__name__ in ("Protocol", "Generic"):
+            continue
+        out |= set(getattr(cls, "__annotations__", {}))
+        out |= {k for k, v in vars(cls).items() if callable(v) and not k.startswith("_")}
+    return out
+
+
+def node_reads(source: str, view: str) -> set[str]:
+    """The attributes read on a parameter annotated `view` in the functions of a module."""
+    out = set()
+    for fn in ast.walk(parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+                  if a.annotation is not None and ast.unparse(a.annotation).strip("'\"") == view}
+        out |= {n.attr for n in ast.walk(fn) if params and isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id in params}
+    return out
+
+
+def test_each_handler_family_reads_only_what_its_view_declares():
+    """The produce and fetch path gets a partition-log view, the group APIs the group facade, the
+    transactional APIs the transaction facade, the share APIs the share facade (api/views.py)."""
+    found = []
+    for mod, view in FAMILY_VIEWS.items():
+        src = (ROOT / "broker" / "api" / f"{mod}.py").read_text()
+        assert "NodeView" not in src, f"api/{mod}.py still names NodeView (typed by {view.__name__})"
+        extra = node_reads(src, view.__name__) - _members(view)
+        found += [f"api/{mod}.py reads node.{a}, which {view.__name__} does not declare" for a in sorted(extra)]
+    assert not found, "\n".join(found)
+
+
+def test_the_view_check_catches_what_it_names():
+    src = ("def f(broker: ShareView, ctx, body):\n    g = lambda: broker.group_coordinator\n"
+           "    return broker.share_coordinator, ctx.conn, g\n"
+           "def h(node: 'ShareView'):\n    return node.logs.topics\n")
+    assert node_reads(src, "ShareView") == {"group_coordinator", "share_coordinator", "logs"}
+    assert {"group_coordinator"} == node_reads(src, "ShareView") - _members(FAMILY_VIEWS["share"])
 
 
 def built_with_the_broker(source: str | None = None) -> set[str]:

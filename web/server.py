@@ -82,7 +82,8 @@ class WebRequest(web.BaseRequest):
 class Dispatcher:
     """Routes each request of aiohttp's low-level server: aiohttp's router (UrlDispatcher) resolves the
     declared route, then the route's handler runs inside the middlewares, chained once per route.
-    An unknown path or method runs the router's 404/405 inside the same middlewares."""
+    An unknown path or method runs the router's 404/405 inside the same middlewares. A body over
+    the limit answers 413 and closes the connection (the body was never read)."""
 
     def __init__(self, routes: Routes, limits: "Limits", middlewares=()):
         self.router = web.UrlDispatcher()
@@ -96,15 +97,15 @@ class Dispatcher:
             else:
                 self.router.add_route(method, path, handler)
         for route in self.router.routes():
-            self.chains[route] = self.chain(route.handler)
+            self.chains[route] = (self.chain(route.handler), self.chain(route.handler, refuse=True))
 
-    def chain(self, handler):
-        """handler inside the middlewares, outermost first, between the two body-limit checks."""
-        close_refused, refuse_large = _limit_middlewares(self.limits)
-        h = functools.partial(refuse_large, handler=handler)
+    def chain(self, handler, refuse: bool = False):
+        """handler inside the middlewares, outermost first; with `refuse`, a declared body over the limit
+        is refused innermost, once the middlewares (authentication) have let the request by."""
+        h = functools.partial(_refuse_large, handler=handler, limits=self.limits) if refuse else handler
         for mw in reversed(self.middlewares):
             h = functools.partial(mw, handler=h)
-        return functools.partial(close_refused, handler=h)
+        return h
 
     def request_factory(self, loop):
         max_body = self.limits.max_body
@@ -115,15 +116,9 @@ class Dispatcher:
 
     MAX_RESOLVED = 4096
 
-    async def resolve(self, request: WebRequest):
-        """The router's match for this method and path. A declared route found once is kept by the
-        raw path (the router's answer depends on nothing else), and each request gets a match of its
-        own built from the kept one; the router's 404s and 405s are never kept."""
-        path = request.raw_path.partition("?")[0]
-        key = (request.method, path)
-        kept = self.resolved.get(key)
-        if kept is not None:
-            return web.UrlMappingMatchInfo(kept[0], kept[1])
+    async def resolve(self, request: WebRequest, key: tuple):
+        """The router's match for this method and path, kept by `key` (method, raw path) when it is a
+        declared route: the router's answer depends on nothing else. Its 404s and 405s are not kept."""
         match = await self.router.resolve(request)
         if match.route in self.chains:
             if len(self.resolved) >= self.MAX_RESOLVED:
@@ -132,38 +127,32 @@ class Dispatcher:
         return match
 
     async def __call__(self, request: WebRequest):
-        match = await self.resolve(request)
+        key = (request.method, request.raw_path.partition("?")[0])
+        kept = self.resolved.get(key)  # a match of its own for each request, from the kept one
+        match = web.UrlMappingMatchInfo(*kept) if kept is not None else await self.resolve(request, key)
         request.match_info = match
         if request.headers.get("Expect"):
             resp = await match.expect_handler(request)
             await request.writer.drain()
             if resp is not None:
                 return resp
-        run = self.chains.get(match.route)
-        if run is None:  # the router's 404 or 405
-            run = self.chain(match.handler)
-        return await run(request)
-
-
-def _limit_middlewares(limits: Limits):
-    """The outermost middleware closes the connection after a refused body (it was never read);
-    the innermost refuses a declared Content-Length over the limit before any handler reads it."""
-    async def close_refused(request, handler):
+        n = request.content_length
+        refuse = n is not None and n > self.limits.max_body
+        chains = self.chains.get(match.route)
+        run = chains[refuse] if chains is not None else self.chain(match.handler, refuse)  # else: 404, 405
         try:
-            resp = await handler(request)
+            resp = await run(request)
         except web.HTTPRequestEntityTooLarge:
-            resp = text_response(413, f"request body over the limit of {limits.max_body} bytes\n")
+            resp = text_response(413, f"request body over the limit of {self.limits.max_body} bytes\n")
         if resp.status == 413:
-            resp.force_close()
+            resp.force_close()  # the body was never read: the connection cannot carry another request
         return resp
 
-    async def refuse_large(request, handler):
-        n = request.content_length
-        if n is not None and n > limits.max_body:
-            raise web.HTTPRequestEntityTooLarge(max_size=limits.max_body, actual_size=n)
-        return await handler(request)
 
-    return close_refused, refuse_large
+async def _refuse_large(request, handler, limits: Limits):
+    """A declared Content-Length over the limit answers 413 before any handler reads the body."""
+    n = request.content_length
+    raise web.HTTPRequestEntityTooLarge(max_size=limits.max_body, actual_size=n)
 
 
 def text_response(status: int, text: str, content_type: str = "text/plain") -> web.Response:

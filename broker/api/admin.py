@@ -9,7 +9,8 @@ from pathlib import Path
 from pylog.broker.api.configs import DYNAMIC_TOPIC, default_source
 from pylog.broker.api.meta import MAX_TOPIC_NAME, invalid_name_code
 from pylog.broker.api.quotas import mutation_answer, mutation_quota, record_mutations
-from pylog.broker.api.context import NodeView, RequestContext, code_of, mirror_partitions
+from pylog.broker.api.context import RequestContext, code_of, mirror_partitions
+from pylog.broker.api.views import AdminView
 from pylog.core.config import TOPIC_CONFIGS, topic_defaults_from_broker
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
@@ -33,7 +34,7 @@ def _check_assignment(node: int, assignments) -> tuple[int, str | None]:
 
 # ---- CreateTopics ----------------------------------------------------------
 
-def create_topics(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def create_topics(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Create each topic (or only validate it) with its partitions and config overrides."""
     validate_only = body["validate_only"]
     topics = body["topics"]
@@ -111,7 +112,7 @@ def create_topics(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
     return mutation_answer(ctx, quota, {"throttle_time_ms": 0, "topics": out})
 
 
-def _hide_undescribable_configs(broker: NodeView, ctx: RequestContext, out: list) -> None:
+def _hide_undescribable_configs(broker: AdminView, ctx: RequestContext, out: list) -> None:
     """Kafka shows a created topic's partitions, replication and configs only to a principal
     that may DESCRIBE_CONFIGS it; the others get TOPIC_AUTHORIZATION_FAILED as its config code."""
     if broker.authorizer is None:
@@ -140,7 +141,7 @@ def _deleted_topics(body: dict) -> list[tuple[str | None, uuid.UUID]]:
     return [(name, ZERO_UUID) for name in body["topic_names"]] + [(t["name"], t["topic_id"]) for t in body["topics"]]
 
 
-def delete_topics(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def delete_topics(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Delete each topic named (by name, or v6+ by id) when delete.topic.enable allows."""
     quota = mutation_quota(broker, ctx, STRICT_DELETE_TOPICS)
     out = []
@@ -183,7 +184,7 @@ def delete_topics_error(body, version, code, msg):
 
 # ---- CreatePartitions ------------------------------------------------------
 
-def create_partitions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def create_partitions(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Grow each topic to its new partition count (or only validate the change)."""
     validate_only = body["validate_only"]
     quota = mutation_quota(broker, ctx, STRICT_CREATE_PARTITIONS)
@@ -237,7 +238,7 @@ def create_partitions_error(body, version, code, msg):
 
 # ---- DeleteRecords ---------------------------------------------------------
 
-def _delete_records(broker: NodeView, name: str, p: dict) -> dict:
+def _delete_records(broker: AdminView, name: str, p: dict) -> dict:
     idx = p["partition_index"]
     entry = {"partition_index": idx, "low_watermark": -1, "error_code": ErrorCode.NONE}
     plog = broker.logs.get_log(name, idx)
@@ -251,7 +252,7 @@ def _delete_records(broker: NodeView, name: str, p: dict) -> dict:
     return entry
 
 
-def delete_records(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def delete_records(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Move each partition's log start offset up to the requested offset."""
     return {"throttle_time_ms": 0, "topics": mirror_partitions(
         body["topics"], lambda t, p: _delete_records(broker, t["name"], p))}
@@ -266,7 +267,7 @@ def delete_records_error(body, version, code, msg):
 
 # ---- DescribeLogDirs -------------------------------------------------------
 
-def describe_log_dirs(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_log_dirs(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Each log dir's space and the size of the (requested) partitions in it."""
     wanted = body["topics"]
     filt = None
@@ -298,7 +299,7 @@ def describe_log_dirs_error(body, version, code, msg):
     return {"throttle_time_ms": 0, "error_code": code, "results": []}
 
 
-def _created_configs(broker: NodeView, overrides: dict[str, str]) -> list[dict]:
+def _created_configs(broker: AdminView, overrides: dict[str, str]) -> list[dict]:
     """CreateTopics v5+: the new topic's full config with each value's source."""
     defaults = topic_defaults_from_broker(broker.config)
     out = []

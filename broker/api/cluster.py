@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 
-from pylog.broker.api.context import NONE, NodeView, RequestContext
+from pylog.broker.api.context import NONE, RequestContext
+from pylog.broker.api.views import MetadataView
 from pylog.broker.api.meta import INTERNAL_TOPICS, invalid_name_code
 from pylog.broker.node.features import UPGRADE, refusal
 from pylog.core.errors import ERROR_DESCRIPTIONS, ErrorCode
@@ -25,14 +26,14 @@ QUORUM_EPOCH = 1  # a fresh quorum's first elected epoch
 # ---- DescribeQuorum ----------------------------------------------------------
 
 
-def _voter(broker: NodeView, version: int) -> dict:
+def _voter(broker: MetadataView, version: int) -> dict:
     now = int(time.time() * 1000)
     return {"replica_id": broker.node_id, "replica_directory_id": ZERO_UUID, "log_end_offset": 0,
             # the leader's own fetch and caught-up times are the time of the answer (v1+)
             "last_fetch_timestamp": now, "last_caught_up_timestamp": now}
 
 
-def describe_quorum(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_quorum(broker: MetadataView, ctx: RequestContext, body: dict) -> dict:
     """The one-voter quorum, or UNKNOWN_TOPIC_OR_PARTITION unless exactly `__cluster_metadata`-0 is asked."""
     topics = body["topics"]
     if not (len(topics) == 1 and topics[0]["topic_name"] == METADATA_TOPIC
@@ -68,7 +69,7 @@ def describe_quorum_error(body, version, code, msg):
 # ---- UpdateFeatures -------------------------------------------------------------
 
 
-def update_features(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def update_features(broker: MetadataView, ctx: RequestContext, body: dict) -> dict:
     """Finalize new levels, all or none, with Kafka's rules (features.refusal). A v0 request is
     always an upgrade: Kafka's broker forwards it to its controller without `allow_downgrade`."""
     v, feats = ctx.api_version, broker.features
@@ -99,7 +100,7 @@ CLIENT_METRICS, GROUP, BROKER_LOGGER, BROKER, TOPIC = 16, 32, 8, 4, 2
 _ORDER = (CLIENT_METRICS, GROUP, BROKER_LOGGER, BROKER, TOPIC)
 
 
-def list_config_resources(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def list_config_resources(broker: MetadataView, ctx: RequestContext, body: dict) -> dict:
     """The config resources of the asked types (v0: client metrics only; v1 with none named: all)."""
     wanted = set(body["resource_types"]) if ctx.api_version >= 1 else {CLIENT_METRICS}
     if wanted - set(_ORDER):
@@ -130,7 +131,7 @@ ALL_TOPIC_OPS = sum(1 << int(op) for op in TOPIC_OPS)
 MAX_PARTITIONS = 2000
 
 
-def _partitions(broker: NodeView, info, start: int, limit: int) -> tuple[list, int]:
+def _partitions(broker: MetadataView, info, start: int, limit: int) -> tuple[list, int]:
     """The partitions from `start` (at most `limit`) and the next index to ask for (-1: none left)."""
     n = info.num_partitions
     upper = min(n, start + limit)
@@ -151,7 +152,7 @@ def _topic(name, code=NONE, topic_id=ZERO_UUID, partitions=(), ops=-(2**31)) -> 
             "partitions": list(partitions), "topic_authorized_operations": ops}
 
 
-def _may(broker: NodeView, ctx: RequestContext):
+def _may(broker: MetadataView, ctx: RequestContext):
     az = broker.authorizer
     if az is None:
         return (lambda name: True), (lambda name: ALL_TOPIC_OPS)
@@ -160,7 +161,7 @@ def _may(broker: NodeView, ctx: RequestContext):
             (lambda name: acls.authorized_operations(conn.principal, conn.host, Res.TOPIC, name, TOPIC_OPS)))
 
 
-def describe_topic_partitions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_topic_partitions(broker: MetadataView, ctx: RequestContext, body: dict) -> dict:
     """Topics (the named ones, or every one) sorted by name from the cursor on, partition by partition."""
     cursor = body["cursor"]
     first = cursor["topic_name"] if cursor is not None else ""

@@ -1,7 +1,7 @@
 """DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
 
 Topic configs are the storage engine's per-topic overrides over broker
-defaults. NodeView configs come from server.properties and --set at start, and
+defaults. Broker configs come from server.properties and --set at start, and
 the ones Kafka marks dynamic can be changed per broker or as the cluster
 default (ops/dynamic_config.py): persisted and applied without a restart.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from pylog.broker.api.context import NodeView, RequestContext, code_of
+from pylog.broker.api.context import RequestContext, code_of
+from pylog.broker.api.views import AdminView
 from pylog.broker.groups.share import configs as group_configs
 from pylog.core.config import BROKER_CONFIGS, CONFIG_TYPE_IDS, LIST, TOPIC_CONFIGS, topic_defaults_from_broker
 from pylog.broker.ops.dynamic_config import DynamicConfigError, is_read_only
@@ -25,7 +26,7 @@ DYNAMIC_BROKER_LOGGER = 6
 STRING_TYPE = 2  # DescribeConfigsResponse ConfigType
 # IncrementalAlterConfigs operations (AlterConfigOp.OpType)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-# NodeView properties that also set a topic config's default, most specific
+# Broker properties that also set a topic config's default, most specific
 # first (Kafka folds log.retention.hours/minutes into retention.ms, etc.)
 EXTRA_SYNONYMS = {
     "retention.ms": ["log.retention.minutes", "log.retention.hours"],
@@ -36,7 +37,7 @@ EXTRA_SYNONYMS = {
 
 
 def broker_synonyms(name: str) -> list[str]:
-    """NodeView properties that set topic config `name`'s default, most specific first."""
+    """Broker properties that set topic config `name`'s default, most specific first."""
     d = TOPIC_CONFIGS.defs[name]
     return ([d.synonym] if d.synonym else []) + EXTRA_SYNONYMS.get(name, [])
 
@@ -77,7 +78,7 @@ def _entry(name, value, source, synonyms, d, include_docs, read_only=False) -> d
             "documentation": d.doc if include_docs else None}
 
 
-def _topic_configs(broker: NodeView, info, keys, synonyms_on, docs) -> list:
+def _topic_configs(broker: AdminView, info, keys, synonyms_on, docs) -> list:
     cfg = broker.config
     defaults = topic_defaults_from_broker(cfg)
     out = []
@@ -122,7 +123,7 @@ BROKER_SYNONYMS = {
 }
 
 
-def _broker_configs(broker: NodeView, keys, synonyms_on, docs, cluster_default: bool = False) -> list:
+def _broker_configs(broker: AdminView, keys, synonyms_on, docs, cluster_default: bool = False) -> list:
     """Every broker config with its effective value and source; for the cluster default (the
     resource named ""), its dynamic values only, as Kafka answers."""
     cfg = broker.config
@@ -175,7 +176,7 @@ def _broker_configs(broker: NodeView, keys, synonyms_on, docs, cluster_default: 
     return out
 
 
-def describe_configs(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_configs(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Topic, broker and broker-logger configs with their sources (and synonyms, docs on request)."""
     synonyms_on = body["include_synonyms"]
     docs = body["include_documentation"]
@@ -221,7 +222,7 @@ def describe_configs_error(body, version, code, msg):
 
 # ---- AlterConfigs, IncrementalAlterConfigs ---------------------------------
 
-def _apply_broker(broker: NodeView, rname: str, new_values: Callable[[dict], dict],
+def _apply_broker(broker: AdminView, rname: str, new_values: Callable[[dict], dict],
                   validate_only: bool) -> tuple[int, str | None]:
     """A dynamic broker config change, per broker (rname = this node's id) or the cluster default ("")."""
     dyn = broker.dynamic_configs
@@ -239,7 +240,7 @@ def _apply_broker(broker: NodeView, rname: str, new_values: Callable[[dict], dic
     return ErrorCode.NONE, None
 
 
-def _apply(broker: NodeView, rtype: int, rname: str, new_overrides: Callable[[dict], dict],
+def _apply(broker: AdminView, rtype: int, rname: str, new_overrides: Callable[[dict], dict],
            validate_only: bool) -> tuple[int, str | None]:
     """Shared by both alter APIs: compute, validate, persist. Returns (code, message)."""
     if rtype == BROKER:
@@ -274,7 +275,7 @@ def _alter_result(r: dict, code: int, msg: str | None) -> dict:
             "resource_name": r["resource_name"]}
 
 
-def alter_configs(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def alter_configs(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Replace each topic's overrides with the given set (AlterConfigs' all-or-nothing form)."""
     out = []
     for r in body["resources"]:
@@ -317,7 +318,7 @@ def _incremental_change(old: dict, ops: list, defaults: dict, defs=TOPIC_CONFIGS
     return new
 
 
-def incremental_alter_configs(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def incremental_alter_configs(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Change single topic configs: set, delete, append to or subtract from list values."""
     out = []
     defaults = topic_defaults_from_broker(broker.config)

@@ -6,11 +6,12 @@ Requests in, calls on the group coordinator's consumer half
 from __future__ import annotations
 
 from pylog.broker.groups.consumer.coordinator import describe_error, heartbeat_error
-from pylog.broker.api.context import NodeView, RequestContext
+from pylog.broker.api.context import RequestContext
+from pylog.broker.api.views import GroupView
 from pylog.broker.security.authorizer import topic_filter
 
 
-def consumer_group_heartbeat(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def consumer_group_heartbeat(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Join, heartbeat, reconcile or leave a consumer group."""
     host = "/" + ctx.conn.peer.rsplit(":", 1)[0] if ctx.conn is not None else ""
     may_describe = None if broker.authorizer is None else topic_filter(broker.authorizer, ctx)
@@ -23,7 +24,7 @@ def consumer_group_heartbeat_error(body, version, code, msg):
     return heartbeat_error(code, msg)
 
 
-def consumer_group_describe(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def consumer_group_describe(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Epochs, members, current and target assignments of consumer groups."""
     return {"throttle_time_ms": 0, "groups": broker.group_coordinator.describe_consumer_groups(body["group_ids"])}
 

@@ -21,10 +21,10 @@ from pylog.broker.api.context import (
     code_of,
     mirror_partitions,
 )
+from pylog.broker.api.views import PartitionLogView
 from pylog.broker.api.quotas import fetch_byte_cap
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
-from pylog.broker.api.context import NodeView
 
 
 EMPTY = b""
@@ -43,7 +43,7 @@ class _FetchRequest:
     max_bytes: int
 
 
-def _leader_log(broker: NodeView, entry: dict, name, idx: int, requested_epoch: int):
+def _leader_log(broker: PartitionLogView, entry: dict, name, idx: int, requested_epoch: int):
     """The partition's log, or None with entry's error_code set (unknown partition or
     a stale current_leader_epoch, KIP-320)."""
     plog = broker.logs.get_log(name, idx)
@@ -60,7 +60,7 @@ def _leader_log(broker: NodeView, entry: dict, name, idx: int, requested_epoch: 
 
 # ---- Fetch -----------------------------------------------------------------
 
-def _read_all(broker: NodeView, req: _FetchRequest) -> tuple[list, int, bool]:
+def _read_all(broker: PartitionLogView, req: _FetchRequest) -> tuple[list, int, bool]:
     """One pass over the request's partitions: (responses, bytes, any_error)."""
     remaining = req.max_bytes
     total = 0
@@ -125,12 +125,12 @@ def _read_all(broker: NodeView, req: _FetchRequest) -> tuple[list, int, bool]:
     return out, total, errors
 
 
-def _fetch_answer(broker: NodeView, responses: list) -> dict:
+def _fetch_answer(broker: PartitionLogView, responses: list) -> dict:
     broker.stats.fetched(responses)  # bytes out per topic: once per answer, not per read pass
     return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses}
 
 
-def fetch(broker: NodeView, ctx: RequestContext, body: dict):
+def fetch(broker: PartitionLogView, ctx: RequestContext, body: dict):
     """Read every requested partition; when that is under min_bytes, wait (up to
     max_wait_ms) for appends to the partitions and read again."""
     if body["session_epoch"] not in (0, -1):
@@ -152,7 +152,7 @@ def fetch(broker: NodeView, ctx: RequestContext, body: dict):
     return _long_poll(broker, req, keys, min_bytes, max_wait)
 
 
-async def _long_poll(broker: NodeView, req: _FetchRequest, keys: list, min_bytes: int, max_wait_ms: int) -> dict:
+async def _long_poll(broker: PartitionLogView, req: _FetchRequest, keys: list, min_bytes: int, max_wait_ms: int) -> dict:
     deadline = broker.loop.time() + max_wait_ms / 1000.0
     while True:
         left = deadline - broker.loop.time()
@@ -173,7 +173,7 @@ def fetch_error(body, version, code, msg):
 
 # ---- ListOffsets -----------------------------------------------------------
 
-def _list_offset(broker: NodeView, name: str, p: dict, version: int, read_committed: bool) -> dict:
+def _list_offset(broker: PartitionLogView, name: str, p: dict, version: int, read_committed: bool) -> dict:
     idx = p["partition_index"]
     entry = {"partition_index": idx, "error_code": NONE, "old_style_offsets": [],
              "timestamp": -1, "offset": -1, "leader_epoch": -1}
@@ -202,7 +202,7 @@ def _list_offset(broker: NodeView, name: str, p: dict, version: int, read_commit
     return entry
 
 
-def list_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def list_offsets(broker: PartitionLogView, ctx: RequestContext, body: dict) -> dict:
     """The offset for each partition's timestamp (or special timestamp: latest, earliest, ...)."""
     read_committed = body["isolation_level"] == READ_COMMITTED
     return {"throttle_time_ms": 0, "topics": mirror_partitions(
@@ -211,7 +211,7 @@ def list_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
 
 # ---- OffsetForLeaderEpoch --------------------------------------------------
 
-def _epoch_end(broker: NodeView, name: str, p: dict) -> dict:
+def _epoch_end(broker: PartitionLogView, name: str, p: dict) -> dict:
     idx = p["partition"]
     entry = {"error_code": NONE, "partition": idx, "leader_epoch": -1, "end_offset": -1}
     plog = _leader_log(broker, entry, name, idx, p["current_leader_epoch"])
@@ -226,7 +226,7 @@ def _epoch_end(broker: NodeView, name: str, p: dict) -> dict:
     return entry
 
 
-def offset_for_leader_epoch(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def offset_for_leader_epoch(broker: PartitionLogView, ctx: RequestContext, body: dict) -> dict:
     """The end offset of each requested leader epoch (clients detect log truncation with it)."""
     return {"throttle_time_ms": 0, "topics": mirror_partitions(
         body["topics"], lambda t, p: _epoch_end(broker, t["topic"], p), name="topic")}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import logging
 
-from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NodeView, RequestContext, mirror_partitions
+from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, RequestContext, mirror_partitions
+from pylog.broker.api.views import GroupView
 from pylog.broker.groups.coordinator import JoinRequest, SyncRequest, join_error, sync_answer
 from pylog.broker.groups.state import DEAD, EMPTY, STABLE, Group
 from pylog.core.errors import ErrorCode, KafkaError
@@ -38,7 +39,7 @@ def _share_key_ok(key: str) -> bool:
         return False
 
 
-def _coordinator_for(broker: NodeView, key_type: int, key: str, conn=None, version: int = 6) -> dict:
+def _coordinator_for(broker: GroupView, key_type: int, key: str, conn=None, version: int = 6) -> dict:
     if key_type == SHARE_KEY:  # v6+ (KIP-932): the share coordinator of a share-partition
         if version < 6 or not _share_key_ok(key):
             return _no_coordinator(key, ErrorCode.INVALID_REQUEST, "")
@@ -65,7 +66,7 @@ def _coordinator_for(broker: NodeView, key_type: int, key: str, conn=None, versi
             "error_code": ErrorCode.NONE, "error_message": None}
 
 
-def find_coordinator(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def find_coordinator(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """This broker coordinates every group; v4+ asks for several keys at once."""
     keys = body["coordinator_keys"] if ctx.api_version >= 4 else [body["key"]]
     results = [_coordinator_for(broker, body["key_type"], k, ctx.conn, ctx.api_version) for k in keys]
@@ -85,7 +86,7 @@ def find_coordinator_error(body, version, code, msg):
 
 # ---- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ---------------------------
 
-def join_group(broker: NodeView, ctx: RequestContext, body: dict):
+def join_group(broker: GroupView, ctx: RequestContext, body: dict):
     """Join (or rejoin) a group; answered when the group's rebalance completes."""
     v = ctx.api_version
     session = body["session_timeout_ms"]
@@ -104,7 +105,7 @@ def join_group_error(body, version, code, msg):
     return join_error(body["member_id"], code)
 
 
-def sync_group(broker: NodeView, ctx: RequestContext, body: dict):
+def sync_group(broker: GroupView, ctx: RequestContext, body: dict):
     """Get this member's assignment (the leader brings everyone's)."""
     return broker.group_coordinator.sync(SyncRequest(
         body["group_id"], body["member_id"], body["group_instance_id"], body["generation_id"],
@@ -117,7 +118,7 @@ def sync_group_error(body, version, code, msg):
     return sync_answer(None, code)
 
 
-def heartbeat(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def heartbeat(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Keep a member alive; errors tell it to rejoin."""
     code = broker.group_coordinator.heartbeat(body["group_id"], body["member_id"], body["group_instance_id"],
                                               body["generation_id"])
@@ -138,7 +139,7 @@ def _leaving(body: dict, version: int) -> list[tuple[str, str | None]]:
     return [(m["member_id"], m["group_instance_id"]) for m in body["members"]]
 
 
-def leave_group(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def leave_group(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Remove members (v3+: a batch, static members by instance id)."""
     gc = broker.group_coordinator
     results = []
@@ -156,7 +157,7 @@ def leave_group_error(body, version, code, msg):
 
 # ---- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------
 
-def commit_requests(broker: NodeView, topics: list) -> tuple[set, list]:
+def commit_requests(broker: GroupView, topics: list) -> tuple[set, list]:
     """The (topic, partition)s of an offset commit that exist, and their offsets to store as
     ((topic, partition), offset, leader epoch, metadata): Kafka answers the others
     UNKNOWN_TOPIC_OR_PARTITION and stores nothing for them."""
@@ -177,7 +178,7 @@ def commit_answer(topics: list, by_tp: dict) -> dict:
             (t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)})}
 
 
-def _member_commit_refused(broker: NodeView, ctx: RequestContext, body: dict) -> int:
+def _member_commit_refused(broker: GroupView, ctx: RequestContext, body: dict) -> int:
     """Kafka's version rules for a member's commit: from v9 an unknown group is GROUP_ID_NOT_FOUND
     (older versions keep ILLEGAL_GENERATION); a KIP-848 member must commit with v9 or above."""
     gen = body["generation_id_or_member_epoch"]
@@ -194,7 +195,7 @@ def _member_commit_refused(broker: NodeView, ctx: RequestContext, body: dict) ->
     return ErrorCode.NONE
 
 
-def offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def offset_commit(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Commit offsets for a member of the group's generation, or for an admin (generation -1)."""
     topics = body["topics"]
     known, offsets = commit_requests(broker, topics)
@@ -235,7 +236,7 @@ def _committed(g: Group | None, topics, unstable=None) -> list:
             for t in topics]
 
 
-def offset_fetch(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def offset_fetch(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Committed offsets of one group (v8+: of several)."""
     gc = broker.group_coordinator
 
@@ -275,7 +276,7 @@ def offset_fetch_error(body, version, code, msg):
                        for g in body["groups"]]}
 
 
-def offset_delete(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def offset_delete(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Delete committed offsets of topics the group does not subscribe to."""
     topics = body["topics"]
     code, subscribed = broker.group_coordinator.delete_offsets(
@@ -295,7 +296,7 @@ def offset_delete_error(body, version, code, msg):
 
 # ---- ListGroups, DescribeGroups, DeleteGroups ------------------------------
 
-def list_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def list_groups(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Every group, filtered by state and type (v4+, v5+)."""
     states = {s.lower() for s in body["states_filter"]}
     types = {t.lower() for t in body["types_filter"]}
@@ -338,7 +339,7 @@ def _described(g: Group) -> dict:
             "members": members, "authorized_operations": AUTHORIZED_OPS_OMITTED}
 
 
-def describe_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_groups(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """State, protocol and members of each group."""
     gc = broker.group_coordinator
     out = []
@@ -361,7 +362,7 @@ def describe_groups_error(body, version, code, msg):
          "members": [], "authorized_operations": AUTHORIZED_OPS_OMITTED} for g in body["groups"]]}
 
 
-def delete_groups(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def delete_groups(broker: GroupView, ctx: RequestContext, body: dict) -> dict:
     """Delete empty groups with their offsets."""
     gc = broker.group_coordinator
     return {"throttle_time_ms": 0, "results": [

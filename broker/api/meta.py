@@ -1,7 +1,8 @@
 """ApiVersions, Metadata and DescribeCluster: what clients ask before anything else."""
 from __future__ import annotations
 
-from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NONE, NodeView, RequestContext, code_of
+from pylog.broker.api.context import AUTHORIZED_OPS_OMITTED, NONE, RequestContext, code_of
+from pylog.broker.api.views import MetadataView
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
 
@@ -26,7 +27,7 @@ def invalid_name_code(name: str) -> int:
 # Kafka 4.4 formats new clusters: share groups (KIP-932) with dead-letter topics (KIP-1191).
 
 
-def _wrong_target(broker: NodeView, body: dict) -> int:
+def _wrong_target(broker: MetadataView, body: dict) -> int:
     """ApiVersions v5 (KIP-1242): a client names the cluster and node it means to reach, both or
     neither (INVALID_REQUEST); another cluster or node answers REBOOTSTRAP_REQUIRED."""
     cluster_id, node_id = body.get("cluster_id"), body.get("node_id", -1)
@@ -39,7 +40,7 @@ def _wrong_target(broker: NodeView, body: dict) -> int:
     return ErrorCode.NONE
 
 
-def api_versions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def api_versions(broker: MetadataView, ctx: RequestContext, body: dict) -> dict:
     """The APIs this broker serves with their version ranges, and its feature levels."""
     if ctx.api_version >= 5:
         code = _wrong_target(broker, body)
@@ -57,13 +58,13 @@ def api_versions_error(body, version, code, msg):
 
 # ---- Metadata --------------------------------------------------------------
 
-def _broker_entry(broker: NodeView, conn=None) -> dict:
+def _broker_entry(broker: MetadataView, conn=None) -> dict:
     # the address of the listener the client came in on, as Kafka answers
     host, port = broker.advertised_for(conn)
     return {"node_id": broker.node_id, "host": host, "port": port, "rack": None}
 
 
-def _partition_entries(broker: NodeView, info) -> list:
+def _partition_entries(broker: MetadataView, info) -> list:
     node = broker.node_id
     out = []
     for p in range(info.num_partitions):
@@ -80,7 +81,7 @@ def _partition_entries(broker: NodeView, info) -> list:
     return out
 
 
-def _topic_entry(broker: NodeView, info) -> dict:
+def _topic_entry(broker: MetadataView, info) -> dict:
     return {
         "error_code": NONE, "name": info.name, "topic_id": info.topic_id,
         "is_internal": info.name in INTERNAL_TOPICS, "partitions": _partition_entries(broker, info),
@@ -93,7 +94,7 @@ def _error_topic(name, code, topic_id=ZERO_UUID) -> dict:
             "partitions": [], "topic_authorized_operations": AUTHORIZED_OPS_OMITTED}
 
 
-def _requested_topic(broker: NodeView, name, topic_id, auto_create: bool) -> dict:
+def _requested_topic(broker: MetadataView, name, topic_id, auto_create: bool) -> dict:
     """The Metadata entry for one requested topic, by name or (v10+) by id; auto-created
     when the broker and the request allow it."""
     if name is None or (name == "" and topic_id != ZERO_UUID):
@@ -119,7 +120,7 @@ def _requested_topic(broker: NodeView, name, topic_id, auto_create: bool) -> dic
     return _topic_entry(broker, info)
 
 
-def metadata(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def metadata(broker: MetadataView, ctx: RequestContext, body: dict) -> dict:
     """This broker, and the requested (or every) topic with its partitions' leader (this node)."""
     v = ctx.api_version
     requested = body["topics"]
@@ -153,7 +154,7 @@ def metadata_error(body, version, code, msg):
 ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2  # DescribeCluster's EndpointType
 
 
-def describe_cluster(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_cluster(broker: MetadataView, ctx: RequestContext, body: dict) -> dict:
     """The cluster id and its one broker; a request for another endpoint type is refused
     as Kafka's AuthHelper.computeDescribeClusterResponse refuses it (this listener is a broker's)."""
     wanted = body["endpoint_type"]

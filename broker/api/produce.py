@@ -12,7 +12,8 @@ import logging
 import uuid
 
 from pylog.broker.api.meta import INTERNAL_TOPICS
-from pylog.broker.api.context import NONE, NodeView, RequestContext, code_of
+from pylog.broker.api.context import NONE, RequestContext, code_of
+from pylog.broker.api.views import ProduceView
 from pylog.broker.common.produce_body import (
     ATTRIBUTES, BASE_OFFSET, BATCH_LENGTH, MAGIC, PRODUCER_EPOCH, PRODUCER_ID, headers_of,
 )
@@ -37,7 +38,7 @@ def _part_response(index, code, base_offset=-1, append_time=-1, start=-1, messag
             "error_message": message}
 
 
-def _check_batch(broker: NodeView, tid: str | None, h: tuple | None, size: int, name: str, idx: int,
+def _check_batch(broker: ProduceView, tid: str | None, h: tuple | None, size: int, name: str, idx: int,
                  version: int) -> tuple[int, str | None]:
     """The checks of one partition's batch before storage, on its header read once
     (produce_body): Kafka's ProduceRequest.validateRecords and the client-origin checks of
@@ -66,7 +67,7 @@ def _check_batch(broker: NodeView, tid: str | None, h: tuple | None, size: int, 
     return _verify_txn(broker, tid, h, name, idx, version)
 
 
-def _verify_txn(broker: NodeView, tid: str | None, h: tuple, name: str, idx: int, version: int) -> tuple[int, str | None]:
+def _verify_txn(broker: ProduceView, tid: str | None, h: tuple, name: str, idx: int, version: int) -> tuple[int, str | None]:
     """KIP-890 part 1: a transactional batch goes only to a partition of the producer's open
     transaction (the header's producer id and epoch, and a set lookup: no per-record work)."""
     pid, epoch = h[PRODUCER_ID], h[PRODUCER_EPOCH]
@@ -84,7 +85,7 @@ def _verify_txn(broker: NodeView, tid: str | None, h: tuple, name: str, idx: int
     return code, None
 
 
-def produce(broker: NodeView, ctx: RequestContext, body: dict):
+def produce(broker: ProduceView, ctx: RequestContext, body: dict):
     """Append each partition's batch as leader; None for acks=0 (no response). Topics named by id
     arrive with their names (dispatch resolved them: api/topic_ids.py); each batch header is
     read once (produce_body.headers_of) and storage validates the batches."""
@@ -185,7 +186,7 @@ def produce_error(body, version, code, msg):
     return {"responses": out, "throttle_time_ms": 0}
 
 
-def init_producer_id(broker: NodeView, ctx: RequestContext, body: dict):
+def init_producer_id(broker: ProduceView, ctx: RequestContext, body: dict):
     """With a transactional id: the transaction coordinator's answer (apis_txn). Without: a new
     producer id at epoch 0, always: Kafka's coordinator without a transactional id ignores the id
     and epoch a request names (idempotent producers bump their epoch locally)."""

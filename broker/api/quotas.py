@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import time
 
-from pylog.broker.api.context import NodeView, RequestContext
+from pylog.broker.api.context import RequestContext
+from pylog.broker.api.views import SecurityView
 from pylog.broker.ops.quotas import (
     FETCH,
     PRODUCE,
@@ -49,7 +50,7 @@ def _matches(entity: tuple, components: list, strict: bool) -> bool:
     return not strict or set(names) == {c["entity_type"] for c in components}
 
 
-def describe_client_quotas(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_client_quotas(broker: SecurityView, ctx: RequestContext, body: dict) -> dict:
     """Every stored entity matching all filter components, with its quota values."""
     comps = body["components"]
     types = set()
@@ -79,7 +80,7 @@ def describe_client_quotas_error(body, version, code, msg):
 
 # ---- AlterClientQuotas -----------------------------------------------------
 
-def alter_client_quotas(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def alter_client_quotas(broker: SecurityView, ctx: RequestContext, body: dict) -> dict:
     """Validate every entry, then apply the valid ones in one durable step (unless validate_only)."""
     results, changes = [], []
     for e in body["entries"]:
@@ -115,7 +116,7 @@ def alter_client_quotas_error(body, version, code, msg):
 
 # ---- enforcement -----------------------------------------------------------
 
-def fetch_byte_cap(broker: NodeView, ctx: RequestContext) -> int | None:
+def fetch_byte_cap(broker: SecurityView, ctx: RequestContext) -> int | None:
     """The bytes one fetch answer may carry under the client's consumer_byte_rate (None: no cap)."""
     qm = broker.quotas
     if qm is None or not qm.active:
@@ -138,7 +139,7 @@ def _fetch_bytes(result: dict) -> int:
     return n
 
 
-def _apply(broker: NodeView, ctx: RequestContext, size: int, handled_s: float, result: dict) -> dict:
+def _apply(broker: SecurityView, ctx: RequestContext, size: int, handled_s: float, result: dict) -> dict:
     qm = broker.quotas
     user, client = _user(ctx.conn), ctx.client_id or ""
     now = time.monotonic()
@@ -162,12 +163,12 @@ def _apply(broker: NodeView, ctx: RequestContext, size: int, handled_s: float, r
     return result
 
 
-async def _apply_later(broker: NodeView, ctx: RequestContext, size: int, handled_s: float, awaitable):
+async def _apply_later(broker: SecurityView, ctx: RequestContext, size: int, handled_s: float, awaitable):
     res = await awaitable
     return res if res is None else _apply(broker, ctx, size, handled_s, res)
 
 
-def throttle(broker: NodeView, ctx: RequestContext, size: int, started: float, result):
+def throttle(broker: SecurityView, ctx: RequestContext, size: int, started: float, result):
     """The handler's result with quotas applied (a dict, an awaitable or None as it was)."""
     if ctx.api_key in _EXEMPT:
         return result
@@ -183,7 +184,7 @@ def throttle(broker: NodeView, ctx: RequestContext, size: int, started: float, r
     return _apply_later(broker, ctx, size, handled_s, result)
 
 
-def mutation_quota(broker: NodeView, ctx: RequestContext, strict_since: int) -> MutationQuota | None:
+def mutation_quota(broker: SecurityView, ctx: RequestContext, strict_since: int) -> MutationQuota | None:
     """The request's controller_mutation_rate quota (strict from `strict_since` on, as Kafka's
     controller), or None when none applies."""
     qm = broker.quotas

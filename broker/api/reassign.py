@@ -9,7 +9,8 @@ they do against a one-node Kafka cluster.
 from __future__ import annotations
 
 
-from pylog.broker.api.context import NodeView, RequestContext
+from pylog.broker.api.context import RequestContext
+from pylog.broker.api.views import AdminView
 from pylog.core.errors import ErrorCode
 
 
@@ -17,14 +18,14 @@ PREFERRED, UNCLEAN = 0, 1
 NOT_NEEDED_MSG = "Leader election not needed for topic partition."
 
 
-def _partitions(broker: NodeView, topic: str) -> int | None:
+def _partitions(broker: AdminView, topic: str) -> int | None:
     info = broker.logs.topics.get(topic)
     return None if info is None else info.num_partitions
 
 
 # ---- ElectLeaders ------------------------------------------------------------
 
-def elect_leaders(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def elect_leaders(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """ELECTION_NOT_NEEDED for each named partition (its one replica leads); for all
     partitions (null), every topic with nothing elected."""
     if body["election_type"] not in (PREFERRED, UNCLEAN):
@@ -63,7 +64,7 @@ def elect_leaders_error(body, version, code, msg):
 
 # ---- AlterPartitionReassignments ---------------------------------------------
 
-def _reassign_one(broker: NodeView, topic: str, count: int | None, p: dict) -> tuple[int, str | None]:
+def _reassign_one(broker: AdminView, topic: str, count: int | None, p: dict) -> tuple[int, str | None]:
     index, replicas = p["partition_index"], p["replicas"]
     if count is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
@@ -85,7 +86,7 @@ def _reassign_one(broker: NodeView, topic: str, count: int | None, p: dict) -> t
     return ErrorCode.NONE, None  # already where it is asked to be
 
 
-def alter_partition_reassignments(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def alter_partition_reassignments(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """Each partition's move checked as Kafka's controller checks it; the only valid target
     is this node, where the partition already is, so nothing moves."""
     out = []
@@ -108,7 +109,7 @@ def alter_partition_reassignments_error(body, version, code, msg):
 
 # ---- ListPartitionReassignments ----------------------------------------------
 
-def list_partition_reassignments(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def list_partition_reassignments(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     """No reassignment is ever in progress on one node."""
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "topics": []}
 

@@ -7,6 +7,7 @@ authorizer the ACL APIs answer SECURITY_DISABLED, as Kafka does.
 from __future__ import annotations
 
 from pylog.broker.api.context import code_of
+from pylog.broker.api.views import SecurityView
 from pylog.core.errors import ErrorCode
 from pylog.core.security import scram
 from pylog.core.security.acl import binding_from_wire, binding_to_wire, filter_from_wire
@@ -14,7 +15,7 @@ from pylog.core.security.acl import binding_from_wire, binding_to_wire, filter_f
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
-def _store_acls(broker, add: list, remove: list) -> tuple | None:
+def _store_acls(broker: SecurityView, add: list, remove: list) -> tuple | None:
     """Change the ACLs durably and reload the authorizer; (code, message) when the write failed."""
     if not add and not remove:
         return None
@@ -27,7 +28,7 @@ def _store_acls(broker, add: list, remove: list) -> tuple | None:
 
 
 # ---- ACLs ----------------------------------------------------------------
-def describe_acls(broker, ctx, body: dict) -> dict:
+def describe_acls(broker: SecurityView, ctx, body: dict) -> dict:
     """DescribeAcls: the ACLs matching the filter, grouped by resource pattern."""
     if broker.authorizer is None:
         return describe_acls_error(body, ctx.api_version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
@@ -48,7 +49,7 @@ def describe_acls(broker, ctx, body: dict) -> dict:
 def describe_acls_error(body, version, code, msg):
     return {"throttle_time_ms": 0, "error_code": code, "error_message": msg, "resources": []}
 
-def create_acls(broker, ctx, body: dict) -> dict:
+def create_acls(broker: SecurityView, ctx, body: dict) -> dict:
     """CreateAcls: validate each binding, store the valid ones durably, reload the authorizer."""
     creations = body["creations"] or []
     if broker.authorizer is None:
@@ -71,7 +72,7 @@ def create_acls_error(body, version, code, msg):
     return {"throttle_time_ms": 0, "results": [{"error_code": code, "error_message": msg}
                                                for _ in body["creations"] or []]}
 
-def delete_acls(broker, ctx, body: dict) -> dict:
+def delete_acls(broker: SecurityView, ctx, body: dict) -> dict:
     """DeleteAcls: remove every ACL matching each filter; answer what each filter removed."""
     if broker.authorizer is None:
         return delete_acls_error(body, ctx.api_version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
@@ -96,7 +97,7 @@ def delete_acls_error(body, version, code, msg):
         {"error_code": code, "error_message": msg, "matching_acls": []} for _ in body["filters"] or []]}
 
 # ---- SCRAM credentials -----------------------------------------------------
-def describe_user_scram_credentials(broker, ctx, body: dict) -> dict:
+def describe_user_scram_credentials(broker: SecurityView, ctx, body: dict) -> dict:
     """DescribeUserScramCredentials: mechanisms and iterations per user (never the keys)."""
     users = body["users"]
     creds = broker.security.credentials
@@ -128,7 +129,7 @@ def describe_user_scram_credentials_error(body, version, code, msg):
         {"user": "", "error_code": code, "error_message": msg, "credential_infos": []}
         for _ in body["users"] or ()]}
 
-def alter_user_scram_credentials(broker, ctx, body: dict) -> dict:
+def alter_user_scram_credentials(broker: SecurityView, ctx, body: dict) -> dict:
     """AlterUserScramCredentials: upserts (salted password from the client) and deletions; a user
     with any error gets none of its changes."""
     dels = body["deletions"] or []

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 
-from pylog.broker.api.context import NodeView, RequestContext
+from pylog.broker.api.context import RequestContext
+from pylog.broker.api.views import ShareView
 from pylog.broker.groups.share.coordinator import heartbeat_error
 from pylog.broker.groups.share.partition import RENEW, AckError, batches_error
 from pylog.broker.groups.store import now_ms
@@ -34,7 +35,7 @@ def _host(ctx: RequestContext) -> str:
 
 # ---- ShareGroupHeartbeat, ShareGroupDescribe --------------------------------------
 
-def share_group_heartbeat(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def share_group_heartbeat(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Join, heartbeat or leave a share group."""
     return broker.share_coordinator.heartbeat(body, ctx.client_id or "", _host(ctx))
 
@@ -44,7 +45,7 @@ def share_group_heartbeat_error(body, version, code, msg):
     return heartbeat_error(code, msg)
 
 
-def share_group_describe(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def share_group_describe(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Epochs, members and assignments of share groups."""
     sc = broker.share_coordinator
     return {"throttle_time_ms": 0, "groups": [sc.describe(g) for g in body["group_ids"]]}
@@ -59,13 +60,13 @@ def share_group_describe_error(body, version, code, msg):
 
 # ---- ShareFetch / ShareAcknowledge --------------------------------------------------
 
-def _entry(broker: NodeView, idx: int) -> dict:
+def _entry(broker: ShareView, idx: int) -> dict:
     return {"partition_index": idx, "error_code": 0, "error_message": None, "acknowledge_error_code": 0,
             "acknowledge_error_message": None, "current_leader": {"leader_id": broker.node_id, "leader_epoch": 0},
             "records": EMPTY, "acquired_records": []}
 
 
-def _acknowledge(broker: NodeView, gid: str, mid: str, tid, idx: int, batches: list, changed: dict,
+def _acknowledge(broker: ShareView, gid: str, mid: str, tid, idx: int, batches: list, changed: dict,
                  renew: tuple, holds: dict | None = None) -> tuple:
     """Apply one partition's acknowledgement batches: (error code, message). `renew`: (the version
     has RENEW, the request says IsRenewAck). `holds` gets the offsets made available again."""
@@ -102,7 +103,7 @@ def _held(holds: dict | None, tid, idx: int) -> dict:
     return {} if held is None else {"hold": held[0], "held_start": held[1]}
 
 
-def _persist(broker: NodeView, changed: dict) -> int:
+def _persist(broker: ShareView, changed: dict) -> int:
     if not changed:
         return ErrorCode.NONE
     try:
@@ -112,7 +113,7 @@ def _persist(broker: NodeView, changed: dict) -> int:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-def _acquire_all(broker: NodeView, gid: str, mid: str, parts, body: dict, entries: dict, changed: dict,
+def _acquire_all(broker: ShareView, gid: str, mid: str, parts, body: dict, entries: dict, changed: dict,
                  holds: dict | None = None) -> int:
     """Acquire records in every session partition; returns the bytes acquired. `holds`: offsets
     per partition this request's acknowledgements released, not acquirable before they are written
@@ -158,7 +159,7 @@ def _acquire_all(broker: NodeView, gid: str, mid: str, parts, body: dict, entrie
     return total
 
 
-def _fetch_answer(broker: NodeView, gid: str, entries: dict, order, code: int = 0) -> dict:
+def _fetch_answer(broker: ShareView, gid: str, entries: dict, order, code: int = 0) -> dict:
     by_topic: dict = {}
     for key in order:
         e = entries.get(key)
@@ -179,7 +180,7 @@ def share_fetch_error(body, version, code, msg):
             "responses": [], "node_endpoints": []}
 
 
-def share_fetch(broker: NodeView, ctx: RequestContext, body: dict):
+def share_fetch(broker: ShareView, ctx: RequestContext, body: dict):
     """Acknowledge what the request carries, then acquire records of the session's partitions."""
     sc = broker.share_coordinator
     gid, mid, epoch = body["group_id"], body["member_id"], body["share_session_epoch"]
@@ -244,14 +245,14 @@ def share_fetch(broker: NodeView, ctx: RequestContext, body: dict):
     return _long_poll(broker, gid, mid, session, body, entries, order)
 
 
-async def _answer_later(broker: NodeView, wait_ms: int, answer: dict) -> dict:
+async def _answer_later(broker: ShareView, wait_ms: int, answer: dict) -> dict:
     deadline = broker.loop.time() + wait_ms / 1000.0
     while not broker.stopping and broker.loop.time() < deadline:
         await asyncio.sleep(min(0.1, deadline - broker.loop.time()))
     return answer
 
 
-async def _long_poll(broker: NodeView, gid: str, mid: str, session, body: dict, entries: dict, order) -> dict:
+async def _long_poll(broker: ShareView, gid: str, mid: str, session, body: dict, entries: dict, order) -> dict:
     deadline = broker.loop.time() + body["max_wait_ms"] / 1000.0
     while True:
         left = deadline - broker.loop.time()
@@ -272,7 +273,7 @@ async def _long_poll(broker: NodeView, gid: str, mid: str, session, body: dict, 
     return _fetch_answer(broker, gid, entries, order)
 
 
-def share_acknowledge(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def share_acknowledge(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Acknowledge records: accepted, released, rejected or renewed."""
     sc = broker.share_coordinator
     gid, mid, epoch = body["group_id"], body["member_id"], body["share_session_epoch"]

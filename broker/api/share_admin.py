@@ -8,12 +8,13 @@ are not yet delivered to completion. Alter and delete need an empty group.
 """
 from __future__ import annotations
 
-from pylog.broker.api.context import NodeView, RequestContext
+from pylog.broker.api.context import RequestContext
+from pylog.broker.api.views import ShareView
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import ZERO_UUID
 
 
-def _partition_offsets(broker: NodeView, gid: str, info, idx: int) -> dict:
+def _partition_offsets(broker: ShareView, gid: str, info, idx: int) -> dict:
     sc = broker.share_coordinator
     entry = {"partition_index": idx, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0,
              "error_message": None}
@@ -28,7 +29,7 @@ def _partition_offsets(broker: NodeView, gid: str, info, idx: int) -> dict:
     return entry
 
 
-def describe_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_share_group_offsets(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Start offset (and lag) of each share-partition of each group."""
     sc = broker.share_coordinator
     topics = broker.logs.topics
@@ -61,14 +62,14 @@ def describe_share_group_offsets_error(body, version, code, msg):
         {"group_id": g["group_id"], "topics": [], "error_code": code, "error_message": msg} for g in body["groups"]]}
 
 
-def _group_empty(broker: NodeView, gid: str):
+def _group_empty(broker: ShareView, gid: str):
     g = broker.share_coordinator.group(gid)
     if g is not None and g.members:
         return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
     return ErrorCode.NONE, None
 
 
-def alter_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def alter_share_group_offsets(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Set share-partition start offsets of an empty share group (it is created if new)."""
     sc = broker.share_coordinator
     gid = body["group_id"]
@@ -104,7 +105,7 @@ def alter_share_group_offsets_error(body, version, code, msg):
     return {"throttle_time_ms": 0, "error_code": code, "error_message": msg, "responses": []}
 
 
-def delete_share_group_offsets(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def delete_share_group_offsets(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Forget an empty share group's state for whole topics."""
     sc = broker.share_coordinator
     gid = body["group_id"]

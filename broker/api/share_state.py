@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import weakref
 
-from pylog.broker.api.context import NONE, NodeView, RequestContext
+from pylog.broker.api.context import NONE, RequestContext
+from pylog.broker.api.views import ShareView
 from pylog.core.errors import ERROR_DESCRIPTIONS, ErrorCode
 
 INVALID = ErrorCode.INVALID_REQUEST
@@ -29,11 +30,11 @@ NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
 _WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _written(broker: NodeView) -> dict:
+def _written(broker: ShareView) -> dict:
     return _WRITTEN.setdefault(broker.share_coordinator, {})
 
 
-def _partition_exists(broker: NodeView, topic_id, p: int) -> bool:
+def _partition_exists(broker: ShareView, topic_id, p: int) -> bool:
     info = broker.topic_by_id(topic_id)
     return info is not None and 0 <= p < info.num_partitions
 
@@ -54,7 +55,7 @@ def _entry(p: int, code: int = NONE, msg: str | None = None, **fields) -> dict:
 
 # ---- InitializeShareGroupState -----------------------------------------------------
 
-def initialize_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def initialize_share_group_state(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """A state epoch and start offset for each share-partition, nothing in flight."""
     sc, gid, changed = broker.share_coordinator, body["group_id"], []
 
@@ -99,7 +100,7 @@ def _read_refusal(sc, gid: str, tid, part: dict, what: str):
     return None
 
 
-def read_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def read_share_group_state(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """The start offset, state epoch and in-flight batches of each share-partition."""
     sc, gid = broker.share_coordinator, body["group_id"]
 
@@ -125,7 +126,7 @@ def read_share_group_state_error(body, version, code, msg):
 
 # ---- WriteShareGroupState ---------------------------------------------------------------
 
-def write_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def write_share_group_state(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Merge the written batches into each share-partition's state (fenced by the epochs)."""
     sc, gid, changed = broker.share_coordinator, body["group_id"], []
     written = _written(broker)
@@ -157,7 +158,7 @@ def write_share_group_state_error(body, version, code, msg):
 
 # ---- DeleteShareGroupState ---------------------------------------------------------------
 
-def delete_share_group_state(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def delete_share_group_state(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """Forget each share-partition's state (a tombstone in `__share_group_state`)."""
     sc, gid, asked = broker.share_coordinator, body["group_id"], []
 
@@ -182,7 +183,7 @@ def delete_share_group_state_error(body, version, code, msg):
 
 # ---- ReadShareGroupStateSummary -------------------------------------------------------------
 
-def read_share_group_state_summary(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def read_share_group_state_summary(broker: ShareView, ctx: RequestContext, body: dict) -> dict:
     """State epoch, leader epoch, start offset and delivery-complete count (start -1: not initialized)."""
     sc, gid = broker.share_coordinator, body["group_id"]
     written = _written(broker)

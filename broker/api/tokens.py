@@ -11,6 +11,7 @@ DESCRIBE as a DELEGATION_TOKEN, or DESCRIBE_TOKENS on the owner USER.
 from __future__ import annotations
 
 from pylog.broker.api.context import code_of
+from pylog.broker.api.views import SecurityView
 from pylog.broker.security.tokens import USER_TYPE, TokenError, principal_text, split_principal
 from pylog.core.errors import ErrorCode
 from pylog.core.security.acl import AclOperation as Op, ResourceType as Res
@@ -30,13 +31,13 @@ def _allow_token_requests(ctx) -> bool:
     return not (conn.sasl is not None and conn.sasl.token_authenticated)
 
 
-def _allowed(broker, ctx, op: Op, rtype: Res, name: str) -> bool:
+def _allowed(broker: SecurityView, ctx, op: Op, rtype: Res, name: str) -> bool:
     az = broker.authorizer
     return az is None or az.allowed(ctx, op, rtype, name)
 
 
 # ---- CreateDelegationToken ---------------------------------------------------
-def create_delegation_token(broker, ctx, body: dict) -> dict:
+def create_delegation_token(broker: SecurityView, ctx, body: dict) -> dict:
     requester = ctx.conn.principal
     owner_name = body["owner_principal_name"]
     owner = principal_text(body["owner_principal_type"], owner_name) if owner_name else requester
@@ -79,7 +80,7 @@ def create_delegation_token_error(body, version, code, msg):
 
 
 # ---- RenewDelegationToken / ExpireDelegationToken ------------------------------
-def _change(broker, ctx, action, hmac: bytes, period: int) -> dict:
+def _change(broker: SecurityView, ctx, action, hmac: bytes, period: int) -> dict:
     if not _allow_token_requests(ctx):
         return _expiry_answer(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, ERROR_TIMESTAMP)
     try:
@@ -94,7 +95,7 @@ def _expiry_answer(code: int, expiry: int) -> dict:
     return {"error_code": code, "expiry_timestamp_ms": expiry, "throttle_time_ms": 0}
 
 
-def renew_delegation_token(broker, ctx, body: dict) -> dict:
+def renew_delegation_token(broker: SecurityView, ctx, body: dict) -> dict:
     return _change(broker, ctx, broker.tokens.renew, body["hmac"], body["renew_period_ms"])
 
 
@@ -102,7 +103,7 @@ def renew_delegation_token_error(body, version, code, msg):
     return _expiry_answer(code, ERROR_TIMESTAMP)
 
 
-def expire_delegation_token(broker, ctx, body: dict) -> dict:
+def expire_delegation_token(broker: SecurityView, ctx, body: dict) -> dict:
     return _change(broker, ctx, broker.tokens.expire, body["hmac"], body["expiry_time_period_ms"])
 
 
@@ -111,7 +112,7 @@ def expire_delegation_token_error(body, version, code, msg):
 
 
 # ---- DescribeDelegationToken ---------------------------------------------------
-def describe_delegation_token(broker, ctx, body: dict) -> dict:
+def describe_delegation_token(broker: SecurityView, ctx, body: dict) -> dict:
     if not _allow_token_requests(ctx):
         return describe_delegation_token_error(body, ctx.api_version, ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED,
                                                None)

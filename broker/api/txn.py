@@ -11,7 +11,8 @@ import logging
 import re
 import time
 
-from pylog.broker.api.context import NodeView, RequestContext, mirror_partitions
+from pylog.broker.api.context import RequestContext, mirror_partitions
+from pylog.broker.api.views import TxnView
 from pylog.broker.api.groups import commit_answer, commit_requests
 from pylog.broker.api.meta import INTERNAL_TOPICS
 from pylog.broker.security.authorizer import topic_filter
@@ -42,7 +43,7 @@ def old_epoch_code(api: str, version: int, code: int) -> int:
     return code
 
 
-def init_transactional(broker: NodeView, body: dict, version: int = 4) -> dict:
+def init_transactional(broker: TxnView, body: dict, version: int = 4) -> dict:
     """InitProducerId for a transactional id (apis_produce hands these over)."""
     if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
         # Kafka: a producer id and epoch come together (KIP-360) or not at all
@@ -57,7 +58,7 @@ def init_transactional(broker: NodeView, body: dict, version: int = 4) -> dict:
 
 # ---- AddPartitionsToTxn ------------------------------------------------------
 
-def add_partitions_to_txn(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def add_partitions_to_txn(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """Add partitions to the producer's transaction (v0-3: one transaction per request; v4+, a
     partition leader's form: several transactions, each added or only verified)."""
     if ctx.api_version >= 4:
@@ -88,7 +89,7 @@ def add_partitions_to_txn(broker: NodeView, ctx: RequestContext, body: dict) -> 
         for t in topics]}
 
 
-def _add_partitions_batched(broker: NodeView, body: dict) -> dict:
+def _add_partitions_batched(broker: TxnView, body: dict) -> dict:
     tc = broker.txn_coordinator
     results = []
     for txn in body["transactions"]:
@@ -127,7 +128,7 @@ def add_partitions_to_txn_error(body, version, code, msg):
 
 # ---- AddOffsetsToTxn, TxnOffsetCommit ---------------------------------------
 
-def add_offsets_to_txn(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def add_offsets_to_txn(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """Add the group's `__consumer_offsets` partition to the transaction."""
     if not body["group_id"]:
         return _err(ErrorCode.INVALID_GROUP_ID)
@@ -142,7 +143,7 @@ def add_offsets_to_txn_error(body, version, code, msg):
     return _err(code)
 
 
-def txn_offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def txn_offset_commit(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """Offsets committed inside the transaction: visible to the group at its COMMIT."""
     topics = body["topics"]
     gid = body["group_id"]
@@ -169,7 +170,7 @@ def txn_offset_commit(broker: NodeView, ctx: RequestContext, body: dict) -> dict
 
 # ---- EndTxn ------------------------------------------------------------------
 
-def end_txn(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def end_txn(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """Commit or abort: markers on every partition of the transaction (v5, transaction.version 2:
     after an epoch bump, answering the producer id and epoch of the next transaction)."""
     if ctx.api_version >= epoch_bump.FIRST_V2_END_TXN:
@@ -189,7 +190,7 @@ def end_txn_error(body, version, code, msg):
 
 # ---- DescribeTransactions, ListTransactions ----------------------------------
 
-def describe_transactions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_transactions(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """The coordinator's state of each transactional id (kafka-transactions.sh describe)."""
     out = []
     for tid in body["transactional_ids"]:
@@ -217,7 +218,7 @@ def describe_transactions_error(body, version, code, msg):
         for t in body["transactional_ids"]]}
 
 
-def list_transactions(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def list_transactions(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """Transactional ids filtered by state, producer id and (v1+) how long they have been open."""
     from pylog.core.protocol.txn_log import TxnState
 
@@ -262,7 +263,7 @@ def list_transactions_error(body, version, code, msg):
 
 # ---- DescribeProducers -------------------------------------------------------
 
-def describe_producers(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def describe_producers(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """The active producers of each partition, from its producer state (kafka-transactions.sh
     describe-producers)."""
     def entry(t, p):
@@ -292,7 +293,7 @@ def describe_producers_error(body, version, code, msg):
 
 # ---- WriteTxnMarkers ---------------------------------------------------------
 
-def write_txn_markers(broker: NodeView, ctx: RequestContext, body: dict) -> dict:
+def write_txn_markers(broker: TxnView, ctx: RequestContext, body: dict) -> dict:
     """Write COMMIT/ABORT markers as asked (kafka-transactions.sh abort of a hanging transaction):
     a marker older than the partition's producer epoch or coordinator epoch is refused."""
     from pylog.core.records.control import ABORT, COMMIT, build_end_txn_batch

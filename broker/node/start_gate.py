@@ -9,9 +9,13 @@ runs them in the order they came.
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Callable, Collection
 
 from pylog.broker.net.connection import Connection
+
+_SWITCH_LOCK = threading.Lock()
+_switch = {"loads": 0, "before": 0.005}  # loads under way; the interval before the first
 
 
 class StartGate:
@@ -25,13 +29,20 @@ class StartGate:
     async def load(loop, fn: Callable):
         """fn() in a worker thread while the loop answers the early requests. Meanwhile the GIL
         changes hands every 0.5 ms rather than Python's 5: the loop thread, waking for a request,
-        waits that long at most for the worker's imports."""
-        before = sys.getswitchinterval()
-        sys.setswitchinterval(min(before, 0.0005))
+        waits that long at most for the worker's imports. (Brokers starting together in one
+        process share the setting: the last load to end puts the first one's interval back.)"""
+        with _SWITCH_LOCK:
+            if not _switch["loads"]:
+                _switch["before"] = sys.getswitchinterval()
+                sys.setswitchinterval(min(_switch["before"], 0.0005))
+            _switch["loads"] += 1
         try:
             return await loop.run_in_executor(None, fn)
         finally:
-            sys.setswitchinterval(before)
+            with _SWITCH_LOCK:
+                _switch["loads"] -= 1
+                if not _switch["loads"]:
+                    sys.setswitchinterval(_switch["before"])
 
     def hold(self, conn: Connection, frame: bytearray) -> bool:
         """True when the request waits (the gate is shut and it, or one before it, is not early)."""
