@@ -177,7 +177,8 @@ def test_share_group_transactions_and_security(env):
 
 def test_kafka_log_dir_from_disk(env):
     br = env["browser"]
-    br.open("logdir?verify=1", "logdir")
+    # verifying reads every partition of the node's dir (the internal topics' 50 partitions each too)
+    br.open("logdir?verify=1", "logdir", timeout=180)
     parts = {r[0]: r for r in br.rows("partitions")}
     assert parts["c-orders-0"][4] in ("clean", "repairable")
     br.open("logdir-seg/c-orders-0/00000000000000000000.log", "logdir-seg")

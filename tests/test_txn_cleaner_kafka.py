@@ -58,12 +58,12 @@ def tail(bootstrap: str) -> None:
     assert p.flush(30) == 0
 
 
-def fetch(bootstrap: str) -> dict:
+def fetch(bootstrap: str, offset: int = 0) -> dict:
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=15) as s:
         r = call(s, 1, 12, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 22, "isolation_level": 0,
                             "topics": [{"topic": TOPIC, "partitions": [
-                                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 22}]}]})
+                                {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 22}]}]})
     part = r["responses"][0]["partitions"][0]
     assert part["error_code"] == 0
     return part
@@ -74,17 +74,25 @@ def high_watermark(bootstrap: str) -> int:
 
 
 def contents(bootstrap: str, end: int) -> list:
-    """Data records and control records below `end`, read with a raw READ_UNCOMMITTED fetch."""
-    part = fetch(bootstrap)
-    out = []
-    for b in iter_batches(bytes(part["records"] or b"")):
-        for rec in b.records():
-            if rec.offset >= end:
-                return out
-            if b.header.attributes & 0x20:
-                out.append((rec.offset, "marker", int.from_bytes(rec.key[2:4], "big")))
-            else:
-                out.append((rec.offset, rec.key, rec.value))
+    """Data records and control records below `end`, read with raw READ_UNCOMMITTED fetches (a
+    fetch answers from one segment at most, and segment.ms rolls one every 100 ms)."""
+    out: list = []
+    offset = 0
+    while offset < end:
+        batches = list(iter_batches(bytes(fetch(bootstrap, offset)["records"] or b"")))
+        if not batches:
+            return out
+        for b in batches:
+            for rec in b.records():
+                if rec.offset >= end:
+                    return out
+                if rec.offset < offset:
+                    continue  # the start of a batch holding the offset asked for: read already
+                if b.header.attributes & 0x20:
+                    out.append((rec.offset, "marker", int.from_bytes(rec.key[2:4], "big")))
+                else:
+                    out.append((rec.offset, rec.key, rec.value))
+            offset = max(offset, b.header.last_offset + 1)
     return out
 
 
