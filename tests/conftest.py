@@ -70,6 +70,13 @@ from support.share_fixtures import share_brokers, share_kafka, share_pylog  # no
 
 
 def pytest_configure(config):
+    from support.examples import SCALE, examples
+
+    if SCALE != 1:  # the property tests that name no number of examples draw hypothesis's 100, scaled
+        from hypothesis import settings
+
+        settings.register_profile("scaled", max_examples=examples(100))
+        settings.load_profile("scaled")
     for name, doc in tiers.DECLARED.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     unicode_tables.start(config)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.broker_fixtures import BrokerProcess, build_batch, call, connect
+from support.examples import examples
 from support.mutations import damage
 from pylog.core.protocol import SCHEMAS, encode_request
 
@@ -144,7 +145,7 @@ def test_fuzz_frames_leave_the_broker_serving_and_data_intact(fuzz_broker):
     before_files = segment_bytes(b, PRECIOUS)
     assert before_hw == 100 and before_files
 
-    @settings(max_examples=300, deadline=None, database=None,
+    @settings(max_examples=examples(300), deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(st.lists(st.one_of(mutated(), random_frame()), min_size=1, max_size=3))
     def fuzz(frames):

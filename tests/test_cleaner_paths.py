@@ -9,6 +9,7 @@ import tracemalloc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.mutations import damage
 from support.cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
 from pylog.core.records import BatchBuilder
@@ -26,7 +27,7 @@ record = st.tuples(st.sampled_from([None, b"a", b"b", b"c", b"k" * 20, b"x" * 20
                    st.integers(-5, 300))  # timestamp delta
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(recs=st.lists(record, min_size=1, max_size=80), codec=st.sampled_from([0, 3, 4]),
        horizon=st.sampled_from([None, NOW - 1, NOW + 10]), retain_empty=st.booleans(),
        later=st.dictionaries(st.sampled_from([b"a", b"b", b"c", b"k" * 20, b"x" * 200]), st.booleans()),
@@ -160,7 +161,7 @@ def put_by_keys(m, data, base):
     return len(keys)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(batches=st.lists(record_sections(), min_size=1, max_size=12),
        budget=st.sampled_from([400, 3000, 12_000, 1 << 20]))
 def test_put_records_builds_the_map_put_many_builds(batches, budget):

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.cleaner_support import NOW, append, kv_map, open_log, read_records, topic_config
+from support.examples import examples
 from pylog.storage.checks import verify_partition
 from pylog.storage.cleaner import Cleaner
 from pylog.storage.offset_map import OffsetMap
@@ -37,7 +38,7 @@ def expected(records, active_base, expired: bool):
     return keep
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(batch, min_size=1, max_size=40), buffer_slots=st.sampled_from([10, 40, 1000]))
 def test_compaction_keeps_latest_per_key(batches, buffer_slots):
     tmp = Path(tempfile.mkdtemp())

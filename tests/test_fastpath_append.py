@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.mutations import damage
 from support.native import native, needs_native
 from pylog.core.config import TOPIC_CONFIGS
@@ -24,7 +25,7 @@ from pylog.core.records import batch, compression, header
 from pylog.core.records.header import BatchHeader, iter_headers, pack_batch
 from pylog.storage import log_validator
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 1_700_000_000_000
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 

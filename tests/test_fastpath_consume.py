@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.native import native, needs_native
 from pylog.commands.consume import format_pieces
 from pylog.commands.consume_output import Renderer
@@ -33,7 +34,7 @@ def piped(fmt_text: str) -> Renderer:
                     json_line("string", "string"), errors="surrogateescape")
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(fmt, st.lists(record, max_size=12), st.text(max_size=6), st.integers(0, 10_000))
 def test_render_format_writes_the_reference_bytes(fmt_text, records, topic, partition):
     r = piped(fmt_text)  # literal text starting with % or \ keeps the renderer per record: native agrees too
@@ -47,7 +48,7 @@ def test_render_format_writes_the_reference_bytes(fmt_text, records, topic, part
     assert r.render_bytes(topic, partition, records) == want
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(record, min_size=1, max_size=5))
 def test_buffers_render_like_bytes(records):
     views = [rec._replace(key=None if rec.key is None else memoryview(rec.key),

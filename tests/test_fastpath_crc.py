@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.native import native, needs_native
 from pylog.core.records import crc
 
 pytestmark = needs_native
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.binary(max_size=300), st.integers(-(1 << 70), 1 << 70), st.integers(0, 20))
 def test_crc32c_agrees(data, value, skip):
     assert native.crc32c(data) == package.crc32c(data)
@@ -25,7 +26,7 @@ def test_crc32c_agrees(data, value, skip):
     assert native.crc32c(view) == package.crc32c(view)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 3 * 8192 * 2 + 3 * 256 * 3 + 40), st.integers(0, 7), st.integers(0, (1 << 32) - 1),
        st.randoms(use_true_random=False))
 def test_crc32c_agrees_across_the_three_lanes(size, skip, value, rnd):

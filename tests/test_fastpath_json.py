@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.native import native, needs_native
 from pylog.commands import produce_input
 
@@ -42,7 +43,7 @@ def reference(lines):
     return produce_input._json_fast(1, lines, [])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(json_line(), min_size=1, max_size=8))
 def test_the_compiled_framing_agrees_where_it_answers(lines):
     got = native.json_key_values(lines)
@@ -54,7 +55,7 @@ def test_the_compiled_framing_agrees_where_it_answers(lines):
     assert block.headers is None and block.partitions is None and block.timestamps is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(json_line(common=True), min_size=1, max_size=8))
 def test_the_common_shape_is_always_framed_in_c(lines):
     got = native.json_key_values(lines)
@@ -83,7 +84,7 @@ def test_a_line_not_bytes_is_a_type_error():
     assert native.json_key_values([]) is None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(json_line() | json_line(common=True), min_size=1, max_size=8), st.sampled_from([b"\n", b"\r\n"]),
        st.integers(0, 3))
 def test_a_block_framed_in_place_is_its_lines_framed(lines, eol, extra):

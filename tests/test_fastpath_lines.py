@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from support.broker_fixtures import module_broker
 from support.cli import pylog as pylog_cli
+from support.examples import examples
 from support.native import drive_run, native, needs_native, printed_in_pure_python
 from pylog.commands import produce, produce_input
 from pylog.core.client import runs
@@ -38,7 +39,7 @@ def _slots(offsets):
     return memoryview(offsets).cast("q").tolist()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=content, sep=seps, cr=st.booleans(), cut=st.integers(0, 10_000))
 def test_frame_text_agrees_with_its_reference(data, sep, cr, cut):
     end = min(cut, len(data))
@@ -87,7 +88,7 @@ def _blocks(data, cuts, sep, raw, frame_text, stream=_Chunks):
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=content, sep=seps, cuts=st.lists(st.integers(0, 400), max_size=6))
 def test_framed_blocks_give_the_list_paths_records_lines_and_errors(data, sep, cuts):
     cuts = sorted(min(c, len(data)) for c in cuts)
@@ -103,7 +104,7 @@ def drive(encode, count, limit, od, tsd):
                      b"\x07" * min(od, 40))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=content, sep=seps, order=st.sampled_from(["all", "reversed", "some"]),
        limit=st.sampled_from([1, 64, 300, 1000, 16384, 1 << 20]), od=st.sampled_from([0, 1, 200, 16380]),
        tsd=st.sampled_from([0, 1, 16384, -1, 1 << 40]), headers=st.sampled_from([b"\x00", b"\x02\x02h\x021"]))
@@ -132,7 +133,7 @@ def test_encode_frame_run_writes_what_encode_run_writes(data, sep, order, limit,
         assert reference == compiled
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=content, sep=seps, n=st.sampled_from([1, 2, 3, 7, 12, 1000]))
 def test_frame_partitions_agree_with_murmur2_of_the_keys(data, sep, n):
     offsets = native.frame_text(data, len(data), sep, True)[0]

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.native import native, needs_native
 from pylog.commands import produce_input
 
@@ -14,7 +15,7 @@ pytestmark = needs_native
 line = st.binary(max_size=30).map(lambda b: b.replace(b"\n", b""))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(line, max_size=40), st.sampled_from([b":", b"\t", b"::", b"=>", b"\xff", b"ab"]))
 def test_split_key_value_agrees(lines, sep):
     assert native.split_key_value(lines, sep) == produce_input.split_key_value_py(lines, sep)

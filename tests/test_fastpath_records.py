@@ -12,6 +12,7 @@ import os
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.mutations import damage
 from support.native import FORCED_PURE as _FORCED, native, needs_native
 from pylog.core import fastpath
@@ -22,7 +23,7 @@ from pylog.storage import compaction_rules
 
 pytestmark = needs_native
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def outcome(fn, *args):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.native import drive_run, native, needs_native, printed_in_pure_python
 from pylog.core.client import runs
 from pylog.core.records.batch import decode_records, encode_headers
@@ -30,7 +31,7 @@ def drive(encode, values, keys, headers, limit, od, tsd, prefill):
                      len(vals), limit, od, prefill)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values=st.lists(item, min_size=1, max_size=60), keyed=st.booleans(), data=st.data(),
        mode=st.sampled_from(["none", "shared", "each"]), limit=st.sampled_from([1, 64, 300, 1000, 16384, 1 << 20]),
        od=st.sampled_from([0, 0, 1, 200, 16380]), tsd=st.sampled_from([0, 1, 300, 16383, 16384, -1, -70000, 1 << 40]))
@@ -102,7 +103,7 @@ class _Bytes(bytes):
     pass
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=20), st.text(max_size=3), st.builds(bytearray),
                           st.builds(_Bytes, st.binary(max_size=3))), max_size=30))
 def test_column_lengths_agree(items):

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.native import needs_native
 from pylog.core import fastpath
 from pylog.core.config import TOPIC_CONFIGS
@@ -26,7 +27,7 @@ from pylog.core.records.header import iter_headers, patch_append_fields
 from pylog.storage import Log, segment_indexes
 from pylog.storage.segment import LogSegment
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+SETTINGS = settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                             HealthCheck.function_scoped_fixture])
 NOW = 1_700_000_000_000
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.native import native
 from pylog.commands import produce_input
 from pylog.commands.consume import compile_format, format_pieces, json_line
@@ -38,7 +39,7 @@ def outcome(fn, *args):
         return type(e)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(fmt, st.lists(record, max_size=10), st.text(max_size=6), st.integers(0, 10_000))
 def test_render_format_twin_writes_the_reference_bytes(fmt_text, records, topic, partition):
     r = Renderer(format_pieces(fmt_text), "string", "string", False,
@@ -65,7 +66,7 @@ def test_render_format_twin_refuses_alike(pieces, records):
         assert outcome(native.render_format, pieces, records) is got
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(fmt, st.lists(st.tuples(st.integers(0, 50), st.integers(-2**40, 2**40), data, data,
                                st.one_of(st.just(()), st.lists(header, min_size=1, max_size=1).map(tuple))),
                      max_size=8),
@@ -120,7 +121,7 @@ def json_lines(draw):
     return line
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(st.lists(json_lines(), max_size=6))
 def test_json_key_values_twin_answers_as_the_compiled_one_and_the_reference(lines):
     got = produce_input.json_key_values_py(lines)

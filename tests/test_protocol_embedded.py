@@ -6,6 +6,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from support.examples import examples
 from support.protocol_support import from_kp, normalize, struct_strategy, to_kp
 from pylog.core.protocol.consumer_protocol import (
     ASSIGNMENT,
@@ -25,7 +26,7 @@ PEERS = {"subscription": (SUBSCRIPTION, kp_meta.ConsumerProtocolSubscription, en
 
 @pytest.mark.parametrize("kind", sorted(PEERS))
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_consumer_protocol_round_trip_and_peer(kind, version, data):
     schema, kp_cls, encode, decode = PEERS[kind]

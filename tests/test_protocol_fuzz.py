@@ -8,6 +8,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from support.examples import examples
 from support.protocol_support import struct_strategy
 from pylog.core.protocol import (
     SCHEMAS,
@@ -66,20 +67,20 @@ def mutated_frames(draw):
     return bytes(frame)
 
 
-@settings(max_examples=800, deadline=5000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(800), deadline=5000, suppress_health_check=list(HealthCheck))
 @given(frame=mutated_frames())
 def test_mutated_frames(frame):
     check(frame)
 
 
-@settings(max_examples=300, deadline=5000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=5000, suppress_health_check=list(HealthCheck))
 @given(key_version=st.sampled_from(PAIRS), tail=st.binary(max_size=64))
 def test_random_bodies_after_a_valid_header(key_version, tail):
     key, version = key_version
     check(struct.pack(">hhi", key, version, 3) + b"\x00\x01c" + tail)
 
 
-@settings(max_examples=300, deadline=5000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=5000, suppress_health_check=list(HealthCheck))
 @given(frame=st.binary(max_size=64))
 def test_random_bytes(frame):
     check(frame)
@@ -143,7 +144,7 @@ def mutated_responses(draw):
     return key, version, bytes(frame)
 
 
-@settings(max_examples=400, deadline=5000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(400), deadline=5000, suppress_health_check=list(HealthCheck))
 @given(case=mutated_responses())
 def test_mutated_responses_raise_only_invalid_request(case):
     from pylog.core.protocol import decode_response

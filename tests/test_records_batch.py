@@ -8,6 +8,8 @@ from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
+
 from pylog.core.records import (
     ABORT,
     COMMIT,
@@ -51,7 +53,7 @@ def build(params, recs, **extra):
     return b.build()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(params=batch_params, recs=records)
 def test_round_trip(params, recs):
     raw = build(params, recs)
@@ -82,7 +84,7 @@ def test_round_trip(params, recs):
         assert record_sequence(batch.header, got[-1]) == (params["base_sequence"] + len(recs) - 1) % 2**31
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(recs=records)
 def test_uncompressed_layout_is_exact(recs):
     """Bytes after the header are exactly the concatenated records, and the CRC covers 21..end."""
@@ -165,7 +167,7 @@ def test_reader_at_a_position_of_a_larger_buffer():
     assert bytes(second.raw) == two.build()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     kind=st.sampled_from([COMMIT, ABORT]),
     pid=st.integers(0, 2**62),

@@ -11,6 +11,8 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
+
 from pylog.core.records import compression as c
 from pylog.core.records.errors import CorruptCompressedError, UnknownCodecError
 
@@ -18,7 +20,7 @@ CODECS = [0, 1, 2, 3, 4]
 SAMPLE = b"".join(b"record %d of the sample payload; " % i for i in range(5000))  # ~170 KB
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(codec=st.sampled_from(CODECS), data=st.binary(max_size=3000))
 def test_round_trip(codec, data):
     assert c.decompress(codec, c.compress(codec, data)) == data

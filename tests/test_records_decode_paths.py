@@ -7,6 +7,8 @@ through the generic decoder, so comparing the two inputs compares the two paths.
 """
 from hypothesis import given, settings, strategies as st
 
+from support.examples import examples
+
 from pylog.core.records import BatchBuilder, RecordBatch
 from pylog.core.records.batch import decode_records
 from pylog.core.records.errors import CorruptRecordError
@@ -60,14 +62,14 @@ def build_records(spec) -> bytes:
     return bytes(RecordBatch(b.build()).records_data())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(layouts)
 def test_fast_and_generic_paths_agree_on_valid_batches(spec):
     kind, records = both_paths(build_records(spec))
     assert kind == "ok" and len(records) == spec["count"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(layouts, st.lists(st.tuples(st.integers(0, 2**31), st.integers(0, 255)), min_size=1, max_size=3),
        st.one_of(st.none(), st.integers(0, 2**31)))
 def test_fast_and_generic_paths_agree_on_damaged_batches(spec, flips, cut):

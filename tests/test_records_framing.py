@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
+
+from support.examples import examples
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from pylog.core.records.framing import InvalidRecordFraming, check_records
@@ -20,7 +22,7 @@ def peer_records(recs) -> bytes:
     return bytes(b.build()[61:])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(record, min_size=1, max_size=40), st.integers(0, 2))
 def test_accepts_what_kafka_python_writes_and_rejects_cuts(recs, repeat):
     recs = recs * (1 + repeat * 40)  # long runs of one framing as well as mixed ones

@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
+
 from pylog.core.records import (
     BatchBuilder,
     LegacyBatch,
@@ -27,7 +29,7 @@ recs = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(magic=st.sampled_from([0, 1]), codec=st.sampled_from([0, 1, 2, 3]), ts_type=st.sampled_from([0, 1]),
        base=st.integers(0, 2**40), recs=recs)
 def test_round_trip(magic, codec, ts_type, base, recs):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from support.examples import examples
 from kafka import codec as kafka_codec
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
@@ -46,7 +48,7 @@ def _kafka_builder(codec, transactional=False, pid=-1, epoch=-1, seq=-1):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(recs=recs_v2, txn=st.booleans(), pid=st.integers(-1, 2**40), seq=st.integers(-1, 2**30))
 def test_pylog_built_read_by_kafka_python(codec, recs, txn, pid, seq):
     b = BatchBuilder(codec=codec, is_transactional=txn, producer_id=pid, producer_epoch=3, base_sequence=seq, base_offset=0)
@@ -64,7 +66,7 @@ def test_pylog_built_read_by_kafka_python(codec, recs, txn, pid, seq):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(recs=recs_v2, txn=st.booleans(), pid=st.integers(-1, 2**40), seq=st.integers(-1, 2**30))
 def test_kafka_python_built_read_by_pylog(codec, recs, txn, pid, seq):
     kb = _kafka_builder(codec, txn, pid, 3, seq)
@@ -101,7 +103,7 @@ def test_compressible_batches_both_ways(codec):
     assert [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in batch] == expected
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(recs=recs_v2, txn=st.booleans(), pid=st.integers(-1, 2**40), seq=st.integers(-1, 2**30))
 def test_uncompressed_batches_are_byte_identical(recs, txn, pid, seq):
     ours = BatchBuilder(is_transactional=txn, producer_id=pid, producer_epoch=2, base_sequence=seq,
@@ -151,7 +153,7 @@ def _legacy_combos():
 
 
 @pytest.mark.parametrize("magic,codec", list(_legacy_combos()))
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(recs=recs_legacy)
 def test_legacy_pylog_built_read_by_kafka_python(magic, codec, recs):
     lb = LegacyBuilder(magic, codec, base_offset=0)
@@ -167,7 +169,7 @@ def test_legacy_pylog_built_read_by_kafka_python(magic, codec, recs):
 
 
 @pytest.mark.parametrize("magic,codec", list(_legacy_combos()))
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(recs=recs_legacy, base=st.integers(0, 2**40))
 def test_legacy_kafka_python_built_read_by_pylog(magic, codec, recs, base):
     kb = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 30)

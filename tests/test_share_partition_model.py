@@ -16,6 +16,8 @@ import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from support.examples import examples
+
 from pylog.broker.groups.share import partition as spm
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records import BatchBuilder
@@ -173,5 +175,5 @@ class SharePartitionModel(RuleBasedStateMachine):
                 assert m[0] in (spm.ACKNOWLEDGED, spm.ARCHIVED), (off, m, sp.start)
 
 
-SharePartitionModel.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+SharePartitionModel.TestCase.settings = settings(max_examples=examples(150), stateful_step_count=40, deadline=None)
 TestSharePartitionModel = SharePartitionModel.TestCase

@@ -4,6 +4,8 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from support.examples import examples
+
 from pylog.storage.index_file import CorruptIndexError, IndexFullError, InvalidIndexEntryError
 from pylog.storage.offset_index import OffsetIndex
 from pylog.storage.time_index import TimeIndex
@@ -69,7 +71,7 @@ def test_offset_index_sanity(tmp_path):
         OffsetIndex(p3, 7, 64).sanity_check(log_size=100)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(1, 1000), min_size=0, max_size=3000), st.integers(-5, 400000))
 def test_offset_index_lookup_matches_linear_scan(tmp_path_factory, gaps, target):
     d = tmp_path_factory.mktemp("oi")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from support.examples import examples
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pylog.core.protocol import API_NAMES, SCHEMAS
@@ -113,7 +114,7 @@ def for_each_case(cases: list, max_examples: int):
     """Run the decorated test(case, data) once per case, with a hypothesis `data` to draw from."""
     def wrap(test):
         test = given(data=st.data())(test)
-        test = settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))(test)
+        test = settings(max_examples=examples(max_examples), deadline=None, suppress_health_check=list(HealthCheck))(test)
         return pytest.mark.parametrize("case", cases, ids=list(map(case_id, cases)))(test)
     return wrap
 
