@@ -12,7 +12,7 @@ import socket
 import pytest
 
 from support.broker_fixtures import BrokerProcess, call, recv_frame
-from support.cgroup_members import FAST, create_topic
+from support.cgroup_members import FAST, create_topic, wait_coordinator_knows
 from support.waiting import wait_until
 
 FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, DESCRIBE_GROUPS, LIST_GROUPS, CG_HEARTBEAT, CG_DESCRIBE = 10, 11, 14, 12, 15, 16, 68, 69
@@ -43,6 +43,7 @@ def test_consumer_member_joins_a_classic_group_mid_rebalance(peer):
 
     topic, group = "midreb2", "mid-rebalance-848"
     create_topic(peer, topic, 2)
+    wait_coordinator_knows(peer, group, topic, 2)
     meta = cp.encode_subscription({"topics": [topic], "user_data": None, "owned_partitions": [],
                                    "generation_id": -1, "rack_id": None})
     join = {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000, "member_id": "",

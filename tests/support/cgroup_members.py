@@ -36,6 +36,54 @@ def create_topic(b, name, partitions):
     wait_until(served, 60, f"topic {name} in the broker's metadata")
 
 
+def _offsets_partition(group: str, partitions: int = 50) -> int:
+    """The __consumer_offsets partition Kafka gives `group`: Java's String.hashCode, made
+    non-negative as Kafka's Utils.abs does, modulo the partition count."""
+    h, units = 0, group.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def wait_coordinator_knows(b, group, topic, partitions):
+    """Wait until the coordinator shard of `group` assigns `topic`'s partitions.
+
+    Kafka's broker serves a new topic in Metadata before each group-coordinator shard has the
+    metadata image with it, and a shard upgrading a classic group keeps only assigned partitions
+    of topics in its image. A throwaway KIP-848 member, in a group on the same shard, is assigned
+    the topic only once that shard knows it."""
+    from support.waiting import wait_until
+
+    import socket
+
+    shard = _offsets_partition(group)
+    probes = (f"{group}-probe-{i}" for i in range(10**6))
+    s = socket.create_connection(("127.0.0.1", b.port), timeout=30)  # a KafkaNode has no .host
+    try:
+        # Kafka creates __consumer_offsets when a coordinator is first looked up
+        wait_until(lambda: call(s, 10, 4, {"key_type": 0, "coordinator_keys": [group]})[
+            "coordinators"][0]["error_code"] == 0, 60, "the group coordinator", step=0.2)
+
+        def assigned():
+            probe = next(g for g in probes if _offsets_partition(g) == shard)
+            r = call(s, 68, 0, {"group_id": probe, "member_id": "", "member_epoch": 0, "instance_id": None,
+                                "rack_id": None, "rebalance_timeout_ms": 30000,
+                                "subscribed_topic_names": [topic], "subscribed_topic_regex": None,
+                                "server_assignor": None, "topic_partitions": []})
+            if r["error_code"] != 0:
+                return False
+            got = sum(len(t["partitions"]) for t in (r["assignment"] or {}).get("topic_partitions", []))
+            call(s, 68, 0, {"group_id": probe, "member_id": r["member_id"], "member_epoch": -1,
+                            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": -1,
+                            "subscribed_topic_names": None, "subscribed_topic_regex": None,
+                            "server_assignor": None, "topic_partitions": None})
+            return got == partitions
+        wait_until(assigned, 60, f"the coordinator of {group} to know topic {topic}", step=0.2)
+    finally:
+        s.close()
+
+
 def produce(b, topic, partitions, per_partition, tag="v"):
     from confluent_kafka import Producer
 
