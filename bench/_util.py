@@ -88,3 +88,38 @@ def compare_implementations(name: str, argv: list, figures: dict) -> None:
         fmt = (lambda v: f"{v:,.2f}") if abs(value) < 100 else (lambda v: f"{v:,.0f}")
         table.add_row(label, fmt(p) if p is not None else "-", fmt(value), gain)
     Console().print(table)
+
+
+def open_broker_in_process(prefix: str):
+    """A Broker on a temporary log dir with its whole handler table in place and its services
+    started, driven by calling `dispatch` directly (no socket); run inside an event loop.
+    Works on older trees too (`--compare-with`): the broker before its folders, before the
+    handler table, before the start gate."""
+    import asyncio
+    import tempfile
+
+    try:
+        from pylog.broker.node.broker import Broker
+        from pylog.broker.node.settings import build_settings
+    except ModuleNotFoundError:  # the broker before its folders
+        from pylog.broker.broker import Broker
+        from pylog.broker.settings import build_settings
+
+    b = Broker(build_settings({}, {}, (tempfile.mkdtemp(prefix=prefix),), "127.0.0.1:0"))
+    b.open_storage()
+    b.loop = asyncio.get_running_loop()
+    if hasattr(b, "register_apis"):  # the broker before the handler table
+        b.register_apis()
+    else:
+        try:  # the handler table in two parts: the rest loads while the first requests are answered
+            from pylog.broker.api.handlers import the_rest
+        except ImportError:
+            the_rest = None
+        if the_rest is not None:
+            b.handlers.update((h.key, h) for h in the_rest())
+        b._start_services()
+        gate = getattr(b, "_gate", None)
+        if gate is not None:  # what serve() does once every handler is in place
+            gate.open(b.dispatch)
+    b.settings.advertised_port = 9092
+    return b

@@ -19,8 +19,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench._util import open_broker_in_process
 import timeit
 
 
@@ -66,31 +67,9 @@ def _frames() -> dict:
 
 
 async def _measure(repeats: int, faults: str | None = None) -> dict:
-    try:
-        from pylog.broker.node.broker import Broker
-        from pylog.broker.node.settings import build_settings
-    except ModuleNotFoundError:  # the broker before its folders (--compare-with an older tree)
-        from pylog.broker.broker import Broker
-        from pylog.broker.settings import build_settings
     from pylog.core.protocol import encode_request
 
-    b = Broker(build_settings({}, {}, (tempfile.mkdtemp(prefix="pylog-bench-dispatch-"),), "127.0.0.1:0"))
-    b.open_storage()
-    b.loop = asyncio.get_running_loop()
-    if hasattr(b, "register_apis"):  # the broker before the handler table
-        b.register_apis()
-    else:
-        try:  # the handler table in two parts: the rest loads while the first requests are answered
-            from pylog.broker.api.handlers import the_rest
-        except ImportError:
-            the_rest = None
-        if the_rest is not None:
-            b.handlers.update((h.key, h) for h in the_rest())
-        b._start_services()
-        gate = getattr(b, "_gate", None)
-        if gate is not None:  # what serve() does once every handler is in place
-            gate.open(b.dispatch)
-    b.settings.advertised_port = 9092
+    b = open_broker_in_process("pylog-bench-dispatch-")
     if faults:
         from pylog.broker.ops.request_faults import load_rules_file
 

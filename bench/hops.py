@@ -19,8 +19,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench._util import open_broker_in_process
 
 CHAIN = ("dispatch", "produce", "append_as_leader", "_write")
 
@@ -44,20 +45,10 @@ class _Conn:
 
 
 async def _measure(version: int) -> dict:
-    try:
-        from pylog.broker.node.broker import Broker
-        from pylog.broker.node.settings import build_settings
-    except ModuleNotFoundError:  # the broker before its folders
-        from pylog.broker.broker import Broker
-        from pylog.broker.settings import build_settings
     from pylog.core.protocol import encode_request
     from pylog.core.records.batch import build_batch
 
-    b = Broker(build_settings({}, {}, (tempfile.mkdtemp(prefix="pylog-bench-hops-"),), "127.0.0.1:0"))
-    b.open_storage()
-    b.loop = asyncio.get_running_loop()
-    b._start_services()
-    b.settings.advertised_port = 9092
+    b = open_broker_in_process("pylog-bench-hops-")
     b.logs.create_topic("t", 1, None)
     topic = {"name": "t", "partition_data": [{"index": 0, "records": build_batch(
         [(int(time.time() * 1000), None, b"v" * 100)] * 10)}]}
@@ -66,9 +57,16 @@ async def _measure(version: int) -> dict:
     frame = encode_request(0, version, 1, "c", {"transactional_id": None, "acks": 1, "timeout_ms": 1000,
                                                 "topic_data": [topic]})
     body = bytearray(bytes(frame[4:]))
-    steps, reads, done = [], [0], []
+    steps, reads, done, depth = [], [0], [], []
 
     def hook(frame, event, arg):
+        if event == "c_call" and not depth and getattr(arg, "__name__", "") in ("pwrite", "write", "writev"):
+            chain, f = [], frame  # the frames from dispatch down to the one writing the segment
+            while f is not None and f.f_code.co_name != "dispatch":
+                chain.append(f"{os.path.basename(f.f_code.co_filename)}:{f.f_code.co_name}")
+                f = f.f_back
+            if f is not None:
+                depth.extend(["dispatch", *reversed(chain)])
         if done:
             return
         caller = frame.f_back
@@ -89,7 +87,7 @@ async def _measure(version: int) -> dict:
         for c in getattr(b, "coordinators", None) or ():
             c.stop()
         b.logs.shutdown()
-    return {"steps": steps, "header_reads": reads[0]}
+    return {"steps": steps, "header_reads": reads[0], "stack": depth}
 
 
 def child(version: int) -> None:
@@ -125,4 +123,7 @@ def main(argv: list[str]) -> int:
                   f"{len(r['steps'])} from dispatch), {r['header_reads']} reads of a batch header before storage")
             for s in r["steps"]:
                 print("    " + s)
+            if r.get("stack"):
+                print(f"  the stack at the disk write: {len(r['stack']) + 2} frames deep (2 in net/ + "
+                      f"{' -> '.join(r['stack'])})")
     return 0
