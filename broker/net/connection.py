@@ -10,7 +10,7 @@ import socket
 import ssl
 import struct
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 log = logging.getLogger("pylog.broker")
 
@@ -69,8 +69,7 @@ class ConnectionOwner(Protocol):
     limits: Any  # net.conn_limits.ConnectionLimits or None
     max_request_bytes: int
     connections: set
-
-    def dispatch(self, conn: Connection, frame: bytearray) -> None: ...
+    dispatch: Callable[[Connection, bytearray], None]  # where each request frame goes
 
 
 class Connection:
