@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import ast
+import asyncio
+import functools
 import inspect
 import textwrap
 import types
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from pylog.broker.api.context import RequestContext
 from pylog.broker.api.handlers import HANDLERS
-from pylog.broker.api.views import FAMILY_VIEWS
+from pylog.broker.api.views import FAMILY_VIEWS, HANDLER_VIEWS
 from pylog.broker.net.server import Connection
 from pylog.broker.node import broker as broker_module
 from pylog.testing import EmbeddedBroker
@@ -298,6 +300,122 @@ def test_the_broker_holder_checks_catch_what_they_name():
     src = ("class Broker:\n    def serve(self):\n        self.a = GroupCoordinator(self)\n"
            "        self.b = LogDirMonitor(self.partitions, lambda: self.stopping)\n        make_service(self)\n")
     assert built_with_the_broker(src) == {"GroupCoordinator"}
+    src += ("        self.c = Monitor(self.state.is_stopping, self.halt)\n"
+            "        self.d = Partial(functools.partial(self.features.level, 'x'))\n"
+            "    def halt(self, reason):\n        pass\n")
+    assert broker_callbacks(src) == {"LogDirMonitor: lambda: self.stopping", "Monitor: self.halt"}
+
+
+def broker_callbacks(source: str | None = None) -> set[str]:
+    """The Broker's own methods, and lambdas reading the Broker, that it gives to the classes it
+    builds (`X(..., self.halt)`, `X(..., lambda: self.stopping)`): a way back into the Broker."""
+    tree = parse(source if source is not None else Path(broker_module.__file__).read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Broker")
+    methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def back(a) -> bool:
+        if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "self":
+            return a.attr in methods
+        return isinstance(a, ast.Lambda) and any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(a))
+
+    return {f"{n.func.id}: {ast.unparse(a)}" for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name) and n.func.id[:1].isupper()
+            for a in [*n.args, *(k.value for k in n.keywords)] if back(a)}
+
+
+def test_the_broker_gives_no_component_a_way_back_to_itself():
+    """Components get the node's run state (`state.is_stopping`, `state.halt`), the features, the
+    log manager's refresh: never a method of the Broker or a lambda over it."""
+    assert broker_callbacks() == set()
+
+
+# ---------------------------------------------------------------- nothing leads back to the Broker
+# the Broker's attributes that are node-wide views (they read the whole node), and the event loop
+NODE_WIDE = {"metrics", "schema_registry", "console", "loop"}
+
+
+def _refs(obj):
+    """What an object refers to, as the walk follows it: its attributes (dict and slots), a bound
+    method's object, a partial's function and arguments, a function's closure, a container's items;
+    never a module's or a function's globals, a class, the event loop or a future."""
+    if isinstance(obj, dict):
+        return [*obj.keys(), *obj.values()]
+    if isinstance(obj, (list, tuple, set, frozenset)) or type(obj).__name__ == "deque":
+        return list(obj)
+    if isinstance(obj, (types.ModuleType, type, asyncio.AbstractEventLoop, asyncio.Future, str, bytes, bytearray,
+                        memoryview, int, float)):
+        return []
+    if isinstance(obj, types.MethodType):
+        return [obj.__self__]
+    if isinstance(obj, functools.partial):
+        return [obj.func, *obj.args, *obj.keywords.values()]
+    if isinstance(obj, types.FunctionType):
+        return [c.cell_contents for c in obj.__closure__ or () if c.cell_contents is not None] \
+            if all(_filled(c) for c in obj.__closure__ or ()) else []
+    out = list(getattr(obj, "__dict__", {}).values())
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if isinstance(name, str) and hasattr(obj, name) and not name.startswith("__"):
+                out.append(getattr(obj, name))
+    return out
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def path_to(target, roots: dict, limit: int = 500_000) -> str | None:
+    """How `target` is reached from one of `roots` (name -> object), or None."""
+    seen, queue = {id(target)}, [(r, name) for name, r in roots.items()]
+    for obj, _ in queue:
+        seen.add(id(obj))
+    i = 0
+    while i < len(queue) and i < limit:
+        obj, where = queue[i]
+        i += 1
+        for ref in _refs(obj):
+            if ref is target:
+                return f"{where} -> the Broker"
+            if id(ref) not in seen and ref is not None:
+                seen.add(id(ref))
+                queue.append((ref, f"{where} -> {type(ref).__name__}"))
+    return None
+
+
+def test_no_handler_or_component_can_reach_the_broker(tmp_path):
+    """Each handler is called with its family's view (a plain object of api/views.py), and from
+    no view, the dispatcher or any component (walking attributes, bound methods, partials and
+    closures) is the Broker reached; only the node-wide views read it."""
+    with EmbeddedBroker(tmp_path / "data", settings={"metrics.listener": "http://127.0.0.1:0",
+                                                     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                                     "allow.everyone.if.no.acl.found": "true"}) as eb:
+        b = eb.broker
+        routes = b.dispatcher.routes
+        assert set(routes) == {h.key for h in HANDLERS}
+        wrong = {h.schema.name: type(node).__name__ for h, node in routes.values()
+                 if type(node) is not HANDLER_VIEWS[h.family]}
+        assert not wrong, f"handlers given another object than their family's view: {wrong}"
+        roots = {f"Broker.{k}": v for k, v in vars(b).items() if k not in NODE_WIDE}
+        roots.update({f"the {h.schema.name} handler's view": node for h, node in routes.values()})
+        assert path_to(b, roots) is None, path_to(b, roots)
+
+
+def test_the_walk_finds_the_broker_behind_a_lambda_a_method_or_a_partial():
+    class Node:
+        def method(self):
+            return self
+
+    node = Node()
+    holder = types.SimpleNamespace(slot=None)
+    for way in (lambda: node, node.method, functools.partial(print, node), [{"k": (node,)}]):
+        holder.slot = way
+        assert path_to(node, {"holder": holder}) is not None, way
+    holder.slot = functools.partial(print, "nothing")
+    assert path_to(node, {"holder": holder}) is None
 
 
 # ---------------------------------------------------------------- raw error numbers

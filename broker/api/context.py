@@ -1,6 +1,7 @@
 """What every request handler gets and shares: the request context, error mapping, mirrored answers.
 
-A handler is a module-level function `handle(broker, ctx, body)` returning the
+A handler is a module-level function `handle(node, ctx, body)` (`node`: its family's view,
+api/views.py) returning the
 response body (a dict), an awaitable of one (long polls, rebalances), or None
 (no response: acks=0 produce). Its error builder `error(body, version, code,
 message)` answers a request that fails as a whole (an unsupported version, an
@@ -9,7 +10,6 @@ request names. handlers.py registers both in the broker's one table.
 """
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Protocol, Union
 
 from pylog.broker.net.connection import Connection
@@ -40,8 +40,9 @@ ErrorBuilder = Callable[[dict, int, int, Union[str, None]], dict]
 
 
 class NodeView(Protocol):
-    """What handlers see of the node (node.broker.Broker is one): its components and the few
-    node-wide answers, declared here so that no handler imports the Broker."""
+    """What the node-wide views (ops/metrics.py, ops/admin_http.py: status, /metrics, /faults)
+    read of the node (node.broker.Broker is one), declared here so that they do not import the
+    Broker. Handlers are given narrower views, built as objects (api/views.py)."""
 
     node_id: int
     cluster_id: str
@@ -63,14 +64,7 @@ class NodeView(Protocol):
     servers: list
     stopping: bool
 
-    def advertised_for(self, conn: Connection) -> tuple[str, int]: ...
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
-    def leader_epoch(self, log_) -> int: ...
-    def wake(self, topic: str, partition: int) -> None: ...
-    def wake_topic(self, topic: str) -> None: ...
-    def wait_for_append(self, *args, **kwargs) -> Any: ...
     def api_version_ranges(self) -> list[dict]: ...
-    def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None: ...
 
 
 class RequestContext(NamedTuple):

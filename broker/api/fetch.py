@@ -146,7 +146,7 @@ def fetch(broker: PartitionLogView, ctx: RequestContext, body: dict):
     min_bytes = min(body["min_bytes"], max_bytes)
     max_wait = body["max_wait_ms"]
     responses, total, errors = _read_all(broker, req)
-    if total >= min_bytes or max_wait <= 0 or errors or not responses or broker.stopping:
+    if total >= min_bytes or max_wait <= 0 or errors or not responses or broker.state.stopping:
         return _fetch_answer(broker, responses)
     keys = [(t["topic"], p["partition_index"]) for t in responses for p in t["partitions"]]
     return _long_poll(broker, req, keys, min_bytes, max_wait)
@@ -156,7 +156,7 @@ async def _long_poll(broker: PartitionLogView, req: _FetchRequest, keys: list, m
     deadline = broker.loop.time() + max_wait_ms / 1000.0
     while True:
         left = deadline - broker.loop.time()
-        if left <= 0 or broker.stopping:
+        if left <= 0 or broker.state.stopping:
             break
         await broker.wait_for_append(keys, left)
         resps, got, errs = _read_all(broker, req)

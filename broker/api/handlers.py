@@ -32,11 +32,13 @@ from pylog.core.protocol.apis import (
 
 @dataclass(frozen=True)
 class Handler:
-    """One served API: its schema, `handle(broker, ctx, body)` and `error(body, version, code, msg)`."""
+    """One served API: its schema, `handle(node, ctx, body)` and `error(body, version, code, msg)`;
+    `node` is the view of the node its family is given (api/views.py, HANDLER_VIEWS by `family`)."""
 
     schema: Api
     handle: Callable[..., Response]
     error: ErrorBuilder
+    family: str = ""  # the handler module's name: produce, fetch, groups, ..., sasl
     # ApiVersions may list an older floor than is served: Kafka 4 lists Produce from v0 and
     # serves v3+ (KAFKA-18659; librdkafka before 2.10 compresses only when v0 is listed)
     advertised_min_version: int | None = None
@@ -67,15 +69,15 @@ def served(module, *schemas: Api, feature: str | None = None, **options) -> tupl
             error = partition_error_answer(schema.facts.partitions)
         if feature is not None:
             handle = _gated(handle, error, feature)
-        out.append(Handler(schema, handle, error, **options))
+        out.append(Handler(schema, handle, error, getattr(module, "__name__", "").rpartition(".")[2], **options))
     return tuple(out)
 
 
 def _gated(handle, error: ErrorBuilder, feature: str):
-    def gated(broker, ctx, body):
-        if broker.features.level(feature) == 0:
+    def gated(node, ctx, body):
+        if node.features.level(feature) == 0:
             return error(body, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION, None)
-        return handle(broker, ctx, body)
+        return handle(node, ctx, body)
     return gated
 
 

@@ -240,14 +240,14 @@ def share_fetch(broker: ShareView, ctx: RequestContext, body: dict):
         total = _acquire_all(broker, gid, mid, list(session.parts), body, entries, changed)
         if _persist(broker, changed):
             return share_fetch_error(body, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE, "state not persisted")
-    if total or body["max_wait_ms"] <= 0 or not session.parts or broker.stopping:
+    if total or body["max_wait_ms"] <= 0 or not session.parts or broker.state.stopping:
         return _fetch_answer(broker, gid, entries, order)
     return _long_poll(broker, gid, mid, session, body, entries, order)
 
 
 async def _answer_later(broker: ShareView, wait_ms: int, answer: dict) -> dict:
     deadline = broker.loop.time() + wait_ms / 1000.0
-    while not broker.stopping and broker.loop.time() < deadline:
+    while not broker.state.stopping and broker.loop.time() < deadline:
         await asyncio.sleep(min(0.1, deadline - broker.loop.time()))
     return answer
 
@@ -256,7 +256,7 @@ async def _long_poll(broker: ShareView, gid: str, mid: str, session, body: dict,
     deadline = broker.loop.time() + body["max_wait_ms"] / 1000.0
     while True:
         left = deadline - broker.loop.time()
-        if left <= 0 or broker.stopping or broker.share_coordinator.current_session(gid, mid) is not session:
+        if left <= 0 or broker.state.stopping or broker.share_coordinator.current_session(gid, mid) is not session:
             break
         keys = []
         for tid, idx in session.parts:

@@ -9,15 +9,24 @@ gets its topic's id back.
 """
 from __future__ import annotations
 
-from typing import Callable
+import uuid
+from typing import Any, Callable, Protocol
 
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import SCHEMAS, ZERO_UUID
 from pylog.core.protocol.facts import Partitions
-from pylog.broker.api.context import NodeView
 
 
 UNKNOWN = ErrorCode.UNKNOWN_TOPIC_ID
+
+
+class TopicLookup(Protocol):
+    """What resolution reads of the node: the topic of an id, and the topics by name
+    (common.partition_logs.PartitionLogs is one)."""
+
+    logs: Any  # storage.LogManager: .topics, name -> its TopicInfo
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
 
 # api key -> its topics' shape, for the APIs whose requests name topics by id only from some version
 # on (the request facts declared with each schema)
@@ -30,11 +39,11 @@ BY_ID = by_id_of(SCHEMAS)
 FIRST_ID_VERSION = {k: shape.ids_from for k, shape in BY_ID.items()}
 
 
-def _split(broker: NodeView, topics: list) -> tuple[list, list]:
+def _split(lookup: TopicLookup, topics: list) -> tuple[list, list]:
     """(known topics with their names filled in, topics whose id no topic has)."""
     known, unknown = [], []
     for t in topics or ():
-        info = broker.topic_by_id(t.get("topic_id") or ZERO_UUID)
+        info = lookup.topic_by_id(t.get("topic_id") or ZERO_UUID)
         if info is None:
             unknown.append(t)
         else:
@@ -42,18 +51,18 @@ def _split(broker: NodeView, topics: list) -> tuple[list, list]:
     return known, unknown
 
 
-def resolve(broker: NodeView, api_key: int, version: int, body: dict) -> tuple[dict, Callable[[dict], dict] | None]:
+def resolve(lookup: TopicLookup, api_key: int, version: int, body: dict) -> tuple[dict, Callable[[dict], dict] | None]:
     """(the body with names for ids, a function that completes the response) or (body, None)
     when this request does not name topics by id."""
     first = FIRST_ID_VERSION.get(api_key)
     if first is None or version < first:
         return body, None
-    ids = _ids_by_name(broker)
+    ids = _ids_by_name(lookup)
     shape = BY_ID[api_key]
     if shape.within is not None:  # topics inside each group (OffsetFetch v8+)
-        return _resolve_within(broker, shape, body, ids)
+        return _resolve_within(lookup, shape, body, ids)
     list_key, out_key = shape.req_topics, shape.resp_topics
-    known, unknown = _split(broker, body.get(list_key))
+    known, unknown = _split(lookup, body.get(list_key))
     body = dict(body, **{list_key: known})
 
     def complete(result: dict) -> dict:
@@ -64,7 +73,7 @@ def resolve(broker: NodeView, api_key: int, version: int, body: dict) -> tuple[d
     return body, complete
 
 
-def _resolve_within(broker: NodeView, shape: Partitions, body: dict, ids) -> tuple[dict, Callable[[dict], dict]]:
+def _resolve_within(lookup: TopicLookup, shape: Partitions, body: dict, ids) -> tuple[dict, Callable[[dict], dict]]:
     outer, group_key = shape.within, "group_id"
     unknown_by_group = {}
     groups = []
@@ -72,7 +81,7 @@ def _resolve_within(broker: NodeView, shape: Partitions, body: dict, ids) -> tup
         if g.get(shape.req_topics) is None:
             groups.append(g)
             continue
-        known, unknown = _split(broker, g[shape.req_topics])
+        known, unknown = _split(lookup, g[shape.req_topics])
         unknown_by_group[g[group_key]] = unknown
         groups.append(dict(g, **{shape.req_topics: known}))
     body = dict(body, **{outer: groups})
@@ -92,9 +101,9 @@ def _unknown(shape: Partitions, t: dict) -> dict:
     return shape.error_topic(t, UNKNOWN, name="")
 
 
-def _ids_by_name(broker: NodeView) -> Callable[[str], object]:
+def _ids_by_name(lookup: TopicLookup) -> Callable[[str], object]:
     def id_of(name):
-        info = broker.logs.topics.get(name) if name else None
+        info = lookup.logs.topics.get(name) if name else None
         return info.topic_id if info is not None else ZERO_UUID
     return id_of
 

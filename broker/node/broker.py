@@ -21,13 +21,17 @@ checkpoints, producer snapshots and the clean-shutdown marker.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import uuid
 from typing import TYPE_CHECKING
 
 from pylog.broker.api.fetch_waiters import FetchWaiters
-from pylog.broker.api.context import RequestContext
 from pylog.broker.api.handlers import FIRST, SERVED, Handler, the_rest
+from pylog.broker.api.views import (
+    AdminView, GroupView, MetadataView, PartitionLogView, ProduceView, SaslView, SecurityView, ShareView, TxnView,
+    View,
+)
+from pylog.broker.common.node_state import NodeState
 from pylog.broker.dispatch import Dispatcher
 from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
 from pylog.broker.ops.metrics import BrokerStats
@@ -60,6 +64,10 @@ if TYPE_CHECKING:
     from pylog.registry.service import SchemaRegistryService
 
 log = logging.getLogger("pylog.broker")
+
+
+def _no_logs_yet() -> None:
+    """The dynamic configs' topic refresh before the logs are open (they open with its values)."""
 
 
 class Broker:
@@ -99,7 +107,7 @@ class Broker:
         self.dir_health: LogDirMonitor | None = None  # full and offline log dirs
         self.dynamic_configs: DynamicBrokerConfigs | None = None
         self.features: FinalizedFeatures | None = None  # transaction.version, share.version (KIP-584)
-        self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
+        self.state = NodeState()  # stopping, and why it halted: shared with what must know
         # requests: the dispatcher, built once the logs and the authorizer are open
         self.dispatcher: Dispatcher | None = None
         self._api_keys = [{"api_key": k, "min_version": low, "max_version": protocol.SCHEMAS[k].max_version}
@@ -109,18 +117,18 @@ class Broker:
         cfg = self.config
         self.faults = FaultEngine(frozenset(SERVED), self.stats,
                                   enabled=bool(cfg.get("faults.enable") or cfg.get("faults.file")))
-        self._stop_event: asyncio.Event | None = None
-        self._stopping = False
+        # what each family of handlers is given (api/views.py), by family; built as its parts exist
+        self.views: dict[str, View] = {}
 
     # ---- start-up --------------------------------------------------------
     def open_storage(self):
         """Steps 1-2: the log manager (with recovery) and the producer-id allocator."""
 
         # dynamic broker configs (kafka-configs --entity-type brokers) apply before the logs open
-        self.dynamic_configs = DynamicBrokerConfigs(self.settings.log_dirs[0], self.config,
-                                                    self._refresh_topic_configs)
+        self.dynamic_configs = DynamicBrokerConfigs(self.settings.log_dirs[0], self.config, _no_logs_yet)
         self.dynamic_configs.load()
         self.logs = LogManager(list(self.settings.log_dirs), self.config)
+        self.dynamic_configs.refresh_topics = self.logs.refresh_topic_defaults
         self.recovery = self.logs.startup(start_cleaner=False)
         self.partitions = PartitionLogs(self.logs, self.config, self.fetch_waiters.wake)
         metas = list(self.logs.meta.values())
@@ -140,15 +148,50 @@ class Broker:
         self.dispatcher = Dispatcher(
             gate=StartGate(frozenset(h.key for h in FIRST)), faults=self.faults, stats=self.stats,
             topics=self.partitions, authorizer=self.authorizer, quotas=self.quotas, api_keys=self._api_keys)
+        parts = self.partitions
+        api_keys = self._api_keys
+        self.views["meta"] = MetadataView(
+            node_id=self.node_id, cluster_id=self.cluster_id, config=self.config, settings=self.settings,
+            logs=self.logs, features=self.features, authorizer=self.authorizer, group_coordinator=None,
+            advertised_for=self.settings.advertised_for, api_version_ranges=lambda: api_keys,
+            topic_by_id=parts.topic_by_id, leader_epoch=parts.leader_epoch)
+        self.views["sasl"] = SaslView(respond_and_close=self.dispatcher.respond_and_close)
         self.dispatcher.add(FIRST, self._node_for)
 
-    def _node_for(self, handler: Handler):
-        """What a handler is called with."""
-        return self
+    def _node_for(self, handler: Handler) -> View:
+        """What a handler is called with: its family's view of the node."""
+        return self.views[handler.family]
 
-    def _refresh_topic_configs(self) -> None:
-        if self.logs is not None:  # at start-up the logs open with the dynamic values
-            self.logs.refresh_topic_defaults()
+    def _make_views(self) -> None:
+        """The views of the handler families served after FIRST, once the coordinators exist."""
+        parts, waiters, meta = self.partitions, self.fetch_waiters, self.views["meta"]
+        meta.group_coordinator = self.group_coordinator
+        wait = functools.partial(waiters.wait, self.loop)
+        logs_part = dict(config=self.config, logs=self.logs, loop=self.loop, stats=self.stats,
+                         dir_health=self.dir_health, state=self.state, quotas=self.quotas,
+                         topic_by_id=parts.topic_by_id, leader_epoch=parts.leader_epoch, wake=waiters.wake,
+                         wait_for_append=wait)
+        groups = GroupView(node_id=self.node_id, logs=self.logs, group_coordinator=self.group_coordinator,
+                           txn_coordinator=self.txn_coordinator, authorizer=self.authorizer,
+                           advertised_for=self.settings.advertised_for)
+        share = ShareView(node_id=self.node_id, config=self.config, logs=self.logs, loop=self.loop,
+                          share_coordinator=self.share_coordinator, features=self.features, state=self.state,
+                          topic_by_id=parts.topic_by_id, wait_for_append=wait)
+        admin = AdminView(node_id=self.node_id, cluster_id=self.cluster_id, config=self.config,
+                          settings=self.settings, logs=self.logs, dynamic_configs=self.dynamic_configs,
+                          authorizer=self.authorizer, group_coordinator=self.group_coordinator, quotas=self.quotas,
+                          topic_by_id=parts.topic_by_id, wake_topic=waiters.wake_topic)
+        security = SecurityView(authorizer=self.authorizer, security=self.security, tokens=self.tokens,
+                                quotas=self.quotas)
+        self.views.update(
+            produce=ProduceView(**logs_part, txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids),
+            fetch=PartitionLogView(**logs_part),
+            groups=groups, consumer_groups=groups, streams_groups=groups,
+            txn=TxnView(logs=self.logs, txn_coordinator=self.txn_coordinator,
+                        group_coordinator=self.group_coordinator, authorizer=self.authorizer,
+                        leader_epoch=parts.leader_epoch, wake=waiters.wake),
+            share=share, share_admin=share, share_state=share, cluster=meta,
+            admin=admin, configs=admin, reassign=admin, security=security, tokens=security, quotas=security)
 
     def open_security(self) -> None:
         """The credential and ACL store, bootstrap credentials (--add-scram), the authorizer."""
@@ -162,14 +205,14 @@ class Broker:
             self.authorizer = make_authorizer(self.config, self.security)
         self.quotas = QuotaManager(QuotaStore(self.settings.log_dirs[0]), self.config)
         if self.authorizer is not None:
-            self.authorizer.attach(self.topic_by_id, lambda: self.logs.topics, self.config)
+            logs = self.logs
+            self.authorizer.attach(self.partitions.topic_by_id, lambda: logs.topics, self.config)
 
     async def serve(self, ready_callback=None) -> None:
         """Steps 3-6, then run until request_stop() and stop every component."""
         self.loop = asyncio.get_running_loop()
-        self._stop_event = asyncio.Event()
-        if self._stopping:  # a signal arrived while starting
-            self._stop_event.set()
+        stop = asyncio.Event()
+        self.state.watch(stop)
         try:
             self._start_faults()
             port = self._listen()
@@ -181,7 +224,7 @@ class Broker:
             await self._start_console()
             if ready_callback:
                 ready_callback(port)
-            await self._stop_event.wait()
+            await stop.wait()
         finally:
             await self._stop()
 
@@ -189,6 +232,7 @@ class Broker:
         """Step 5 and the rest of the handler table: the held requests run, and from then on
         the servers hand requests to the dispatcher past the start gate."""
         self._start_services()
+        self._make_views()
         self.dispatcher.add(rest, self._node_for)
         self.dispatcher.open()
         for server in self.servers:
@@ -204,16 +248,17 @@ class Broker:
         parts, groups = self.partitions, GroupCoordinator(self.partitions)
         self.group_coordinator = groups
         # after the group coordinator: completing a prepared transaction at load applies its offsets
+        # the finalized transaction.version (UpdateFeatures changes it while the node runs)
         self.txn_coordinator = TransactionCoordinator(parts, self.producer_ids, groups,
-                                                      lambda: self.settings.transaction_version)
+                                                      functools.partial(self.features.level, "transaction.version"))
         self.share_coordinator = ShareCoordinator(parts, groups, self.settings.log_dirs[0],
-                                                  lambda: self.stopping)  # share groups (KIP-932)
+                                                  self.state.is_stopping)  # share groups (KIP-932)
         groups.attach_share(self.share_coordinator)
         self.coordinators = [self.group_coordinator, self.txn_coordinator, self.share_coordinator]
         for c in self.coordinators:
             c.load()
             c.start(self.loop)
-        self.dir_health = LogDirMonitor(parts, self.stats.storage_errors, lambda: self.stopping, self.halt)
+        self.dir_health = LogDirMonitor(parts, self.stats.storage_errors, self.state.is_stopping, self.state.halt)
         self.dir_health.start(self.loop)
         self.logs.start_cleaner()
         self.scheduler = Scheduler()
@@ -284,34 +329,28 @@ class Broker:
             await self.loop.run_in_executor(None, svc.start)
             self.console = svc
 
-    def advertised_for(self, conn) -> tuple[str, int]:
-        """The address published to a client: that of the listener it connected to."""
-        spec = getattr(getattr(conn, "listener", None), "spec", None)
-        if spec is not None:
-            return spec.advertised_host, spec.advertised_port
-        return self.settings.advertised_host, self.settings.advertised_port
-
     # ---- shutdown ----------------------------------------------------------
     def request_stop(self) -> None:
         """Begin a graceful shutdown (signal handlers call this)."""
-        if not self._stopping:
-            self._stopping = True
-            if self._stop_event is not None:
-                self._stop_event.set()
+        self.state.request_stop()
 
     def halt(self, reason: str) -> None:
         """Stop uncleanly (no log dir left): no flush, checkpoints or clean-shutdown marker."""
-        self.fatal_error = reason
-        self.request_stop()
+        self.state.halt(reason)
 
     @property
     def stopping(self) -> bool:
         """True once a shutdown was requested: long polls answer, timers stop rescheduling."""
-        return self._stopping
+        return self.state.stopping
+
+    @property
+    def fatal_error(self) -> str | None:
+        """Why the broker stopped uncleanly (no log dir left), or None."""
+        return self.state.fatal_error
 
     async def _stop(self) -> None:
         log.info("shutting down")
-        self._stopping = True
+        self.state.stopping = True
         if self.scheduler is not None:
             self.scheduler.cancel()
         for c in reversed(self.coordinators):
@@ -346,31 +385,6 @@ class Broker:
                 return
             self.logs.shutdown()
 
-    # ---- fetch long polls --------------------------------------------------
-    async def wait_for_append(self, keys, timeout: float) -> None:
-        """Return at the next append to any (topic, partition) in `keys`, or after `timeout` s
-        (a parked fetch's wait)."""
-        await self.fetch_waiters.wait(self.loop, keys, timeout)
-
-    def wake(self, topic: str, partition: int) -> None:
-        """New data in a partition: parked fetches on it read again."""
-        self.fetch_waiters.wake(topic, partition)
-
-    def wake_topic(self, topic: str) -> None:
-        """A topic went away: parked fetches on any of its partitions answer now."""
-        self.fetch_waiters.wake_topic(topic)
-
-    # ---- topics and partitions --------------------------------------------
-    def topic_by_id(self, topic_id: uuid.UUID):
-        """Topic ids arrive in every Fetch v13+ (PartitionLogs keeps the map)."""
-        return self.partitions.topic_by_id(topic_id)
-
-    leader_epoch = staticmethod(PartitionLogs.leader_epoch)
-
     def api_version_ranges(self) -> list[dict]:
         """ApiVersions' api_keys: every served API at its schema's versions."""
         return self._api_keys
-
-    def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None:
-        """Answer this request, then close the connection once the answer is written."""
-        self.dispatcher.respond_and_close(ctx, body, reason)

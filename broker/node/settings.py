@@ -38,6 +38,13 @@ class BrokerSettings:
     transaction_version: int = 2
     feature_levels: dict = field(default_factory=dict)  # --feature NAME=LEVEL: finalized at start
 
+    def advertised_for(self, conn) -> tuple[str, int]:
+        """The address published to a client: that of the listener it connected to."""
+        spec = getattr(getattr(conn, "listener", None), "spec", None)
+        if spec is not None:
+            return spec.advertised_host, spec.advertised_port
+        return self.advertised_host, self.advertised_port
+
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:
     """`HOST:PORT`, `[v6]:PORT` or a listener URI `NAME://HOST:PORT`."""

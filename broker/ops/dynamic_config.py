@@ -65,10 +65,11 @@ class DynamicBrokerConfigs(JsonStateFile):
 
     def __init__(self, log_dir: str, config: Config, refresh_topics: Callable[[], None]):
         """`config`: the node's live config, which apply() updates in place; `refresh_topics()`
-        re-resolves the open logs' topic configs (nothing while the logs are not open)."""
+        re-resolves the open logs' topic configs (a no-op until the node sets it to its log
+        manager's once the logs are open)."""
         super().__init__(log_dir)
         self.config = config
-        self._refresh_topics = refresh_topics
+        self.refresh_topics = refresh_topics
         self.static: Config = config.with_overrides({})  # server.properties and --set
         self.static.overridden = set(config.overridden)
         self.default: dict[str, str] = {}
@@ -131,7 +132,7 @@ class DynamicBrokerConfigs(JsonStateFile):
         live.clear()
         live.update(cfg)
         live.overridden = set(cfg.overridden)
-        self._refresh_topics()  # at start-up the logs open with these values
+        self.refresh_topics()  # at start-up the logs open with these values
 
 
 def check_dynamic(name: str) -> None:
