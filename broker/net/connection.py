@@ -31,10 +31,8 @@ _QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 
 
 class _RecvBuffer(threading.local):
-    """The receive buffer of one event-loop thread, shared by its connections: a read fills it,
-    its whole frames are copied out and dispatched, and only a partial frame's bytes stay with
-    the connection. An idle connection then holds no buffer (64 KB each made 5,000 idle
-    connections cost more memory than Kafka's per-request buffers)."""
+    """One event-loop thread's receive buffer, shared by its connections: whole frames are copied
+    out of it, a partial frame's bytes stay with their connection, an idle one holds no buffer."""
 
     def __init__(self):
         self.view = memoryview(bytearray(_RECV_CHUNK))
@@ -45,6 +43,10 @@ class _RecvBuffer(threading.local):
             return memoryview(bytearray(_RECV_CHUNK))
         self.busy = True
         return self.view
+
+    def give(self, view: memoryview) -> None:
+        if view is self.view:
+            self.busy = False
 
 
 _RECV = _RecvBuffer()
@@ -199,14 +201,10 @@ class Connection:
             if not n:
                 return False
             self.last_active = self.loop.time()
-            try:
-                self._split_frames(view, have + n)
-            except FrameError as e:
-                self.close(str(e))
+            self._split_frames(view, have + n)
             return not self.closed
         finally:
-            if view is _RECV.view:
-                _RECV.busy = False
+            _RECV.give(view)
 
     def _read_big(self) -> bool:
         """A large frame is read straight into its own buffer."""
@@ -249,6 +247,8 @@ class Connection:
         self._batching = True
         try:
             self._split_frames_inner(view, end)
+        except FrameError as e:
+            self.close(str(e))
         finally:
             self._batching = False
         if self._out and not self._writing and not self.closed:
@@ -309,14 +309,10 @@ class Connection:
         self._pool_waiting = False
         view = _RECV.take()
         try:
-            end = len(self._rest)
-            view[:end] = self._rest
-            self._split_frames(view, end)
-        except FrameError as e:
-            return self.close(str(e))
+            view[:len(self._rest)] = self._rest
+            self._split_frames(view, len(self._rest))
         finally:
-            if view is _RECV.view:
-                _RECV.busy = False
+            _RECV.give(view)
         if not self._pool_waiting and not self._paused and not self._muted and not self.closed \
                 and not self.draining:
             self.start()
