@@ -247,8 +247,8 @@ class Broker:
 
         parts, groups = self.partitions, GroupCoordinator(self.partitions)
         self.group_coordinator = groups
-        # after the group coordinator: completing a prepared transaction at load applies its offsets
-        # the finalized transaction.version (UpdateFeatures changes it while the node runs)
+        # after the group coordinator: completing a prepared transaction at load applies its offsets;
+        # it reads the finalized transaction.version (UpdateFeatures changes it while the node runs)
         self.txn_coordinator = TransactionCoordinator(parts, self.producer_ids, groups,
                                                       functools.partial(self.features.level, "transaction.version"))
         self.share_coordinator = ShareCoordinator(parts, groups, self.settings.log_dirs[0],
