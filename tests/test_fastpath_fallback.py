@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -91,11 +92,15 @@ def test_install_without_a_compiler_falls_back(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    code = ("import pylog.core.fastpath as f, pylog.core.records as r; from pylog.cli.main import implementation;"
-            "assert f.__file__.startswith(%r), f.__file__;"
-            "print(implementation()); print(len(r.build_batch([(1, b'k', b'v')])))" % str(target))
+    code = ("import pylog.core.fastpath as f, pylog.core.records as r; from pylog.core.records import fastpath as a;"
+            "from pylog.core.client import fastpath as b; from pylog.storage import fastpath as c;"
+            "from pylog.commands import fastpath as d; assert f.__file__.startswith(%r), f.__file__;"
+            "print(f.implementation([m.extension for m in (a, b, c, d)])); print(len(r.build_batch([(1, b'k', b'v')])))"
+            % str(target))
     # -S: no site (so no editable install of this checkout); the dependencies from this venv
-    deps = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))
+    # (and the base Python's, which a venv made with --system-site-packages reads its dependencies from)
+    deps = os.pathsep.join(dict.fromkeys([*(sysconfig.get_paths()[k] for k in ("purelib", "platlib")),
+                                          *site.getsitepackages()]))
     r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": str(target) + os.pathsep + deps, "PYLOG_PURE_PYTHON": ""})
     assert r.returncode == 0, r.stderr
