@@ -18,8 +18,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SP_SHARED __attribute__((unused)) /* a helper some of the including extensions leave unused */
+#define SP_NOINLINE __attribute__((noinline))
 #else
 #define SP_SHARED
+#define SP_NOINLINE
 #endif
 
 /* ------------------------------------------------------------------ lazily imported Python classes */
