@@ -127,11 +127,21 @@ def open_broker_in_process(prefix: str):
             from pylog.broker.api.handlers import the_rest
         except ImportError:
             the_rest = None
-        if the_rest is not None:
-            b.handlers.update((h.key, h) for h in the_rest())
-        b._start_services()
-        gate = getattr(b, "_gate", None)
-        if gate is not None:  # what serve() does once every handler is in place
-            gate.open(b.dispatch)
+        dispatcher = getattr(b, "dispatcher", None)
+        if dispatcher is not None:  # the request path in its own layer (broker/dispatch.py)
+            b.start_the_rest(the_rest())
+        else:
+            if the_rest is not None:
+                b.handlers.update((h.key, h) for h in the_rest())
+            b._start_services()
+            gate = getattr(b, "_gate", None)
+            if gate is not None:  # what serve() does once every handler is in place
+                gate.open(b.dispatch)
     b.settings.advertised_port = 9092
     return b
+
+
+def dispatch_of(b):
+    """The function that takes a request frame: the dispatcher's, or the Broker's in older trees."""
+    dispatcher = getattr(b, "dispatcher", None)
+    return dispatcher.dispatch if dispatcher is not None else b.dispatch

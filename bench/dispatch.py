@@ -1,6 +1,6 @@
 """`python -m bench dispatch`: the broker's per-request cost, in process, by CPU time.
 
-Each request frame goes through `Broker.dispatch` (decode, handler, encode) on
+Each request frame goes through the dispatcher (decode, handler, encode) on
 a broker opened on a temporary log dir, with a stub connection that drops the
 answer; the figure is CPU time (`time.process_time`) per request, the least of
 the repeats, which a busy machine disturbs far less than wall-clock throughput.
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from bench._util import open_broker_in_process
+from bench._util import dispatch_of, open_broker_in_process
 import timeit
 
 
@@ -77,6 +77,7 @@ async def _measure(repeats: int, faults: str | None = None) -> dict:
             b.faults.add(rule)
     b.logs.create_topic("t", 1, None)
     conn = _Conn()
+    dispatch = dispatch_of(b)
     out = {}
     try:
         for name, frame in _frames().items():
@@ -89,7 +90,7 @@ async def _measure(repeats: int, faults: str | None = None) -> dict:
             body = bytes(frame[4:])
 
             def one():
-                b.dispatch(conn, bytearray(body))
+                dispatch(conn, bytearray(body))
 
             one()
             n = 200

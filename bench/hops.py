@@ -1,11 +1,11 @@
 """`python -m bench hops`: the path of one Produce request from its frame to the segment write.
 
 Counted in process on a broker opened on a temporary log dir (as `bench dispatch` does): the
-request goes through `Broker.dispatch`; a profile hook records each pylog function called by the
+request goes through the dispatcher; a profile hook records each pylog function called by the
 functions on the way (dispatch, the handler, the log's append and write), and the reads of the
 batch header the broker makes before storage validates the batch (`unpack_from` called from
-broker code). The socket side adds the same two steps in every tree (net/connection.py reads the
-frame, net/server.py hands it to dispatch).
+broker code). The socket side adds one step (net/connection.py reads the frame and calls the
+dispatcher), two in older trees (net/server.py's own `dispatch` passed the frame on).
 
 Options: --compare-with DIR (the same from the source tree DIR, a folder holding pylog/, in a
 child process), --version V (Produce version, repeatable; default 9 and 13: v13 names the topic
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from bench._util import open_broker_in_process
+from bench._util import dispatch_of, open_broker_in_process
 
 CHAIN = ("dispatch", "produce", "append_as_leader", "_write")
 
@@ -81,13 +81,26 @@ async def _measure(version: int) -> dict:
 
     sys.setprofile(hook)
     try:
-        b.dispatch(_Conn(), body)
+        dispatch_of(b)(_Conn(), body)
     finally:
         sys.setprofile(None)
         for c in getattr(b, "coordinators", None) or ():
             c.stop()
         b.logs.shutdown()
-    return {"steps": steps, "header_reads": reads[0], "stack": depth}
+    return {"steps": steps, "header_reads": reads[0], "stack": depth, "net": _net_steps()}
+
+
+def _net_steps() -> int:
+    """The steps before dispatch: the connection reads the frame, and in older trees the
+    server's own `dispatch` method passed it on (now the connection calls the dispatcher)."""
+    try:
+        from pylog.broker.net.server import Server
+    except ModuleNotFoundError:
+        try:
+            from pylog.broker.server import Server
+        except ModuleNotFoundError:
+            return 2
+    return 2 if callable(getattr(Server, "dispatch", None)) else 1
 
 
 def child(version: int) -> None:
@@ -119,11 +132,12 @@ def main(argv: list[str]) -> int:
     for v in a.version or [9, 13]:
         for name, src in trees.items():
             r = _run(src, v)
-            print(f"Produce v{v}, {name}: {len(r['steps']) + 2} steps socket -> disk (2 in net/ + "
+            net = r.get("net", 2)
+            print(f"Produce v{v}, {name}: {len(r['steps']) + net} steps socket -> disk ({net} in net/ + "
                   f"{len(r['steps'])} from dispatch), {r['header_reads']} reads of a batch header before storage")
             for s in r["steps"]:
                 print("    " + s)
             if r.get("stack"):
-                print(f"  the stack at the disk write: {len(r['stack']) + 2} frames deep (2 in net/ + "
+                print(f"  the stack at the disk write: {len(r['stack']) + net} frames deep ({net} in net/ + "
                       f"{' -> '.join(r['stack'])})")
     return 0

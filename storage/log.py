@@ -210,7 +210,7 @@ class Log(LogLoader, LogRetention):
         with self.lock:
             if self.closed:
                 raise DataError(f"log {self.dir} is closed")
-            now = self._now_ms() if now_ms is None else now_ms
+            now = int(self._clock() * 1000) if now_ms is None else now_ms  # _now_ms, inline on the hot path
             cfg = self.config
             mv = memoryview(buf)
             total = len(mv)

@@ -115,31 +115,27 @@ class LogSegment(SegmentIndexes):
         self._max_ts = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
-        self._next_offset: int | None = base_offset  # None: read from the indexes and the tail when first asked
+        # the offset after the segment's last batch: a plain attribute, read on every append;
+        # absent (defer_tail) until __getattr__ reads it from the indexes and the tail
+        self.next_offset: int = base_offset
         self.unflushed = False
 
     def defer_tail(self) -> None:
         """An older segment loaded on a clean start: its next offset and max timestamp are read from its
         indexes when first asked (Kafka opens such indexes lazily)."""
-        self._next_offset = None
+        self.__dict__.pop("next_offset", None)
 
-    @property
-    def next_offset(self) -> int:
-        """The offset after the segment's last batch."""
-        n = self._next_offset
-        if n is None:
+    def __getattr__(self, name: str):
+        # only attributes not set on the instance come here: a deferred tail is read once
+        if name == "next_offset":
             self.load_tail()
-            n = self._next_offset
-        return n
-
-    @next_offset.setter
-    def next_offset(self, value: int) -> None:
-        self._next_offset = value
+            return self.__dict__["next_offset"]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def max_timestamp_so_far(self) -> int:
         """The largest batch max timestamp in the segment (-1: none)."""
-        if self._next_offset is None:
+        if "next_offset" not in self.__dict__:
             self.load_tail()
         return self._max_ts
 
@@ -171,7 +167,7 @@ class LogSegment(SegmentIndexes):
                 self._max_ts, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
         if next_offset == self.base_offset and start > 0:
             next_offset = self.offset_index.last_entry[0] + 1
-        self._next_offset = next_offset
+        self.next_offset = next_offset
         self._load_rolling_timestamp()
 
     def _load_rolling_timestamp(self) -> None:

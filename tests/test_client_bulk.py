@@ -138,7 +138,8 @@ def test_column_renderer_prints_what_the_record_renderer_prints(seed):
     rnd = random.Random(seed)
 
     def data():
-        return rnd.choice([None, b"", os.urandom(rnd.randint(1, 9)), "é\"\\\n\t\x01 😀".encode()])
+        # bytes from the seeded generator: a failing seed fails again
+        return rnd.choice([None, b"", rnd.randbytes(rnd.randint(1, 9)), "é\"\\\n\t\x01 😀".encode()])
     heads = rnd.random() < 0.3
     recs = [Record(rnd.randint(0, 10 ** 12), rnd.randint(-1, 10 ** 13), data(), data(),
                    (("a", data()), ('b"', b"x")) if heads and rnd.random() < 0.5 else ())
@@ -150,4 +151,6 @@ def test_column_renderer_prints_what_the_record_renderer_prints(seed):
                 r = Renderer(format_pieces(fmt), *dec, as_json, compile_format(fmt, *dec), json_line(*dec))
                 assert r.render('tö"pic', 3, recs) == "".join(one('tö"pic', 3, x) for x in recs)
                 if as_json:
-                    assert all(json.loads(x) for x in r.render("t", 0, recs).splitlines())
+                    # lines end at "\n" only: str.splitlines also splits at U+0085 and U+2028, which
+                    # JSON (and json.dumps with ensure_ascii=False) leaves unescaped inside a string
+                    assert all(json.loads(x) for x in r.render("t", 0, recs).split("\n")[:-1])

@@ -46,7 +46,7 @@ SPECIAL: dict[str, set[str]] = {
     # quotas: the requests never throttled, and the byte rates of produce and fetch
     "broker/api/quotas.py": {"ApiVersions", "SaslHandshake", "SaslAuthenticate", "Produce", "Fetch"},
     # an unsupported version is answered in ApiVersions' shape (KIP-511)
-    "broker/node/broker.py": {"ApiVersions"},
+    "broker/dispatch.py": {"ApiVersions"},
     # faults: a Metadata answer lists offline partitions; FindCoordinator names its keys; an
     # InitProducerId without a transactional id has no coordinator to be unavailable
     "broker/ops/request_faults/shapes.py": {"Metadata", "FindCoordinator"},

@@ -9,9 +9,8 @@ request names. handlers.py registers both in the broker's one table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import uuid
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Protocol, Union
 
 from pylog.broker.net.connection import Connection
 from pylog.core.config import ConfigError
@@ -74,9 +73,12 @@ class NodeView(Protocol):
     def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None: ...
 
 
-@dataclass
-class RequestContext:
-    """One decoded request's header facts and the connection it came on."""
+class RequestContext(NamedTuple):
+    """One decoded request's header facts and the connection it came on.
+
+    The dispatcher makes one per request with `tuple.__new__(RequestContext, (...))`: a tuple
+    built in C, its fields read in C, where the generated `__new__` is a Python call on every
+    request."""
 
     api_key: int
     api_version: int

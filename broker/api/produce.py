@@ -123,7 +123,7 @@ def produce(broker: ProduceView, ctx: RequestContext, body: dict):
                                             message=f"Cannot append to internal topic {name}"))
                 failed = True
                 continue
-            plog = logs.get_log(name, idx) if name is not None else None
+            plog = logs.logs.get((name, idx)) if name is not None else None  # LogManager.get_log, inline
             if plog is None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID if (tid not in (None, ZERO_UUID) and name is None) \
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

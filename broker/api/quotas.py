@@ -1,6 +1,6 @@
 """DescribeClientQuotas, AlterClientQuotas, and quota enforcement on every answer.
 
-Enforcement (broker.dispatch calls `throttle`): Produce counts the request's
+Enforcement (the dispatcher calls `throttle`): Produce counts the request's
 bytes against producer_byte_rate, Fetch the record bytes of its answer
 against consumer_byte_rate, and every request its handling time against
 request_percentage. An answer over a quota carries throttle_time_ms and the

@@ -9,14 +9,15 @@ import os
 import socket
 import ssl
 import struct
+import threading
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 log = logging.getLogger("pylog.broker")
 
 _SIZE = struct.Struct(">i")
 _PEER_GONE = (errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED)  # the client went away: not an error
-_RECV_CHUNK = 64 * 1024  # per connection; larger frames get their own exact-size buffer
+_RECV_CHUNK = 64 * 1024  # one receive buffer per event-loop thread; larger frames get their own
 # stop reading a connection while this many responses (queued.max.requests) or bytes are queued on it
 _MAX_SLOTS = 500
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
@@ -27,6 +28,28 @@ _TLS_READS_PER_WAKEUP = 128  # TLS records read before other connections get a t
 # which delayed ACK can hold back ~40 ms. Re-arming quick ACK after each read
 # (Linux resets it) answers at once; elsewhere the option does not exist.
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)
+
+
+class _RecvBuffer(threading.local):
+    """One event-loop thread's receive buffer, shared by its connections: whole frames are copied
+    out of it, a partial frame's bytes stay with their connection, an idle one holds no buffer."""
+
+    def __init__(self):
+        self.view = memoryview(bytearray(_RECV_CHUNK))
+        self.busy = False  # a read under way on this thread (reads run only from loop callbacks)
+
+    def take(self) -> memoryview:
+        if self.busy:  # never expected; a private buffer keeps the other read's bytes intact
+            return memoryview(bytearray(_RECV_CHUNK))
+        self.busy = True
+        return self.view
+
+    def give(self, view: memoryview) -> None:
+        if view is self.view:
+            self.busy = False
+
+
+_RECV = _RecvBuffer()
 
 
 class FrameError(Exception):
@@ -69,8 +92,7 @@ class ConnectionOwner(Protocol):
     limits: Any  # net.conn_limits.ConnectionLimits or None
     max_request_bytes: int
     connections: set
-
-    def dispatch(self, conn: Connection, frame: bytearray) -> None: ...
+    dispatch: Callable[[Connection, bytearray], None]  # where each request frame goes
 
 
 class Connection:
@@ -83,9 +105,7 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.closed = False
-        self._buf = bytearray(_RECV_CHUNK)
-        self._view = memoryview(self._buf)
-        self._have = 0  # bytes of _buf holding unparsed input
+        self._rest = b""  # unparsed input kept between reads: the start of a frame, usually none
         self._big: bytearray | None = None  # a large frame being filled in place
         self._big_have = 0
         self._slots: deque[_Slot] = deque()
@@ -170,61 +190,75 @@ class Connection:
 
     def _read_once(self) -> bool:
         """One recv into the frame buffers; True when bytes were read and the connection lives."""
+        if self._big is not None:
+            return self._read_big()
+        view = _RECV.take()
         try:
-            if self._big is not None:
-                n = self.sock.recv_into(memoryview(self._big)[self._big_have:])
-                if n == 0:
-                    self.close(None)
-                    return False
-                self._big_have += n
-                self.last_active = self.loop.time()
-                if self._big_have == len(self._big):
-                    frame, self._big = self._big, None
-                    self.server.dispatch(self, frame)
-                    self._release_pool()
-                    if not self.closed:
-                        self._check_pause()
-                return not self.closed
-            n = self.sock.recv_into(self._view[self._have:])
-        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            have = len(self._rest)
+            if have:
+                view[:have] = self._rest
+            n = self._recv(view[have:])
+            if not n:
+                return False
+            self.last_active = self.loop.time()
+            self._split_frames(view, have + n)
+            return not self.closed
+        finally:
+            _RECV.give(view)
+
+    def _read_big(self) -> bool:
+        """A large frame is read straight into its own buffer."""
+        n = self._recv(memoryview(self._big)[self._big_have:])
+        if not n:
             return False
+        self._big_have += n
+        self.last_active = self.loop.time()
+        if self._big_have == len(self._big):
+            frame, self._big = self._big, None
+            self.server.dispatch(self, frame)
+            self._release_pool()
+            if not self.closed:
+                self._check_pause()
+        return not self.closed
+
+    def _recv(self, into: memoryview) -> int:
+        """Bytes read into `into`; 0 when nothing came (the connection is closed if the peer left)."""
+        try:
+            n = self.sock.recv_into(into)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return 0
         except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
             self.close(None)  # the client closed its TLS session: a normal disconnect
-            return False
+            return 0
         except ssl.SSLError as e:
             self.close(f"TLS error: {e.reason or e}")
-            return False
+            return 0
         except OSError as e:
             # a client that resets instead of closing (librdkafka often does) is leaving, not failing
             self.close(None if e.errno in _PEER_GONE else f"read failed: {e.strerror or e}")
-            return False
+            return 0
         if n == 0:
             self.close(None)
-            return False
-        self.last_active = self.loop.time()
-        self._have += n
-        try:
-            self._split_frames()
-        except FrameError as e:
-            self.close(str(e))
-        return not self.closed
+        return n
 
-    def _split_frames(self) -> None:
-        # responses to the requests of one read go out in one sendmsg
+    def _split_frames(self, view: memoryview, end: int) -> None:
+        """Dispatch the whole frames in view[:end] (the kept bytes, then what was read); keep the
+        rest. Responses to the requests of one read go out in one sendmsg."""
         self._batching = True
         try:
-            self._split_frames_inner()
+            self._split_frames_inner(view, end)
+        except FrameError as e:
+            self.close(str(e))
         finally:
             self._batching = False
         if self._out and not self._writing and not self.closed:
             self._flush()
 
-    def _split_frames_inner(self) -> None:
-        buf, view = self._buf, self._view
-        pos, end = 0, self._have
+    def _split_frames_inner(self, view: memoryview, end: int) -> None:
+        pos = 0
         max_size = self.server.max_request_bytes
         while end - pos >= 4 and not self.closed and not self.draining:
-            (size,) = _SIZE.unpack_from(buf, pos)
+            (size,) = _SIZE.unpack_from(view, pos)
             if size < 0 or size > max_size:
                 raise FrameError(f"request size {size} is outside 0..{max_size} (socket.request.max.bytes)")
             if end - pos - 4 >= size:
@@ -232,7 +266,7 @@ class Connection:
                 pos += 4 + size
                 self.server.dispatch(self, frame)
                 continue
-            if size + 4 > len(buf):
+            if size + 4 > len(view):
                 # larger than the receive buffer: give it its own buffer and
                 # let the socket fill it directly, once the request memory pool
                 # (queued.max.request.bytes) has room for it
@@ -249,10 +283,7 @@ class Connection:
                 self._big, self._big_have = big, have
                 pos = end
             break
-        rest = end - pos
-        if rest and pos:
-            buf[:rest] = bytes(view[pos:end])  # a copy: the regions may overlap
-        self._have = rest
+        self._rest = bytes(view[pos:end]) if end > pos else b""
         if not self.closed:
             self._check_pause()
 
@@ -276,10 +307,12 @@ class Connection:
         if self.closed or not self._pool_waiting:
             return
         self._pool_waiting = False
+        view = _RECV.take()
         try:
-            self._split_frames()
-        except FrameError as e:
-            return self.close(str(e))
+            view[:len(self._rest)] = self._rest
+            self._split_frames(view, len(self._rest))
+        finally:
+            _RECV.give(view)
         if not self._pool_waiting and not self._paused and not self._muted and not self.closed \
                 and not self.draining:
             self.start()

@@ -50,17 +50,15 @@ class Server:
         if limits is not None:
             limits.servers.append(self)
         self.loop = loop
-        self._dispatch = dispatch
+        # where each request frame goes (connections call it): the dispatcher's start-gate entry
+        # until the broker has every handler in place, then its dispatch itself
+        self.dispatch = dispatch
         self.max_request_bytes = max_request_bytes
         self.send_buffer = send_buffer
         self.recv_buffer = recv_buffer
         self.connections: set[Connection] = set()
         self.lsock: socket.socket | None = None
         self.port = 0
-
-    def dispatch(self, conn: Connection, frame: bytearray) -> None:
-        """Hand one request frame to the broker."""
-        self._dispatch(conn, frame)
 
     def listen(self, host: str, port: int) -> int:
         """Bind and accept clients on host:port; returns the bound port (port 0 picks one)."""

@@ -1,4 +1,4 @@
-"""The broker: its components' lifecycle, and request dispatch through the handler table.
+"""The broker: its components' lifecycle (requests go through broker/dispatch.py's Dispatcher).
 
 Start-up, in order (Broker.open_storage, then Broker.serve):
   1. log manager: lock the log dirs, load and recover every partition
@@ -23,15 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from time import perf_counter
 from typing import TYPE_CHECKING
 
-from pylog.broker.api.quotas import throttle
-from pylog.broker.api.context import RequestContext, code_of
 from pylog.broker.api.fetch_waiters import FetchWaiters
+from pylog.broker.api.context import RequestContext
 from pylog.broker.api.handlers import FIRST, SERVED, Handler, the_rest
+from pylog.broker.dispatch import Dispatcher
 from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
-from pylog.broker.api import topic_ids
 from pylog.broker.ops.metrics import BrokerStats
 from pylog.broker.ops.quotas import QuotaManager, QuotaStore
 from pylog.broker.ops.request_faults import FaultEngine
@@ -39,16 +37,12 @@ from pylog.broker.security.store import SecurityStore
 from pylog.broker.security.tokens import TokenStore
 from pylog.broker.node.features import FinalizedFeatures
 from pylog.broker.node.producer_ids import ProducerIdManager
-from pylog.broker.net.sasl import raw_token
 from pylog.broker.common.partition_logs import PartitionLogs
-from pylog.broker.net.server import Connection, Server
+from pylog.broker.net.server import Server
 from pylog.broker.node.jobs import periodic_jobs
 from pylog.broker.node.settings import BrokerSettings
 from pylog.broker.node.start_gate import StartGate
 from pylog.core import protocol
-from pylog.core.errors import ErrorCode
-from pylog.core.protocol.apis.meta import API_VERSIONS
-from pylog.core.protocol.errors import InvalidRequestError, UnknownApiKeyError, UnsupportedVersionError
 from pylog.storage import LogManager, RecoveryReport
 
 if TYPE_CHECKING:
@@ -66,8 +60,6 @@ if TYPE_CHECKING:
     from pylog.registry.service import SchemaRegistryService
 
 log = logging.getLogger("pylog.broker")
-
-_NEVER = 1 << 15  # past every version: an API that never names topics by id only
 
 
 class Broker:
@@ -108,12 +100,10 @@ class Broker:
         self.dynamic_configs: DynamicBrokerConfigs | None = None
         self.features: FinalizedFeatures | None = None  # transaction.version, share.version (KIP-584)
         self.fatal_error: str | None = None  # set when the broker must stop uncleanly (no log dir left)
-        # requests
-        # the handler table's FIRST part until serve() has loaded the rest; ApiVersions lists it all
-        self.handlers: dict[int, Handler] = {h.key: h for h in FIRST}
+        # requests: the dispatcher, built once the logs and the authorizer are open
+        self.dispatcher: Dispatcher | None = None
         self._api_keys = [{"api_key": k, "min_version": low, "max_version": protocol.SCHEMAS[k].max_version}
                           for k, low in sorted(SERVED.items())]
-        self._gate = StartGate(frozenset(self.handlers))  # requests for the rest wait until it is loaded
         self.fetch_waiters = FetchWaiters()
         # fault rules: an empty table (one dict lookup per request) until a rule is added
         cfg = self.config
@@ -140,7 +130,21 @@ class Broker:
         self.features.change(self.settings.feature_levels)
         self.settings.transaction_version = self.features.level("transaction.version")
         self.open_security()
+        self.faults.topic_by_id = self.partitions.topic_by_id
+        self._make_dispatcher()
         return self.recovery
+
+    def _make_dispatcher(self) -> None:
+        """The request path, serving the handler table's FIRST part until serve() loads the rest
+        (requests for the rest wait at the start gate until then)."""
+        self.dispatcher = Dispatcher(
+            gate=StartGate(frozenset(h.key for h in FIRST)), faults=self.faults, stats=self.stats,
+            topics=self.partitions, authorizer=self.authorizer, quotas=self.quotas, api_keys=self._api_keys)
+        self.dispatcher.add(FIRST, self._node_for)
+
+    def _node_for(self, handler: Handler):
+        """What a handler is called with."""
+        return self
 
     def _refresh_topic_configs(self) -> None:
         if self.logs is not None:  # at start-up the logs open with the dynamic values
@@ -171,9 +175,7 @@ class Broker:
             port = self._listen()
             # the rest of the handler table (and the coordinators' modules) loads in a thread
             # while the loop answers what FIRST serves
-            self.handlers.update((h.key, h) for h in await self._gate.load(self.loop, the_rest))
-            self._start_services()
-            self._gate.open(self.dispatch)
+            self.start_the_rest(await self.dispatcher.gate.load(self.loop, the_rest))
             await self._start_metrics()
             await self._start_schema_registry()
             await self._start_console()
@@ -182,6 +184,15 @@ class Broker:
             await self._stop_event.wait()
         finally:
             await self._stop()
+
+    def start_the_rest(self, rest: tuple[Handler, ...]) -> None:
+        """Step 5 and the rest of the handler table: the held requests run, and from then on
+        the servers hand requests to the dispatcher past the start gate."""
+        self._start_services()
+        self.dispatcher.add(rest, self._node_for)
+        self.dispatcher.open()
+        for server in self.servers:
+            server.dispatch = self.dispatcher.dispatch
 
     def _start_services(self) -> None:
         from pylog.broker.common.scheduler import Scheduler
@@ -233,7 +244,7 @@ class Broker:
         for spec in self.settings.listeners:
             runtime = ListenerRuntime(spec, cfg, self.security, self.tokens)
             server = Server(
-                self.loop, self.dispatch, cfg["socket.request.max.bytes"],
+                self.loop, self.dispatcher.gated, cfg["socket.request.max.bytes"],
                 cfg["socket.send.buffer.bytes"] if "socket.send.buffer.bytes" in cfg.overridden else -1,
                 cfg["socket.receive.buffer.bytes"] if "socket.receive.buffer.bytes" in cfg.overridden else -1,
                 listener=runtime, limits=limits, stats=self.stats, name=spec.name,
@@ -360,138 +371,6 @@ class Broker:
         """ApiVersions' api_keys: every served API at its schema's versions."""
         return self._api_keys
 
-    # ---- dispatch --------------------------------------------------------
-    def dispatch(self, conn: Connection, frame: bytearray) -> None:
-        """Decode one request frame, authenticate and authorize it, run its handler; the
-        answer keeps the request's place."""
-        started = perf_counter()
-        sasl = conn.sasl
-        if sasl is not None and sasl.raw:  # a raw token after a v0 SaslHandshake
-            return raw_token(conn, frame)
-        if self._gate.hold(conn, frame):  # the rest of the handler table is still loading
-            return
-        try:
-            req = protocol.decode_request(frame, strict=False)
-        except UnsupportedVersionError as e:
-            return self._unsupported(conn, e)
-        except UnknownApiKeyError as e:
-            return conn.close(f"unknown api key {getattr(e, 'api_key', '?')} ({e})")
-        except InvalidRequestError as e:
-            hdr = getattr(e, "header", None)
-            what = f"{protocol.API_NAMES.get(hdr.api_key, hdr.api_key)} v{hdr.api_version}" if hdr else "request"
-            log.debug("malformed frame from %s: %s", conn.peer, bytes(frame[:256]).hex())
-            return conn.close(f"malformed {what}: {e}")
-        except Exception as e:  # noqa: BLE001 - a codec bug on garbage input: drop only this client
-            return conn.close(f"undecodable request: {e.__class__.__name__}: {e}")
-        handler = self.handlers.get(req.api_key)
-        if handler is None:
-            return conn.close(f"api {protocol.API_NAMES.get(req.api_key, req.api_key)} is not served by this broker")
-        if sasl is not None and (why := sasl.gate(req.api_key)) is not None:
-            # Kafka: any other request before authentication, or after the session expired, ends it
-            return conn.close(f"unexpected {handler.schema.name} request {why}")
-        ctx = RequestContext(req.api_key, req.api_version, req.correlation_id, req.client_id, conn)
-        # the decoder checked the version against the schema, which is what we advertise;
-        # authorization runs here, before the handler: it refuses the request or takes
-        # out what the principal may not touch (their error entries are merged back)
-        body, denied = req.body, None
-        # topics named by id (Produce 13, OffsetCommit 10, ...): names for the rules and handlers
-        complete = None
-        if req.api_version >= topic_ids.FIRST_ID_VERSION.get(req.api_key, _NEVER):
-            body, complete = topic_ids.resolve(self, ctx.api_key, ctx.api_version, body)
-        if self.authorizer is not None:
-            try:
-                body, denied = self.authorizer.check(ctx, handler, body)
-            except Exception as e:  # noqa: BLE001 - a bug in a rule: this request fails, the broker stays
-                return conn.fill(conn.reserve(), self._encode(conn, ctx, self._handler_error(handler, ctx, body, e)))
-            if body is None:
-                if complete is not None:
-                    denied = complete(denied)
-                self.stats.request_done(ctx.api_key, ctx.api_version, started, denied)
-                return conn.fill(conn.reserve(), self._encode(conn, ctx, denied))
-        try:
-            rules = self.faults.table.get(req.api_key)
-            result = handler.handle(self, ctx, body) if rules is None else \
-                self.faults.run(rules, self, handler, ctx, body)
-        except Exception as e:  # noqa: BLE001
-            result = self._handler_error(handler, ctx, body, e)
-        if denied is not None and result is not None:
-            if isinstance(result, dict):
-                result = self.authorizer.merge(ctx, result, denied)
-            else:
-                result = self._merge_later(result, ctx, denied)
-        if complete is not None and result is not None:
-            result = complete(result) if isinstance(result, dict) else self._complete_later(result, complete)
-        if self.quotas is not None and self.quotas.active:
-            result = throttle(self, ctx, len(frame), started, result)
-        if result is None or isinstance(result, dict):
-            self.stats.request_done(ctx.api_key, ctx.api_version, started, result)
-            if result is not None:
-                conn.fill(conn.reserve(), self._encode(conn, ctx, result))
-            return
-        self._answer_later(conn, handler, ctx, req.body, result, started)
-
-    def _answer_later(self, conn: Connection, handler: Handler, ctx: RequestContext, body: dict, result,
-                      started: float) -> None:
-        """An awaitable answer (long poll, rebalance) keeps its place in the connection's order."""
-        slot = conn.reserve()
-        task = asyncio.ensure_future(result)
-        conn.tasks.add(task)
-
-        def done(t: asyncio.Future) -> None:
-            conn.tasks.discard(t)
-            if t.cancelled() or conn.closed:
-                return
-            exc = t.exception()
-            res = self._handler_error(handler, ctx, body, exc) if exc else t.result()
-            self.stats.request_done(ctx.api_key, ctx.api_version, started, res)
-            conn.fill(slot, [] if res is None else self._encode(conn, ctx, res))
-
-        task.add_done_callback(done)
-
-    async def _merge_later(self, awaitable, ctx: RequestContext, denied):
-        res = await awaitable
-        return None if res is None else self.authorizer.merge(ctx, res, denied)
-
-    @staticmethod
-    async def _complete_later(awaitable, complete):
-        res = await awaitable
-        return None if res is None else complete(res)
-
     def respond_and_close(self, ctx: RequestContext, body: dict, reason: str) -> None:
         """Answer this request, then close the connection once the answer is written."""
-        conn = ctx.conn
-        conn.fill(conn.reserve(), self._encode(conn, ctx, body))
-        log.info("closing connection from %s: %s", conn.peer, reason)
-        conn.drain()
-
-    def _handler_error(self, handler: Handler, ctx: RequestContext, body: dict, exc: BaseException) -> dict:
-        code, msg = code_of(exc)
-        if code == ErrorCode.UNKNOWN_SERVER_ERROR:
-            log.error("%s v%d from %s failed", handler.schema.name, ctx.api_version, ctx.conn.peer, exc_info=exc)
-        return handler.error(body, ctx.api_version, code, msg)
-
-    def _encode(self, conn: Connection, ctx: RequestContext, body: dict) -> list:
-        """The response as parts: bytes, and file slices the server sends with sendfile
-        (a fetch's record sets; any other response is one bytes part)."""
-        try:
-            _, parts = protocol.encode_response_parts(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
-            return parts
-        except Exception as e:  # noqa: BLE001 - a response we cannot encode is a bug; drop the client
-            log.error("cannot encode %s v%d response", protocol.API_NAMES.get(ctx.api_key), ctx.api_version,
-                      exc_info=e)
-            conn.close(f"internal error encoding the response: {e}")
-            return []
-
-    def _unsupported(self, conn: Connection, e: UnsupportedVersionError) -> None:
-        hdr = getattr(e, "header", None)
-        if hdr is None:
-            return conn.close(f"unsupported request: {e}")
-        if hdr.api_key == API_VERSIONS.key:
-            return self._api_versions_fallback(conn, hdr.correlation_id)
-        name = protocol.API_NAMES.get(hdr.api_key, hdr.api_key)
-        conn.close(f"{name} v{hdr.api_version} is not supported (client should have checked ApiVersions)")
-
-    def _api_versions_fallback(self, conn: Connection, correlation_id: int) -> None:
-        """KIP-511: a too-new ApiVersions gets a v0 answer with our ranges so the client can retry."""
-        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self._api_keys}
-        conn.fill(conn.reserve(), [protocol.encode_response(API_VERSIONS.key, 0, correlation_id, body)])
+        self.dispatcher.respond_and_close(ctx, body, reason)

@@ -1,4 +1,4 @@
-"""The fault engine: rules by API key, consulted by Broker.dispatch.
+"""The fault engine: rules by API key, consulted by the dispatcher (broker/dispatch.py).
 
 The broker looks the request's API key up in `table` (an empty dict while no rule is set,
 so a broker without rules pays one dictionary lookup per request). Only when rules exist for
@@ -42,6 +42,7 @@ class FaultEngine:
         self.served = served
         self.stats = stats
         self.enabled = enabled
+        self.topic_by_id = None  # the node's topic-id lookup (PartitionLogs.topic_by_id) once its logs are open
         self.table: dict[int, tuple[FaultRule, ...]] = {}
         self._rules: list[FaultRule] = []
         self._lock = threading.Lock()
@@ -140,10 +141,10 @@ class FaultEngine:
         self.table = {k: tuple(v) for k, v in table.items()}
 
     # ---- the request path (the broker's loop) ------------------------------------------------
-    def run(self, rules, broker, handler, ctx, body):
+    def run(self, rules, node, handler, ctx, body):
         """The request's answer with the first matching live rule applied (a dict, an awaitable
-        or None, as a handler returns)."""
-        view = RequestView(broker.topic_by_id if broker is not None else None, ctx, body)
+        or None, as a handler returns); `node` is what the handler is called with."""
+        view = RequestView(self.topic_by_id, ctx, body)
         post = []
         for rule in rules:
             hit = _match(rule, view)
@@ -155,8 +156,8 @@ class FaultEngine:
                 continue
             if not self._take(rule):
                 continue
-            return self._apply(rule, hit, view, broker, handler, ctx, body)
-        result = handler.handle(broker, ctx, body)
+            return self._apply(rule, hit, view, node, handler, ctx, body)
+        result = handler.handle(node, ctx, body)
         if post:
             result = _then(result, lambda res: self._post(post, view, ctx, res))
         return result
@@ -189,7 +190,7 @@ class FaultEngine:
         log.info("fault injected by rule %s [%s]: %s v%d from %s (client %s): %s%s", rule.id, rule.describe(),
                  api, ctx.api_version, getattr(ctx.conn, "peer", "?"), ctx.client_id, what, of)
 
-    def _apply(self, rule: FaultRule, hit, view: RequestView, broker, handler, ctx, body):
+    def _apply(self, rule: FaultRule, hit, view: RequestView, node, handler, ctx, body):
         kind = rule.kind
         conn = ctx.conn
         if kind in ("error", "offline", "coordinator"):
@@ -202,22 +203,22 @@ class FaultEngine:
                 keep, failed = split(shape, body, positions)
                 if rule.after_handling:
                     self._fired(rule, ctx, f"performed, then answered {name}")
-                    return _then(handler.handle(broker, ctx, body), lambda res: overwrite(shape, res, failed, code))
+                    return _then(handler.handle(node, ctx, body), lambda res: overwrite(shape, res, failed, code))
                 self._fired(rule, ctx, f"answered {name} for {sum(len(p) for _, p in failed)} partition(s)")
                 errors = error_topics(shape, failed, code)
                 if not keep[shape.req_topics]:
                     return merge(shape, shape.empty(), errors)
-                return _then(handler.handle(broker, ctx, keep), lambda res: merge(shape, res, errors))
+                return _then(handler.handle(node, ctx, keep), lambda res: merge(shape, res, errors))
             msg = f"{ERROR_DESCRIPTIONS.get(int(code), '')} (injected fault)".strip()
             if rule.after_handling:
                 self._fired(rule, ctx, f"performed, then answered {name}")
-                return _then(handler.handle(broker, ctx, body),
+                return _then(handler.handle(node, ctx, body),
                              lambda res: handler.error(body, ctx.api_version, code, msg))
             self._fired(rule, ctx, f"answered {name}")
             return handler.error(body, ctx.api_version, code, msg)
         if kind == "delay":
             self._fired(rule, ctx, f"answer delayed {rule.ms} ms")
-            return _delayed(handler.handle(broker, ctx, body), rule.ms / 1000.0)
+            return _delayed(handler.handle(node, ctx, body), rule.ms / 1000.0)
         if kind == "throttle":
             self._fired(rule, ctx, f"throttled {rule.ms} ms")
             conn.mute_for(rule.ms / 1000.0)
@@ -226,11 +227,11 @@ class FaultEngine:
                 if isinstance(res, dict):
                     res["throttle_time_ms"] = max(res.get("throttle_time_ms") or 0, rule.ms)
                 return res
-            return _then(handler.handle(broker, ctx, body), set_throttle)
+            return _then(handler.handle(node, ctx, body), set_throttle)
         if kind == "no_answer":
             self._fired(rule, ctx, "performed, never answered" if rule.after_handling else "never answered")
             if rule.after_handling:
-                return _never(handler.handle(broker, ctx, body))
+                return _never(handler.handle(node, ctx, body))
             return _never(None)
         # close
         if not rule.after_handling:
@@ -242,7 +243,7 @@ class FaultEngine:
         def close(res):
             conn.close(None)
             return None
-        return _then(handler.handle(broker, ctx, body), close)
+        return _then(handler.handle(node, ctx, body), close)
 
     def _post(self, rules, view: RequestView, ctx, res):
         if not isinstance(res, dict):
