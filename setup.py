@@ -1,5 +1,5 @@
 """What pyproject.toml cannot say: the packages, found in the tree, and the optional compiled
-fast path, pylog.core._speedups (plain C, see pylog.core.fastpath).
+fast path, one extension per owning package (plain C, see pylog.core.fastpath).
 
 Every top-level folder with an __init__.py (but tests/ and bench/) is a part of pylog and
 installs as `pylog.<folder>`, with every subpackage below it; nothing is listed by hand, so a
@@ -58,11 +58,21 @@ def packages(root: Path) -> tuple[list[str], dict[str, str]]:
 HERE = Path(__file__).resolve().parent
 PACKAGES, PACKAGE_DIR = packages(HERE)
 
+# The compiled fast path, one extension per package that owns the pure-Python twins it accelerates
+# (each package's fastpath.py chooses between them): name -> its C sources. The headers shared by
+# several extensions (core/_speedups_*.h) sit in core/, below every owner.
+EXTENSIONS = {
+    "pylog.core.records._speedups": ["core/records/_speedups.c"],
+    "pylog.core.client._speedups": ["core/client/_speedups.c", "core/client/_speedups_frames.c"],
+    "pylog.storage._speedups": ["storage/_speedups.c"],
+    "pylog.commands._speedups": ["commands/_speedups.c", "commands/_speedups_json.c", "commands/_speedups_lines.c"],
+}
+SHARED_HEADERS = sorted(str(p.relative_to(HERE)) for p in (HERE / "core").glob("_speedups_*.h"))
+
 ext_modules = []
 if os.environ.get("PYLOG_NO_EXTENSION", "") in ("", "0"):
-    ext_modules.append(Extension("pylog.core._speedups", sources=["core/_speedups.c", "core/_speedups_run.c",
-                                                                   "core/_speedups_json.c", "core/_speedups_lines.c"],
-                                 depends=["core/_speedups_varint.h", "core/_speedups_murmur2.h", "core/_speedups_records.h"],
-                                 extra_compile_args=["-O2", "-std=c99"] if os.name != "nt" else []))
+    ext_modules = [Extension(name, sources=sources, depends=SHARED_HEADERS,
+                             extra_compile_args=["-O2", "-std=c99"] if os.name != "nt" else [])
+                   for name, sources in EXTENSIONS.items()]
 
 setup(packages=PACKAGES, package_dir=PACKAGE_DIR, ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})

@@ -59,15 +59,16 @@ def compare_implementations(name: str, argv: list, figures: dict) -> None:
     import json
     import tempfile
 
-    from pylog.core import fastpath
-
     out = os.environ.get("PYLOG_BENCH_FIGURES")
     if out:
         with open(out, "w") as f:
             json.dump(figures, f)
         return
-    if not fastpath.is_compiled():
-        print(f"implementation: {fastpath.implementation()}: no compiled column")
+    extensions = compiled_extensions()
+    if not any(e.native is not None for e in extensions):
+        from pylog.core import fastpath
+
+        print(f"implementation: {fastpath.implementation(extensions)}: no compiled column")
         return
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         env = {**os.environ, "PYLOG_PURE_PYTHON": "1", "PYLOG_BENCH_FIGURES": f.name}
@@ -88,6 +89,17 @@ def compare_implementations(name: str, argv: list, figures: dict) -> None:
         fmt = (lambda v: f"{v:,.2f}") if abs(value) < 100 else (lambda v: f"{v:,.0f}")
         table.add_row(label, fmt(p) if p is not None else "-", fmt(value), gain)
     Console().print(table)
+
+
+def compiled_extensions() -> list:
+    """Every package's compiled extension as its fastpath module loaded it (records, client, storage,
+    CLI text)."""
+    from pylog.commands import fastpath as commands_fastpath
+    from pylog.core.client import fastpath as client_fastpath
+    from pylog.core.records import fastpath as records_fastpath
+    from pylog.storage import fastpath as storage_fastpath
+
+    return [m.extension for m in (records_fastpath, client_fastpath, storage_fastpath, commands_fastpath)]
 
 
 def open_broker_in_process(prefix: str):

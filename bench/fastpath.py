@@ -2,7 +2,7 @@
 
     python -m bench fastpath [--quick]
 
-Each row calls the pure-Python reference and the compiled twin (pylog.core.fastpath)
+Each row calls the pure-Python reference and the compiled twin (each package's fastpath module)
 alternately on the same data and keeps the best CPU time (user + system of this
 process, which other jobs on shared cores inflate less than wall time). "mixed"
 records differ in size and key (the record-by-record path of the pure-Python code);
@@ -16,6 +16,7 @@ import argparse
 import time
 
 from pylog.commands import produce_input
+from bench._util import compiled_extensions
 from pylog.core import fastpath
 from pylog.core.client import partitioner
 from pylog.core.config import TOPIC_CONFIGS
@@ -48,10 +49,11 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench fastpath")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    native = fastpath.native
-    if native is None:
-        print(f"implementation: {fastpath.implementation()}: nothing to compare")
+    extensions = compiled_extensions()
+    if any(e.native is None for e in extensions):
+        print(f"implementation: {fastpath.implementation(extensions)}: nothing to compare")
         return 1
+    records, client, storage, commands = (e.native for e in extensions)
     rounds = 3 if args.quick else 7
     now = int(time.time() * 1000)
     cfg = TOPIC_CONFIGS.resolve({"segment.bytes": str(64 << 20), "max.message.bytes": str(2 << 20)})
@@ -70,14 +72,14 @@ def main(argv: list[str]) -> int:
             recs = _records(n, mixed, now)
             raw = batch.build_batch(recs)
             data = raw[61:]
-            row(f"check_records {label} {kind}", n, "rec/s", framing.check_records_py, native.check_records,
+            row(f"check_records {label} {kind}", n, "rec/s", framing.check_records_py, records.check_records,
                 (data, n, n - 1), reps)
-            row(f"decode_records {label} {kind}", n, "rec/s", batch.decode_records_py, native.decode_records,
+            row(f"decode_records {label} {kind}", n, "rec/s", batch.decode_records_py, records.decode_records,
                 (data, 0, now), reps)
             row(f"encode records {label} {kind}", n, "rec/s", lambda r: _encode(batch.encode_record_py, r),
-                lambda r: _encode(native.encode_record, r), (recs,), max(1, reps // 4))
+                lambda r: _encode(records.encode_record, r), (recs,), max(1, reps // 4))
             if mixed:
-                row(f"cleaner key scan {label}", n, "rec/s", compaction_rules.scan_records, native.scan_records,
+                row(f"cleaner key scan {label}", n, "rec/s", compaction_rules.scan_records, storage.scan_records,
                     (data, 0, True), reps)
             mv = memoryview(raw)
 
@@ -89,13 +91,13 @@ def main(argv: list[str]) -> int:
                 finally:
                     log_validator.check_records = saved
             row(f"validating append check {label} {kind}", n, "rec/s", lambda: validate(framing.check_records_py),
-                lambda: validate(native.check_records), (), reps)
+                lambda: validate(records.check_records), (), reps)
     keys = [b"key-%07d" % i for i in range(100_000)]
-    row("murmur2_many 100,000 keys", len(keys), "keys/s", partitioner.murmur2_many_py, native.murmur2_many,
+    row("murmur2_many 100,000 keys", len(keys), "keys/s", partitioner.murmur2_many_py, client.murmur2_many,
         (keys,), 2)
     lines = [k + b":" + b"v" * 90 for k in keys]
     row("split KEY:VALUE 100,000 lines", len(lines), "lines/s", produce_input.split_key_value_py,
-        native.split_key_value, (lines, b":"), 3)
+        commands.split_key_value, (lines, b":"), 3)
 
     from rich.console import Console
     from rich.table import Table

@@ -49,7 +49,7 @@ def packages_at(rev: str) -> list[str]:
     names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", rev],
                            check=True, capture_output=True, text=True).stdout.split()
     return sorted({n.split("/")[0] for n in names if n.count("/") == 1 and n.endswith("/__init__.py")} - NOT_PRODUCT)
-C_SOURCES = ("core/_speedups.c", "core/_speedups_run.c", "core/_speedups_json.c", "core/_speedups_varint.h")
+C_SOURCES = ("*.c", "*.h")  # the compiled extensions' sources, wherever their owner packages keep them
 
 
 def make_tree(rev: str, parent: str) -> str:
@@ -63,9 +63,11 @@ def make_tree(rev: str, parent: str) -> str:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
         tf.extractall(src)
     same_c = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", rev, "--", *C_SOURCES]).returncode == 0
-    installed = glob.glob(str(ROOT / "core" / "_speedups*.so"))
+    installed = [Path(p) for p in glob.glob(str(ROOT / "**" / "_speedups*.so"), recursive=True)
+                 if "build" not in Path(p).relative_to(ROOT).parts]
     if same_c and installed:
-        shutil.copy(installed[0], src / "core")
+        for so in installed:
+            shutil.copy(so, src / so.parent.relative_to(ROOT))
     else:
         subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=src, check=False,
                        capture_output=True)

@@ -108,10 +108,21 @@ def manual_hint() -> str:
     return "Manual: not installed with this copy of pylog."
 
 
+def implementation() -> str:
+    """Which implementation runs, over every package that owns compiled code (the CLI sits above them all)."""
+    from pylog.commands import fastpath as commands_fastpath
+    from pylog.core.client import fastpath as client_fastpath
+    from pylog.core.records import fastpath as records_fastpath
+    from pylog.storage import fastpath as storage_fastpath
+
+    owners = (records_fastpath, client_fastpath, storage_fastpath, commands_fastpath)
+    return fastpath.implementation([owner.extension for owner in owners])
+
+
 def _print_version(ctx, _param, value) -> None:
     """--version, looked up only when asked for (click's version_option reads it at import)."""
     if value and not ctx.resilient_parsing:
-        click.echo(f"pylog {about.version()}\nimplementation: {fastpath.implementation()}\n"
+        click.echo(f"pylog {about.version()}\nimplementation: {implementation()}\n"
                    f"python: {sys.version.split()[0]}")
         for line in library_versions():
             click.echo(f"libraries: {line}")
@@ -137,7 +148,7 @@ def cli(ctx, debug):
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if debug:
-        logging.getLogger("pylog").debug("implementation: %s", fastpath.implementation())
+        logging.getLogger("pylog").debug("implementation: %s", implementation())
 
 
 def _one_line(e: BaseException) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from itertools import chain, repeat
 
-from pylog.core import fastpath
+from pylog.commands import fastpath
 from pylog.core.client.fetch_records import decode_batch
 from pylog.core.records.errors import RecordFormatError
 from pylog.core.records.header import CODEC_MASK, CODEC_NONE, HEADER_SIZE, TIMESTAMP_TYPE_MASK

@@ -14,7 +14,7 @@ import re
 from itertools import chain, repeat
 from operator import itemgetter
 
-from pylog.core import fastpath
+from pylog.commands import fastpath
 from pylog.core.errors import DataError
 
 BLOCK = 1 << 20

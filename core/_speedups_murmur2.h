@@ -1,4 +1,4 @@
-/* Kafka's murmur2 (the Java client's Utils.murmur2), shared by the extension's C files. */
+/* Kafka's murmur2 (the Java client's Utils.murmur2): the client extension's murmur2_many and frame_partitions. */
 #ifndef PYLOG_SPEEDUPS_MURMUR2_H
 #define PYLOG_SPEEDUPS_MURMUR2_H
 

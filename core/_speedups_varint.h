@@ -1,4 +1,4 @@
-/* Kafka's varints (zigzag over unsigned base-128), shared by the extension's C files. */
+/* Kafka's varints (zigzag over unsigned base-128), shared by the extensions' C files (records, client, storage: core/, below them all). */
 #ifndef PYLOG_SPEEDUPS_VARINT_H
 #define PYLOG_SPEEDUPS_VARINT_H
 

@@ -29,7 +29,7 @@ import zipfile
 from importlib.machinery import PathFinder
 
 # what a pylog task imports; a module that is missing or fails is left to the worker
-PRELOAD = ("pyspark.worker", "pylog.core.fastpath", "pylog.spark.arrow_values", "pylog.spark.log_rows",
+PRELOAD = ("pyspark.worker", "pylog.core.records.fastpath", "pylog.spark.arrow_values", "pylog.spark.log_rows",
            "pylog.spark.broker_rows", "pylog.spark.export_tables",
            "pylog.spark.datasource")
 

@@ -42,7 +42,7 @@ from operator import ge as _ge
 from typing import Callable, NamedTuple, Sequence
 
 
-from pylog.core import fastpath
+from pylog.storage import fastpath
 from pylog.core.records import compression
 from pylog.core.records.header import (
     CODEC_MASK,
@@ -184,7 +184,7 @@ def scan_records(data, base_offset: int, with_keys: bool) -> tuple[list, list, l
     """(starts, keys, offsets, value positions) of every record: what the retention
     decision and a verbatim copy of the kept records need (keys and value positions
     are empty lists unless `with_keys`). The cleaner's key scan, reference version:
-    the compiled fast path (pylog.core.fastpath) has the same contract."""
+    the compiled fast path (pylog.storage.fastpath) has the same contract."""
     if type(data) is not bytes:
         data = bytes(data)
     starts: list = []

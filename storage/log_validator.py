@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pylog.core import fastpath
+from pylog.storage import fastpath
 from pylog.core.errors import (
     CorruptMessageError,
     InvalidRecordError,

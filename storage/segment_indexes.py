@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from pylog.core import fastpath
+from pylog.storage import fastpath
 from pylog.core.records.header import LOG_OVERHEAD, BatchHeader
 from pylog.storage.offset_index import OffsetIndex
 from pylog.storage.time_index import TimeIndex

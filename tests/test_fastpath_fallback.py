@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.cli import pylog
+from support.extensions import declared
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,15 +27,19 @@ def run_py(code: str, **env):
 
 
 def test_pure_python_forced_by_the_environment():
-    r = run_py("from pylog.core import fastpath; from pylog.core.records import batch, framing, varint;"
-               "print(fastpath.implementation());"
+    r = run_py("from pylog.cli.main import implementation; from pylog.core.records import batch, framing, varint;"
+               "from pylog.core.client import runs; from pylog.storage import log_validator;"
+               "from pylog.commands import produce_input;"
+               "print(implementation());"
                "print(batch.decode_records is batch.decode_records_py,"
                " framing.check_records is framing.check_records_py,"
-               " varint.decode_varint is varint.decode_varint_py)", PYLOG_PURE_PYTHON="1")
+               " varint.decode_varint is varint.decode_varint_py, runs.encode_run is runs.encode_run_py,"
+               " log_validator.validate_batches is log_validator.validate_batches_py,"
+               " produce_input.split_key_value is produce_input.split_key_value_py)", PYLOG_PURE_PYTHON="1")
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
     assert first == "pure Python (forced by PYLOG_PURE_PYTHON)"
-    assert second == "True True True"
+    assert second == "True True True True True True"
 
 
 def test_version_names_the_implementation():
@@ -43,7 +49,8 @@ def test_version_names_the_implementation():
     r = pylog("--version", env={**os.environ, "PYLOG_PURE_PYTHON": "0"})
     assert r.returncode == 0, r.stderr
     line = r.stdout.splitlines()[1]
-    assert line == "implementation: compiled (C extension pylog.core._speedups)" or line.startswith(
+    every = ", ".join(declared())
+    assert line == f"implementation: compiled (C extensions {every})" or line.startswith(
         "implementation: pure Python (the compiled extension is not installed"), line
 
 
@@ -85,10 +92,15 @@ def test_install_without_a_compiler_falls_back(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    code = ("import pylog.core.fastpath as f, pylog.core.records as r; assert f.__file__.startswith(%r), f.__file__;"
-            "print(f.implementation()); print(len(r.build_batch([(1, b'k', b'v')])))" % str(target))
+    code = ("import pylog.core.fastpath as f, pylog.core.records as r; from pylog.core.records import fastpath as a;"
+            "from pylog.core.client import fastpath as b; from pylog.storage import fastpath as c;"
+            "from pylog.commands import fastpath as d; assert f.__file__.startswith(%r), f.__file__;"
+            "print(f.implementation([m.extension for m in (a, b, c, d)])); print(len(r.build_batch([(1, b'k', b'v')])))"
+            % str(target))
     # -S: no site (so no editable install of this checkout); the dependencies from this venv
-    deps = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))
+    # (and the base Python's, which a venv made with --system-site-packages reads its dependencies from)
+    deps = os.pathsep.join(dict.fromkeys([*(sysconfig.get_paths()[k] for k in ("purelib", "platlib")),
+                                          *site.getsitepackages()]))
     r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": str(target) + os.pathsep + deps, "PYLOG_PURE_PYTHON": ""})
     assert r.returncode == 0, r.stderr

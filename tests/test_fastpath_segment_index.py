@@ -20,11 +20,10 @@ from hypothesis import strategies as st
 
 from support.examples import examples
 from support.native import needs_native
-from pylog.core import fastpath
 from pylog.core.config import TOPIC_CONFIGS
 from pylog.core.records.batch import build_batch
 from pylog.core.records.header import iter_headers, patch_append_fields
-from pylog.storage import Log, segment_indexes
+from pylog.storage import Log, fastpath, segment_indexes
 from pylog.storage.segment import LogSegment
 
 SETTINGS = settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -97,7 +96,7 @@ def checked_loop_only(*args):
 
 
 SIDES = [("python", segment_indexes.index_batches), ("checked", checked_loop_only)]
-COMPILED = fastpath.native.index_batches if fastpath.is_compiled() else None
+COMPILED = fastpath.native.index_batches if fastpath.native is not None else None
 
 
 def sides():

@@ -9,9 +9,9 @@ testing/):
   never imported by another module (`from pylog.a import _helper`);
 - allowed exceptions, each for a reason: the public API of named tuples
   (`_replace`, `_make`, `_fields`, `_asdict`), and pyspark's `_jsc`, `_jvm`,
-  `_gateway`, the only way its Python API reaches the JVM; and the optional
-  compiled extension `pylog.core._speedups`, whose private name says that only
-  its dispatcher `core/fastpath.py` imports it.
+  `_gateway`, the only way its Python API reaches the JVM. (The optional compiled
+  extensions, `<package>._speedups`, are imported by no statement: each package's
+  fastpath module loads its own by name; tests/test_fastpath_every_twin.py checks.)
 Dunder names (`__dict__`, `__class__`) are not private.
 """
 from __future__ import annotations
@@ -60,8 +60,7 @@ def private_uses(path: Path, root: Path = ROOT) -> list[str]:
             out.append((node.lineno, f"{rel}:{node.lineno}: {ast.unparse(node)}"))
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pylog"):
             for alias in node.names:
-                if _private(alias.name) and not (node.module == "pylog.core" and alias.name == "_speedups"
-                                                 and rel.as_posix() == "core/fastpath.py"):
+                if _private(alias.name):
                     out.append((node.lineno, f"{rel}:{node.lineno}: from {node.module} import {alias.name}"))
     return [text for _, text in sorted(out)]
 

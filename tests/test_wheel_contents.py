@@ -1,5 +1,5 @@
 """The wheel is the product: every module, data file and man page of the source tree, and the
-compiled extension, are in it (the install tier, .ci/install-tier, checks its wheels the same way).
+compiled extensions (each setup.py declares), are in it (the install tier, .ci/install-tier, checks its wheels the same way).
 
 The check's own test builds a copy of the tree with a folder the build cannot find (no
 __init__.py) and a data file nobody declared, and requires the check to name both."""
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from support.extensions import declared, folder
 from support.product import ROOT, product_parts
 from support.wheel_contents import missing
 
@@ -54,4 +55,5 @@ def test_a_folder_or_data_file_the_build_misses_fails_the_check(tmp_path):
     (src / "commands" / "page.html").write_text("<p>read at run time</p>\n")  # not declared as package data
     wheel = build_wheel(src, tmp_path / "dist", PYLOG_NO_EXTENSION="1")
     assert missing(wheel, root=src, compiled=True) == [
-        "pylog/commands/page.html", "pylog/core/unlisted/thing.py", "pylog/core/_speedups (the compiled extension)"]
+        "pylog/commands/page.html", "pylog/core/unlisted/thing.py",
+        *(f"pylog/{folder(n)}/_speedups (the compiled extension {n})" for n in declared(src))]

@@ -13,7 +13,7 @@ import random
 import sys
 from itertools import repeat
 
-from pylog.core import fastpath
+from pylog.core.client import fastpath
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF

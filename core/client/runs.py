@@ -4,7 +4,7 @@
 `pylog produce` and `Producer.send_many`. The pure-Python `encode_run_py` is the
 reference (whole-list operations: map/zip/join run in C, no Python loop per
 record); the compiled extension's `encode_run` has the same contract and is
-tested against it (tests/test_fastpath_runs.py). pylog.core.fastpath chooses.
+tested against it (tests/test_fastpath_runs.py). pylog.core.client.fastpath chooses.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import operator
 from bisect import bisect_right
 from itertools import accumulate, chain, repeat
 
-from pylog.core import fastpath
+from pylog.core.client import fastpath
 from pylog.core.client.partitioner import murmur2_many
 from pylog.core.records.varint import encode_varint
 

@@ -7,7 +7,7 @@ distribution metadata, which costs a short command a noticeable part of its star
 """
 from __future__ import annotations
 
-from pylog.core import fastpath
+from pylog.core.records import fastpath
 
 __all__ = ["crc32c"]
 

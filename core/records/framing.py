@@ -19,7 +19,7 @@ import re
 from typing import NamedTuple
 
 from pylog.core.records.errors import CorruptRecordError
-from pylog.core import fastpath
+from pylog.core.records import fastpath
 from pylog.core.records.varint import decode_varint_py as decode_varint, decode_varlong_py as decode_varlong
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple
 
-from pylog.core import fastpath
+from pylog.core.records import fastpath
 from pylog.core.records.crc import crc32c
 
 from pylog.core.records.errors import (

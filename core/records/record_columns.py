@@ -6,13 +6,13 @@ those with offsets in [start, end) to `cols` (a `Columns`' `.cols`): offsets
 (int64), timestamps in microseconds (int64), key and value each as Arrow's
 nullable binary layout (validity bitmap, int32 offsets, data), and (row, headers)
 for the rows that have headers. It returns how many records it decoded. The
-compiled twin (pylog.core._speedups) runs when the extension is built.
+compiled twin (pylog.core.records._speedups) runs when the extension is built.
 """
 from __future__ import annotations
 
 import struct
 
-from pylog.core import fastpath
+from pylog.core.records import fastpath
 from pylog.core.records.errors import CorruptRecordError
 from pylog.core.records.record_decode import decode_records
 

@@ -11,7 +11,7 @@ bytes after itself.
 
 The decoder reads runs of same-framed records with strided slices
 (framing.run_shape) and everything else one record at a time through the one
-varint codec; the compiled fast path (pylog.core.fastpath) replaces both.
+varint codec; the compiled fast path (pylog.core.records.fastpath) replaces both.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from itertools import repeat
 from operator import add, lshift, xor
 from typing import NamedTuple, Optional
 
-from pylog.core import fastpath
+from pylog.core.records import fastpath
 from pylog.core.records.errors import CorruptRecordError, MalformedVarintError
 from pylog.core.records.framing import run_shape, run_tables
 from pylog.core.records.header import NO_SEQUENCE, BatchHeader

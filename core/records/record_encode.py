@@ -1,11 +1,11 @@
 """Records of a v2 batch's records section, encoded: one record, its headers, its size.
 
-The layout is the one record_decode reads; the compiled fast path (pylog.core.fastpath)
+The layout is the one record_decode reads; the compiled fast path (pylog.core.records.fastpath)
 replaces encode_record.
 """
 from __future__ import annotations
 
-from pylog.core import fastpath
+from pylog.core.records import fastpath
 from pylog.core.records.varint import encode_varint_py as encode_varint
 
 __all__ = ["encode_headers", "encode_record", "encode_record_py", "record_size"]

@@ -7,11 +7,11 @@ the flexible protocol versions use for compact lengths and tagged fields.
 Decoders take (buffer, position) and return (value, next_position); they
 index the buffer directly so bytes, bytearray and memoryview all work.
 This is the one varint codec of the pure-Python implementation; the compiled
-fast path (pylog.core.fastpath) has its own, tested against this one.
+fast path (pylog.core.records.fastpath) has its own, tested against this one.
 """
 from __future__ import annotations
 
-from pylog.core import fastpath
+from pylog.core.records import fastpath
 from pylog.core.records.errors import MalformedVarintError
 
 __all__ = [
@@ -141,7 +141,7 @@ def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
 
 
 # The reference implementations (what the compiled twins are tested against), then the
-# public names bound to whichever implementation pylog.core.fastpath chose.
+# public names bound to whichever implementation pylog.core.records.fastpath chose.
 encode_varint_py, decode_varint_py, decode_varlong_py = encode_varint, decode_varint, decode_varlong
 encode_varint = fastpath.choose("encode_varint", encode_varint_py)
 encode_varlong = encode_varint

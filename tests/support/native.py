@@ -1,22 +1,34 @@
 """The compiled fast path as the property tests see it.
 
-`native` is the extension module or None; `needs_native` skips a test while the extension is
-not active (not built, or PYLOG_PURE_PYTHON=1), saying why, except in CI (CI=true), where a
-missing extension is a failure.
+`EXTENSIONS` is every package's compiled extension as its owner loaded it (pylog.core.records,
+pylog.core.client, pylog.storage, pylog.commands: each package's `fastpath` module);
+tests/test_fastpath_every_twin.py requires it to name every extension setup.py declares.
+`native` is one namespace of all their functions (each test calls the function it names, from
+the extension that owns it), or None when none is active; `needs_native` skips a test while any
+extension is not active (not built, or PYLOG_PURE_PYTHON=1), saying why, except in CI (CI=true),
+where a missing extension is a failure.
 """
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
+from pylog.commands import fastpath as commands_fastpath
 from pylog.core import fastpath
+from pylog.core.client import fastpath as client_fastpath
+from pylog.core.records import fastpath as records_fastpath
+from pylog.storage import fastpath as storage_fastpath
 
-native = fastpath.native
+EXTENSIONS = tuple(m.extension for m in (records_fastpath, client_fastpath, storage_fastpath, commands_fastpath))
+ACTIVE = [e for e in EXTENSIONS if e.native is not None]
+native = SimpleNamespace(**{name: getattr(e.native, name) for e in ACTIVE for name in dir(e.native)
+                            if not name.startswith("_")}) if ACTIVE else None
 FORCED_PURE = os.environ.get("PYLOG_PURE_PYTHON", "") not in ("", "0")
 needs_native = pytest.mark.skipif(
-    native is None and (FORCED_PURE or not os.environ.get("CI")),
-    reason=f"the compiled extension is not active: {fastpath.reason}",
+    len(ACTIVE) < len(EXTENSIONS) and (FORCED_PURE or not os.environ.get("CI")),
+    reason=f"a compiled extension is not active: {fastpath.implementation(list(EXTENSIONS))}",
 )
 
 

@@ -1,5 +1,5 @@
 """What a built wheel must hold: every file of the product's folders (modules, data files a
-command reads at run time), the man pages, and the compiled extension when one was built.
+command reads at run time), the man pages, and the compiled extensions when they were built.
 
 Used by tests/test_wheel_contents.py and by the install tier (.ci/install-tier), which checks
 the wheels it installs: `python tests/support/wheel_contents.py WHEEL [--compiled]`."""
@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from support.extensions import declared, folder  # noqa: E402
 from support.product import ROOT, product_parts  # noqa: E402
 
 # build output and caches: never part of the product
@@ -50,12 +51,14 @@ def wheel_names(wheel: Path) -> set[str]:
 
 
 def missing(wheel: Path, root: Path = ROOT, compiled: bool = False) -> list[str]:
-    """What the wheel lacks: files of the tree, and the extension when `compiled`."""
+    """What the wheel lacks: files of the tree, and each extension setup.py declares when `compiled`."""
     have = wheel_names(wheel)
     out = sorted(expected(root) - have)
-    if compiled and not any(fnmatch.fnmatch(n, "pylog/core/_speedups*.so") or fnmatch.fnmatch(n, "pylog/core/_speedups*.pyd")
-                            for n in have):
-        out.append("pylog/core/_speedups (the compiled extension)")
+    if compiled:
+        for name in declared(root):
+            stem = "pylog/" + folder(name) + "/_speedups"
+            if not any(fnmatch.fnmatch(n, stem + "*.so") or fnmatch.fnmatch(n, stem + "*.pyd") for n in have):
+                out.append(f"{stem} (the compiled extension {name})")
     return out
 
 
@@ -66,7 +69,7 @@ def main(argv: list[str]) -> int:
         print(f"{wheel.name} lacks {name}", file=sys.stderr)
     if not lacking:
         print(f"{wheel.name}: every module, data file and man page of the tree"
-              + (" and the compiled extension" if "--compiled" in argv[1:] else ""))
+              + (" and the compiled extensions" if "--compiled" in argv[1:] else ""))
     return 1 if lacking else 0
 
 

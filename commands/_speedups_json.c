@@ -6,7 +6,7 @@
  * fields, escapes, non-ASCII text, numbers, blank lines, damage) makes it answer
  * None, and the caller takes the pure-Python path, which is the reference
  * (pylog.commands.produce_input._json_fast; tests/test_fastpath_json.py).
- * Part of the pylog.core._speedups module (see _speedups.c).
+ * Part of the pylog.commands._speedups module (see _speedups.c).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
