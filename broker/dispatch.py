@@ -105,7 +105,9 @@ class Dispatcher:
         if sasl is not None and (why := sasl.gate(req.api_key)) is not None:
             # Kafka: any other request before authentication, or after the session expired, ends it
             return conn.close(f"unexpected {handler.schema.name} request {why}")
-        ctx = tuple.__new__(RequestContext, (req.api_key, req.api_version, req.correlation_id, req.client_id, conn))
+        ctx = object.__new__(RequestContext)  # filled in place: no __init__ call per request
+        ctx.api_key, ctx.api_version, ctx.correlation_id, ctx.client_id, ctx.conn = \
+            req.api_key, req.api_version, req.correlation_id, req.client_id, conn
         # the decoder checked the version against the schema, which is what we advertise;
         # authorization runs here, before the handler: it refuses the request or takes
         # out what the principal may not touch (their error entries are merged back)

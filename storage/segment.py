@@ -115,28 +115,20 @@ class LogSegment(SegmentIndexes):
         self._max_ts = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
-        # the offset after the segment's last batch: a plain attribute, read on every append;
-        # absent (defer_tail) until __getattr__ reads it from the indexes and the tail
+        # the offset after the segment's last batch: a plain attribute, read on every append
+        # (a deferred tail reads it when first asked: _DeferredTail)
         self.next_offset: int = base_offset
         self.unflushed = False
 
     def defer_tail(self) -> None:
         """An older segment loaded on a clean start: its next offset and max timestamp are read from its
         indexes when first asked (Kafka opens such indexes lazily)."""
-        self.__dict__.pop("next_offset", None)
-
-    def __getattr__(self, name: str):
-        # only attributes not set on the instance come here: a deferred tail is read once
-        if name == "next_offset":
-            self.load_tail()
-            return self.__dict__["next_offset"]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        del self.next_offset
+        self.__class__ = _DeferredTail
 
     @property
     def max_timestamp_so_far(self) -> int:
         """The largest batch max timestamp in the segment (-1: none)."""
-        if "next_offset" not in self.__dict__:
-            self.load_tail()
         return self._max_ts
 
     @max_timestamp_so_far.setter
@@ -479,3 +471,30 @@ class LogSegment(SegmentIndexes):
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
+
+
+class _DeferredTail(LogSegment):
+    """A segment whose tail (next offset, max timestamp) is read from its indexes when first asked.
+
+    A class of its own rather than a property or __getattr__ on LogSegment: either would slow
+    every attribute read of every segment (CPython specializes plain attribute reads only on
+    classes without them); reading the tail turns the segment back into a plain LogSegment."""
+
+    @property
+    def next_offset(self) -> int:
+        self.load_tail()  # sets next_offset: the setter below makes this a LogSegment again
+        return self.next_offset
+
+    @next_offset.setter
+    def next_offset(self, value: int) -> None:
+        self.__class__ = LogSegment
+        self.next_offset = value
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        self.load_tail()
+        return self.max_timestamp_so_far
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        self._max_ts = value

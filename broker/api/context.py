@@ -10,7 +10,7 @@ request names. handlers.py registers both in the broker's one table.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Protocol, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Union
 
 from pylog.broker.net.connection import Connection
 from pylog.core.config import ConfigError
@@ -67,18 +67,28 @@ class NodeView(Protocol):
     def api_version_ranges(self) -> list[dict]: ...
 
 
-class RequestContext(NamedTuple):
+class RequestContext:
     """One decoded request's header facts and the connection it came on.
 
-    The dispatcher makes one per request with `tuple.__new__(RequestContext, (...))`: a tuple
-    built in C, its fields read in C, where the generated `__new__` is a Python call on every
-    request."""
+    Slots, read at the speed of a plain attribute. The dispatcher fills one in place
+    (`object.__new__`, then the five fields): no Python call per request, where a dataclass
+    runs its generated `__init__` and a NamedTuple's fields are slower descriptors."""
 
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "conn")
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
     conn: Connection
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                 conn: Connection):
+        self.api_key, self.api_version, self.correlation_id = api_key, api_version, correlation_id
+        self.client_id, self.conn = client_id, conn
+
+    def __repr__(self) -> str:
+        return (f"RequestContext(api_key={self.api_key}, api_version={self.api_version}, "
+                f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
 
 
 def code_of(exc: BaseException) -> tuple[int, str]:
