@@ -1,11 +1,12 @@
-"""Requests that name topics by id only (Produce v13, OffsetCommit v10, OffsetFetch v10,
-TxnOffsetCommit v6).
+"""Requests that name topics by id only (Produce v13, Fetch v13, OffsetCommit v10, OffsetFetch
+v10, TxnOffsetCommit v6: the `ids_from` of their declared facts).
 
 Before authorization and the handler, each id is resolved to its topic's name, so the
 rules and handlers keep working on names; an id no topic has is taken out of the request
 and answered UNKNOWN_TOPIC_ID per partition, as Kafka answers it (before authorization:
 an unknown id names no resource). After the handler, every topic entry of the response
-gets its topic's id back.
+gets its topic's id back. Fetch (`ids_in_place`) keeps each topic where it is, with no name
+for an unknown id, and answers the ids itself.
 """
 from __future__ import annotations
 
@@ -57,8 +58,10 @@ def resolve(lookup: TopicLookup, api_key: int, version: int, body: dict) -> tupl
     first = FIRST_ID_VERSION.get(api_key)
     if first is None or version < first:
         return body, None
-    ids = _ids_by_name(lookup)
     shape = BY_ID[api_key]
+    if shape.ids_in_place:
+        return _named_in_place(lookup, shape, body), None
+    ids = _ids_by_name(lookup)
     if shape.within is not None:  # topics inside each group (OffsetFetch v8+)
         return _resolve_within(lookup, shape, body, ids)
     list_key, out_key = shape.req_topics, shape.resp_topics
@@ -94,6 +97,15 @@ def _resolve_within(lookup: TopicLookup, shape: Partitions, body: dict, ids) -> 
                     _unknown(shape, t) for t in unknown_by_group.get(g[group_key], ())]
         return result
     return body, complete
+
+
+def _named_in_place(lookup: TopicLookup, shape: Partitions, body: dict) -> dict:
+    """The body with each topic's name beside its id (None: no topic has that id)."""
+    topics = []
+    for t in body.get(shape.req_topics) or ():
+        info = lookup.topic_by_id(t.get("topic_id") or ZERO_UUID)
+        topics.append(dict(t, **{shape.req_name: info.name if info is not None else None}))
+    return dict(body, **{shape.req_topics: topics})
 
 
 def _unknown(shape: Partitions, t: dict) -> dict:

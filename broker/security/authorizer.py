@@ -136,10 +136,7 @@ def _fetch(az: Authorizer, ctx, api, body):
         return _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)(az, ctx, api, body)
     keep, drop = [], []
     for t in body.get("topics") or []:
-        name = t.get("topic")
-        if not name and t.get("topic_id") is not None:
-            info = az.topic_by_id(t["topic_id"])
-            name = info.name if info is not None else None
+        name = t.get("topic")  # v13+: named by dispatch from its id (None: an unknown id)
         (keep if name is not None and az.allowed(ctx, Op.READ, Res.TOPIC, name) else drop).append(t)
     if not drop:
         return None

@@ -19,7 +19,9 @@ class Partitions:
     """A request that names topics and their partitions, and its answer per partition.
 
     `ids_from`: the first version whose topics are named by `topic_id` only (None: always by
-    name, or by id beside the name as Fetch does). `entry(index, code)` is the answer's
+    name). Before authorization each id is given its topic's name; an id no topic has is taken
+    out and answered UNKNOWN_TOPIC_ID, or with `ids_in_place` stays where it is with no name for
+    the handler to answer (Fetch: in its partitions' entries). `entry(index, code)` is the answer's
     partition entry for a partition that fails with `code`; `empty()` an answer with no topics.
     `within`: the list (of groups) the topics sit in, when they are not at the top."""
 
@@ -35,6 +37,7 @@ class Partitions:
     empty: Callable[[], dict]
     ids_from: int | None = None
     within: str | None = None
+    ids_in_place: bool = False
 
     def error_topic(self, topic: dict, code: int, name: str | None = None) -> dict:
         """The answer's entry for a request topic all of whose partitions fail with `code`."""
