@@ -68,7 +68,7 @@ def _read_all(broker: PartitionLogView, req: _FetchRequest) -> tuple[list, int, 
     out = []
     logs = broker.logs
     for t in req.topics:
-        name = t["topic"]  # v13+: the name dispatch gave the topic id (topic_ids), None if none has it
+        name = t.get("topic") or None  # v13+: the name dispatch gave the topic id (topic_ids), None if none has it
         parts = []
         for p in t["partitions"]:
             idx = p["partition"]

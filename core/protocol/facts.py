@@ -19,9 +19,8 @@ class Partitions:
     """A request that names topics and their partitions, and its answer per partition.
 
     `ids_from`: the first version whose topics are named by `topic_id` only (None: always by
-    name). Before authorization each id is given its topic's name; an id no topic has is taken
-    out and answered UNKNOWN_TOPIC_ID, or with `ids_in_place` stays where it is with no name for
-    the handler to answer (Fetch: in its partitions' entries). `entry(index, code)` is the answer's
+    name, or see TopicIds). Before authorization each id is given its topic's name, and an id no
+    topic has is taken out and answered UNKNOWN_TOPIC_ID. `entry(index, code)` is the answer's
     partition entry for a partition that fails with `code`; `empty()` an answer with no topics.
     `within`: the list (of groups) the topics sit in, when they are not at the top."""
 
@@ -37,7 +36,6 @@ class Partitions:
     empty: Callable[[], dict]
     ids_from: int | None = None
     within: str | None = None
-    ids_in_place: bool = False
 
     def error_topic(self, topic: dict, code: int, name: str | None = None) -> dict:
         """The answer's entry for a request topic all of whose partitions fail with `code`."""
@@ -47,6 +45,18 @@ class Partitions:
         if "topic_id" in topic:
             out["topic_id"] = topic["topic_id"]
         return out
+
+
+@dataclass(frozen=True)
+class TopicIds:
+    """A request whose topics (the list `topics`) may name a topic by `topic_id` instead of by the
+    field `name`, from version `since`. Before authorization each such topic is given its name in
+    place; one whose id no topic has keeps no name, for the handler to answer where it stands
+    (Fetch in its partitions' entries, Metadata and DeleteTopics UNKNOWN_TOPIC_ID)."""
+
+    topics: str
+    name: str
+    since: int
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,7 @@ class Facts:
     acl: Acl | None = None
     open: bool = False
     partitions: Partitions | None = None
+    topic_ids: TopicIds | None = None
     group_fields: tuple[str, ...] = field(default=())
     transactional_fields: tuple[str, ...] = field(default=())
     coordinator: bool = False  # answered by a coordinator (groups or transactions)

@@ -1,8 +1,10 @@
-"""Fetch v13+ names topics by id only: a known id, a partition its topic lacks, an id no topic
-has and the id of a deleted topic, answered partition by partition as Apache Kafka answers them.
+"""Requests that name topics by id (Fetch v13+, Metadata v10+, DeleteTopics v6+), answered as
+Apache Kafka answers them: a known id, a partition its topic lacks, an id no topic has, the id
+of a deleted topic. pylog names each id in dispatch from the requests' declared facts
+(broker/api/topic_ids.py); the handlers and the authorizer read names.
 
-The same request runs against Apache Kafka (`kafka_node`) and pylog's broker; the answers are
-compared by (topic id, partition), since the order of a fetch's topics is not a promise.
+The same requests run against Apache Kafka (`kafka_node`) and pylog's broker; answers are
+compared by topic id (and partition), since the order of topics in an answer is not a promise.
 """
 from __future__ import annotations
 
@@ -69,5 +71,24 @@ def test_fetch_by_topic_id_answers_each_partition_as_kafka_does(peer, version):
             "the deleted topic's id to be unknown")
         assert got == {(live, 0): 0, (live, 1): 0, (live, 5): UNKNOWN_TOPIC_OR_PARTITION,
                        (nobody, 0): UNKNOWN_TOPIC_ID, (gone, 0): UNKNOWN_TOPIC_ID}
+    finally:
+        s.close()
+
+
+def test_metadata_and_delete_topics_by_id_answer_as_kafka_does(peer):
+    """Metadata v12 and DeleteTopics v6 name topics by id too: a known id gets its topic's name,
+    an id no topic has UNKNOWN_TOPIC_ID, in its place."""
+    s = socket.create_connection(("127.0.0.1", peer.port), timeout=60)
+    try:
+        name = f"fid-meta-{uuid.uuid4().hex[:8]}"
+        tid, nobody = _create(s, name, 1), uuid.uuid4()
+        md = call(s, METADATA, 12, {"topics": [{"name": None, "topic_id": nobody}, {"name": None, "topic_id": tid}],
+                                    "allow_auto_topic_creation": False})
+        got = [(t["topic_id"], t["name"], t["error_code"]) for t in md["topics"]]
+        assert sorted(got, key=str) == sorted([(nobody, None, UNKNOWN_TOPIC_ID), (tid, name, 0)], key=str), got
+        r = call(s, DELETE, 6, {"topics": [{"name": None, "topic_id": nobody}, {"name": None, "topic_id": tid}],
+                                "timeout_ms": 30000})
+        got = [(t["topic_id"], t["name"], t["error_code"]) for t in r["responses"]]
+        assert sorted(got, key=str) == sorted([(nobody, None, UNKNOWN_TOPIC_ID), (tid, name, 0)], key=str), got
     finally:
         s.close()
