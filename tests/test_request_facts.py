@@ -101,8 +101,9 @@ def test_the_mention_finder_finds_each_form(tmp_path):
 
 def test_the_tables_are_the_declared_facts():
     assert OPEN_APIS == {API_KEYS[n] for n in ("SaslHandshake", "ApiVersions", "SaslAuthenticate", "DescribeCluster")}
-    assert FIRST_ID_VERSION == {API_KEYS["Produce"]: 13, API_KEYS["OffsetCommit"]: 10, API_KEYS["OffsetFetch"]: 10,
-                                API_KEYS["TxnOffsetCommit"]: 6}
+    assert FIRST_ID_VERSION == {API_KEYS["Produce"]: 13, API_KEYS["Fetch"]: 13, API_KEYS["Metadata"]: 10,
+                                API_KEYS["DeleteTopics"]: 6, API_KEYS["OffsetCommit"]: 10,
+                                API_KEYS["OffsetFetch"]: 10, API_KEYS["TxnOffsetCommit"]: 6}
     assert set(SHAPES) == {API_KEYS[n] for n in ("Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch",
                                                  "OffsetCommit", "TxnOffsetCommit")}
     assert {API_KEYS["Metadata"], API_KEYS["Produce"]} <= set(OFFLINE_APIS)

@@ -148,13 +148,10 @@ def delete_topics(broker: AdminView, ctx: RequestContext, body: dict) -> dict:
     for name, tid in _deleted_topics(body):
         res = {"name": name, "topic_id": tid, "error_code": ErrorCode.NONE, "error_message": None}
         out.append(res)
-        if name is None:
-            info = broker.topic_by_id(tid) if tid != ZERO_UUID else None
-            if info is None:
-                res["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if tid != ZERO_UUID else ErrorCode.INVALID_REQUEST
-                res["error_message"] = "unknown topic id" if tid != ZERO_UUID else "no topic name or id"
-                continue
-            name = res["name"] = info.name
+        if name is None:  # v6+ by id: dispatch named every id a topic has (topic_ids)
+            res["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if tid != ZERO_UUID else ErrorCode.INVALID_REQUEST
+            res["error_message"] = "unknown topic id" if tid != ZERO_UUID else "no topic name or id"
+            continue
         info = broker.logs.topics.get(name)
         if info is None:
             res["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

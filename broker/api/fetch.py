@@ -24,7 +24,6 @@ from pylog.broker.api.context import (
 from pylog.broker.api.views import PartitionLogView
 from pylog.broker.api.quotas import fetch_byte_cap
 from pylog.core.errors import ErrorCode
-from pylog.core.protocol import ZERO_UUID
 
 
 EMPTY = b""
@@ -69,12 +68,7 @@ def _read_all(broker: PartitionLogView, req: _FetchRequest) -> tuple[list, int, 
     out = []
     logs = broker.logs
     for t in req.topics:
-        if req.by_id:
-            tid = t["topic_id"]
-            info = broker.topic_by_id(tid) if tid != ZERO_UUID else None
-            name = info.name if info else None
-        else:
-            name = t["topic"]
+        name = t.get("topic") or None  # v13+: the name dispatch gave the topic id (topic_ids), None if none has it
         parts = []
         for p in t["partitions"]:
             idx = p["partition"]
@@ -85,7 +79,7 @@ def _read_all(broker: PartitionLogView, req: _FetchRequest) -> tuple[list, int, 
                      "preferred_read_replica": -1, "records": EMPTY}
             parts.append(entry)
             if plog is None:
-                entry["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if req.by_id and name is None
+                entry["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if req.by_id and name not in logs.topics
                                        else ErrorCode.KAFKA_STORAGE_ERROR if (name, idx) in logs.offline_logs
                                        else UNKNOWN_TOPIC_OR_PARTITION)
                 errors = True

@@ -98,11 +98,8 @@ def _requested_topic(broker: MetadataView, name, topic_id, auto_create: bool) ->
     """The Metadata entry for one requested topic, by name or (v10+) by id; auto-created
     when the broker and the request allow it."""
     if name is None or (name == "" and topic_id != ZERO_UUID):
-        # v10+: look the topic up by id (v12 allows a null name)
-        info = broker.topic_by_id(topic_id) if topic_id != ZERO_UUID else None
-        if info is None:
-            return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id)
-        return _topic_entry(broker, info)
+        # v10+ by id: dispatch named every id a topic has (topic_ids), so no topic has this one
+        return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id)
     logs = broker.logs
     info = logs.topics.get(name)
     # internal topics are made by their coordinators with their own

@@ -1,11 +1,13 @@
-"""Requests that name topics by id only (Produce v13, OffsetCommit v10, OffsetFetch v10,
-TxnOffsetCommit v6).
+"""Requests that name topics by id, as their declared facts say: by id only from some version
+(Partitions.ids_from: Produce v13, OffsetCommit v10, OffsetFetch v10, TxnOffsetCommit v6), or by
+id or name (TopicIds: Fetch v13, Metadata v10, DeleteTopics v6).
 
 Before authorization and the handler, each id is resolved to its topic's name, so the
-rules and handlers keep working on names; an id no topic has is taken out of the request
-and answered UNKNOWN_TOPIC_ID per partition, as Kafka answers it (before authorization:
-an unknown id names no resource). After the handler, every topic entry of the response
-gets its topic's id back.
+rules and handlers keep working on names. For the first kind an id no topic has is taken out
+of the request and answered UNKNOWN_TOPIC_ID per partition, as Kafka answers it (before
+authorization: an unknown id names no resource), and after the handler every topic entry of
+the response gets its topic's id back. For the second, each topic stays where it is, with no
+name for an unknown id; the handler answers it and echoes the ids.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any, Callable, Protocol
 
 from pylog.core.errors import ErrorCode
 from pylog.core.protocol import SCHEMAS, ZERO_UUID
-from pylog.core.protocol.facts import Partitions
+from pylog.core.protocol.facts import Partitions, TopicIds
 
 
 UNKNOWN = ErrorCode.UNKNOWN_TOPIC_ID
@@ -36,7 +38,9 @@ def by_id_of(schemas: dict) -> dict[int, Partitions]:
 
 
 BY_ID = by_id_of(SCHEMAS)
-FIRST_ID_VERSION = {k: shape.ids_from for k, shape in BY_ID.items()}
+IN_PLACE = {k: api.facts.topic_ids for k, api in SCHEMAS.items() if api.facts.topic_ids is not None}
+FIRST_ID_VERSION = {**{k: shape.ids_from for k, shape in BY_ID.items()},
+                    **{k: ids.since for k, ids in IN_PLACE.items()}}
 
 
 def _split(lookup: TopicLookup, topics: list) -> tuple[list, list]:
@@ -57,8 +61,11 @@ def resolve(lookup: TopicLookup, api_key: int, version: int, body: dict) -> tupl
     first = FIRST_ID_VERSION.get(api_key)
     if first is None or version < first:
         return body, None
-    ids = _ids_by_name(lookup)
+    named = IN_PLACE.get(api_key)
+    if named is not None:
+        return _named_in_place(lookup, named, body), None
     shape = BY_ID[api_key]
+    ids = _ids_by_name(lookup)
     if shape.within is not None:  # topics inside each group (OffsetFetch v8+)
         return _resolve_within(lookup, shape, body, ids)
     list_key, out_key = shape.req_topics, shape.resp_topics
@@ -94,6 +101,21 @@ def _resolve_within(lookup: TopicLookup, shape: Partitions, body: dict, ids) -> 
                     _unknown(shape, t) for t in unknown_by_group.get(g[group_key], ())]
         return result
     return body, complete
+
+
+def _named_in_place(lookup: TopicLookup, named: TopicIds, body: dict) -> dict:
+    """The body with a name for each topic named by id (None: no topic has that id)."""
+    topics = body.get(named.topics)
+    if not topics:
+        return body
+    out = []
+    for t in topics:
+        tid = t.get("topic_id")
+        if not t.get(named.name) and tid is not None and tid != ZERO_UUID:
+            info = lookup.topic_by_id(tid)
+            t = dict(t, **{named.name: info.name if info is not None else None})
+        out.append(t)
+    return dict(body, **{named.topics: out})
 
 
 def _unknown(shape: Partitions, t: dict) -> dict:

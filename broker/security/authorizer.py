@@ -103,7 +103,7 @@ def _whole(op: Op, rtype: Res, code: int, name_of=None):
     return rule
 
 
-def _split_topics(op: Op, list_key: str, name_key: str, by_id=False, code=TOPIC_DENIED, extra=None):
+def _split_topics(op: Op, list_key: str, name_key: str, code=TOPIC_DENIED, extra=None):
     """Take unauthorized topics out of body[list_key]; their error entries are merged back."""
     def rule(az: Authorizer, ctx, api, body):
         if extra is not None:
@@ -114,9 +114,6 @@ def _split_topics(op: Op, list_key: str, name_key: str, by_id=False, code=TOPIC_
         keep, drop = [], []
         for t in items:
             name = t.get(name_key)
-            if not name and by_id and t.get("topic_id") is not None:
-                info = az.topic_by_id(t["topic_id"])
-                name = info.name if info is not None else None
             if name is not None and az.allowed(ctx, op, Res.TOPIC, name):
                 keep.append(t)
             else:
@@ -136,10 +133,7 @@ def _fetch(az: Authorizer, ctx, api, body):
         return _whole(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_DENIED)(az, ctx, api, body)
     keep, drop = [], []
     for t in body.get("topics") or []:
-        name = t.get("topic")
-        if not name and t.get("topic_id") is not None:
-            info = az.topic_by_id(t["topic_id"])
-            name = info.name if info is not None else None
+        name = t.get("topic")  # v13+: named by dispatch from its id (None: an unknown id)
         (keep if name is not None and az.allowed(ctx, Op.READ, Res.TOPIC, name) else drop).append(t)
     if not drop:
         return None
@@ -187,10 +181,7 @@ def _metadata(az: Authorizer, ctx, api, body):
     auto = body.get("allow_auto_topic_creation", True) and az.config.get("auto.create.topics.enable", True)
     keep, drop = [], []
     for t in topics:
-        name = t.get("name")
-        if not name and t.get("topic_id") is not None:
-            info = az.topic_by_id(t["topic_id"])
-            name = info.name if info is not None else None
+        name = t.get("name")  # v10+ by id: named by dispatch (None: an unknown id)
         if name is None or not az.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
             drop.append(t)
         elif (auto and name not in az.topics()
@@ -236,10 +227,7 @@ def _delete_topics(az: Authorizer, ctx, api, body):
                               MESSAGES[TOPIC_DENIED])
     keep, drop = [], []
     for t in body.get("topics") or []:
-        name = t.get("name")
-        if not name and t.get("topic_id") is not None:
-            info = az.topic_by_id(t["topic_id"])
-            name = info.name if info is not None else None
+        name = t.get("name")  # by id: named by dispatch (None: an unknown id)
         (keep if _may_delete(az, ctx, name) else drop).append(t)
     if not drop:
         return None

@@ -19,7 +19,8 @@ class Partitions:
     """A request that names topics and their partitions, and its answer per partition.
 
     `ids_from`: the first version whose topics are named by `topic_id` only (None: always by
-    name, or by id beside the name as Fetch does). `entry(index, code)` is the answer's
+    name, or see TopicIds). Before authorization each id is given its topic's name, and an id no
+    topic has is taken out and answered UNKNOWN_TOPIC_ID. `entry(index, code)` is the answer's
     partition entry for a partition that fails with `code`; `empty()` an answer with no topics.
     `within`: the list (of groups) the topics sit in, when they are not at the top."""
 
@@ -47,6 +48,18 @@ class Partitions:
 
 
 @dataclass(frozen=True)
+class TopicIds:
+    """A request whose topics (the list `topics`) may name a topic by `topic_id` instead of by the
+    field `name`, from version `since`. Before authorization each such topic is given its name in
+    place; one whose id no topic has keeps no name, for the handler to answer where it stands
+    (Fetch in its partitions' entries, Metadata and DeleteTopics UNKNOWN_TOPIC_ID)."""
+
+    topics: str
+    name: str
+    since: int
+
+
+@dataclass(frozen=True)
 class Acl:
     """The one ACL check an API needs: `operation` on `resource`. For a GROUP or TRANSACTIONAL_ID
     the resource's name is the request field `name_field`; for TOPIC the request's topics (its
@@ -70,6 +83,7 @@ class Facts:
     acl: Acl | None = None
     open: bool = False
     partitions: Partitions | None = None
+    topic_ids: TopicIds | None = None
     group_fields: tuple[str, ...] = field(default=())
     transactional_fields: tuple[str, ...] = field(default=())
     coordinator: bool = False  # answered by a coordinator (groups or transactions)

@@ -1,6 +1,6 @@
 """Fetch, ListOffsets, OffsetForLeaderEpoch."""
 from pylog.core.protocol.apis.produce import NODE_ENDPOINT
-from pylog.core.protocol.facts import Acl, Facts, Partitions
+from pylog.core.protocol.facts import Acl, Facts, Partitions, TopicIds
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, ZERO_UUID, Struct
 
@@ -142,7 +142,8 @@ FETCH.facts = Facts(partitions=Partitions(
     lambda i, c: {"partition_index": i, "error_code": c, "high_watermark": -1, "last_stable_offset": -1,
                   "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
                   "records": b""},
-    lambda: {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}), partition_data=True)
+    lambda: {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}),
+    topic_ids=TopicIds("topics", "topic", 13), partition_data=True)
 LIST_OFFSETS.facts = Facts(partitions=Partitions(
     "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
     lambda i, c: {"partition_index": i, "error_code": c, "old_style_offsets": [], "timestamp": -1,

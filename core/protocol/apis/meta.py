@@ -1,5 +1,5 @@
 """ApiVersions, Metadata, DescribeCluster, SaslHandshake."""
-from pylog.core.protocol.facts import Facts
+from pylog.core.protocol.facts import Facts, TopicIds
 from pylog.core.protocol.schema import API_VERSIONS_KEY, Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UUID
 
@@ -113,4 +113,4 @@ APIS = [API_VERSIONS, METADATA, DESCRIBE_CLUSTER, SASL_HANDSHAKE]
 
 # ---- request facts (facts.py): what the broker reads of these requests besides the values
 API_VERSIONS.facts = SASL_HANDSHAKE.facts = DESCRIBE_CLUSTER.facts = Facts(open=True)
-METADATA.facts = Facts(partition_data=True)
+METADATA.facts = Facts(partition_data=True, topic_ids=TopicIds("topics", "name", 10))

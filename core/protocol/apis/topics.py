@@ -1,5 +1,5 @@
 """CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords."""
-from pylog.core.protocol.facts import Acl, Facts
+from pylog.core.protocol.facts import Acl, Facts, TopicIds
 from pylog.core.protocol.schema import Api, Field as F
 from pylog.core.protocol.types import Array, BOOL, INT8, INT16, INT32, INT64, STRING, UUID
 
@@ -112,5 +112,6 @@ APIS = [CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, DELETE_RECORDS]
 
 
 # ---- request facts (facts.py): what the broker reads of these requests besides the values
+DELETE_TOPICS.facts = Facts(topic_ids=TopicIds("topics", "name", 6))
 DELETE_RECORDS.facts = Facts(acl=Acl("DELETE", "TOPIC", topics_field="topics", name_field="name"))
 CREATE_PARTITIONS.facts = Facts(acl=Acl("ALTER", "TOPIC", topics_field="topics", name_field="name"))
