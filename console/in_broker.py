@@ -6,9 +6,14 @@ console's threads."""
 from __future__ import annotations
 
 import asyncio
+import functools
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pylog.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from pylog.broker.ops.metrics import MetricsView
 
 
 def parse_console_listener(value: str) -> tuple[str, int]:
@@ -23,31 +28,29 @@ def parse_console_listener(value: str) -> tuple[str, int]:
     return u.hostname, port
 
 
-def _on_loop(broker, fn, *args):
+def _on_loop(loop, fn, *args):
     """Call fn(*args) on the broker's loop and wait for its value (from a console thread)."""
     async def call():
         return fn(*args)
-    return asyncio.run_coroutine_threadsafe(call(), broker.loop).result(10)
+    return asyncio.run_coroutine_threadsafe(call(), loop).result(10)
 
 
-def make_service(broker):
-    """The ConsoleService for a started broker (its listeners bound, its registry started)."""
+def make_service(config, bootstrap: str | None, registry_url: str | None, node: MetricsView,
+                 loop: asyncio.AbstractEventLoop):
+    """The ConsoleService for a started broker (its listeners bound, its registry started): its
+    config, the address of its first PLAINTEXT listener (None without one), the in-broker
+    registry's first URL, and what its status pages read on the broker's loop: the node's
+    metrics view (its status, its log dirs, its share coordinator)."""
     from pylog.broker.ops.admin_http import status_snapshot
     from pylog.broker.ops.share_view import share_partitions
     from pylog.console.service import ConsoleService
 
-    cfg = broker.config
-    host, port = parse_console_listener(cfg.get("console.listener"))
-    plain = [s for s in broker.settings.listeners if not s.tls and not s.sasl]
-    if not plain:
+    host, port = parse_console_listener(config.get("console.listener"))
+    if bootstrap is None:
         raise UsageError("console.listener: the console inside the broker needs a PLAINTEXT listener to read "
                          "the cluster through")
-    spec = plain[0]
-    h = "127.0.0.1" if spec.host in ("", "0.0.0.0") else ("::1" if spec.host == "::" else spec.host)
-    bootstrap = f"[{h}]:{spec.port}" if ":" in h else f"{h}:{spec.port}"
-    registry_url = broker.schema_registry.urls[0] if broker.schema_registry is not None else None
     # the registry's basic auth applies to the console too: the same users file
-    users_file = cfg.get("schema.registry.users.file")
+    users_file = config.get("schema.registry.users.file")
     users, registry_auth = None, None
     if users_file:
         from pylog.registry.service import load_users
@@ -58,7 +61,7 @@ def make_service(broker):
             registry_auth = f"{name}:{secret}"
     return ConsoleService(
         {"bootstrap.servers": bootstrap, "client.id": "pylog-console"}, host, port,
-        registry_url=registry_url, registry_auth=registry_auth, log_dirs=broker.settings.log_dirs,
-        live_log_dirs=True, allow_writes=bool(cfg.get("console.allow.writes")),
-        broker_status=lambda: _on_loop(broker, status_snapshot, broker),
-        share_records=lambda group: _on_loop(broker, share_partitions, broker, group), users=users)
+        registry_url=registry_url, registry_auth=registry_auth, log_dirs=node.settings.log_dirs,
+        live_log_dirs=True, allow_writes=bool(config.get("console.allow.writes")),
+        broker_status=functools.partial(_on_loop, loop, status_snapshot, node),
+        share_records=functools.partial(_on_loop, loop, share_partitions, node.share_coordinator), users=users)

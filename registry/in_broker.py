@@ -16,30 +16,26 @@ def listeners_of(value: str) -> list[str]:
     return urls
 
 
-def make_service(broker):
-    """The SchemaRegistryService for a started broker (its listeners bound)."""
+def make_service(config, bootstrap: str | None):
+    """The SchemaRegistryService for a started broker: its config, and the address of its first
+    PLAINTEXT listener (bound by now), None when it has none."""
     from pylog.registry.service import SchemaRegistryService, load_users
 
-    cfg = broker.config
-    urls = listeners_of(cfg.get("schema.registry.listeners"))
-    plain = [s for s in broker.settings.listeners if not s.tls and not s.sasl]
-    if not plain:
+    urls = listeners_of(config.get("schema.registry.listeners"))
+    if bootstrap is None:
         raise UsageError("schema.registry.listeners: the registry inside the broker needs a PLAINTEXT listener "
                          "to store its schemas through")
-    spec = plain[0]
-    host = "127.0.0.1" if spec.host in ("", "0.0.0.0") else ("::1" if spec.host == "::" else spec.host)
     ctx = None
     if any(u.startswith("https://") for u in urls):
         from pylog.core.security import tls
 
-        flat = {k: (",".join(v) if isinstance(v, list) else v) for k, v in dict(cfg).items()
+        flat = {k: (",".join(v) if isinstance(v, list) else v) for k, v in dict(config).items()
                 if k.startswith("ssl.") and v is not None}
         try:
             ctx = tls.server_context(flat)
         except tls.TlsConfigError as e:
             raise UsageError(f"schema.registry.listeners: {e}") from None
-    users_file = cfg.get("schema.registry.users.file")
+    users_file = config.get("schema.registry.users.file")
     users = load_users(users_file) if users_file else None
-    bootstrap = f"[{host}]:{spec.port}" if ":" in host else f"{host}:{spec.port}"
     return SchemaRegistryService({"bootstrap.servers": bootstrap, "client.id": "pylog-schema-registry"}, urls,
                                  ssl_context=ctx, users=users, replication_factor=1)

@@ -126,8 +126,6 @@ def test_handlers_read_declared_request_fields_directly():
 GROUP_INSIDES = ("store", "groups", "classic", "consumer", "migration", "txn_offsets")
 GROUP_COORDINATOR_PARTS = {"broker/groups/coordinator.py", "broker/groups/classic.py", "broker/groups/migration.py",
                            "broker/groups/store.py", "broker/groups/state.py"}
-# the node-wide views the Broker hands itself to, typed by NodeView as the handlers are
-NODE_VIEWS = {"MetricsListener"}
 
 
 def _gc_names(tree) -> set:
@@ -235,12 +233,13 @@ def broker_holders() -> set[str]:
 def test_no_handler_or_component_holds_the_broker():
     """Handlers get the node typed by their family's view (api/views.py), never the Broker class;
     components are given what they use (a PartitionLogs, the group facade, callables), not the
-    Broker."""
+    Broker; the metrics listener and the console its metrics view (ops/metrics.py), the schema
+    registry and the console their config and the bootstrap address."""
     for h in HANDLERS:
         first = next(iter(inspect.signature(h.handle).parameters.values()))
         assert first.annotation in (inspect.Parameter.empty, *VIEW_NAMES), (h.schema.name, first.annotation)
     assert broker_holders() == set()
-    assert built_with_the_broker() == NODE_VIEWS
+    assert given_the_broker() == set()
 
 
 VIEW_NAMES = {v.__name__ for v in FAMILY_VIEWS.values()}
@@ -275,7 +274,6 @@ def test_each_handler_family_reads_only_what_its_view_declares():
     found = []
     for mod, view in FAMILY_VIEWS.items():
         src = (ROOT / "broker" / "api" / f"{mod}.py").read_text()
-        assert "NodeView" not in src, f"api/{mod}.py still names NodeView (typed by {view.__name__})"
         extra = node_reads(src, view.__name__) - _members(view)
         found += [f"api/{mod}.py reads node.{a}, which {view.__name__} does not declare" for a in sorted(extra)]
     assert not found, "\n".join(found)
@@ -289,26 +287,32 @@ def test_the_view_check_catches_what_it_names():
     assert {"group_coordinator"} == node_reads(src, "ShareView") - _members(FAMILY_VIEWS["share"])
 
 
-def built_with_the_broker(source: str | None = None) -> set[str]:
-    """The classes the Broker builds with itself as an argument (`X(self, ...)`)."""
+def given_the_broker(source: str | None = None) -> set[str]:
+    """What the Broker calls with itself as an argument: a class it builds (`X(self, ...)`), a
+    function (`make_service(self)`), one run in a thread (`loop.run_in_executor(None, f, self)`)."""
     tree = parse(source if source is not None else Path(broker_module.__file__).read_text())
-    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-            and n.func.id[:1].isupper() and any(ast.unparse(a) == "self" for a in n.args)}
+    return {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and any(ast.unparse(a) == "self" for a in [*n.args, *(k.value for k in n.keywords)])}
 
 
 def test_the_broker_holder_checks_catch_what_they_name():
     src = ("class Broker:\n    def serve(self):\n        self.a = GroupCoordinator(self)\n"
-           "        self.b = LogDirMonitor(self.partitions, lambda: self.stopping)\n        make_service(self)\n")
-    assert built_with_the_broker(src) == {"GroupCoordinator"}
+           "        self.b = LogDirMonitor(self.partitions, lambda: self.stopping)\n        make_service(self)\n"
+           "        self.loop.run_in_executor(None, make_console, self.config, node=self)\n"
+           "        self.c = MetricsListener(self.metrics_view(), url)\n")
+    assert given_the_broker(src) == {"GroupCoordinator", "make_service", "self.loop.run_in_executor"}
     src += ("        self.c = Monitor(self.state.is_stopping, self.halt)\n"
             "        self.d = Partial(functools.partial(self.features.level, 'x'))\n"
+            "        start_console(self.config, status=lambda: self.stats)\n"
             "    def halt(self, reason):\n        pass\n")
-    assert broker_callbacks(src) == {"LogDirMonitor: lambda: self.stopping", "Monitor: self.halt"}
+    assert broker_callbacks(src) == {"LogDirMonitor: lambda: self.stopping", "Monitor: self.halt",
+                                     "start_console: lambda: self.stats"}
 
 
 def broker_callbacks(source: str | None = None) -> set[str]:
     """The Broker's own methods, and lambdas reading the Broker, that it gives to the classes it
-    builds (`X(..., self.halt)`, `X(..., lambda: self.stopping)`): a way back into the Broker."""
+    builds and the functions it calls by name (`X(..., self.halt)`, `X(..., lambda: self.stopping)`,
+    `make_service(..., status=lambda: self.stats)`): a way back into the Broker."""
     tree = parse(source if source is not None else Path(broker_module.__file__).read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Broker")
     methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -319,19 +323,19 @@ def broker_callbacks(source: str | None = None) -> set[str]:
         return isinstance(a, ast.Lambda) and any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(a))
 
     return {f"{n.func.id}: {ast.unparse(a)}" for n in ast.walk(tree) if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name) and n.func.id[:1].isupper()
-            for a in [*n.args, *(k.value for k in n.keywords)] if back(a)}
+            and isinstance(n.func, ast.Name) for a in [*n.args, *(k.value for k in n.keywords)] if back(a)}
 
 
 def test_the_broker_gives_no_component_a_way_back_to_itself():
     """Components get the node's run state (`state.is_stopping`, `state.halt`), the features, the
-    log manager's refresh: never a method of the Broker or a lambda over it."""
+    log manager's refresh: never a method of the Broker or a lambda over it; nor do the services
+    the Broker hosts (the schema registry, the console)."""
     assert broker_callbacks() == set()
 
 
 # ---------------------------------------------------------------- nothing leads back to the Broker
-# the Broker's attributes that are node-wide views (they read the whole node), and the event loop
-NODE_WIDE = {"metrics", "schema_registry", "console", "loop"}
+# the Broker's attributes the walk does not follow: the event loop
+NOT_WALKED = {"loop"}
 
 
 def _refs(obj):
@@ -389,17 +393,22 @@ def path_to(target, roots: dict, limit: int = 500_000) -> str | None:
 def test_no_handler_or_component_can_reach_the_broker(tmp_path):
     """Each handler is called with its family's view (a plain object of api/views.py), and from
     no view, the dispatcher or any component (walking attributes, bound methods, partials and
-    closures) is the Broker reached; only the node-wide views read it."""
+    closures) is the Broker reached: the metrics listener, the schema registry and the console
+    the Broker hosts included."""
     with EmbeddedBroker(tmp_path / "data", settings={"metrics.listener": "http://127.0.0.1:0",
+                                                     "schema.registry.listeners": "http://127.0.0.1:0",
+                                                     "console.listener": "http://127.0.0.1:0",
                                                      "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                                                      "allow.everyone.if.no.acl.found": "true"}) as eb:
         b = eb.broker
+        hosted = {"metrics": b.metrics, "schema_registry": b.schema_registry, "console": b.console}
+        assert None not in hosted.values(), f"a hosted service did not start: {hosted}"
         routes = b.dispatcher.routes
         assert set(routes) == {h.key for h in HANDLERS}
         wrong = {h.schema.name: type(node).__name__ for h, node in routes.values()
                  if type(node) is not HANDLER_VIEWS[h.family]}
         assert not wrong, f"handlers given another object than their family's view: {wrong}"
-        roots = {f"Broker.{k}": v for k, v in vars(b).items() if k not in NODE_WIDE}
+        roots = {f"Broker.{k}": v for k, v in vars(b).items() if k not in NOT_WALKED}
         roots.update({f"the {h.schema.name} handler's view": node for h, node in routes.values()})
         assert path_to(b, roots) is None, path_to(b, roots)
 

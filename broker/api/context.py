@@ -10,23 +10,14 @@ request names. handlers.py registers both in the broker's one table.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Union
+from typing import TYPE_CHECKING, Awaitable, Callable, Union
 
 from pylog.broker.net.connection import Connection
 from pylog.core.config import ConfigError
 from pylog.core.errors import ErrorCode, KafkaError
 
-if TYPE_CHECKING:  # NodeView's component types: the coordinators load after the listener is up
-    from pylog.broker.groups.coordinator import GroupCoordinator
-    from pylog.broker.groups.share.coordinator import ShareCoordinator
-    from pylog.broker.node.producer_ids import ProducerIdManager
-    from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
-    from pylog.broker.ops.quotas import QuotaManager
-    from pylog.broker.security.authorizer import Authorizer
-    from pylog.broker.security.store import SecurityStore
-    from pylog.broker.txn.coordinator import TransactionCoordinator
+if TYPE_CHECKING:
     from pylog.core.protocol.facts import Partitions
-    from pylog.storage import LogManager
 
 # Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE)
 AUTHORIZED_OPS_OMITTED = -(2**31)
@@ -37,34 +28,6 @@ UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 Response = Union[dict, Awaitable[dict], None]
 ErrorBuilder = Callable[[dict, int, int, Union[str, None]], dict]
-
-
-class NodeView(Protocol):
-    """What the node-wide views (ops/metrics.py, ops/admin_http.py: status, /metrics, /faults)
-    read of the node (node.broker.Broker is one), declared here so that they do not import the
-    Broker. Handlers are given narrower views, built as objects (api/views.py)."""
-
-    node_id: int
-    cluster_id: str
-    config: Any  # the broker's ConfigSet
-    settings: Any  # node.settings.BrokerSettings
-    loop: Any
-    logs: LogManager
-    producer_ids: ProducerIdManager
-    group_coordinator: GroupCoordinator
-    txn_coordinator: TransactionCoordinator
-    share_coordinator: ShareCoordinator
-    security: SecurityStore | None
-    authorizer: Authorizer | None
-    quotas: QuotaManager | None
-    dynamic_configs: DynamicBrokerConfigs | None
-    stats: Any  # ops.metrics.BrokerStats
-    dir_health: Any  # ops.log_dirs.LogDirMonitor
-    faults: Any  # ops.request_faults.FaultEngine
-    servers: list
-    stopping: bool
-
-    def api_version_ranges(self) -> list[dict]: ...
 
 
 class RequestContext:

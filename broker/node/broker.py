@@ -11,8 +11,10 @@ Start-up, in order (Broker.open_storage, then Broker.serve):
   5. coordinators (groups, then transactions): replay their internal topics, complete
      prepared transactions, start their timers; log cleaner threads; periodic storage
      jobs (retention, checkpoints, flushes, producer expiration)
-  6. the metrics listener (metrics.listener): /metrics, /health, /ready
-  7. the schema registry (schema.registry.listeners), a client of step 3's listener
+  6. the metrics listener (metrics.listener): /metrics, /health, /ready, given the
+     node's metrics view (ops/metrics.py), not the Broker
+  7. the schema registry (schema.registry.listeners), a client of step 3's listener,
+     and the console (console.listener), a client too that reads the same metrics view
 Shutdown (Broker._stop) goes the other way: cancel the periodic jobs and the
 coordinators' timers, stop accepting, answer what is in flight (long polls at
 once), wait for a running job, stop the cleaner, then flush the logs and write
@@ -34,7 +36,7 @@ from pylog.broker.api.views import (
 from pylog.broker.common.node_state import NodeState
 from pylog.broker.dispatch import Dispatcher
 from pylog.broker.ops.dynamic_config import DynamicBrokerConfigs
-from pylog.broker.ops.metrics import BrokerStats
+from pylog.broker.ops.metrics import BrokerStats, MetricsView
 from pylog.broker.ops.quotas import QuotaManager, QuotaStore
 from pylog.broker.ops.request_faults import FaultEngine
 from pylog.broker.security.store import SecurityStore
@@ -219,9 +221,10 @@ class Broker:
             # the rest of the handler table (and the coordinators' modules) loads in a thread
             # while the loop answers what FIRST serves
             self.start_the_rest(await self.dispatcher.gate.load(self.loop, the_rest))
-            await self._start_metrics()
+            view = self._metrics_view()
+            await self._start_metrics(view)
             await self._start_schema_registry()
-            await self._start_console()
+            await self._start_console(view)
             if ready_callback:
                 ready_callback(port)
             await stop.wait()
@@ -303,29 +306,38 @@ class Broker:
         self.settings.advertised_port = head.advertised_port
         return head.port
 
-    async def _start_metrics(self) -> None:
+    def _metrics_view(self) -> MetricsView:
+        """What the metrics listener and the console's status pages read of the node."""
+        return MetricsView(node_id=self.node_id, cluster_id=self.cluster_id, settings=self.settings,
+                           state=self.state, stats=self.stats, servers=self.servers, logs=self.logs,
+                           group_coordinator=self.group_coordinator, share_coordinator=self.share_coordinator,
+                           dir_health=self.dir_health, faults=self.faults)
+
+    async def _start_metrics(self, view: MetricsView) -> None:
         url = self.config.get("metrics.listener")
         if url:
             from pylog.broker.ops.admin_http import MetricsListener
 
-            self.metrics = MetricsListener(self, url)
+            self.metrics = MetricsListener(view, url)
             await self.metrics.start()
 
     async def _start_schema_registry(self) -> None:
         if self.config.get("schema.registry.listeners"):
             from pylog.registry.in_broker import make_service
 
-            svc = make_service(self)
+            svc = make_service(self.config, self.settings.plain_bootstrap())
             # the registry reads _schemas through this broker: start it off the event loop
             await self.loop.run_in_executor(None, svc.start)
             self.schema_registry = svc
 
-    async def _start_console(self) -> None:
+    async def _start_console(self, view: MetricsView) -> None:
         if self.config.get("console.listener"):
             from pylog.console.in_broker import make_service
 
+            registry_url = self.schema_registry.urls[0] if self.schema_registry is not None else None
             # its clients connect to this broker as they are made: off the event loop
-            svc = await self.loop.run_in_executor(None, make_service, self)
+            svc = await self.loop.run_in_executor(None, make_service, self.config, self.settings.plain_bootstrap(),
+                                                  registry_url, view, self.loop)
             await self.loop.run_in_executor(None, svc.start)
             self.console = svc
 

@@ -45,6 +45,16 @@ class BrokerSettings:
             return spec.advertised_host, spec.advertised_port
         return self.advertised_host, self.advertised_port
 
+    def plain_bootstrap(self) -> str | None:
+        """`host:port` of the first PLAINTEXT listener (a wildcard bind as loopback), for the
+        clients the broker hosts (the schema registry, the console); None without one."""
+        plain = [s for s in self.listeners if not s.tls and not s.sasl]
+        if not plain:
+            return None
+        spec = plain[0]
+        host = "127.0.0.1" if spec.host in ("", "0.0.0.0") else ("::1" if spec.host == "::" else spec.host)
+        return f"[{host}]:{spec.port}" if ":" in host else f"{host}:{spec.port}"
+
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:
     """`HOST:PORT`, `[v6]:PORT` or a listener URI `NAME://HOST:PORT`."""

@@ -22,9 +22,8 @@ import logging
 import time
 from urllib.parse import urlsplit
 
-from pylog.broker.ops.metrics import collect, log_dir_states
+from pylog.broker.ops.metrics import MetricsView, collect, log_dir_states
 from pylog.core.errors import UsageError
-from pylog.broker.api.context import NodeView
 
 
 log = logging.getLogger("pylog.broker")
@@ -44,42 +43,43 @@ def parse_metrics_listener(value: str) -> tuple[str, int]:
     return u.hostname, port
 
 
-def status_snapshot(broker: NodeView) -> dict:
+def status_snapshot(node: MetricsView) -> dict:
     """What /health, /ready and `pylog broker status` report."""
-    dirs = log_dir_states(broker)
+    dirs = log_dir_states(node)
     listeners = []
-    for spec, server in zip(broker.settings.listeners, broker.servers):
+    for spec, server in zip(node.settings.listeners, node.servers):
         listeners.append({"name": spec.name, "host": spec.host, "port": spec.port,
                           "up": server.lsock is not None, "connections": len(server.connections)})
     reasons = []
-    if broker.logs is None or not broker.logs.started:
+    if node.logs is None or not node.logs.started:
         reasons.append("log dirs not loaded")
     if not listeners or not all(x["up"] for x in listeners):
         reasons.append("listeners not accepting")
     if dirs and not any(d["online"] for d in dirs):
         reasons.append("every log dir is offline")
-    if broker.stopping:
+    stopping = node.state.stopping
+    if stopping:
         reasons.append("shutting down")
-    gc = broker.group_coordinator
-    logs = broker.logs.all_logs() if broker.logs is not None else []
+    gc = node.group_coordinator
+    logs = node.logs.all_logs() if node.logs is not None else []
     return {
-        "node_id": broker.node_id,
-        "cluster_id": broker.cluster_id,
-        "uptime_s": round(time.time() - broker.stats.started, 1),
-        "live": not broker.stopping,
+        "node_id": node.node_id,
+        "cluster_id": node.cluster_id,
+        "uptime_s": round(time.time() - node.stats.started, 1),
+        "live": not stopping,
         "ready": not reasons,
         "reasons": reasons,
         "listeners": listeners,
         "log_dirs": dirs,
-        "topics": len(broker.logs.topics) if broker.logs is not None else 0,
+        "topics": len(node.logs.topics) if node.logs is not None else 0,
         "partitions": len(logs),
         "groups": len(gc.all_groups()) if gc is not None else 0,
-        "totals": broker.stats.totals(),
+        "totals": node.stats.totals(),
     }
 
 
 class _Collector:
-    def __init__(self, node: NodeView):
+    def __init__(self, node: MetricsView):
         self.node = node
 
     def collect(self):
@@ -90,7 +90,7 @@ class MetricsListener:
     """The HTTP listener (pylog.web) on the broker's loop; start() binds (the port in `port` when 0
     was asked), stop() stops accepting and lets requests in flight finish."""
 
-    def __init__(self, node: NodeView, url: str):
+    def __init__(self, node: MetricsView, url: str):
         self.node = node
         self.host, self.port = parse_metrics_listener(url)
         self._server = None
@@ -148,7 +148,7 @@ class MetricsListener:
         from pylog.web import json_response
 
         group = request.match_info["group"]
-        return json_response({"group_id": group, "share_partitions": share_partitions(self.node, group)})
+        return json_response({"group_id": group, "share_partitions": share_partitions(self.node.share_coordinator, group)})
 
     async def _faults(self, request):
         """/faults: the fault rules (request_faults.http), 403 unless faults.enable=true."""

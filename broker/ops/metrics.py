@@ -17,9 +17,20 @@ import time
 from bisect import bisect_left as _bisect
 from time import perf_counter as _perf_counter
 
+from typing import TYPE_CHECKING, Any
+
+from pylog.broker.api.views import View
+from pylog.broker.common.node_state import NodeState
 from pylog.core import protocol
 from pylog.core.errors import ErrorCode
-from pylog.broker.api.context import NodeView
+
+if TYPE_CHECKING:  # the coordinators and the log-dir monitor load after the listener is up
+    from pylog.broker.groups.coordinator import GroupCoordinator
+    from pylog.broker.groups.share.coordinator import ShareCoordinator
+    from pylog.broker.net.server import Server
+    from pylog.broker.ops.log_dirs import LogDirMonitor
+    from pylog.broker.ops.request_faults import FaultEngine
+    from pylog.storage import LogManager
 
 
 # request latency buckets, milliseconds (Kafka's TotalTimeMs is in ms)
@@ -168,11 +179,32 @@ class BrokerStats:
         }
 
 
-def collect(broker: NodeView):
-    """Every metric family of the broker, for prometheus-client's registry (see MetricsListener)."""
+class MetricsView(View):
+    """What the node-wide views read of the node: /metrics, /health, /ready, /share-groups and
+    /faults (ops/admin_http.py), and the console's status pages. A plain object the Broker builds
+    once the coordinators exist, holding those components and nothing else (no way back to the
+    Broker); whether the node is stopping is read through its shared run state."""
+
+    __slots__ = ("node_id", "cluster_id", "settings", "state", "stats", "servers", "logs", "group_coordinator",
+                 "share_coordinator", "dir_health", "faults")
+    node_id: int
+    cluster_id: str
+    settings: Any  # node.settings.BrokerSettings: the listeners and the log dirs
+    state: NodeState
+    stats: BrokerStats
+    servers: list[Server]
+    logs: LogManager
+    group_coordinator: GroupCoordinator
+    share_coordinator: ShareCoordinator
+    dir_health: LogDirMonitor
+    faults: FaultEngine
+
+
+def collect(node: MetricsView):
+    """Every metric family of the node, for prometheus-client's registry (see MetricsListener)."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-    st: BrokerStats = broker.stats
+    st: BrokerStats = node.stats
     api_name = protocol.API_NAMES.get
 
     def counter(name, doc, labels, items):
@@ -216,7 +248,7 @@ def collect(broker: NodeView):
 
     # connections, per listener (Kafka's socket-server-metrics)
     conns = {}
-    for server in broker.servers:
+    for server in node.servers:
         name = getattr(getattr(server.listener, "spec", None), "name", "PLAINTEXT")
         conns[name] = conns.get(name, 0) + len(server.connections)
     yield gauge("kafka_server_socket_server_metrics_connection_count", "Open client connections, per listener.",
@@ -229,16 +261,16 @@ def collect(broker: NodeView):
 
     yield counter("pylog_broker_faults_injected", "Faults injected by fault rules, per rule, kind and API.",
                   ["rule", "kind", "request"], st.faults_injected.items())
-    yield from _log_families(broker, gauge, counter)
-    yield from _group_families(broker, gauge)
+    yield from _log_families(node, gauge, counter)
+    yield from _group_families(node, gauge)
     from pylog.broker.ops.share_metrics import share_families
 
-    yield from share_families(broker, gauge, counter)
-    yield from _cleaner_families(broker, gauge)
+    yield from share_families(node, gauge, counter)
+    yield from _cleaner_families(node, gauge)
 
 
-def _log_families(broker: NodeView, gauge, counter):
-    logs = broker.logs.all_logs() if broker.logs is not None else []
+def _log_families(node: MetricsView, gauge, counter):
+    logs = node.logs.all_logs() if node.logs is not None else []
     size, segs, leo, lso = [], [], [], []
     for lg in logs:
         key = (lg.topic, str(lg.partition))
@@ -251,7 +283,7 @@ def _log_families(broker: NodeView, gauge, counter):
     yield gauge("kafka_log_log_numlogsegments", "Segments of the partition.", ["topic", "partition"], segs)
     yield gauge("kafka_log_log_logendoffset", "The partition's log end offset.", ["topic", "partition"], leo)
     yield gauge("kafka_log_log_logstartoffset", "The partition's log start offset.", ["topic", "partition"], lso)
-    dirs = log_dir_states(broker)
+    dirs = log_dir_states(node)
     yield gauge("kafka_log_logmanager_logdirectoryoffline", "1 when the log dir is offline.", ["logDirectory"],
                 ((d["path"], 0 if d["online"] else 1) for d in dirs))
     yield gauge("kafka_log_logmanager_offlinelogdirectorycount", "Offline log dirs.", [],
@@ -259,11 +291,11 @@ def _log_families(broker: NodeView, gauge, counter):
     yield gauge("pylog_log_dir_free_bytes", "Free bytes on the log dir's filesystem.", ["logDirectory"],
                 ((d["path"], d["free_bytes"]) for d in dirs if d["free_bytes"] is not None))
     yield counter("pylog_log_dir_storage_errors", "Appends refused with KAFKA_STORAGE_ERROR, per log dir.",
-                  ["logDirectory"], broker.stats.storage_errors.items())
+                  ["logDirectory"], node.stats.storage_errors.items())
 
 
-def _group_families(broker: NodeView, gauge):
-    gc = broker.group_coordinator
+def _group_families(node: MetricsView, gauge):
+    gc = node.group_coordinator
     groups = {g.group_id: g for g in gc.all_groups()} if gc is not None else {}
     by_state: dict[str, int] = {}
     members, lag = [], []
@@ -273,7 +305,7 @@ def _group_families(broker: NodeView, gauge):
         by_state[state] = by_state.get(state, 0) + 1
         members.append((gid, len(kip848.members if kip848 is not None else g.members)))
         for (topic, part), entry in list(g.offsets.items()):
-            lg = broker.logs.get_log(topic, part) if broker.logs is not None else None
+            lg = node.logs.get_log(topic, part) if node.logs is not None else None
             if lg is not None and entry.offset >= 0:
                 lag.append(((gid, topic, str(part)), max(lg.high_watermark - entry.offset, 0)))
     yield gauge("kafka_coordinator_group_groupmetadatamanager_numgroups", "Consumer groups known to the coordinator.",
@@ -286,8 +318,8 @@ def _group_families(broker: NodeView, gauge):
                 ["consumergroup", "topic", "partition"], lag)
 
 
-def _cleaner_families(broker: NodeView, gauge):
-    mgr = getattr(broker.logs, "cleaner", None) if broker.logs is not None else None
+def _cleaner_families(node: MetricsView, gauge):
+    mgr = getattr(node.logs, "cleaner", None) if node.logs is not None else None
     history = list(getattr(mgr, "history", None) or [])
     last = history[-1] if history else None
     yield gauge("kafka_log_logcleaner_max_clean_time_secs", "Longest cleaning of the recent ones, seconds.", [],
@@ -303,16 +335,16 @@ def _cleaner_families(broker: NodeView, gauge):
                 [((), len(history))])
 
 
-def log_dir_states(broker: NodeView) -> list[dict]:
+def log_dir_states(node: MetricsView) -> list[dict]:
     """Each log dir: path, online, free bytes (None when it cannot be read)."""
     import os
 
     from pathlib import Path
 
-    offline = getattr(broker.logs, "offline_dirs", None) or {}
-    full = getattr(broker.dir_health, "full", None) or set()
+    offline = getattr(node.logs, "offline_dirs", None) or {}
+    full = getattr(node.dir_health, "full", None) or set()
     out = []
-    for d in (Path(x) for x in broker.settings.log_dirs):
+    for d in (Path(x) for x in node.settings.log_dirs):
         try:
             st = os.statvfs(d)
             free = st.f_bavail * st.f_frsize

@@ -10,8 +10,9 @@ from __future__ import annotations
 ACK_NAMES = {0: "gap", 1: "accept", 2: "release", 3: "reject", 4: "renew"}
 
 
-def share_families(broker, gauge, counter):
-    sc = getattr(broker, "share_coordinator", None)
+def share_families(node, gauge, counter):
+    """`node`: the metrics view (ops/metrics.py)."""
+    sc = node.share_coordinator
     if sc is None:
         return
     yield counter("kafka_server_sharegroupmetrics_shareacknowledgement",
@@ -31,7 +32,7 @@ def share_families(broker, gauge, counter):
         key = (gid, sp.topic, str(p))
         in_flight.append((key, sp.in_flight))
         acquired.append((key, sp.acquired))
-        lg = broker.logs.get_log(sp.topic, p) if broker.logs is not None else None
+        lg = node.logs.get_log(sp.topic, p) if node.logs is not None else None
         if lg is not None:
             lag.append((key, sp.described(lg.high_watermark)[1]))
     labels = ["sharegroup", "topic", "partition"]

@@ -5,14 +5,19 @@ share-partition's start offset and lag, through DescribeShareGroupOffsets).
 Read on the broker's event loop, like /metrics: no lock, no half-made update."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pylog.broker.groups.share.states import ACQUIRED, COUNT, DEADLINE, MEMBER, STATE, STATE_NAMES
+
+if TYPE_CHECKING:
+    from pylog.broker.groups.share.coordinator import ShareCoordinator
 
 MAX_RECORDS = 5000  # per share-partition: the page shows the first in-flight records
 
 
-def share_partitions(broker, group: str) -> list[dict]:
-    """[{topic, partition, start_offset, end_offset, in_flight, acquired, records: [...]}] of a group."""
-    sc = getattr(broker, "share_coordinator", None)
+def share_partitions(sc: ShareCoordinator | None, group: str) -> list[dict]:
+    """[{topic, partition, start_offset, end_offset, in_flight, acquired, records: [...]}] of a group
+    (`sc`: the node's share coordinator)."""
     if sc is None:
         return []
     out = []
