@@ -7,7 +7,6 @@ writes); `java` must be on PATH. One combined broker and controller KRaft node.
 """
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import signal
@@ -15,10 +14,10 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 from pylog.core.errors import PylogError, UsageError
+from pylog.core.records.kafka_types import random_uuid, uuid_text
 
 LISTENING = "pylog broker listening on "
 
@@ -175,7 +174,7 @@ class LocalKafka(LocalBroker):
             "share.coordinator.state.topic.replication.factor": 1, "share.coordinator.state.topic.min.isr": 1,
         }
         self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = uuid_text(random_uuid())  # never a leading '-': kafka-storage would take it for an option
         fmt = subprocess.run(self.java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c",
                                                str(self.config), "--ignore-formatted"),
                              capture_output=True, text=True, timeout=300)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pylog.core.errors import DataError
+from pylog.core.records.kafka_types import random_uuid
 from pylog.core.properties import parse_properties
 from pylog.storage.checkpoint import atomic_write
 
@@ -42,12 +43,7 @@ def uuid_from_base64(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
 
 
-def random_kafka_uuid() -> uuid.UUID:
-    """A random uuid Kafka would accept: not the reserved zero/one ids and no leading '-' in text form."""
-    while True:
-        u = uuid.uuid4()
-        if u.int > 1 and not uuid_to_base64(u).startswith("-"):
-            return u
+random_kafka_uuid = random_uuid  # the name storage's callers use
 
 
 def generate_cluster_id() -> str:

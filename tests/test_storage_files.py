@@ -403,3 +403,19 @@ def test_lock_held_by_other_process(tmp_path):
         assert lock.locked
     assert (tmp_path / ".lock").exists()
     assert not os.path.exists(tmp_path / ".lock.tmp")
+
+
+def test_random_uuids_are_ones_kafka_would_make(monkeypatch):
+    """Kafka's Uuid.randomUuid skips the reserved zero and one ids and any whose text starts with
+    '-': kafka-storage format -t <id> (as `check-cluster --local kafka` runs it) would take that
+    for an option. Cluster ids, topic ids and member ids all come from it."""
+    import uuid
+
+    from pylog.core.records import kafka_types
+
+    dash = uuid.UUID(bytes=b"\xf8" + b"\x01" * 15)  # base64url of 0xf8.. starts with '-'
+    ok = uuid.UUID(bytes=b"\x10" * 16)
+    assert kafka_types.uuid_text(dash).startswith("-")
+    drawn = iter([dash, uuid.UUID(int=0), uuid.UUID(int=1), ok])
+    monkeypatch.setattr(kafka_types.uuid, "uuid4", lambda: next(drawn))
+    assert kafka_types.random_uuid() == ok

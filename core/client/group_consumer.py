@@ -30,16 +30,15 @@ epoch of the next heartbeat.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
-import uuid
 
 from pylog.core import protocol
 from pylog.core.client.consumer import TopicPartition
 from pylog.core.client.group import GroupMembership, call_listener, CoordinatorGone
 from pylog.core.client.errors import ConnectionFailedError, KafkaTimeoutError
 from pylog.core.errors import ErrorCode, UnsupportedVersionError, UsageError, error_for_code, error_name
+from pylog.core.records.kafka_types import random_uuid, uuid_text
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +57,7 @@ CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assign
 
 def new_member_id() -> str:
     """A member id the client generates itself (KIP-1082), as Kafka's Uuid prints: 22 base64url chars."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return uuid_text(random_uuid())
 
 
 def subscription_regex(patterns: list[str]) -> str | None:

@@ -17,3 +17,12 @@ def b64(data: bytes | None) -> str | None:
 def uuid_text(u: uuid.UUID) -> str:
     """Kafka's Uuid.toString(): URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode("ascii")
+
+
+def random_uuid() -> uuid.UUID:
+    """Kafka's Uuid.randomUuid(): never the reserved zero and one ids, and never one whose text
+    starts with '-' (1 in 64), which a command line (kafka-storage -t) takes for an option."""
+    while True:
+        u = uuid.uuid4()
+        if u.int > 1 and not uuid_text(u).startswith("-"):
+            return u

@@ -6,15 +6,24 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from pylog.core.client import Admin, Consumer, TopicPartition
 from support.broker_fixtures import call, connect, read_to_end
+from support.waiting import wait_until
 
 
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 
 
 def create(b, topic, partitions=1):
+    """Create the topic and wait until every partition has a leader: Kafka answers CreateTopics
+    once its controller has the topic, before its broker leads the partitions."""
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         f.result(15)
+
+    def led():
+        t = admin.list_topics(topic, timeout=10).topics.get(topic)
+        return t is not None and t.error is None and len(t.partitions) == partitions and all(
+            p.leader >= 0 for p in t.partitions.values())
+    wait_until(led, 60, f"leaders for topic {topic}", step=0.1)
 
 
 def read(b, topic, partitions, isolation, timeout=20.0) -> dict[int, list[str]]:
@@ -51,9 +60,17 @@ def open_raw_txn(b, tid, topic, value, timeout_ms=60000) -> tuple[int, int]:
         assert r["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
         bb = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True)
         bb.append(int(time.time() * 1000), None, value)
-        r = call(s, 0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
-            {"name": topic, "partition_data": [{"index": 0, "records": bytearray(bb.build())}]}]})
-        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
+        batch = bb.build()
+
+        def produced():
+            # retried as a producer retries: Kafka's broker may lead the partition a moment after
+            # its Metadata says it does (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION)
+            r = call(s, 0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 5000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": 0, "records": bytearray(batch)}]}]})
+            code = r["responses"][0]["partition_responses"][0]["error_code"]
+            assert code in (0, 3, 6), f"transactional produce to {topic}: error {code}"
+            return code == 0
+        wait_until(produced, 60, f"the transactional record in {topic}", step=0.1)
     return pid, epoch
 
 
