@@ -5,6 +5,7 @@ import base64
 import json
 import sys
 
+from pylog.commands.java_utf8 import decode_java
 from pylog.core.records.header import CODEC_NAMES
 
 TIMESTAMP_TYPE_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
@@ -31,8 +32,9 @@ def decode_bytes(data: bytes | None, decoder: str) -> str | None:
     if callable(decoder):  # "registry": the schema registry's wire format, as JSON
         return decoder(data)
     if decoder == "string":
-        # Kafka's StringDecoder (new String(bytes, UTF_8)): invalid UTF-8 becomes U+FFFD; hex/base64 keep the bytes
-        return bytes(data).decode("utf-8", "replace")
+        # Kafka's StringDecoder (new String(bytes, UTF_8)): invalid UTF-8 becomes U+FFFD as Java
+        # replaces it; hex/base64 keep the bytes
+        return decode_java(data)
     if decoder == "hex":
         return bytes(data).hex()
     if decoder == "base64":
