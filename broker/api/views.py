@@ -51,8 +51,8 @@ class View:
 class PartitionLogView(View):
     """The partitions' logs and what goes with reading and appending to them (Fetch)."""
 
-    __slots__ = ("config", "logs", "loop", "stats", "dir_health", "state", "quotas", "topic_by_id",
-                 "leader_epoch", "wake", "wait_for_append")
+    __slots__ = ("config", "logs", "loop", "stats", "dir_health", "state", "quotas", "leader_epoch", "wake",
+                 "wait_for_append")
     config: Any  # the broker's live config
     logs: LogManager
     loop: asyncio.AbstractEventLoop
@@ -60,7 +60,6 @@ class PartitionLogView(View):
     dir_health: Any  # ops.log_dirs.LogDirMonitor
     state: NodeState
     quotas: QuotaManager | None  # a fetch asks no more than its byte-rate quota allows
-    topic_by_id: Callable[[uuid.UUID], Any]
     leader_epoch: Callable[[Any], int]
     wake: Callable[[str, int], None]  # new data in a partition: parked fetches read again
     wait_for_append: Callable[[Any, float], Awaitable[None]]  # (keys, timeout s)
@@ -120,7 +119,7 @@ class MetadataView(View):
     set once it exists."""
 
     __slots__ = ("node_id", "cluster_id", "config", "settings", "logs", "features", "authorizer",
-                 "group_coordinator", "advertised_for", "api_version_ranges", "topic_by_id", "leader_epoch")
+                 "group_coordinator", "advertised_for", "api_version_ranges", "leader_epoch")
     node_id: int
     cluster_id: str
     config: Any
@@ -131,7 +130,6 @@ class MetadataView(View):
     group_coordinator: GroupCoordinator | None  # the GROUP config resources
     advertised_for: Callable[[Connection], tuple[str, int]]
     api_version_ranges: Callable[[], list[dict]]
-    topic_by_id: Callable[[uuid.UUID], Any]
     leader_epoch: Callable[[Any], int]
 
 
@@ -139,7 +137,7 @@ class AdminView(View):
     """Topics, partitions, configs and reassignments."""
 
     __slots__ = ("node_id", "cluster_id", "config", "settings", "logs", "dynamic_configs", "authorizer",
-                 "group_coordinator", "quotas", "topic_by_id", "wake_topic")
+                 "group_coordinator", "quotas", "wake_topic")
     node_id: int
     cluster_id: str
     config: Any
@@ -149,7 +147,6 @@ class AdminView(View):
     authorizer: Authorizer | None
     group_coordinator: GroupCoordinator  # the GROUP config resources
     quotas: QuotaManager | None  # controller_mutation_rate
-    topic_by_id: Callable[[uuid.UUID], Any]
     wake_topic: Callable[[str], None]
 
 

@@ -156,7 +156,7 @@ class Broker:
             node_id=self.node_id, cluster_id=self.cluster_id, config=self.config, settings=self.settings,
             logs=self.logs, features=self.features, authorizer=self.authorizer, group_coordinator=None,
             advertised_for=self.settings.advertised_for, api_version_ranges=lambda: api_keys,
-            topic_by_id=parts.topic_by_id, leader_epoch=parts.leader_epoch)
+            leader_epoch=parts.leader_epoch)
         self.views["sasl"] = SaslView(respond_and_close=self.dispatcher.respond_and_close)
         self.dispatcher.add(FIRST, self._node_for)
 
@@ -171,8 +171,7 @@ class Broker:
         wait = functools.partial(waiters.wait, self.loop)
         logs_part = dict(config=self.config, logs=self.logs, loop=self.loop, stats=self.stats,
                          dir_health=self.dir_health, state=self.state, quotas=self.quotas,
-                         topic_by_id=parts.topic_by_id, leader_epoch=parts.leader_epoch, wake=waiters.wake,
-                         wait_for_append=wait)
+                         leader_epoch=parts.leader_epoch, wake=waiters.wake, wait_for_append=wait)
         groups = GroupView(node_id=self.node_id, logs=self.logs, group_coordinator=self.group_coordinator,
                            txn_coordinator=self.txn_coordinator, authorizer=self.authorizer,
                            advertised_for=self.settings.advertised_for)
@@ -182,7 +181,7 @@ class Broker:
         admin = AdminView(node_id=self.node_id, cluster_id=self.cluster_id, config=self.config,
                           settings=self.settings, logs=self.logs, dynamic_configs=self.dynamic_configs,
                           authorizer=self.authorizer, group_coordinator=self.group_coordinator, quotas=self.quotas,
-                          topic_by_id=parts.topic_by_id, wake_topic=waiters.wake_topic)
+                          wake_topic=waiters.wake_topic)
         security = SecurityView(authorizer=self.authorizer, security=self.security, tokens=self.tokens,
                                 quotas=self.quotas)
         self.views.update(
