@@ -20,6 +20,7 @@ import base64
 import hashlib
 import os
 import queue
+import random
 import re
 import shutil
 import signal
@@ -273,7 +274,31 @@ class ToolShell:
 
 # --- KRaft nodes ---------------------------------------------------------------------------
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PORTS = random.Random()  # not the tests' seeded generators: workers must not draw the same ports
+
+
 def free_port() -> int:
+    """A port free now, for a Kafka node to listen on.
+
+    Drawn from below the kernel's ephemeral range: a Kafka JVM binds its ports seconds after they
+    are chosen, and a port from that range (what bind(0) gives) can meanwhile become the local end
+    of some test client's outgoing connection (Kafka then dies: Address already in use)."""
+    low = _ephemeral_low()
+    for _ in range(100):
+        port = _PORTS.randrange(10000, low) if low > 11000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
