@@ -188,7 +188,21 @@ class Run:
         finally:
             d.close()
         self.log.append(("drain", got))
-        self.log.append(("described", sr.describe_offsets(self.bs, self.seq.group, self.seq.topic)))
+        self.log.append(("described", self._settled_offsets()))
+
+    def _settled_offsets(self, deadline_s: float = 10.0):
+        """DescribeShareGroupOffsets once two reads 0.5 s apart agree: Kafka answers a ShareFetch or
+        a session's close before its share coordinator has written the acknowledgements' state,
+        and describes what was written (g106 once read a start offset from before the drain)."""
+        last = sr.describe_offsets(self.bs, self.seq.group, self.seq.topic)
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            time.sleep(0.5)
+            now = sr.describe_offsets(self.bs, self.seq.group, self.seq.topic)
+            if now == last:
+                break
+            last = now
+        return last
 
     # ---- generated steps -------------------------------------------------------------------
     def next_step(self, i: int):
